@@ -1,0 +1,41 @@
+# mnemo -- build and test from a clean machine.  `make test` is what CI runs (.ci/run).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# A real build or none: fail when the NASM kernels cannot be built (see setup.py).
+export MNEMO_REQUIRE_ASM ?= 1
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SOURCES := pyproject.toml setup.py $(wildcard mnemo/*.py mnemo/*.pyi asm/*.asm asm/*.c asm/*.h)
+
+.PHONY: test install typecheck pytest bench bench-peers demo nasm clean
+
+test: install typecheck pytest
+
+install: $(VENV)/.installed
+
+# nasm is a system package (pip cannot provide it): install it when it is missing.
+nasm:
+	@command -v nasm >/dev/null || { echo "installing nasm with apt-get"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nasm >/dev/null; }
+	@nasm -v
+
+$(VENV)/.installed: $(SOURCES) | nasm
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q '.[test]'
+	touch $@
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/pytest bench -p no:randomly --benchmark-columns=min,median,mean,rounds --benchmark-sort=name
+
+demo: install
+	$(BIN)/mnemo demo
+
+clean:
+	rm -rf build dist *.egg-info $(VENV) .mypy_cache .pytest_cache .benchmarks mnemo/*.so *.so

@@ -1,0 +1,373 @@
+/* shim.c -- the CPython extension mnemo._kernels: converts Python objects to pointers,
+ * picks the kernel backend once from the CPU, releases the GIL around long scans and can
+ * split one scan across threads.  No algorithm lives here: the kernels do the work
+ * (asm/*.asm, or their C twins in kernels_portable.c). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* ---- backends ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;
+    mnemo_pairscan_fn pairscan;
+    mnemo_memeq_fn memeq;
+} backend_t;
+
+static const backend_t BACKEND_C = {"c", mnemo_pairscan_c, mnemo_memeq_c};
+#ifdef MNEMO_HAVE_ASM
+static const backend_t BACKEND_AVX2 = {"avx2", mnemo_pairscan_avx2, mnemo_memeq_avx2};
+#endif
+
+static const backend_t *active = &BACKEND_C;
+static int cpu_has_avx2 = 0;
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+/* AVX2 needs three things: the CPU has it (CPUID.7.0:EBX bit 5), the kernels' BMI1
+ * instructions tzcnt and blsr (EBX bit 3), and the OS saves the YMM registers (OSXSAVE set
+ * and XCR0 bits 1 and 2 on, read with xgetbv). */
+static int detect_avx2(void) {
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    if (!(c & (1u << 27)) || !(c & (1u << 28))) return 0; /* OSXSAVE, AVX */
+    unsigned int xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 6u) != 6u) return 0;                       /* XMM and YMM state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (b & (1u << 5)) && (b & (1u << 3));             /* AVX2, BMI1 */
+}
+#else
+static int detect_avx2(void) { return 0; }
+#endif
+
+static PyObject *backend(PyObject *self, PyObject *unused) {
+    return PyUnicode_FromString(active->name);
+}
+
+static PyObject *backends(PyObject *self, PyObject *unused) {
+#ifdef MNEMO_HAVE_ASM
+    if (cpu_has_avx2) return Py_BuildValue("(ss)", "avx2", "c");
+#endif
+    return Py_BuildValue("(s)", "c");
+}
+
+static PyObject *asm_built(PyObject *self, PyObject *unused) {
+#ifdef MNEMO_HAVE_ASM
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyObject *set_backend(PyObject *self, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (name == NULL) return NULL;
+    if (strcmp(name, "c") == 0) {
+        active = &BACKEND_C;
+        Py_RETURN_NONE;
+    }
+#ifdef MNEMO_HAVE_ASM
+    if (strcmp(name, "avx2") == 0 && cpu_has_avx2) {
+        active = &BACKEND_AVX2;
+        Py_RETURN_NONE;
+    }
+#endif
+    PyObject *avail = backends(self, NULL);
+    if (avail == NULL) return NULL;
+    PyErr_Format(PyExc_ValueError, "kernel backend %R is not available here; available: %R",
+                 arg, avail);
+    Py_DECREF(avail);
+    return NULL;
+}
+
+/* ---- buffers ------------------------------------------------------------------------- */
+
+static int format_is(const Py_buffer *v, const char *allowed) {
+    const char *f = v->format ? v->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    return f[0] != '\0' && f[1] == '\0' && strchr(allowed, f[0]) != NULL;
+}
+
+static int get_tokens(PyObject *obj, Py_buffer *v) {
+    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (v->itemsize != 2 || !format_is(v, "hH")) {
+        PyErr_Format(PyExc_TypeError,
+                     "tokens must be a contiguous buffer of 16-bit integers (format 'H' or "
+                     "'h'), got format %s with item size %zd",
+                     v->format ? v->format : "B", v->itemsize);
+        PyBuffer_Release(v);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_i64(PyObject *obj, const char *what, long long *out) {
+    *out = PyLong_AsLongLong(obj);
+    if (*out == -1 && PyErr_Occurred()) return -1;
+    (void)what;
+    return 0;
+}
+
+/* ---- pair scan ----------------------------------------------------------------------- */
+
+/* Below this many tokens a scan is shorter than releasing and re-taking the GIL. */
+#define GIL_RELEASE_MIN 16384
+/* Below this many tokens per thread, starting a thread costs more than it saves. */
+#define THREAD_MIN_PART (1 << 20)
+#define MAX_THREADS 64
+
+typedef struct {
+    mnemo_pairscan_fn fn;
+    const uint16_t *tok;
+    size_t first, n;      /* scan tok[first .. first + n) */
+    uint32_t a, b;
+    int64_t *out;
+    size_t cap, hits;
+} part_t;
+
+static void run_part(part_t *p) {
+    p->hits = p->fn(p->tok + p->first, p->n, p->a, p->b, p->out, p->cap);
+    for (size_t k = 0; k < p->hits; k++) p->out[k] += (int64_t)p->first;
+}
+
+static void *run_part_thread(void *arg) {
+    run_part((part_t *)arg);
+    return NULL;
+}
+
+/* Scan pair starts i in [start, stop - 1) of tok; write at most cap positions (absolute
+ * indices into tok) to out.  Returns the count, or (size_t)-1 with a Python error set (only
+ * possible before any work starts, with the GIL held). */
+static size_t scan(const uint16_t *tok, size_t start, size_t stop, uint32_t a, uint32_t b,
+                   int64_t *out, size_t cap, int threads) {
+    if (stop < start + 2 || cap == 0) return 0;
+    size_t n = stop - start;
+    mnemo_pairscan_fn fn = active->pairscan;
+    size_t nparts = 1;
+    if (threads > 1) {
+        nparts = (size_t)threads;
+        if (nparts > MAX_THREADS) nparts = MAX_THREADS;
+        if (n / nparts < THREAD_MIN_PART) nparts = n / THREAD_MIN_PART;
+        if (nparts < 1) nparts = 1;
+    }
+    if (nparts == 1) {
+        part_t p = {fn, tok, start, n, a, b, out, cap, 0};
+        if (n >= GIL_RELEASE_MIN) {
+            Py_BEGIN_ALLOW_THREADS
+            run_part(&p);
+            Py_END_ALLOW_THREADS
+        } else {
+            run_part(&p);
+        }
+        return p.hits;
+    }
+
+    /* Part k owns the pair starts [s_k, s_{k+1}); it reads one token past its end so that a
+     * pair across the cut is found by exactly one part.  Each part writes to its own buffer;
+     * the results are concatenated in order and cut at cap. */
+    part_t parts[MAX_THREADS];
+    pthread_t tids[MAX_THREADS];
+    size_t pairs = n - 1, per = pairs / nparts;
+    for (size_t k = 0; k < nparts; k++) {
+        size_t s = start + k * per, e = (k + 1 == nparts) ? start + pairs : s + per;
+        size_t pcap = cap < e - s ? cap : e - s;
+        int64_t *buf = k == 0 ? out : (int64_t *)malloc(pcap * sizeof(int64_t));
+        if (buf == NULL) {
+            for (size_t j = 1; j < k; j++) free(parts[j].out);
+            PyErr_NoMemory();
+            return (size_t)-1;
+        }
+        part_t p = {fn, tok, s, e - s + 1, a, b, buf, pcap, 0};
+        parts[k] = p;
+    }
+    size_t started = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t k = 1; k < nparts; k++) {
+        if (pthread_create(&tids[k], NULL, run_part_thread, &parts[k]) != 0) break;
+        started++;
+    }
+    for (size_t k = started; k < nparts; k++) run_part(&parts[k]); /* thread refused: do it here */
+    run_part(&parts[0]);
+    for (size_t k = 1; k < started; k++) pthread_join(tids[k], NULL);
+    Py_END_ALLOW_THREADS
+    size_t hits = parts[0].hits;
+    for (size_t k = 1; k < nparts; k++) {
+        size_t take = parts[k].hits;
+        if (hits < cap) {
+            if (take > cap - hits) take = cap - hits;
+            memcpy(out + hits, parts[k].out, take * sizeof(int64_t));
+            hits += take;
+        }
+        free(parts[k].out);
+    }
+    return hits;
+}
+
+/* Parse (tokens, a, b, <out or cap>, [start, [stop, [threads]]]) shared by both entry points. */
+static int parse_scan_args(PyObject *const *args, Py_ssize_t nargs, const char *fname,
+                           Py_buffer *tv, uint32_t *a, uint32_t *b, size_t *start,
+                           size_t *stop, int *threads) {
+    if (nargs < 4 || nargs > 7) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 4 to 7 positional arguments, got %zd",
+                     fname, nargs);
+        return -1;
+    }
+    long long va, vb, vstart = 0, vstop = -1, vthreads = 1;
+    if (get_i64(args[1], "a", &va) < 0 || get_i64(args[2], "b", &vb) < 0) return -1;
+    if (va < 0 || va > 0xffff || vb < 0 || vb > 0xffff) {
+        PyErr_Format(PyExc_ValueError, "%s(): token ids must be in 0..65535, got a=%lld b=%lld",
+                     fname, va, vb);
+        return -1;
+    }
+    if (nargs > 4 && get_i64(args[4], "start", &vstart) < 0) return -1;
+    if (nargs > 5 && get_i64(args[5], "stop", &vstop) < 0) return -1;
+    if (nargs > 6 && get_i64(args[6], "threads", &vthreads) < 0) return -1;
+    if (get_tokens(args[0], tv) < 0) return -1;
+    long long len = (long long)(tv->len / 2);
+    if (vstop < 0) vstop = len;
+    if (vstart < 0 || vstart > vstop || vstop > len) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): need 0 <= start <= stop <= len(tokens), got start=%lld stop=%lld "
+                     "len=%lld", fname, vstart, vstop, len);
+        PyBuffer_Release(tv);
+        return -1;
+    }
+    if (vthreads < 1) {
+        PyErr_Format(PyExc_ValueError, "%s(): threads must be >= 1, got %lld", fname, vthreads);
+        PyBuffer_Release(tv);
+        return -1;
+    }
+    *a = (uint32_t)va;
+    *b = (uint32_t)vb;
+    *start = (size_t)vstart;
+    *stop = (size_t)vstop;
+    *threads = vthreads > MAX_THREADS ? MAX_THREADS : (int)vthreads;
+    return 0;
+}
+
+static PyObject *pair_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer tv, ov;
+    uint32_t a, b;
+    size_t start, stop;
+    int threads;
+    if (parse_scan_args(args, nargs, "pair_scan", &tv, &a, &b, &start, &stop, &threads) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[3], &ov, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    if (ov.itemsize != 8 || !format_is(&ov, "qlQL")) {
+        PyErr_Format(PyExc_TypeError,
+                     "out must be a writable contiguous buffer of 64-bit integers, got format "
+                     "%s with item size %zd", ov.format ? ov.format : "B", ov.itemsize);
+        PyBuffer_Release(&ov);
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    size_t hits = scan((const uint16_t *)tv.buf, start, stop, a, b, (int64_t *)ov.buf,
+                       (size_t)(ov.len / 8), threads);
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&tv);
+    if (hits == (size_t)-1) return NULL;
+    return PyLong_FromSize_t(hits);
+}
+
+static PyObject *pair_positions(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer tv;
+    uint32_t a, b;
+    size_t start, stop;
+    int threads;
+    if (parse_scan_args(args, nargs, "pair_positions", &tv, &a, &b, &start, &stop, &threads) < 0)
+        return NULL;
+    long long vcap;
+    if (get_i64(args[3], "cap", &vcap) < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    if (vcap < 0) {
+        PyBuffer_Release(&tv);
+        return PyErr_Format(PyExc_ValueError, "pair_positions(): cap must be >= 0, got %lld", vcap);
+    }
+    size_t cap = (size_t)vcap, most = stop > start ? stop - start - 1 : 0;
+    if (cap > most) cap = most;
+    PyObject *res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap * 8));
+    if (res == NULL) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    size_t hits = scan((const uint16_t *)tv.buf, start, stop, a, b,
+                       (int64_t *)PyBytes_AS_STRING(res), cap, threads);
+    PyBuffer_Release(&tv);
+    if (hits == (size_t)-1) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    if (hits != cap && _PyBytes_Resize(&res, (Py_ssize_t)(hits * 8)) < 0) return NULL;
+    return res;
+}
+
+/* ---- memeq --------------------------------------------------------------------------- */
+
+static PyObject *memeq(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "memeq() takes 5 positional arguments, got %zd",
+                            nargs);
+    long long aoff, boff, n;
+    if (get_i64(args[1], "a_off", &aoff) < 0 || get_i64(args[3], "b_off", &boff) < 0 ||
+        get_i64(args[4], "n", &n) < 0)
+        return NULL;
+    Py_buffer av, bv;
+    if (PyObject_GetBuffer(args[0], &av, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(args[2], &bv, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&av);
+        return NULL;
+    }
+    PyObject *res = NULL;
+    if (n < 0 || aoff < 0 || boff < 0 || aoff + n > (long long)av.len ||
+        boff + n > (long long)bv.len) {
+        PyErr_Format(PyExc_ValueError,
+                     "memeq(): ranges out of bounds: a[%lld:%lld] of %zd bytes, b[%lld:%lld] "
+                     "of %zd bytes", aoff, aoff + n, av.len, boff, boff + n, bv.len);
+    } else {
+        size_t room = (size_t)(aoff < boff ? aoff : boff);
+        int eq = active->memeq((const uint8_t *)av.buf + aoff, (const uint8_t *)bv.buf + boff,
+                               (size_t)n, room);
+        res = PyBool_FromLong(eq);
+    }
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&av);
+    return res;
+}
+
+/* ---- module -------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"backend", backend, METH_NOARGS, "The name of the kernel backend in use."},
+    {"backends", backends, METH_NOARGS, "The backends this build can run on this CPU."},
+    {"asm_built", asm_built, METH_NOARGS, "Whether the NASM kernels were linked in."},
+    {"set_backend", set_backend, METH_O, "Use the named backend (for tests and benchmarks)."},
+    {"pair_scan", (PyCFunction)(void (*)(void))pair_scan, METH_FASTCALL,
+     "pair_scan(tokens, a, b, out, start=0, stop=-1, threads=1) -> int"},
+    {"pair_positions", (PyCFunction)(void (*)(void))pair_positions, METH_FASTCALL,
+     "pair_positions(tokens, a, b, cap, start=0, stop=-1, threads=1) -> bytes"},
+    {"memeq", (PyCFunction)(void (*)(void))memeq, METH_FASTCALL,
+     "memeq(a, a_off, b, b_off, n) -> bool"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "mnemo._kernels",
+                                    "mnemo's native kernels (NASM with portable C twins).",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit__kernels(void) {
+    cpu_has_avx2 = detect_avx2();
+#ifdef MNEMO_HAVE_ASM
+    if (cpu_has_avx2) active = &BACKEND_AVX2;
+#endif
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,27 @@
+"""mnemo: a fast, verifiable byte-level BPE tokenizer.
+
+Re-exports only; each name lives in the module that owns it.
+"""
+
+from mnemo.errors import (
+    ConfigError,
+    FingerprintError,
+    FormatError,
+    InputError,
+    MnemoError,
+    SpecialTokenError,
+    VerificationError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "FingerprintError",
+    "FormatError",
+    "InputError",
+    "MnemoError",
+    "SpecialTokenError",
+    "VerificationError",
+    "__version__",
+]

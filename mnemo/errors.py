@@ -1,0 +1,33 @@
+"""mnemo's exceptions: one hierarchy, so that callers can catch `MnemoError` for all of them.
+
+Messages say what was wrong, with the offending value (and file, line or offset where there is
+one), and what to do about it.
+"""
+
+
+class MnemoError(Exception):
+    """Base class of every error mnemo raises on purpose."""
+
+
+class ConfigError(MnemoError, ValueError):
+    """An argument or option has a value mnemo cannot use."""
+
+
+class InputError(MnemoError):
+    """Input text or an input file cannot be read as asked (missing, unreadable, malformed)."""
+
+
+class FormatError(MnemoError):
+    """A tokenizer.bin, .tok or other mnemo file is damaged, truncated or of another version."""
+
+
+class FingerprintError(FormatError):
+    """A token file was made by a different tokenizer than the one reading it."""
+
+
+class SpecialTokenError(MnemoError, ValueError):
+    """Text contains a special token's string where special tokens are not allowed."""
+
+
+class VerificationError(MnemoError):
+    """A training run's self-check failed: the maintained pair counts are not the true ones."""

@@ -1,0 +1,37 @@
+"""The native kernels, as the rest of mnemo sees them.  This is the only module that imports
+the extension mnemo._kernels (asm/shim.c); everything else imports from here.
+
+Kernels (NASM in asm/*.asm, portable C twins in asm/kernels_portable.c):
+
+pair_scan(tokens, a, b, out, start=0, stop=len, threads=1) -> int
+    Every i in [start, stop - 1) with tokens[i] == a and tokens[i + 1] == b, in increasing
+    order, written to `out` (a writable buffer of int64) as absolute indices; returns how
+    many were written.  It stops when `out` is full: resume from out[-1] + 1.  `tokens` is
+    any contiguous buffer of 16-bit items (numpy uint16, array('H'), librt vec[i16]).
+    With threads > 1 and more than a million tokens per thread, the scan is split across
+    threads with the GIL released.
+
+pair_positions(tokens, a, b, cap, start=0, stop=len, threads=1) -> bytes
+    The same scan, returning at most `cap` positions packed as little-endian int64 in a bytes
+    object (mypyc-compiled code reads them with librt.strings.read_i64_le at ~1 ns each).
+
+memeq(a, a_off, b, b_off, n) -> bool
+    a[a_off:a_off+n] == b[b_off:b_off+n] without reading outside either range.  A call costs
+    about 50 ns from compiled code: worth it only for long ranges (see count.py).
+
+backend() names the kernels in use ("avx2" or "c"); backends() lists those this build can
+run on this CPU; set_backend(name) switches (tests and benchmarks do); asm_built() says
+whether the NASM objects were linked in at all.
+"""
+
+from mnemo._kernels import (
+    asm_built,
+    backend,
+    backends,
+    memeq,
+    pair_positions,
+    pair_scan,
+    set_backend,
+)
+
+__all__ = ["asm_built", "backend", "backends", "memeq", "pair_positions", "pair_scan", "set_backend"]
