@@ -1,0 +1,102 @@
+"""Shared fixtures: kernel backends, and the real-text corpus in ../shared/corpus.
+
+The corpus lives beside the repository (never inside it).  Tests that need it ask for the
+`corpus_docs` fixture and are skipped, with the path in the reason, where it is absent -- so the
+package also tests cleanly elsewhere.  `--full-corpus` makes corpus tests read every document
+instead of their default deterministic sample.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from mnemo import kernels
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS_DIR = ROOT.parent / "shared" / "corpus"
+FIXTURES_DIR = ROOT.parent / "shared" / "fixtures"
+CORPUS_NAMES = ("english", "multilingual", "code", "chat")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full-corpus",
+        action="store_true",
+        default=False,
+        help="corpus tests read every document of ../shared/corpus instead of a sample",
+    )
+
+
+@pytest.fixture(params=kernels.backends())
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test once per kernel backend this build can run here (asm first)."""
+    before = kernels.backend()
+    kernels.set_backend(request.param)
+    try:
+        yield request.param
+    finally:
+        kernels.set_backend(before)
+
+
+@pytest.fixture(scope="session")
+def full_corpus(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("full_corpus"))
+
+
+def corpus_file(name: str) -> Path:
+    """Path of ../shared/corpus/<name>.jsonl.xz, or skip the test with the reason."""
+    path = CORPUS_DIR / f"{name}.jsonl.xz"
+    if not path.is_file():
+        pytest.skip(f"corpus file {path} is absent (it lives in ../shared/corpus beside the repo)")
+    return path
+
+
+def iter_corpus_texts(name: str) -> Iterator[str]:
+    """Every document's text, in file order; for `chat`, every message's content."""
+    with lzma.open(corpus_file(name), "rt", encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            if "messages" in record:
+                for message in record["messages"]:
+                    yield message["content"]
+            else:
+                yield record["text"]
+
+
+@pytest.fixture(scope="session")
+def corpus_docs(full_corpus: bool) -> Callable[..., list[str]]:
+    """corpus_docs(name, max_bytes=2_000_000) -> texts from the start of that corpus.
+
+    The files are shuffled (see their README), so a prefix is a fair sample.  With
+    --full-corpus, max_bytes is ignored and every document is returned.
+    """
+    cache: dict[tuple[str, int], list[str]] = {}
+
+    def get(name: str, max_bytes: int = 2_000_000) -> list[str]:
+        limit = -1 if full_corpus else max_bytes
+        key = (name, limit)
+        if key not in cache:
+            docs: list[str] = []
+            total = 0
+            for text in iter_corpus_texts(name):
+                if 0 <= limit <= total:
+                    break
+                docs.append(text)
+                total += len(text.encode("utf-8"))
+            cache[key] = docs
+        return cache[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def cs336_dir() -> Path:
+    path = FIXTURES_DIR / "cs336"
+    if not path.is_dir():
+        pytest.skip(f"fixtures folder {path} is absent")
+    return path
