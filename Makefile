@@ -7,7 +7,7 @@ export MNEMO_REQUIRE_ASM ?= 1
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SOURCES := pyproject.toml setup.py $(wildcard mnemo/*.py mnemo/*.pyi asm/*.asm asm/*.c asm/*.h)
 
-.PHONY: test install typecheck pytest bench bench-peers demo nasm clean
+.PHONY: test install typecheck pytest bench nasm clean
 
 test: install typecheck pytest
 
@@ -34,8 +34,6 @@ pytest: install
 bench: install
 	$(BIN)/pytest bench -p no:randomly --benchmark-columns=min,median,mean,rounds --benchmark-sort=name
 
-demo: install
-	$(BIN)/mnemo demo
 
 clean:
 	rm -rf build dist *.egg-info $(VENV) .mypy_cache .pytest_cache .benchmarks mnemo/*.so *.so
