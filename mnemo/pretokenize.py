@@ -1,0 +1,486 @@
+"""The pre-tokenizer: cuts text into chunks that BPE merges never cross.
+
+Three patterns, each reproduced exactly as the `regex` module runs it (see PATTERN_REGEX):
+
+    mnemonic  GPT-4's cl100k pattern with numbers in groups of 1 to 2 digits (the default)
+    gpt4      GPT-4's cl100k_base pattern as published (groups of 1 to 3 digits)
+    gpt2      GPT-2's pattern (the one Stanford CS336 uses)
+
+No regex engine runs here: each pattern is written out as branches over UTF-8 bytes, and the
+classes \\p{L}, \\p{N} and \\s come from tables generated from `regex` itself
+(mnemo/_unicode_tables.py, by tools/gen_unicode_tables.py), so they hold the same Unicode
+version as the oracle the tests compare against.
+
+Any bytes are valid input.  A byte that does not start a well-formed UTF-8 sequence (in the
+strict sense of Python's decoder: no overlong forms, no surrogates, nothing above U+10FFFF,
+and the whole sequence before `end`) is a one-byte character that is neither letter, number
+nor space.  So the chunks always join back to the input, and nothing ever raises on content.
+
+Two forms:
+  split(text, pattern)               the user API: str -> list[str], bytes -> list[bytes]
+  chunk_end(data, pos, end, pid)     the hot loops' form: the end of the chunk starting at
+                                     `pos`; no allocation, a native call from compiled code.
+
+How each pattern reads, branch by branch, as a chunk start sees them (c = the first
+character, n = the next one); regex tries the alternatives in order and findall's chunks tile
+the text, so the first branch that matches at a chunk start decides its end:
+
+  mnemonic / gpt4   '(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+|\\p{N}{1,2}
+                    | ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+
+    1. c is ' and a contraction follows (case-insensitive, as regex folds case: 'ſ' counts
+       as s)                                                   -> ' + contraction
+    2. c is a letter                                           -> the letter run
+       c is not CR/LF/letter/number and n is a letter          -> c + the letter run
+    3. c is a number                                           -> up to 2 (3) numbers
+    4. c is punctuation ("other": not space/letter/number)     -> the other-run, then CR/LF run
+       c is ' ' and n is punctuation                           -> ' ' + that, same
+    5-7. c is white space: take the maximal white-space run.  If it holds CR or LF, the chunk
+       ends after the last CR/LF in it (\\s*[\\r\\n] backtracks to there).  Else if the run
+       reaches the end of the text, all of it; else if it has 2+ characters, all but its last
+       (\\s+(?!\\S) backtracks one character, leaving the last to prefix what follows); else
+       the single character (\\s+).
+  gpt2              '(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
+    The same without case folding, without the CR/LF branches, with an optional ' ' before
+    letter, number and punctuation runs alike, and numbers unbounded.
+
+Every branch scans at most its chunk plus the white-space run it looks past, and a run looked
+past is never rescanned more than once more, so time is linear in the input.
+"""
+
+from typing import Final, overload
+
+from mypy_extensions import i64
+
+from mnemo import _unicode_tables as _tables
+from mnemo.errors import ConfigError, InputError
+
+PATTERN_MNEMONIC: Final[i64] = 0
+PATTERN_GPT4: Final[i64] = 1
+PATTERN_GPT2: Final[i64] = 2
+
+PATTERN_NAMES: Final[tuple[str, ...]] = ("mnemonic", "gpt4", "gpt2")
+
+# The regular expressions each pattern reproduces, as the `regex` module spells them.
+PATTERN_REGEX: Final[dict[str, str]] = {
+    "mnemonic": (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}"""
+        r"""| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+    ),
+    "gpt4": (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}"""
+        r"""| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+    ),
+    "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+}
+
+UNICODE_VERSION: Final[str] = _tables.UNICODE_VERSION
+
+# Character classes (the same codes as mnemo/_unicode_tables.py; a test checks they agree).
+# Written as literals so that mypyc folds them into the compiled comparisons.
+_OTHER: Final[i64] = 0
+_APOS: Final[i64] = 1
+_LETTER: Final[i64] = 2
+_NUMBER: Final[i64] = 3
+_SPACE: Final[i64] = 4
+_WHITE: Final[i64] = 5
+_NEWLINE: Final[i64] = 6
+# Classes below _SPACE are not white space; _OTHER and _APOS make up "punctuation", i.e.
+# [^\s\p{L}\p{N}].
+
+_ASCII: Final[bytes] = _tables.ASCII_CLASS
+_STAGE1: Final[bytes] = _tables.STAGE1
+_STAGE2: Final[bytes] = _tables.STAGE2
+_FOLD_CPS: Final[tuple[int, ...]] = _tables.FOLD_CPS
+_FOLD_LETTERS: Final[bytes] = _tables.FOLD_LETTERS
+
+# _decode packs a character as class | length << 3.
+_ONE_OTHER: Final[i64] = _OTHER | (1 << 3)
+
+
+def pattern_id(name: str) -> i64:
+    """The id of a pattern name: "mnemonic" -> 0, "gpt4" -> 1, "gpt2" -> 2."""
+    if name == "mnemonic":
+        return PATTERN_MNEMONIC
+    if name == "gpt4":
+        return PATTERN_GPT4
+    if name == "gpt2":
+        return PATTERN_GPT2
+    raise ConfigError(f"unknown pre-tokenizer pattern {name!r}; use one of 'mnemonic' (the default), 'gpt4', 'gpt2'")
+
+
+def pattern_name(pid: i64) -> str:
+    """The name of a pattern id (the inverse of pattern_id)."""
+    if 0 <= pid < len(PATTERN_NAMES):
+        return PATTERN_NAMES[pid]
+    raise ConfigError(f"unknown pre-tokenizer pattern id {pid}; use 0 (mnemonic), 1 (gpt4) or 2 (gpt2)")
+
+
+# ---- characters ----------------------------------------------------------------------------
+
+
+def _class_of(cp: i64) -> i64:
+    return _STAGE2[(_STAGE1[cp >> 7] << 7) | (cp & 127)]
+
+
+def _decode(data: bytes, i: i64, end: i64) -> i64:
+    """Class and byte length of the character at i, whose lead byte is >= 0x80, packed as
+    class | length << 3.  A byte that does not start a well-formed sequence ending by `end`
+    is one "other" character of one byte."""
+    b0: i64 = data[i]
+    if b0 < 0xE0:
+        if b0 < 0xC2 or i + 1 >= end:
+            return _ONE_OTHER
+        b1: i64 = data[i + 1]
+        if (b1 & 0xC0) != 0x80:
+            return _ONE_OTHER
+        return _class_of(((b0 & 0x1F) << 6) | (b1 & 0x3F)) | (2 << 3)
+    if b0 < 0xF0:
+        if i + 2 >= end:
+            return _ONE_OTHER
+        b1 = data[i + 1]
+        b2: i64 = data[i + 2]
+        if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80:
+            return _ONE_OTHER
+        if b0 == 0xE0 and b1 < 0xA0:  # overlong
+            return _ONE_OTHER
+        if b0 == 0xED and b1 >= 0xA0:  # a surrogate
+            return _ONE_OTHER
+        return _class_of(((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)) | (3 << 3)
+    if b0 > 0xF4 or i + 3 >= end:
+        return _ONE_OTHER
+    b1 = data[i + 1]
+    b2 = data[i + 2]
+    b3: i64 = data[i + 3]
+    if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or (b3 & 0xC0) != 0x80:
+        return _ONE_OTHER
+    if b0 == 0xF0 and b1 < 0x90:  # overlong
+        return _ONE_OTHER
+    if b0 == 0xF4 and b1 >= 0x90:  # above U+10FFFF
+        return _ONE_OTHER
+    cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+    return _class_of(cp) | (4 << 3)
+
+
+def _char(data: bytes, i: i64, end: i64) -> i64:
+    """class | length << 3 of the character at i (any lead byte)."""
+    b: i64 = data[i]
+    if b < 0x80:
+        return _ASCII[b] | (1 << 3)
+    return _decode(data, i, end)
+
+
+def _folded_letter(data: bytes, i: i64, end: i64) -> i64:
+    """For the case-insensitive contractions: the lowercase ASCII letter that the character
+    at i matches under regex's (?i) (0 if none), packed as letter | length << 8."""
+    b: i64 = data[i]
+    if b < 0x80:
+        if _ASCII[b] != _LETTER:
+            return 0
+        return (b | 0x20) | (1 << 8)
+    # Rare: a non-ASCII character right after an apostrophe.  Decode it (only well-formed
+    # sequences can fold) and look it up among the few that regex folds to s, d, m, t, ...
+    v = _decode(data, i, end)
+    if (v & 7) != _LETTER:
+        return 0
+    n: i64 = v >> 3
+    cp: i64
+    if n == 2:
+        cp = ((b & 0x1F) << 6) | (data[i + 1] & 0x3F)
+    elif n == 3:
+        cp = ((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)
+    else:
+        cp = ((b & 0x07) << 18) | ((data[i + 1] & 0x3F) << 12) | ((data[i + 2] & 0x3F) << 6) | (data[i + 3] & 0x3F)
+    k: i64 = 0
+    while k < len(_FOLD_CPS):
+        if _FOLD_CPS[k] == cp:
+            return _FOLD_LETTERS[k] | (n << 8)
+        k += 1
+    return 0
+
+
+def _contraction_end(data: bytes, i: i64, end: i64, fold: bool) -> i64:
+    """After an apostrophe ending at i: the end of `(?:[sdmt]|ll|ve|re)` (case-insensitive
+    when `fold`), or -1 when none follows."""
+    if fold:
+        f1 = _folded_letter(data, i, end)
+    else:
+        b: i64 = data[i]
+        f1 = b | (1 << 8)
+    l1: i64 = f1 & 0xFF
+    j: i64 = i + (f1 >> 8)
+    if l1 == 0x73 or l1 == 0x64 or l1 == 0x6D or l1 == 0x74:  # s d m t
+        return j
+    if (l1 == 0x6C or l1 == 0x76 or l1 == 0x72) and j < end:  # l v r
+        if fold:
+            f2 = _folded_letter(data, j, end)
+        else:
+            b2: i64 = data[j]
+            f2 = b2 | (1 << 8)
+        l2: i64 = f2 & 0xFF
+        if (l1 == 0x6C and l2 == 0x6C) or (l1 != 0x6C and l2 == 0x65):  # ll, ve, re
+            return j + (f2 >> 8)
+    return -1
+
+
+# ---- runs ----------------------------------------------------------------------------------
+
+
+def _letters(data: bytes, i: i64, end: i64) -> i64:
+    """The end of the run of letters starting at i."""
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            if _ASCII[b] != _LETTER:
+                return i
+            i += 1
+        else:
+            v = _decode(data, i, end)
+            if (v & 7) != _LETTER:
+                return i
+            i += v >> 3
+    return i
+
+
+def _numbers(data: bytes, i: i64, end: i64, count: i64) -> i64:
+    """The end of at most `count` more numbers from i (count < 0: no limit)."""
+    while i < end and count != 0:
+        b: i64 = data[i]
+        if b < 0x80:
+            if _ASCII[b] != _NUMBER:
+                return i
+            i += 1
+        else:
+            v = _decode(data, i, end)
+            if (v & 7) != _NUMBER:
+                return i
+            i += v >> 3
+        count -= 1
+    return i
+
+
+def _punctuation(data: bytes, i: i64, end: i64) -> i64:
+    """The end of the run of [^\\s\\p{L}\\p{N}] starting at i."""
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            if _ASCII[b] > _APOS:
+                return i
+            i += 1
+        else:
+            v = _decode(data, i, end)
+            if (v & 7) > _APOS:
+                return i
+            i += v >> 3
+    return i
+
+
+def _newlines(data: bytes, i: i64, end: i64) -> i64:
+    """The end of the run of CR and LF starting at i."""
+    while i < end:
+        b: i64 = data[i]
+        if b != 0x0A and b != 0x0D:
+            return i
+        i += 1
+    return i
+
+
+def _white(data: bytes, pos: i64, end: i64, newline_branch: bool) -> i64:
+    """The chunk of white space starting at pos, by branches \\s*[\\r\\n] (only when
+    `newline_branch`), \\s+(?!\\S) and \\s+."""
+    i: i64 = pos
+    last: i64 = pos  # start of the run's last character
+    after_newline: i64 = -1  # end of the run's last CR or LF
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            c: i64 = _ASCII[b]
+            if c < _SPACE:
+                break
+            if c == _NEWLINE:
+                after_newline = i + 1
+            last = i
+            i += 1
+        else:
+            v = _decode(data, i, end)
+            if (v & 7) < _SPACE:
+                break
+            last = i
+            i += v >> 3
+    if newline_branch and after_newline >= 0:
+        return after_newline
+    if i < end and last > pos:
+        return last
+    return i
+
+
+# ---- the patterns --------------------------------------------------------------------------
+
+
+def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64) -> i64:
+    b: i64 = data[pos]
+    c: i64
+    i: i64
+    if b < 0x80:
+        c = _ASCII[b]
+        i = pos + 1
+    else:
+        v = _decode(data, pos, end)
+        c = v & 7
+        i = pos + (v >> 3)
+    if c == _LETTER:
+        return _letters(data, i, end)
+    if c == _NUMBER:
+        return _numbers(data, i, end, max_digits - 1)
+    if c == _NEWLINE:
+        return _white(data, pos, end, True)
+    if i >= end:
+        return i  # one character at the end of the text: a chunk whatever its class
+    if c == _APOS:
+        j = _contraction_end(data, i, end, True)
+        if j >= 0:
+            return j
+    # c is punctuation or white space other than CR/LF: [^\r\n\p{L}\p{N}]?+\p{L}+ comes first
+    n = _char(data, i, end)
+    nc: i64 = n & 7
+    if nc == _LETTER:
+        return _letters(data, i + (n >> 3), end)
+    if c <= _APOS:
+        return _newlines(data, _punctuation(data, i, end), end)
+    if c == _SPACE and nc <= _APOS:
+        return _newlines(data, _punctuation(data, i + (n >> 3), end), end)
+    return _white(data, pos, end, True)
+
+
+def _end_gpt2(data: bytes, pos: i64, end: i64) -> i64:
+    b: i64 = data[pos]
+    c: i64
+    i: i64
+    if b < 0x80:
+        c = _ASCII[b]
+        i = pos + 1
+    else:
+        v = _decode(data, pos, end)
+        c = v & 7
+        i = pos + (v >> 3)
+    if c == _LETTER:
+        return _letters(data, i, end)
+    if c == _NUMBER:
+        return _numbers(data, i, end, -1)
+    if i >= end:
+        return i
+    if c <= _APOS:
+        if c == _APOS:
+            j = _contraction_end(data, i, end, False)
+            if j >= 0:
+                return j
+        return _punctuation(data, i, end)
+    if c == _SPACE:
+        n = _char(data, i, end)
+        nc: i64 = n & 7
+        if nc == _LETTER:
+            return _letters(data, i + (n >> 3), end)
+        if nc == _NUMBER:
+            return _numbers(data, i + (n >> 3), end, -1)
+        if nc <= _APOS:
+            return _punctuation(data, i + (n >> 3), end)
+    return _white(data, pos, end, False)
+
+
+def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
+    """The end of the chunk that starts at `pos` in the text data[0:end] (> pos).
+
+    `pos` must be a chunk start: 0 or the end of the previous chunk.  Bytes from `end` on do
+    not exist for the pattern (no lookahead reaches them).  Hot loops use it as
+        pos = start
+        while pos < end:
+            e = chunk_end(data, pos, end, pid)
+            ... data[pos:e] ...
+            pos = e
+    """
+    if pos < 0 or pos >= end or end > len(data):
+        raise ConfigError(f"chunk_end needs 0 <= pos < end <= len(data), got pos={pos}, end={end}, len={len(data)}")
+    if pattern == PATTERN_MNEMONIC:
+        return _end_gpt4(data, pos, end, 2)
+    if pattern == PATTERN_GPT4:
+        return _end_gpt4(data, pos, end, 3)
+    if pattern == PATTERN_GPT2:
+        return _end_gpt2(data, pos, end)
+    raise ConfigError(f"unknown pre-tokenizer pattern id {pattern}; use 0 (mnemonic), 1 (gpt4) or 2 (gpt2)")
+
+
+def chunk_count(data: bytes, pattern: i64) -> i64:
+    """How many chunks `data` splits into (the boundary loop with nothing else in it)."""
+    pos: i64 = 0
+    end: i64 = len(data)
+    n: i64 = 0
+    while pos < end:
+        pos = chunk_end(data, pos, end, pattern)
+        n += 1
+    return n
+
+
+# ---- the user API --------------------------------------------------------------------------
+
+
+def _split_bytes(data: bytes, pid: i64) -> list[bytes]:
+    out: list[bytes] = []
+    pos: i64 = 0
+    end: i64 = len(data)
+    while pos < end:
+        e = chunk_end(data, pos, end, pid)
+        out.append(data[pos:e])
+        pos = e
+    return out
+
+
+def _split_str(text: str, pid: i64) -> list[str]:
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InputError(
+            f"text holds the lone surrogate U+{ord(text[err.start]):04X} at index {err.start}, which "
+            "UTF-8 cannot encode; split its bytes instead, e.g. split(text.encode('utf-8', 'surrogatepass'))"
+        ) from None
+    out: list[str] = []
+    pos: i64 = 0
+    end: i64 = len(data)
+    if end == len(text):  # all ASCII: byte offsets are character offsets
+        while pos < end:
+            e = chunk_end(data, pos, end, pid)
+            out.append(text[pos:e])
+            pos = e
+        return out
+    # Chunks of valid UTF-8 start and end on character boundaries: count the characters of
+    # each chunk (its bytes that are not continuation bytes) to slice the str itself.
+    cpos: i64 = 0
+    while pos < end:
+        e = chunk_end(data, pos, end, pid)
+        k: i64 = pos
+        nchars: i64 = 0
+        while k < e:
+            b: i64 = data[k]
+            if (b & 0xC0) != 0x80:
+                nchars += 1
+            k += 1
+        out.append(text[cpos : cpos + nchars])
+        cpos += nchars
+        pos = e
+    return out
+
+
+@overload
+def split(text: str, pattern: str = "mnemonic") -> list[str]: ...
+@overload
+def split(text: bytes, pattern: str = "mnemonic") -> list[bytes]: ...
+def split(text: str | bytes, pattern: str = "mnemonic") -> list[str] | list[bytes]:
+    """Cut text into pre-tokenizer chunks: str in, list of str out; bytes in, list of bytes out.
+
+    `pattern` is "mnemonic" (the default), "gpt4" or "gpt2" (see PATTERN_REGEX).  The chunks
+    join back to `text`.  On valid UTF-8 they are exactly regex.findall(PATTERN_REGEX[pattern],
+    text); invalid UTF-8 bytes are one-byte characters that are neither letter, number nor
+    space.  A str holding a lone surrogate (which has no UTF-8 form) raises InputError.
+    """
+    pid = pattern_id(pattern)
+    if isinstance(text, str):
+        return _split_str(text, pid)
+    return _split_bytes(text, pid)
