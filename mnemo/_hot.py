@@ -14,6 +14,7 @@ Sorted.  Modules NOT compiled, and why:
 from typing import Final
 
 HOT_MODULES: Final = [
+    "mnemo/count.py",
     "mnemo/kernels.py",
     "mnemo/pretokenize.py",
 ]

@@ -1,0 +1,214 @@
+"""`mnemo.train`: from inputs to a trained Tokenizer.
+
+Phases: (1) count words -- worker processes pre-tokenize their share of the input and count
+chunks in their own table (mnemo/count.py); the parent merges the tables; (2) learn merges
+(mnemo/trainer.py, or the naive twin in mnemo/reference.py); (3) wrap them in a Tokenizer.
+
+Workers: with seekable inputs (plain text and JSONL files, Parquet row groups) each worker reads
+its own tasks; with streams (compressed files, in-memory documents) the parent reads and hands
+out batches of documents through a bounded queue, so it never holds a corpus in memory.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union, cast
+
+from mnemo.count import WordCounter, merge_counts
+from mnemo.errors import ConfigError, InputError
+from mnemo.pretokenize import pattern_id
+from mnemo.sources import (
+    Task,
+    check_inputs,
+    compression_of,
+    documents_from_iterable,
+    iter_task_documents,
+    plan_tasks,
+)
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: Documents handed to a worker at a time when the parent reads a stream.
+BATCH_BYTES = 4 << 20
+
+
+@dataclass
+class CountStats:
+    """What the counting phase saw."""
+
+    n_bytes: int = 0
+    n_chunks: int = 0
+    n_skipped: int = 0
+    seconds: float = 0.0
+
+
+Progress = Callable[[str, int, int], None]
+"""progress(phase, done, total): phase "count" (bytes) or "merge" (merges); total 0 if unknown."""
+
+
+def _as_paths(inputs: object) -> list[PathLike] | None:
+    """The inputs as a list of paths when they are a path or a list/tuple of paths, else None
+    (an iterable of documents)."""
+    if isinstance(inputs, (str, os.PathLike)):
+        return [inputs]
+    if isinstance(inputs, (list, tuple)) and all(isinstance(x, (str, os.PathLike)) for x in inputs):
+        return list(inputs)
+    return None
+
+
+def _count_documents(docs: Iterable[bytes], pattern: int, max_chunk_bytes: int) -> WordCounter:
+    counter = WordCounter(pattern, max_chunk_bytes)
+    for doc in docs:
+        counter.add(doc)
+    return counter
+
+
+def _worker(
+    jobs: Any, results: Any, pattern: int, max_chunk_bytes: int, specials: Sequence[str], text_field: str
+) -> None:
+    """A counting process: takes Tasks or lists of documents until None, then sends its table."""
+    counter = WordCounter(pattern, max_chunk_bytes)
+    try:
+        while (job := jobs.get()) is not None:
+            docs = iter_task_documents(job, text_field=text_field, specials=specials) if isinstance(job, Task) else job
+            before = counter.n_bytes
+            for doc in docs:
+                counter.add(doc)
+            results.put(("progress", counter.n_bytes - before))
+        results.put(("done", (counter.to_dict(), counter.n_bytes, counter.n_chunks, counter.skipped)))
+    except BaseException as exc:  # report, never hang the parent
+        results.put(("error", exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")))
+
+
+def _batches(docs: Iterator[bytes]) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    size = 0
+    for doc in docs:
+        batch.append(doc)
+        size += len(doc)
+        if size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def count_words(
+    inputs: PathLike | Sequence[PathLike] | Iterable[str | bytes],
+    *,
+    pattern: str = "mnemonic",
+    special_tokens: Sequence[str] = (),
+    max_chunk_bytes: int = 256,
+    workers: int | None = None,
+    text_field: str = "text",
+    progress: Progress | None = None,
+) -> tuple[dict[bytes, int], CountStats]:
+    """Count the chunks of every document of the inputs (paths, or an iterable of str/bytes
+    documents).  Special-token strings split documents and are never counted."""
+    pid = pattern_id(pattern)
+    if max_chunk_bytes < 1:
+        raise ConfigError(f"max_chunk_bytes must be >= 1, got {max_chunk_bytes}")
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    if n_workers < 1:
+        raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    t0 = time.perf_counter()
+    stats = CountStats()
+    jobs: list[Task] | None = None
+    stream: Iterator[bytes] | None = None
+    as_paths = _as_paths(inputs)
+    if as_paths is not None:
+        paths = check_inputs(as_paths)
+        tasks = plan_tasks(paths, n_workers=n_workers, specials=special_tokens)
+        if any(t.end < 0 and t.kind != "parquet" and compression_of(Path(t.path)) for t in tasks) and n_workers > 1:
+            stream = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, specials=special_tokens))
+        else:
+            jobs = tasks
+    else:
+        stream = documents_from_iterable(cast("Iterable[str | bytes]", inputs), special_tokens)
+
+    if n_workers == 1:
+        docs = stream if stream is not None else (
+            d for t in jobs or [] for d in iter_task_documents(t, text_field=text_field, specials=special_tokens)
+        )
+        counter = WordCounter(pid, max_chunk_bytes)
+        for doc in docs:
+            counter.add(doc)
+            if progress is not None:
+                progress("count", counter.n_bytes, 0)
+        words = counter.to_dict()
+        stats.n_bytes, stats.n_chunks, stats.n_skipped = counter.n_bytes, counter.n_chunks, counter.skipped
+    else:
+        words = _count_in_workers(jobs, stream, n_workers, pid, max_chunk_bytes, special_tokens, text_field, stats, progress)
+    stats.seconds = time.perf_counter() - t0
+    return words, stats
+
+
+def _count_in_workers(
+    jobs: list[Task] | None,
+    stream: Iterator[bytes] | None,
+    n_workers: int,
+    pid: int,
+    max_chunk_bytes: int,
+    specials: Sequence[str],
+    text_field: str,
+    stats: CountStats,
+    progress: Progress | None,
+) -> dict[bytes, int]:
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+    job_q: Any = ctx.Queue(maxsize=2 * n_workers)
+    result_q: Any = ctx.Queue()
+    procs = [
+        ctx.Process(target=_worker, args=(job_q, result_q, pid, max_chunk_bytes, tuple(specials), text_field), daemon=True)
+        for _ in range(n_workers)
+    ]
+    for p in procs:
+        p.start()
+    words: dict[bytes, int] = {}
+    done = 0
+    try:
+        source: Iterable[Task | list[bytes]] = jobs if jobs is not None else _batches(stream or iter(()))
+        for job in source:
+            while True:  # put, but notice a worker's error while the queue is full
+                try:
+                    job_q.put(job, timeout=0.1)
+                    break
+                except queue.Full:
+                    done = _drain(result_q, words, stats, progress, done, block=False)
+            done = _drain(result_q, words, stats, progress, done, block=False)
+        for _ in procs:
+            job_q.put(None)
+        while done < n_workers:
+            done = _drain(result_q, words, stats, progress, done, block=True)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+            p.join()
+    return words
+
+
+def _drain(result_q: Any, words: dict[bytes, int], stats: CountStats, progress: Progress | None, done: int, block: bool) -> int:
+    while True:
+        try:
+            kind, payload = result_q.get(timeout=1.0) if block else result_q.get_nowait()
+        except queue.Empty:
+            return done
+        if kind == "error":
+            raise payload
+        if kind == "progress":
+            stats.n_bytes += payload
+            if progress is not None:
+                progress("count", stats.n_bytes, 0)
+        else:
+            table, _n_bytes, n_chunks, skipped = payload
+            merge_counts(words, table)
+            stats.n_chunks += n_chunks
+            stats.n_skipped += skipped
+            done += 1
+        if block:
+            return done

@@ -1,0 +1,124 @@
+"""Word counting: the compiled open-addressing counter against collections.Counter over
+`split`, on real text and on crafted hash collisions; and count_words across workers."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnemo.count import MEMEQ_MIN_BYTES, PREFIX_BYTES, WordCounter, merge_counts
+from mnemo.errors import ConfigError, InputError
+from mnemo.pretokenize import pattern_id, split
+from mnemo.training import count_words
+
+
+def oracle(docs: list[bytes], pattern: str, limit: int = 256) -> tuple[dict[bytes, int], int]:
+    chunks = [c for d in docs for c in split(d, pattern)]
+    return dict(Counter(c for c in chunks if len(c) <= limit)), sum(len(c) > limit for c in chunks)
+
+
+def fnv1a(data: bytes) -> int:
+    h = 2166136261
+    for c in data:
+        h = ((h ^ c) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+@pytest.mark.parametrize("corpus", ["english", "multilingual", "code", "chat"])
+@pytest.mark.parametrize("pattern", ["mnemonic", "gpt2"])
+def test_counter_equals_counter_of_split(corpus_docs: Callable[..., list[str]], corpus: str, pattern: str) -> None:
+    docs = [d.encode() for d in corpus_docs(corpus, max_bytes=1_000_000)]
+    counter = WordCounter(pattern_id(pattern), 256)
+    for d in docs:
+        counter.add(d)
+    expected, skipped = oracle(docs, pattern)
+    assert counter.to_dict() == expected
+    assert counter.skipped == skipped
+    assert counter.n_bytes == sum(map(len, docs))
+    assert len(counter) == len(expected)
+
+
+def test_long_chunks_and_the_limit() -> None:
+    """Words at the memeq crossover and beyond, repeated, and one over the limit."""
+    long_words = [b"a" * n for n in (PREFIX_BYTES, PREFIX_BYTES + 1, MEMEQ_MIN_BYTES - 1, MEMEQ_MIN_BYTES, 200)]
+    near = b"a" * (MEMEQ_MIN_BYTES + 5) + b"b"  # differs from the a-run only in its last byte... and length
+    text = b" ".join(long_words * 3 + [near, near, b"z" * 300])
+    counter = WordCounter(pattern_id("mnemonic"), 256)
+    counter.add(text)
+    expected, skipped = oracle([text], "mnemonic")
+    assert counter.to_dict() == expected
+    assert skipped == counter.skipped == 1
+
+
+def test_same_hash_length_and_prefix_are_told_apart() -> None:
+    """Two different 15-byte words with equal FNV-1a hash and an equal 7-byte prefix land on the
+    same key: only the full comparison separates them.  The pair is found by a birthday search
+    (vectorised FNV-1a over 400,000 random 8-letter suffixes; about 18 collisions expected)."""
+    prefix = b"prefixx"
+    rng = np.random.default_rng(7)
+    suffixes = rng.integers(ord("a"), ord("z") + 1, size=(400_000, 8), dtype=np.uint64)
+    h = np.full(len(suffixes), fnv1a(prefix), dtype=np.uint64)
+    for col in range(suffixes.shape[1]):
+        h = ((h ^ suffixes[:, col]) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
+    order = np.argsort(h, kind="stable")
+    same = np.flatnonzero(h[order][1:] == h[order][:-1])
+    pairs = [(bytes(suffixes[order[i]].astype(np.uint8)), bytes(suffixes[order[i + 1]].astype(np.uint8))) for i in same]
+    a, b = next((prefix + x, prefix + y) for x, y in pairs if x != y)
+    assert a != b and len(a) == len(b) and a[:PREFIX_BYTES] == b[:PREFIX_BYTES] and fnv1a(a) == fnv1a(b)
+    counter = WordCounter(pattern_id("gpt2"), 256)
+    for word in (a, b, a):  # three documents of one chunk each
+        counter.add(word)
+    assert counter.to_dict() == {a: 2, b: 1}
+
+
+def test_table_grows_past_its_first_size() -> None:
+    words = [bytes(w) for w in itertools.islice(itertools.product(b"abcdefghijklmnopqrstuvwxyz", repeat=4), 200_000)]
+    counter = WordCounter(pattern_id("mnemonic"), 256)
+    for w in words:
+        counter.add(w)
+        counter.add(w)
+    assert len(counter) == 200_000
+    assert counter.to_dict() == dict.fromkeys(words, 2)
+
+
+def test_merge_counts_adds() -> None:
+    total = {b"a": 1, b"b": 2}
+    merge_counts(total, {b"b": 3, b"c": 4})
+    assert total == {b"a": 1, b"b": 5, b"c": 4}
+
+
+def test_count_words_same_for_any_number_of_workers(tmp_path: Path, corpus_docs: Callable[..., list[str]]) -> None:
+    docs = corpus_docs("english", max_bytes=3_000_000)
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    one, stats1 = count_words([path], workers=1)
+    two, stats2 = count_words([path], workers=2)
+    mem, _ = count_words(iter(docs), workers=2)
+    assert one == two == mem
+    assert stats1.n_bytes == stats2.n_bytes == sum(len(d.encode()) for d in docs)
+
+
+def test_count_words_specials_split_and_are_not_counted(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_text("hello<|endoftext|>world hello")
+    words, _ = count_words([path], workers=1, special_tokens=["<|endoftext|>"])
+    assert words == {b"hello": 1, b"world": 1, b" hello": 1}
+
+
+def test_count_words_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown|pattern"):
+        count_words(["x"], pattern="gpt5")
+    with pytest.raises(ConfigError, match="max_chunk_bytes must be >= 1, got 0"):
+        count_words(["x"], max_chunk_bytes=0)
+    with pytest.raises(InputError, match="no such file"):
+        count_words([tmp_path / "missing.txt"], workers=2)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a"}\n' * 10 + "nope\n")
+    with pytest.raises(InputError, match=r"bad\.jsonl:11: not valid JSON"):
+        count_words([bad], workers=2)
