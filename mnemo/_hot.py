@@ -12,5 +12,7 @@ Sorted.  Modules NOT compiled, and why:
 from typing import Final
 
 HOT_MODULES: Final = [
+    "mnemo/encode_text.py",
+    "mnemo/encoder.py",
     "mnemo/kernels.py",
 ]
