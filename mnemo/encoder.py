@@ -37,7 +37,10 @@ LONG_CHUNK: Final = 64
 NO_RANK: Final = 1 << 40
 FNV_OFFSET: Final = 2166136261
 FNV_PRIME: Final = 16777619
-HASH_MUL: Final = 0x2C1B3C6D
+# Multiplicative hashing of the 32-bit pair key: the product stays below 2**63 and its middle bits
+# (from bit 29 up) depend on every bit of the key.  Low bits of a product would cluster badly.
+HASH_MUL: Final = 0x4F1BBCDD
+HASH_SHIFT: Final = 29
 M32: Final = 0xFFFFFFFF
 M16: Final = 0xFFFF
 
@@ -78,7 +81,7 @@ class Encoder:
             left[k] = a
             right[k] = b
             key: i64 = (a << 16) | b
-            h: i64 = ((key ^ (key >> 15)) * HASH_MUL) & mask
+            h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
             while table[h] != -1:
                 h = (h + 1) & mask
             table[h] = (key << 16) | k
@@ -100,7 +103,7 @@ class Encoder:
         key: i64 = (a << 16) | b
         table = self.table
         mask = self.table_mask
-        h: i64 = ((key ^ (key >> 15)) * HASH_MUL) & mask
+        h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
         while True:
             e = table[h]
             if e == -1:
@@ -206,6 +209,8 @@ class Encoder:
     def encode_long(self, data: bytes, start: i64, end: i64, out: list[int]) -> None:
         """Linked list + min-heap BPE: O(n log n) for a chunk of any length."""
         n: i64 = end - start
+        if n <= 0:
+            return
         tok: vec[i64] = vec[i64](capacity=n)
         nxt: vec[i64] = vec[i64](capacity=n)
         prv: vec[i64] = vec[i64](capacity=n)
