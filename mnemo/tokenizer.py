@@ -61,6 +61,9 @@ class Tokenizer:
         if tie not in TIES:
             raise ConfigError(f"unknown tie rule {tie!r}; choose one of {', '.join(TIES)}")
         specials = list(DEFAULT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+        n_vocab = 256 + len(merges) + len(specials)
+        if n_vocab > MAX_VOCAB:
+            raise ConfigError(f"vocabulary of {n_vocab} ids is larger than {MAX_VOCAB} (ids are stored as uint16)")
         checked: list[tuple[int, int]] = []
         seen: dict[tuple[int, int], int] = {}
         vocab: list[bytes] = [bytes([i]) for i in range(256)]
@@ -79,9 +82,6 @@ class Tokenizer:
                 raise ConfigError(f"merge {k} repeats the pair {(a, b)} of merge {first}")
             checked.append((a, b))
             vocab.append(vocab[a] + vocab[b])
-        n_vocab = 256 + len(checked) + len(specials)
-        if n_vocab > MAX_VOCAB:
-            raise ConfigError(f"vocabulary of {n_vocab} ids is larger than {MAX_VOCAB} (ids are stored as uint16)")
         names: dict[str, int] = {}
         for j, name in enumerate(specials):
             if not isinstance(name, str) or not name:
