@@ -12,6 +12,8 @@ from mnemo.errors import (
     SpecialTokenError,
     VerificationError,
 )
+from mnemo.formats import open_tok
+from mnemo.tokenizer import Tokenizer
 
 __version__ = "0.1.0"
 
@@ -22,6 +24,8 @@ __all__ = [
     "InputError",
     "MnemoError",
     "SpecialTokenError",
+    "Tokenizer",
     "VerificationError",
     "__version__",
+    "open_tok",
 ]

@@ -15,6 +15,8 @@ from typing import Final
 
 HOT_MODULES: Final = [
     "mnemo/count.py",
+    "mnemo/encode_text.py",
+    "mnemo/encoder.py",
     "mnemo/kernels.py",
     "mnemo/pretokenize.py",
 ]

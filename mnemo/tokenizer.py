@@ -1,0 +1,308 @@
+"""The Tokenizer: a trained vocabulary, its file, and encoding policy.
+
+Layers as in tiktoken: the compiled encoder (encoder.py, encode_text.py) knows merges and bytes
+only; this module holds all policy -- validation, special tokens (tiktoken's allowed_special /
+disallowed_special contract), error wording -- and is plain Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Collection, Iterable, Sequence
+from typing import Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.encoder import Encoder
+from mnemo.errors import ConfigError, InputError, SpecialTokenError
+from mnemo.formats import (
+    MAX_VOCAB,
+    PATTERNS,
+    TIES,
+    encode_tokenizer_bin,
+    parse_tokenizer_bin,
+    read_file,
+    write_atomic,
+)
+
+DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
+    "<|bos|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|system|>",
+    "<|end|>",
+    *(f"<|reserved_{i}|>" for i in range(11)),
+)
+
+AllOr = Literal["all"] | Collection[str]
+
+
+class Tokenizer:
+    """A byte-level BPE vocabulary: 256 bytes, merges, then special tokens.
+
+    Merge k (0-based) makes id 256 + k from the pair merges[k]; special token j gets id
+    256 + len(merges) + j.  See INTERFACES.md and DESIGN.md.
+    """
+
+    def __init__(
+        self,
+        merges: Sequence[tuple[int, int]],
+        *,
+        pattern: str = "mnemonic",
+        special_tokens: Sequence[str] | None = None,
+        tie: str = "id",
+        merge_counts: Sequence[int] | None = None,
+    ) -> None:
+        if pattern not in PATTERNS:
+            raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+        if tie not in TIES:
+            raise ConfigError(f"unknown tie rule {tie!r}; choose one of {', '.join(TIES)}")
+        specials = list(DEFAULT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+        n_vocab = 256 + len(merges) + len(specials)
+        if n_vocab > MAX_VOCAB:
+            raise ConfigError(f"vocabulary of {n_vocab} ids is larger than {MAX_VOCAB} (ids are stored as uint16)")
+        checked: list[tuple[int, int]] = []
+        seen: dict[tuple[int, int], int] = {}
+        vocab: list[bytes] = [bytes([i]) for i in range(256)]
+        for k, pair in enumerate(merges):
+            own = 256 + k
+            try:
+                a, b = (int(pair[0]), int(pair[1]))
+                if len(pair) != 2:
+                    raise ValueError
+            except (TypeError, ValueError, IndexError):
+                raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids") from None
+            if not (0 <= a < own and 0 <= b < own):
+                raise ConfigError(f"merge {k} (id {own}) is {(a, b)}: both parts must be in 0..{own - 1}")
+            first = seen.setdefault((a, b), k)
+            if first != k:
+                raise ConfigError(f"merge {k} repeats the pair {(a, b)} of merge {first}")
+            checked.append((a, b))
+            vocab.append(vocab[a] + vocab[b])
+        names: dict[str, int] = {}
+        for j, name in enumerate(specials):
+            if not isinstance(name, str) or not name:
+                raise ConfigError(f"special token {j} is {name!r}, not a non-empty string")
+            if len(name.encode("utf-8", "surrogatepass")) > 255:
+                raise ConfigError(f"special token {j} {name[:20]!r}... is longer than 255 UTF-8 bytes")
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigError(f"special token {j} {name!r} is not encodable as UTF-8") from None
+            if name in names:
+                raise ConfigError(f"special token {name!r} is listed twice")
+            names[name] = 256 + len(checked) + j
+            vocab.append(name.encode("utf-8"))
+        counts: list[int] | None = None
+        if merge_counts is not None:
+            counts = [int(c) for c in merge_counts]
+            if len(counts) != len(checked):
+                raise ConfigError(f"{len(counts)} merge counts for {len(checked)} merges")
+            if any(c < 0 or c >= 1 << 64 for c in counts):
+                raise ConfigError("merge counts must be in 0..2**64-1")
+
+        self.merges: list[tuple[int, int]] = checked
+        self.pattern: str = pattern
+        self.tie: str = tie
+        self.merge_counts: list[int] | None = counts
+        self.special_tokens: dict[str, int] = names
+        self._vocab = vocab
+        self._pattern_id = PATTERNS.index(pattern)
+        self._encoder = Encoder(checked)
+        self._special_re: dict[frozenset[str], re.Pattern[bytes]] = {}
+        self._special_by_id = {i: s for s, i in names.items()}
+        h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer1")
+        h.update(pattern.encode() + b"\0")
+        h.update(np.asarray(checked, dtype="<u2").tobytes())
+        for name in specials:
+            raw = name.encode("utf-8")
+            h.update(bytes([len(raw)]) + raw)
+        self.fingerprint: str = h.hexdigest()
+
+    # ---- properties and files ----
+
+    @property
+    def n_vocab(self) -> int:
+        return len(self._vocab)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Tokenizer n_vocab={self.n_vocab} merges={len(self.merges)} specials={len(self.special_tokens)} "
+            f"pattern={self.pattern!r} fingerprint={self.fingerprint}>"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tokenizer):
+            return NotImplemented
+        return (
+            self.fingerprint == other.fingerprint
+            and self.tie == other.tie
+            and self.merge_counts == other.merge_counts
+            and self.merges == other.merges
+        )
+
+    def token_bytes(self, token: int) -> bytes:
+        """The bytes of one id (a special token's UTF-8 name for specials)."""
+        if not 0 <= token < len(self._vocab):
+            raise InputError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
+        return self._vocab[token]
+
+    def to_bytes(self) -> bytes:
+        """The tokenizer.bin image of this tokenizer."""
+        return encode_tokenizer_bin(
+            self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str = "<bytes>") -> Tokenizer:
+        fields = parse_tokenizer_bin(data, source)
+        return cls(
+            fields.merges,
+            pattern=fields.pattern,
+            special_tokens=fields.special_tokens,
+            tie=fields.tie,
+            merge_counts=fields.merge_counts,
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write tokenizer.bin (through a temporary name and a rename)."""
+        write_atomic(path, self.to_bytes())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Read and validate a tokenizer.bin; FormatError (with the offset) when it is bad."""
+        return cls.from_bytes(read_file(path), os.fspath(path))
+
+    # ---- encoding ----
+
+    def _text_bytes(self, text: str) -> bytes:
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates (as tiktoken): each becomes U+FFFD.
+            return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+    def _encode_range(self, data: bytes, start: int, end: int, out: list[int]) -> None:
+        from mnemo.encode_text import encode_range
+
+        encode_range(self._encoder, data, start, end, self._pattern_id, out)
+
+    def encode_bytes(self, data: bytes) -> list[int]:
+        """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
+        out: list[int] = []
+        self._encode_range(bytes(data), 0, len(data), out)
+        return out
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of `text`, with special-token text encoded as plain text."""
+        data = self._text_bytes(text)
+        out: list[int] = []
+        self._encode_range(data, 0, len(data), out)
+        return out
+
+    def _specials_re(self, names: Collection[str]) -> re.Pattern[bytes]:
+        key = frozenset(names)
+        found = self._special_re.get(key)
+        if found is None:
+            # Longest first: where two specials match at one place, the longer wins.
+            ordered = sorted(key, key=lambda s: (-len(s.encode("utf-8")), s))
+            found = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in ordered))
+            self._special_re[key] = found
+        return found
+
+    def _resolve_specials(self, allowed_special: AllOr, disallowed_special: AllOr) -> tuple[set[str], set[str]]:
+        if allowed_special == "all":
+            allowed = set(self.special_tokens)
+        else:
+            allowed = set(allowed_special)
+            unknown = allowed - set(self.special_tokens)
+            if unknown:
+                raise ConfigError(f"allowed_special names {sorted(unknown)}, which are not special tokens here")
+        if disallowed_special == "all":
+            disallowed = set(self.special_tokens) - allowed
+        else:
+            disallowed = set(disallowed_special)
+        return allowed, disallowed
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+    ) -> list[int]:
+        """Ids of `text`, tiktoken's contract for special tokens.
+
+        Special-token text raises SpecialTokenError unless it is in `allowed_special` (then it
+        becomes its single id) or left out of `disallowed_special` (then it is plain text).
+        """
+        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
+        data = self._text_bytes(text)
+        return self._encode_data(data, allowed, disallowed)
+
+    def _encode_data(self, data: bytes, allowed: set[str], disallowed: set[str]) -> list[int]:
+        if disallowed:
+            m = self._specials_re(disallowed).search(data)
+            if m is not None:
+                name = m.group().decode("utf-8")
+                raise SpecialTokenError(
+                    f"the text contains the special token {name!r} at byte {m.start()}; "
+                    f"pass allowed_special={{{name!r}}} (or 'all') to encode it as its id, "
+                    f"or disallowed_special=() / encode_ordinary to encode it as plain text"
+                )
+        out: list[int] = []
+        pos = 0
+        if allowed:
+            ids = self.special_tokens
+            for m in self._specials_re(allowed).finditer(data):
+                self._encode_range(data, pos, m.start(), out)
+                out.append(ids[m.group().decode("utf-8")])
+                pos = m.end()
+        self._encode_range(data, pos, len(data), out)
+        return out
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+    ) -> list[list[int]]:
+        """`encode` of each text, in order."""
+        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
+        return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in texts]
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+    ) -> npt.NDArray[np.unsignedinteger]:
+        """`encode` as a numpy array of uint16 (uint32 when the vocabulary needs it)."""
+        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        dtype = np.uint16 if self.n_vocab <= 1 << 16 else np.uint32
+        return np.array(ids, dtype=dtype)
+
+    # ---- decoding ----
+
+    def decode_bytes(self, tokens: Iterable[int]) -> bytes:
+        """The bytes of a token sequence (special tokens as their names)."""
+        vocab = self._vocab
+        toks = tokens if isinstance(tokens, list) else list(tokens)
+        try:
+            if not toks or min(toks) >= 0:
+                return b"".join([vocab[t] for t in toks])
+        except (IndexError, TypeError):
+            pass
+        for t in toks:
+            if not isinstance(t, (int, np.integer)) or not 0 <= t < len(vocab):
+                raise InputError(f"token id {t!r} is not in the vocabulary (ids are 0..{len(vocab) - 1})")
+        raise AssertionError("unreachable: a bad id was found above")
+
+    def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
+        """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)

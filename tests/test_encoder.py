@@ -1,0 +1,252 @@
+"""The compiled encoder (mnemo/encoder.py) against hand-worked examples and the naive twin.
+
+These tests drive the encoder with chunk lists they cut themselves, so they do not depend on the
+pre-tokenizer.  Paths: the cache (chunks <= 48 bytes), the short rank-array path (< 64 bytes,
+`encode_uncached`) and the heap path (`encode_long`, any length); all must equal the twin.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mnemo.encoder import CACHE_MAX_BYTES, LONG_CHUNK, Encoder
+from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
+
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def long_ids(enc: Encoder, data: bytes) -> list[int]:
+    out: list[int] = []
+    enc.encode_long(data, 0, len(data), out)
+    return out
+
+
+def all_paths(enc: Encoder, data: bytes) -> list[list[int]]:
+    """The ids of one chunk by every path that accepts it."""
+    results = [enc.encode_chunks([data]), enc.encode_chunks_uncached([data]), long_ids(enc, data)]
+    if len(data) < LONG_CHUNK:
+        out: list[int] = []
+        enc.encode_short(data, 0, len(data), out)
+        results.append(out)
+    return results
+
+
+# ---- worked examples ----
+
+# a=97 b=98 c=99.  Merges: 0: (a, b) -> 256 "ab";  1: (256, c) -> 257 "abc";  2: (b, c) -> 258 "bc".
+ABC = [(97, 98), (256, 99), (98, 99)]
+
+
+def test_worked_example_lowest_merge_first() -> None:
+    """'abcbc' = [a b c b c]: pairs ab(0) bc(2) cb(-) bc(2); lowest is 0 -> [256 c b c];
+    then 256c(1) cb(-) bc(2) -> 1 -> [257 b c]; then 257b(-) bc(2) -> [257 258]."""
+    enc = Encoder(ABC)
+    for ids in all_paths(enc, b"abcbc"):
+        assert ids == [257, 258]
+    assert encode_chunk_naive(b"abcbc", merge_ranks(ABC)) == [257, 258]
+
+
+def test_worked_example_every_occurrence_left_to_right() -> None:
+    """Merge 0 = (a, a) -> 256, merge 1 = (256, 256) -> 257.
+    'aaaaa': merge 0 left to right without overlap gives [256 256 a]; then merge 1 -> [257 a]."""
+    merges = [(97, 97), (256, 256)]
+    enc = Encoder(merges)
+    for ids in all_paths(enc, b"aaaaa"):
+        assert ids == [257, 97]
+    assert encode_chunk_naive(b"aaaaa", merge_ranks(merges)) == [257, 97]
+
+
+def test_worked_example_merge_order_beats_position() -> None:
+    """Merge 0 = (b, c) -> 256, merge 1 = (a, b) -> 257.  'abc': bc (merge 0) wins although ab is
+    further left -> [a 256]; (a, 256) is no merge, so it stays [97, 256]."""
+    enc = Encoder([(98, 99), (97, 98)])
+    for ids in all_paths(enc, b"abc"):
+        assert ids == [97, 256]
+
+
+def test_no_merges_gives_bytes() -> None:
+    enc = Encoder([])
+    data = bytes(range(256)) * 2
+    for ids in all_paths(enc, data):
+        assert ids == list(data)
+    assert enc.encode_chunks([b"", b"x"]) == [120]
+
+
+def test_rank_table() -> None:
+    enc = Encoder(ABC)
+    assert enc.rank(97, 98) == 0
+    assert enc.rank(256, 99) == 1
+    assert enc.rank(98, 99) == 2
+    assert enc.rank(99, 98) > 1 << 32
+
+
+# ---- random merges against the twin ----
+
+
+@st.composite
+def merges_and_texts(draw: st.DrawFn) -> tuple[list[tuple[int, int]], list[bytes]]:
+    alphabet = draw(st.lists(st.integers(0, 255), min_size=1, max_size=4, unique=True))
+    n = draw(st.integers(0, 40))
+    merges: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    tokens = list(alphabet)
+    for _ in range(n):
+        pair = (draw(st.sampled_from(tokens)), draw(st.sampled_from(tokens)))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        tokens.append(256 + len(merges))
+        merges.append(pair)
+    texts = draw(st.lists(st.lists(st.sampled_from(alphabet), max_size=150).map(bytes), max_size=6))
+    return merges, texts
+
+
+@settings(max_examples=300, deadline=None)
+@given(merges_and_texts())
+def test_every_path_equals_twin(case: tuple[list[tuple[int, int]], list[bytes]]) -> None:
+    merges, texts = case
+    enc = Encoder(merges)
+    ranks = merge_ranks(merges)
+    for text in texts:
+        expected = encode_chunk_naive(text, ranks)
+        for ids in all_paths(enc, text):
+            assert ids == expected
+    assert enc.encode_chunks(texts) == encode_chunks_naive(texts, merges)
+
+
+# ---- GPT-2's merges on real text ----
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable alphabet for the 256 bytes (documented in its encoder.py)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1), *range(ord("\u00ae"), 256)]
+    extra = 0
+    table: dict[int, str] = {}
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def load_gpt2_merges(cs336_dir: Path) -> list[tuple[int, int]]:
+    decode = {c: b for b, c in bytes_to_unicode().items()}
+    ids = {bytes([b]): b for b in range(256)}
+    merges: list[tuple[int, int]] = []
+    for line in (cs336_dir / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#version"):
+            continue
+        left, right = (bytes(decode[c] for c in part) for part in line.split(" "))
+        merges.append((ids[left], ids[right]))
+        ids[left + right] = 255 + len(merges)
+    return merges
+
+
+@pytest.fixture(scope="module")
+def gpt2_encoder(cs336_dir: Path) -> tuple[Encoder, list[tuple[int, int]]]:
+    merges = load_gpt2_merges(cs336_dir)
+    return Encoder(merges), merges
+
+
+def gpt2_chunks(text: str) -> list[bytes]:
+    return [c.encode("utf-8") for c in regex.findall(GPT2_PATTERN, text)]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["english", "multilingual", "code", "chat"])
+def test_corpus_equals_twin(
+    name: str, corpus_docs: Callable[..., list[str]], gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]
+) -> None:
+    """Fast encoder == naive twin, and cached == uncached, on a sample of each corpus."""
+    enc, merges = gpt2_encoder
+    ranks = merge_ranks(merges)
+    docs = corpus_docs(name, max_bytes=300_000)
+    assert docs
+    for doc in docs:
+        chunks = gpt2_chunks(doc)
+        fast = enc.encode_chunks(chunks)
+        assert fast == enc.encode_chunks_uncached(chunks)
+        assert fast == [t for c in chunks for t in encode_chunk_naive(c, ranks)]
+
+
+@pytest.mark.corpus
+def test_cache_agrees_when_full(
+    corpus_docs: Callable[..., list[str]], gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]
+) -> None:
+    """More distinct short chunks than cache slots: entries are replaced, answers never change."""
+    enc, _ = gpt2_encoder
+    chunks = [c for doc in corpus_docs("multilingual", max_bytes=1_500_000) for c in gpt2_chunks(doc)]
+    short = [c for c in chunks if len(c) <= CACHE_MAX_BYTES]
+    assert len(set(short)) > 20_000
+    first = enc.encode_chunks(chunks)
+    again = enc.encode_chunks(chunks)  # now mostly served by the cache
+    assert first == again == enc.encode_chunks_uncached(chunks)
+
+
+# ---- long chunks stay near-linear ----
+
+
+def test_long_runs_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    enc, merges = gpt2_encoder
+    ranks = merge_ranks(merges)
+    rng = random.Random(5)
+    cases = [b"a" * 3000, b" " * 2000, b"ab" * 1500, base64.b64encode(rng.randbytes(2000))]
+    for data in cases:
+        expected = encode_chunk_naive(data, ranks)
+        assert long_ids(enc, data) == expected
+        assert enc.encode_chunks([data]) == expected
+
+
+@pytest.mark.slow
+def test_megabyte_chunks_are_not_quadratic(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """1 MB of one letter and a 1 MB base64 blob, each as a single chunk.  A quadratic rescan
+    would take minutes; the heap path takes about a second even on a busy machine."""
+    enc, merges = gpt2_encoder
+    blob = base64.b64encode(random.Random(1).randbytes(750_000))
+    for data in (b"a" * 1_000_000, blob):
+        small = data[:100_000]
+        t0 = time.perf_counter()
+        ids_small = enc.encode_chunks([small])
+        t_small = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ids = enc.encode_chunks([data])
+        t_big = time.perf_counter() - t0
+        assert t_big < 60, f"{len(data)} bytes took {t_big:.1f} s"
+        # 10x the input: near-linear means far below the 100x of a quadratic algorithm.
+        assert t_big < 40 * max(t_small, 0.01), (t_small, t_big)
+        vocab = vocab_of(merges)
+        assert b"".join(vocab[i] for i in ids) == data
+        assert len(ids_small) <= len(ids)
+
+
+def vocab_of(merges: list[tuple[int, int]]) -> list[bytes]:
+    vocab = [bytes([i]) for i in range(256)]
+    for a, b in merges:
+        vocab.append(vocab[a] + vocab[b])
+    return vocab
+
+
+def test_gpt2_merges_fixture_matches_vocab(cs336_dir: Path) -> None:
+    """GPT-2's vocab.json gives merge k the id 256 + k (so only the 256 byte ids need a remap)."""
+    vocab = json.loads((cs336_dir / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    merges = load_gpt2_merges(cs336_dir)
+    alphabet = bytes_to_unicode()
+    to_string = {i: alphabet[i] for i in range(256)}
+    tokens = vocab_of(merges)
+    for k in (0, 1, 1000, len(merges) - 1):
+        text = "".join(alphabet[x] for x in tokens[256 + k])
+        assert vocab[text] == 256 + k
+    assert sorted(vocab[to_string[i]] for i in range(256)) == list(range(256))
+    assert [vocab[to_string[i]] for i in range(256)] != list(range(256))  # a permutation, not identity
