@@ -1,13 +1,20 @@
 """The `mnemo` command.  Plain Python: it parses arguments, calls the library and prints.
 
-Each subcommand is one function `cmd_<name>(args) -> int`; `main()` dispatches.
+Each subcommand is one function `cmd_<name>(args) -> int`, registered in `build_parser`.
+Long work shows progress (tqdm) on a terminal and stays quiet when piped; every command ends
+with a one-line summary on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from mnemo.errors import MnemoError
 
@@ -25,26 +32,178 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+# ---- progress ----------------------------------------------------------------------------------
+
+
+def _interactive() -> bool:
+    return sys.stderr.isatty()
+
+
+class PhaseProgress:
+    """Named phases on one terminal line each: counting shows MB and MB/s, merging shows
+    merges/s and an ETA.  Disabled (no output at all) when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bars: dict[str, Any] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        bar = self.bars.get(phase)
+        if bar is None:
+            from tqdm import tqdm
+
+            if phase == "count":
+                bar = tqdm(desc="counting", unit="B", unit_scale=True, unit_divisor=1000, leave=True)
+            else:
+                bar = tqdm(desc="merging ", unit=" merges", total=total or None, leave=True)
+            self.bars[phase] = bar
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def _peak_rss_mib() -> float:
+    """Peak resident memory of this process and of its (finished) workers, in MiB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) / 1024
+
+
+# ---- train -------------------------------------------------------------------------------------
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from mnemo.training import CountStats, TrainStats, train
+
+    progress = PhaseProgress(_interactive() and not args.quiet)
+    stats = TrainStats(CountStats())
+    t0 = time.perf_counter()
+    try:
+        tok = train(
+            args.inputs,
+            vocab_size=args.vocab_size,
+            pattern=args.pattern,
+            special_tokens=args.special if args.special is not None else None,
+            tie=args.tie,
+            algorithm="naive" if args.naive else "fast",
+            workers=args.workers,
+            max_chunk_bytes=args.max_chunk_bytes,
+            verify=not args.no_verify,
+            text_field=args.text_field,
+            progress=progress,
+            stats=stats,
+        )
+    finally:
+        progress.close()
+    tok.save(args.output)
+    seconds = time.perf_counter() - t0
+    mb = stats.count.n_bytes / 1e6
+    print(
+        f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges, {len(tok.special_tokens)} special) "
+        f"from {mb:.1f} MB, {stats.unique_words} unique words in {seconds:.2f} s "
+        f"(counting {stats.count.seconds:.2f} s, {mb / max(stats.count.seconds, 1e-9):.1f} MB/s; "
+        f"merging {stats.merge_seconds:.2f} s); peak RSS {_peak_rss_mib():.0f} MiB"
+    )
+    return 0
+
+
+# ---- info --------------------------------------------------------------------------------------
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from mnemo.formats import BIN_MAGIC, TOK_MAGIC, read_tok_header
+    from mnemo.tokenizer import Tokenizer
+
+    for path in args.files:
+        try:
+            with open(path, "rb") as f:
+                magic = f.read(8)
+        except OSError as exc:
+            raise MnemoError(f"{path}: cannot be read ({exc.strerror})") from None
+        if magic == BIN_MAGIC:
+            tok = Tokenizer.load(path)
+            specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items())
+            print(f"{path}: mnemo tokenizer")
+            print(f"  vocabulary   {tok.n_vocab} ids = 256 bytes + {len(tok.merges)} merges + {len(tok.special_tokens)} special")
+            print(f"  pattern      {tok.pattern}")
+            print(f"  tie rule     {tok.tie}")
+            print(f"  fingerprint  {tok.fingerprint}")
+            print(f"  special      {specials or '(none)'}")
+            if tok.merge_counts:
+                print(f"  merge counts first {tok.merge_counts[0]}, last {tok.merge_counts[-1]}")
+            longest = max(range(tok.n_vocab - len(tok.special_tokens)), key=lambda i: len(tok.token_bytes(i)))
+            print(f"  longest      id {longest}: {tok.token_bytes(longest)!r}")
+        elif magic == TOK_MAGIC:
+            h = read_tok_header(path)
+            kind = "chat, masked" if h.chat and h.masked else "chat" if h.chat else "documents"
+            size = os.path.getsize(path)
+            print(f"{path}: mnemo token file ({kind})")
+            print(f"  tokens       {h.n_tokens} x {h.width} bytes ({size / 1e6:.1f} MB on disk)")
+            print(f"  documents    {h.n_docs}")
+            print(f"  vocabulary   {h.n_vocab} ids")
+            print(f"  fingerprint  {h.fingerprint} (the tokenizer that wrote it)")
+        else:
+            raise MnemoError(f"{path}: neither a tokenizer.bin nor a .tok file (it starts with {magic!r})")
+    return 0
+
+
+# ---- parser ------------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mnemo", description="Fast, verifiable byte-level BPE tokenizer.")
     parser.add_argument("--version", action=_VersionAction)
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("train", help="learn a vocabulary from text files", description="Learn a byte-level BPE vocabulary.")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl or .parquet, optionally .xz/.gz/.zst")
+    p.add_argument("-o", "--output", required=True, type=Path, help="where to write tokenizer.bin")
+    p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
+    p.add_argument("--pattern", default="mnemonic", choices=["mnemonic", "gpt4", "gpt2"], help="split pattern (default mnemonic)")
+    p.add_argument("--tie", default="id", choices=["id", "bytes"], help="tie rule: smaller pair ids, or greatest bytes (CS336)")
+    p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking)")
+    p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
+    p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")
+    p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
+    p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
+    p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.set_defaults(handler=cmd_train)
+
+    p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.set_defaults(handler=cmd_info)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
         return 2
     try:
-        code: int = handler(args)
+        return handler(args)
     except MnemoError as exc:
         print(f"mnemo: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("mnemo: interrupted", file=sys.stderr)
         return 130
-    return code
+    except BrokenPipeError:
+        return 0

@@ -5,9 +5,9 @@ Formats, chosen by the file name once a compression suffix is removed:
 * ``.jsonl`` / ``.ndjson`` / ``.json``: one JSON object per line; the document is the field
   ``text_field`` (default ``"text"``).  Blank lines are skipped.
 * ``.parquet``: the column ``text_field`` of every row group (through pyarrow).
-* anything else: UTF-8 text.  Occurrences of the special tokens' strings (``<|endoftext|>`` ...)
-  separate documents and are never part of one; empty documents (two separators in a row, or one
-  at the start or end of a file) are skipped.
+* anything else: UTF-8 text.  ``<|endoftext|>`` (the usual separator of text corpora) and the
+  special tokens' strings separate documents and are never part of one; empty documents (two
+  separators in a row, or one at the start or end of a file) are skipped.
 
 Compression is recognised by its magic bytes, whatever the suffix: xz, gzip and zstd (zstd
 needs the ``zstandard`` package).
@@ -40,6 +40,8 @@ GZIP_MAGIC: Final = b"\x1f\x8b"
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 COMPRESSION_SUFFIXES: Final = (".xz", ".gz", ".gzip", ".zst", ".zstd")
 JSONL_SUFFIXES: Final = (".jsonl", ".ndjson", ".json")
+#: Always a document separator in text files, whatever the special tokens.
+TEXT_DOCUMENT_SEPARATOR: Final = "<|endoftext|>"
 
 #: How far past a planned cut to look for a document boundary before giving up on that cut.
 CUT_SEARCH_BYTES: Final = 1 << 20
@@ -174,7 +176,7 @@ def _boundary_in(window: bytes, kind: str, specials: Sequence[str], whole_docume
         i = window.find(b"\n")
         return -1 if i < 0 else i + 1
     best = -1
-    for s in specials:
+    for s in [*specials, TEXT_DOCUMENT_SEPARATOR]:
         i = window.find(s.encode("utf-8"))
         if i >= 0 and (best < 0 or i < best):
             best = i
@@ -303,10 +305,10 @@ def _line_number(path: Path, offset: int) -> int:
 
 
 def _text_documents(raw: Iterable[bytes], specials: Sequence[str]) -> Iterator[bytes]:
-    """Documents separated by the special tokens' strings.  A document longer than 32 MB is
+    """Documents separated by <|endoftext|> and the special tokens' strings.  A document longer than 32 MB is
     handed on in pieces cut at a space between two ASCII letters (where every split pattern ends
     a chunk, so counting the pieces counts the document), to keep memory bounded."""
-    seps = sorted({s.encode("utf-8") for s in specials if s}, key=len, reverse=True)
+    seps = sorted({s.encode("utf-8") for s in [*specials, TEXT_DOCUMENT_SEPARATOR] if s}, key=len, reverse=True)
     longest = max((len(s) for s in seps), default=0)
     pending = b""
     for block in raw:

@@ -23,6 +23,9 @@ from typing import Any, Union, cast
 from mnemo.count import WordCounter, merge_counts
 from mnemo.errors import ConfigError, InputError
 from mnemo.pretokenize import pattern_id
+from mnemo.reference import train_merges_naive
+from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer
+from mnemo.trainer import train_merges
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -33,6 +36,8 @@ from mnemo.sources import (
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: Ids are uint16 in the trainer's word array, where 0xFFFF separates words.
+MAX_TRAIN_VOCAB = 0xFFFF
 #: Documents handed to a worker at a time when the parent reads a stream.
 BATCH_BYTES = 4 << 20
 
@@ -183,7 +188,11 @@ def _count_in_workers(
         for _ in procs:
             job_q.put(None)
         while done < n_workers:
+            before = done
             done = _drain(result_q, words, stats, progress, done, block=True)
+            if done == before and result_q.empty() and not any(p.is_alive() for p in procs):
+                codes = [p.exitcode for p in procs]
+                raise InputError(f"a counting worker died without a result (exit codes {codes}); out of memory?")
     finally:
         for p in procs:
             if p.is_alive():
@@ -212,3 +221,83 @@ def _drain(result_q: Any, words: dict[bytes, int], stats: CountStats, progress: 
             done += 1
         if block:
             return done
+
+
+# ---- train ------------------------------------------------------------------------------------
+
+ALGORITHMS = ("fast", "naive")
+
+
+@dataclass
+class TrainStats:
+    """What a training run did, for the CLI's summary and for benchmarks."""
+
+    count: CountStats
+    unique_words: int = 0
+    merges: int = 0
+    merge_seconds: float = 0.0
+
+
+def train(
+    inputs: PathLike | Sequence[PathLike] | Iterable[str | bytes],
+    *,
+    vocab_size: int = 32768,
+    pattern: str = "mnemonic",
+    special_tokens: Sequence[str] | None = None,
+    tie: str = "id",
+    algorithm: str = "fast",
+    workers: int | None = None,
+    max_chunk_bytes: int = 256,
+    verify: bool = True,
+    text_field: str = "text",
+    progress: Progress | None = None,
+    stats: TrainStats | None = None,
+) -> Tokenizer:
+    """Learn a byte-level BPE vocabulary of `vocab_size` ids from the inputs.
+
+    `inputs`: a path, a list or tuple of paths (.txt, .jsonl, .parquet, optionally compressed with
+    xz, gzip or zstd), or any other iterable of documents (str or bytes).  The vocabulary counts
+    the 256 bytes, the merges and the special tokens (default: the 16 of DEFAULT_SPECIAL_TOKENS,
+    at the top).  Special-token strings in the text split documents and are never learned.
+    Training stops early when no pair occurs twice.
+    """
+    specials = list(DEFAULT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+    least = 256 + len(specials)
+    if vocab_size < least:
+        raise ConfigError(
+            f"vocab_size must be >= {least} (256 bytes + {len(specials)} special tokens), got {vocab_size}"
+        )
+    if vocab_size > MAX_TRAIN_VOCAB:
+        raise ConfigError(
+            f"vocab_size must be <= {MAX_TRAIN_VOCAB} (token ids are 16-bit and 0xFFFF separates words), got {vocab_size}"
+        )
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+    if tie not in ("id", "bytes"):
+        raise ConfigError(f"unknown tie rule {tie!r}; choose 'id' or 'bytes'")
+    words, count_stats = count_words(
+        inputs,
+        pattern=pattern,
+        special_tokens=specials,
+        max_chunk_bytes=max_chunk_bytes,
+        workers=workers,
+        text_field=text_field,
+        progress=progress,
+    )
+    if not words:
+        raise InputError(
+            f"the training text is empty ({count_stats.n_bytes} bytes, no chunk of at most "
+            f"{max_chunk_bytes} bytes); give it some text"
+        )
+    n_merges = vocab_size - least
+    t0 = time.perf_counter()
+    if algorithm == "naive":
+        merges, counts = train_merges_naive(words, n_merges, tie, verify)
+    else:
+        merges, counts = train_merges(words, n_merges, tie, verify)
+    if stats is not None:
+        stats.count = count_stats
+        stats.unique_words = len(words)
+        stats.merges = len(merges)
+        stats.merge_seconds = time.perf_counter() - t0
+    return Tokenizer(merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts)

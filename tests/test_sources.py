@@ -39,7 +39,11 @@ def test_text_file_split_at_special_tokens(tmp_path: Path) -> None:
     p = tmp_path / "a.txt"
     p.write_bytes(f"one{EOT}two\n{EOT}{EOT}three".encode())
     assert list(iter_documents([p], specials=[EOT])) == [b"one", b"two\n", b"three"]
-    assert list(iter_documents([p])) == [p.read_bytes()]
+    # <|endoftext|> separates documents of text files even when it is not a special token
+    assert list(iter_documents([p], specials=["<|bos|>"])) == [b"one", b"two\n", b"three"]
+    p.write_bytes(b"one<|bos|>two")
+    assert list(iter_documents([p], specials=["<|bos|>"])) == [b"one", b"two"]
+    assert list(iter_documents([p])) == [b"one<|bos|>two"]
 
 
 def test_longest_special_wins_at_the_same_position() -> None:

@@ -1,0 +1,172 @@
+"""Whole datasets to .tok files: `mnemo tokenize`.
+
+The parent reads documents in input order (mnemo/sources.py), hands blocks of BLOCK_DOCS
+documents to worker processes, and writes their tokens in input order through a TokWriter
+(temporary name, renamed at the end: an interrupted run leaves no output file).  At most
+2 x workers blocks are in flight, so memory stays bounded whatever the input size.
+
+A document becomes <|bos|> + its tokens when the tokenizer has <|bos|> (mnemo's default
+specials); otherwise its tokens alone.  Special-token text inside a document is encoded as plain
+text (`encode_ordinary`): datasets are data, not instructions.  With `chat=True`, each record's
+`messages` are rendered by mnemo.chat.render_conversation, with MASKBIT on what the model learns.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.errors import ConfigError, InputError
+from mnemo.formats import TokWriter
+from mnemo.sources import check_inputs, iter_task_documents, kind_of, Task
+from mnemo.tokenizer import Tokenizer
+
+BLOCK_DOCS = 256
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class TokenizeStats:
+    n_docs: int = 0
+    n_tokens: int = 0
+    n_bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.n_bytes / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.n_bytes / 1e6 / self.seconds if self.seconds else 0.0
+
+
+# ---- worker side --------------------------------------------------------------------------------
+
+_worker_tok: Tokenizer | None = None
+
+
+def _init_worker(tokenizer_bytes: bytes) -> None:
+    global _worker_tok
+    _worker_tok = Tokenizer.from_bytes(tokenizer_bytes, "<parent>")
+
+
+def encode_block(tok: Tokenizer, docs: Sequence[bytes], chat: bool) -> npt.NDArray[np.unsignedinteger]:
+    """The tokens of a block of documents (raw text bytes, or JSON chat records when `chat`)."""
+    dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
+    parts: list[list[int]] = []
+    if chat:
+        from mnemo.chat import render_conversation
+
+        for raw in docs:
+            parts.append(render_conversation(tok, json.loads(raw)["messages"]))
+    else:
+        bos = tok.special_tokens.get("<|bos|>")
+        for raw in docs:
+            ids = tok.encode_bytes(raw)
+            parts.append(ids if bos is None else [bos, *ids])
+    flat = [i for p in parts for i in p]
+    return np.array(flat, dtype=dtype)
+
+
+def _encode_block_in_worker(docs: list[bytes], chat: bool) -> npt.NDArray[np.unsignedinteger]:
+    assert _worker_tok is not None
+    return encode_block(_worker_tok, docs, chat)
+
+
+# ---- parent side ----------------------------------------------------------------------------------
+
+
+def _documents(inputs: Sequence[str | os.PathLike[str]], text_field: str, chat: bool) -> Iterator[bytes]:
+    for path in check_inputs(inputs):
+        kind = kind_of(path)
+        if chat:
+            if kind != "jsonl":
+                raise InputError(f"{path}: --chat reads JSON Lines records with a 'messages' list; this is {kind}")
+            yield from _jsonl_raw_lines(path)
+        else:
+            yield from iter_task_documents(Task(str(path), kind), text_field=text_field)
+
+
+def _jsonl_raw_lines(path: os.PathLike[str]) -> Iterator[bytes]:
+    from mnemo.sources import open_binary
+    from pathlib import Path
+
+    with open_binary(Path(path)) as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
+            if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+                raise InputError(f"{path}:{number}: a chat record needs a 'messages' list")
+            yield line
+
+
+def _blocks(docs: Iterator[bytes]) -> Iterator[list[bytes]]:
+    block: list[bytes] = []
+    for d in docs:
+        block.append(d)
+        if len(block) == BLOCK_DOCS:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def tokenize_files(
+    inputs: Sequence[str | os.PathLike[str]],
+    tokenizer: Tokenizer,
+    output: str | os.PathLike[str],
+    *,
+    chat: bool = False,
+    workers: int | None = None,
+    text_field: str = "text",
+    progress: Progress | None = None,
+) -> TokenizeStats:
+    """Encode every document of the inputs into the .tok file `output`."""
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    if n_workers < 1:
+        raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    stats = TokenizeStats()
+    t0 = time.perf_counter()
+    blocks = _blocks(_documents(inputs, text_field, chat))
+    with TokWriter(output, tokenizer, chat=chat) as writer:
+
+        def emit(docs: list[bytes], ids: npt.NDArray[np.unsignedinteger]) -> None:
+            writer.write(ids, len(docs))
+            stats.n_docs += len(docs)
+            stats.n_tokens += int(ids.size)
+            stats.n_bytes += sum(len(d) for d in docs)
+            if progress is not None:
+                progress("tokenize", stats.n_bytes, 0)
+
+        if n_workers == 1:
+            for docs in blocks:
+                emit(docs, encode_block(tokenizer, docs, chat))
+        else:
+            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(tokenizer.to_bytes(),)) as pool:
+                pending: deque[tuple[list[bytes], Any]] = deque()
+                for docs in blocks:
+                    pending.append((docs, pool.apply_async(_encode_block_in_worker, (docs, chat))))
+                    if len(pending) >= 2 * n_workers:
+                        done_docs, result = pending.popleft()
+                        emit(done_docs, result.get())
+                while pending:
+                    done_docs, result = pending.popleft()
+                    emit(done_docs, result.get())
+    stats.seconds = time.perf_counter() - t0
+    return stats
