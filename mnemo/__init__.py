@@ -12,6 +12,7 @@ from mnemo.errors import (
     SpecialTokenError,
     VerificationError,
 )
+from mnemo.pretokenize import split
 
 __version__ = "0.1.0"
 
@@ -24,4 +25,5 @@ __all__ = [
     "SpecialTokenError",
     "VerificationError",
     "__version__",
+    "split",
 ]
