@@ -13,6 +13,7 @@ from mnemo.errors import (
     VerificationError,
 )
 from mnemo.formats import open_tok
+from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
 
 __version__ = "0.1.0"
@@ -28,4 +29,5 @@ __all__ = [
     "VerificationError",
     "__version__",
     "open_tok",
+    "split",
 ]
