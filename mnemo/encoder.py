@@ -281,6 +281,18 @@ class Encoder:
             self.encode_span(c, 0, len(c), out)
         return out
 
+    def encode_ends(self, data: bytes, ends: list[int]) -> list[int]:
+        """The ids of data cut at `ends` (increasing chunk end offsets, the last = len(data))."""
+        out: list[int] = []
+        pos: i64 = 0
+        for e in ends:
+            end: i64 = e
+            if end < pos or end > len(data):
+                raise ValueError(f"chunk end {end} is out of order (previous end {pos}, length {len(data)})")
+            self.encode_span(data, pos, end, out)
+            pos = end
+        return out
+
     def encode_chunks_uncached(self, chunks: list[bytes]) -> list[int]:
         out: list[int] = []
         for c in chunks:
