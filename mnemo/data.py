@@ -179,10 +179,12 @@ class TokenStream:
         """How often each id is a target: `counts[i]` over every id but each array's first.
 
         For masked streams only the ids that carry MASKBIT count (the positions the loss sees).
-        Ids at or above `vocab_size` are a ConfigError naming the id and where it is.
+        Any id at or above `vocab_size` (each array's first included) is a ConfigError naming it.
         """
         counts = np.zeros(vocab_size, dtype=np.int64)
         for i, a in enumerate(self.arrays):
+            first = np.asarray(a[:1], dtype=np.int64)  # never a target, still checked
+            self._check_ids(first & ID_MASK if self.masked else first, vocab_size, i)
             for lo in range(1, len(a), _COUNT_CHUNK):
                 raw = np.asarray(a[lo : lo + _COUNT_CHUNK], dtype=np.int64)
                 if self.masked:
