@@ -16,8 +16,12 @@ Backward, with n_pos the number of positions the loss counts (all, or those the 
 temporary, so an id used twice in a batch keeps only ONE of its gradients (the last write wins);
 `np.add.at` is unbuffered and sums them.  tests/test_bigram.py has a test that fails the other way.
 
+The softmax is the stable one: each row is shifted by its maximum before exponentiating, and
+the loss is taken from the shifted logit, never from a probability that may underflow to 0.
+
 Baselines reported beside the model (`baselines`): uniform, ln V; unigram, the entropy of the
-training token frequencies (see `unigram_entropy` for why plain frequencies, not add-one).
+training token frequencies (see `unigram_entropy` for why plain frequencies, not add-one), and
+for information the add-one training unigram's loss on the validation data.
 
 Not compiled with mypyc: numpy does the work here, so compiling would only add a build step.
 """
@@ -48,25 +52,6 @@ NPZ_FORMAT: Final = 1
 # ---- loss ----
 
 
-def log_softmax(logits: FloatArray) -> FloatArray:
-    """ln softmax over the last axis, stable: subtract the row maximum before exponentiating.
-
-    ln p_i = (z_i - m) - ln sum_j exp(z_j - m) with m = max_j z_j; every exp argument is <= 0,
-    so nothing overflows, and the largest term is exp(0) = 1, so the sum never underflows to 0.
-    """
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    out: FloatArray = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return out
-
-
-def softmax(logits: FloatArray) -> FloatArray:
-    """Probabilities over the last axis (stable, see `log_softmax`)."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    e = np.exp(shifted)
-    out: FloatArray = e / e.sum(axis=-1, keepdims=True)
-    return out
-
-
 def cross_entropy(
     logits: FloatArray, targets: IntArray, mask: NDArray[np.bool_] | None = None
 ) -> tuple[float, FloatArray, int]:
@@ -75,29 +60,49 @@ def cross_entropy(
     `logits` is [N, V], `targets` [N], `mask` None (every position counts) or [N] booleans (only
     True positions count).  Returns `(loss, d_logits, n_pos)` with d_logits = (p - onehot) / n_pos
     on counted rows and 0 elsewhere.  With no counted position the loss is 0.0, the gradient all
-    zeros and n_pos 0 (callers skip such a step rather than divide by zero).
+    zeros and n_pos 0 (callers skip such a step rather than divide by zero).  `logits` is left
+    untouched; see `_cross_entropy_inplace` for the version that reuses it.
     """
-    n, v = logits.shape
+    return _cross_entropy_inplace(np.array(logits, dtype=np.result_type(logits.dtype, np.float32)), targets, mask)
+
+
+def _cross_entropy_inplace(
+    z: FloatArray, targets: IntArray, mask: NDArray[np.bool_] | None
+) -> tuple[float, FloatArray, int]:
+    """`cross_entropy` computed in the logits array itself, which becomes the gradient.
+
+    With V = 32,768 one [N, V] array is the whole memory of a step (N = 512 positions: 64 MiB in
+    float32), so the shift, the exponentials, the probabilities and the gradient all reuse it.
+    Per row, with m the row maximum and s = sum_j exp(z_j - m):
+        -ln p_y = ln s - (z_y - m)      (taken before exponentiating: exp(z_y - m) may underflow to 0)
+        d_logits = exp(z - m) / s - onehot(y)
+    """
+    n = z.shape[0]
+    if z.ndim != 2:
+        raise ConfigError(f"logits must be a 2-D [N, V] array, got shape {z.shape}")
     if targets.shape != (n,):
-        raise ConfigError(f"targets must have shape ({n},) to match logits {logits.shape}, got {targets.shape}")
+        raise ConfigError(f"targets must have shape ({n},) to match logits {z.shape}, got {targets.shape}")
     if mask is not None and mask.shape != (n,):
-        raise ConfigError(f"mask must have shape ({n},) to match logits {logits.shape}, got {mask.shape}")
+        raise ConfigError(f"mask must have shape ({n},) to match logits {z.shape}, got {mask.shape}")
     rows = np.arange(n)
-    logp = log_softmax(logits)
-    picked = -logp[rows, targets]
-    grad: FloatArray = np.exp(logp)
-    grad[rows, targets] -= 1.0
+    z -= z.max(axis=1, keepdims=True)
+    target_shifted = z[rows, targets]
+    np.exp(z, out=z)
+    sums = z.sum(axis=1)
+    picked = np.log(sums) - target_shifted
+    z /= sums[:, None]
+    z[rows, targets] -= 1.0
     if mask is None:
         n_pos = n
         total = float(picked.sum())
     else:
         n_pos = int(np.count_nonzero(mask))
         total = float(picked[mask].sum())
-        grad[~mask] = 0.0
+        z[~mask] = 0.0
     if n_pos == 0:
-        return 0.0, grad, 0
-    grad /= n_pos
-    return total / n_pos, grad, n_pos
+        return 0.0, z, 0
+    z /= n_pos
+    return total / n_pos, z, n_pos
 
 
 def perplexity(loss: float) -> float:
@@ -131,15 +136,43 @@ def unigram_entropy(counts: NDArray[np.integer[Any]]) -> float:
     return float(-(p * np.log(p)).sum())
 
 
+def unigram_cross_entropy(train_counts: NDArray[np.integer[Any]], eval_counts: NDArray[np.integer[Any]]) -> float:
+    """Loss on other data (validation) of the add-one unigram model fitted on `train_counts`.
+
+    q_i = (train_counts[i] + 1) / (N + V); the result is -sum_i eval_counts[i] ln q_i / sum eval_counts.
+    Here add-one is needed, not a choice: an id seen in validation but never in training would
+    otherwise cost ln 0.  Reported beside the plain entropy (the headline baseline) because the
+    gap between the two shows how far the validation data is from the training data.
+    """
+    if train_counts.shape != eval_counts.shape:
+        raise ConfigError(f"count vectors differ in size: {train_counts.shape} and {eval_counts.shape}")
+    n_eval = int(eval_counts.sum())
+    if n_eval == 0:
+        raise ConfigError("cannot score a unigram model on data with no counted token")
+    q = (train_counts.astype(np.float64) + 1.0) / (float(train_counts.sum()) + train_counts.size)
+    return float(-(eval_counts * np.log(q)).sum() / n_eval)
+
+
 @dataclass(frozen=True)
 class Baselines:
+    """The losses, in nats, a model has to beat."""
+
     uniform: float
+    """ln V: every id equally likely."""
     unigram: float
+    """Entropy of the training token frequencies: the best context-free model, on its own data."""
+    unigram_val: float | None = None
+    """The add-one training unigram's loss on validation data (see `unigram_cross_entropy`)."""
 
 
-def baselines(train: TokenStream, vocab_size: int) -> Baselines:
-    """Uniform (ln V) and unigram (entropy of the training token frequencies) losses, in nats."""
-    return Baselines(uniform=uniform_loss(vocab_size), unigram=unigram_entropy(train.token_counts(vocab_size)))
+def baselines(train: TokenStream, vocab_size: int, val: TokenStream | None = None) -> Baselines:
+    """Uniform and unigram baselines (and, with `val`, the unigram's loss on it); ids are checked against V."""
+    counts = train.token_counts(vocab_size)
+    return Baselines(
+        uniform=uniform_loss(vocab_size),
+        unigram=unigram_entropy(counts),
+        unigram_val=None if val is None else unigram_cross_entropy(counts, val.token_counts(vocab_size)),
+    )
 
 
 # ---- model ----
@@ -221,8 +254,7 @@ class BigramModel:
         yf = self._flat(y)
         mf = None if mask is None else np.asarray(mask, dtype=np.bool_).reshape(-1)
         h = self.E[xf]
-        logits = h @ self.W
-        loss, d_logits, n_pos = cross_entropy(logits, yf, mf)
+        loss, d_logits, n_pos = _cross_entropy_inplace(h @ self.W, yf, mf)
         if not grads:
             return loss, n_pos, None
         dW: FloatArray = h.T @ d_logits
@@ -394,7 +426,7 @@ def pretrain(
     vocab_size: int,
     val_fraction: float = 0.1,
     steps: int = 1000,
-    batch_size: int = 32,
+    batch_size: int = 8,
     context: int = 64,
     dim: int = 64,
     lr: float = 0.01,
@@ -416,7 +448,8 @@ def pretrain(
     step the mean training loss since the previous report and the validation loss (each with its
     perplexity; validation over up to `eval_windows` windows spread over the data), then a greedy
     continuation of `prompt` (shown through `decode` when given), and the path of the saved
-    weights when `out` is given.  Memory: one step holds batch_size * context * V floats of logits.
+    weights when `out` is given.  Memory: a step holds one [batch_size * context, V] float32 array
+    (the defaults with V = 32,768: 512 * 32,768 * 4 bytes = 64 MiB) besides the weights.
     """
     if steps < 0:
         raise ConfigError(f"steps must be >= 0, got {steps}")
@@ -426,8 +459,7 @@ def pretrain(
         train, val = train.split(val_fraction)
     loader = BatchLoader(train, context=context, batch_size=batch_size, order="random", seed=seed)
     val_loader = BatchLoader(val, context=context, batch_size=batch_size, order="sequential")
-    base = baselines(train, vocab_size)
-    val.token_counts(vocab_size)  # validates the validation ids against the vocabulary
+    base = baselines(train, vocab_size, val)
     model = BigramModel.init(vocab_size, dim, seed=seed)
     opt = make_optimizer(optimizer, model, lr)
     result = PretrainResult(model=model, baselines=base)
@@ -437,6 +469,8 @@ def pretrain(
     log(f"baseline uniform  loss {base.uniform:.4f}  ppl {perplexity(base.uniform):,.2f}  (ln V, V={vocab_size})")
     log(f"baseline unigram  loss {base.unigram:.4f}  ppl {perplexity(base.unigram):,.2f}  "
         "(entropy of the training token frequencies)")
+    if base.unigram_val is not None:
+        log(f"(the add-one training unigram scores {base.unigram_val:.4f} on the validation data)")
 
     def report(step: int, train_loss: float) -> None:
         v = evaluate(model, val_loader, max_windows=eval_windows)

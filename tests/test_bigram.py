@@ -198,11 +198,28 @@ def test_unigram_entropy_by_hand() -> None:
         bigram.unigram_entropy(np.zeros(4, dtype=np.int64))
 
 
+def test_unigram_cross_entropy_by_hand() -> None:
+    """train counts 2, 1, 1, 0 (N = 4, V = 4) add-one: q = 3/8, 2/8, 2/8, 1/8.  Scoring ids 1 and 3
+    once each: -(ln 2/8 + ln 1/8) / 2 = (ln 4 + ln 8) / 2 = 2.5 ln 2 -- id 3 was never seen in training."""
+    train = np.array([2, 1, 1, 0])
+    assert bigram.unigram_cross_entropy(train, np.array([0, 1, 0, 1])) == pytest.approx(2.5 * math.log(2))
+    with pytest.raises(ConfigError, match="no counted token"):
+        bigram.unigram_cross_entropy(train, np.zeros(4, dtype=np.int64))
+    with pytest.raises(ConfigError, match=r"count vectors differ in size: \(4,\) and \(3,\)"):
+        bigram.unigram_cross_entropy(train, np.zeros(3, dtype=np.int64))
+
+
 def test_baselines_of_a_masked_stream_count_the_masked_targets() -> None:
     raw = np.array([9, 1 | MASKBIT, 7, 2 | MASKBIT, 3 | MASKBIT, 3 | MASKBIT], dtype=np.uint16)
     base = bigram.baselines(TokenStream.from_arrays(raw, masked=True), 10)
     assert base.uniform == pytest.approx(math.log(10))
     assert base.unigram == pytest.approx(1.5 * math.log(2))  # counts 1, 1, 2 -> p 1/4, 1/4, 1/2
+    assert base.unigram_val is None
+    # validation: the masked targets are 3 and 3; add-one q_3 = (2 + 1) / (4 + 10)
+    val = TokenStream.from_arrays(np.array([0, 3 | MASKBIT, 5, 3 | MASKBIT], dtype=np.uint16), masked=True)
+    assert bigram.baselines(TokenStream.from_arrays(raw, masked=True), 10, val).unigram_val == pytest.approx(
+        -math.log(3 / 14)
+    )
 
 
 # ---- training, generation, files ----
@@ -276,6 +293,7 @@ def test_pretrain_reports_and_saves(tmp_path: Path) -> None:
     assert result.continuation == [2, 3, 4, 0, 1]
     text = "\n".join(lines)
     assert "baseline uniform  loss 2.0794" in text and "baseline unigram  loss 1.609" in text
+    assert "the add-one training unigram scores 1.6" in text
     assert "greedy continuation: 'cdeab'" in text
     assert f"saved weights to {out}" in text
     assert np.array_equal(BigramModel.load(out).W, result.model.W)
