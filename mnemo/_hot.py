@@ -1,14 +1,23 @@
 """The modules compiled with mypyc: one list, read by setup.py and by `mnemo --version`.
 
 Sorted.  Modules NOT compiled, and why:
-  mnemo/__init__.py  re-exports only; nothing runs there
-  mnemo/__main__.py  `python -m mnemo` entry; mypyc cannot compile `if __name__ == ...`
-  mnemo/_hot.py      this list; setup.py reads it before anything is built
+  mnemo/__init__.py         re-exports only; nothing runs there
+  mnemo/__main__.py         `python -m mnemo` entry; mypyc cannot compile `if __name__ == ...`
+  mnemo/_hot.py             this list; setup.py reads it before anything is built
   mnemo/_unicode_tables.py  generated data only; pretokenize copies its tables into its own
-                     `Final` statics once at import, so compiling it would buy nothing
-  mnemo/buildinfo.py reports on the build itself; must work whatever got compiled
-  mnemo/cli.py       argument parsing and printing; not hot, and plain Python keeps tracebacks readable
-  mnemo/errors.py    exception classes users catch and subclass; nothing hot
+                            `Final` statics once at import, so compiling it would buy nothing
+  mnemo/bigram.py           numpy does the work; mypyc would only add a compile step
+  mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
+  mnemo/cli.py              argument parsing and printing; plain Python keeps tracebacks readable
+  mnemo/data.py             numpy does the work; mypyc would only add a compile step
+  mnemo/dataset.py          process orchestration and file I/O around the compiled encoder
+  mnemo/errors.py           exception classes users catch and subclass; nothing hot
+  mnemo/formats.py          struct/numpy parsing of whole files, once per file
+  mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
+                            stays plain Python, so it cannot share a compiler bug with it
+  mnemo/sources.py          file reading and JSON parsing, done by C libraries (json, lzma, pyarrow)
+  mnemo/tokenizer.py        policy (validation, special tokens, errors) around the compiled encoder
+  mnemo/training.py         process orchestration around the compiled counter and trainer
 """
 
 from typing import Final

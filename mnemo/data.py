@@ -1,0 +1,303 @@
+"""Token streams for language-model training: windows, train/validation split, batches with loss masks.
+
+Everything here works on plain 1-D integer arrays -- in practice `np.memmap` views of .tok files --
+and never copies a whole array: windows are strided views, batches gather only the rows they need.
+
+Chat token files mark what the model should learn to produce with MASKBIT (0x8000, the top bit of
+a 16-bit token).  A stream built with `masked=True` strips that bit from the ids it hands out and
+returns the mask separately: `mask[b, t]` is True when target `targets[b, t]` carried the bit, i.e.
+when the loss at that position counts.
+
+Not compiled with mypyc: numpy does the work here, so compiling would only add a build step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from numpy.typing import NDArray
+
+from mnemo.errors import ConfigError
+
+MASKBIT: Final = 0x8000
+"""In chat token files, marks a token the model must learn to produce (the loss mask)."""
+
+ID_MASK: Final = 0x7FFF
+"""`raw & ID_MASK` is the token id of a raw chat-file token."""
+
+IntArray = NDArray[np.integer[Any]]
+IdArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+_COUNT_CHUNK: Final = 1 << 22
+"""Tokens counted per step in `TokenStream.token_counts`: bounds the temporary int64 copy to 32 MiB."""
+
+
+def _check_stream(ids: IntArray, what: str = "ids") -> None:
+    if not isinstance(ids, np.ndarray) or ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+        shape = getattr(ids, "shape", None)
+        dtype = getattr(ids, "dtype", type(ids).__name__)
+        raise ConfigError(f"{what} must be a 1-D integer numpy array, got shape {shape} of {dtype}")
+
+
+def _check_window(T: int, stride: int | None) -> int:
+    if T < 1:
+        raise ConfigError(f"context length T must be >= 1, got {T}")
+    step = T if stride is None else stride
+    if not 1 <= step <= T:
+        raise ConfigError(
+            f"stride must be between 1 and T={T}, got {step}: a stride above T would skip tokens "
+            "that are never a target"
+        )
+    return step
+
+
+def n_windows(length: int, T: int, stride: int | None = None) -> int:
+    """How many windows of T + 1 ids `windows(ids, T, stride)` cuts from a stream of `length` ids."""
+    step = _check_window(T, stride)
+    if length < T + 1:
+        return 0
+    return (length - (T + 1)) // step + 1
+
+
+def windows(ids: IntArray, T: int, stride: int | None = None) -> tuple[IntArray, IntArray]:
+    """Cut a token stream into windows of T + 1 ids: `(inputs, targets)`, two `[n_windows, T]` arrays.
+
+    Window k is `ids[k*stride : k*stride + T + 1]`; its inputs are the first T ids and its targets
+    the last T, so `targets[k, t] == inputs[k, t + 1]` and the model at position t predicts the id
+    that follows `inputs[k, t]`.  `stride` defaults to T: consecutive windows then share exactly one
+    id (the last target of one is the first input of the next), so every id after the first is a
+    target exactly once.  A smaller stride makes windows overlap (allowed: more, correlated
+    examples); a stride above T is refused because ids would fall between windows.
+
+    The last window is the last one that fits whole: it starts at `(n_windows - 1) * stride`, and
+    the `(len(ids) - T - 1) % stride` ids after it are dropped -- never padded, never a short
+    window, so every row is real data.  A stream shorter than T + 1 ids has no window at all and is
+    a ConfigError naming both numbers.
+
+    Split a stream into training and validation data BEFORE windowing (see `split_stream`), never
+    the windows themselves: with stride < T, neighbouring windows share ids, so a random split of
+    windows puts the same tokens -- and the same (input, target) pairs -- on both sides, and the
+    validation loss measures memorisation instead of generalisation.  A split of the stream at one
+    position leaks at most the single boundary pair.
+
+    The arrays returned are read-only views into `ids` (no copy; a memmap stays on disk).
+    """
+    _check_stream(ids)
+    step = _check_window(T, stride)
+    if len(ids) < T + 1:
+        raise ConfigError(
+            f"token stream of {len(ids)} ids is shorter than one window of T + 1 = {T + 1} ids; "
+            "use a smaller context length or more data"
+        )
+    rows = sliding_window_view(ids, T + 1)[::step]
+    return rows[:, :-1], rows[:, 1:]
+
+
+def split_stream(ids: IntArray, val_fraction: float) -> tuple[IntArray, IntArray]:
+    """Split a stream into `(train, val)`: val is the last `val_fraction` of the ids, train the rest.
+
+    The split is a single cut, so no id is on both sides (windows are cut afterwards; see
+    `windows`).  The tail rather than a random sample: token files keep documents in order, and
+    a contiguous tail keeps whole documents together.  Both parts are views (no copy).  The cut
+    is `round(len(ids) * val_fraction)` ids from the end; both parts must be non-empty.
+    """
+    _check_stream(ids)
+    if not 0.0 < val_fraction < 1.0:
+        raise ConfigError(f"val_fraction must be strictly between 0 and 1, got {val_fraction}")
+    n_val = int(round(len(ids) * val_fraction))
+    if n_val < 1 or n_val >= len(ids):
+        raise ConfigError(
+            f"val_fraction {val_fraction} of a stream of {len(ids)} ids leaves "
+            f"{n_val} validation and {len(ids) - n_val} training ids; both must be at least 1"
+        )
+    cut = len(ids) - n_val
+    return ids[:cut], ids[cut:]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch of windows: ids with MASKBIT stripped, and the loss mask (None when unmasked data)."""
+
+    inputs: IdArray
+    """[B, T] int64 ids the model reads."""
+    targets: IdArray
+    """[B, T] int64 ids the model must predict: the inputs shifted by one."""
+    mask: BoolArray | None
+    """[B, T]: True where the loss counts (the target carried MASKBIT); None means everywhere."""
+
+    @property
+    def n_positions(self) -> int:
+        """Positions the loss counts: every one, or those the mask selects."""
+        return int(self.targets.size if self.mask is None else np.count_nonzero(self.mask))
+
+
+class TokenStream:
+    """One or more 1-D token arrays, each its own stream: a window never crosses from one to the next.
+
+    `masked=True` says the arrays are chat token files whose tokens carry MASKBIT; the bit is
+    stripped from every id handed out and returned as the loss mask instead.  The arrays are kept
+    as given (memmaps stay memmaps); nothing reads them whole except `token_counts`/`max_id`,
+    which stream through them in chunks.
+    """
+
+    def __init__(self, arrays: Sequence[IntArray], *, masked: bool = False) -> None:
+        if len(arrays) == 0:
+            raise ConfigError("a token stream needs at least one token array, got none")
+        for i, a in enumerate(arrays):
+            _check_stream(a, f"token array {i}")
+        self.arrays: tuple[IntArray, ...] = tuple(arrays)
+        self.masked: bool = masked
+
+    @classmethod
+    def from_arrays(cls, *arrays: IntArray, masked: bool = False) -> TokenStream:
+        """The seam for file readers: build a stream from already opened (memory-mapped) arrays."""
+        return cls(arrays, masked=masked)
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(len(a) for a in self.arrays)
+
+    def __repr__(self) -> str:
+        return f"TokenStream({len(self.arrays)} arrays, {self.n_tokens} tokens, masked={self.masked})"
+
+    def split(self, val_fraction: float) -> tuple[TokenStream, TokenStream]:
+        """`(train, val)`: the tail `val_fraction` of every array is validation (see `split_stream`)."""
+        train: list[IntArray] = []
+        val: list[IntArray] = []
+        for a in self.arrays:
+            t, v = split_stream(a, val_fraction)
+            train.append(t)
+            val.append(v)
+        return TokenStream(train, masked=self.masked), TokenStream(val, masked=self.masked)
+
+    def token_counts(self, vocab_size: int) -> NDArray[np.int64]:
+        """How often each id is a target: `counts[i]` over every id but each array's first.
+
+        For masked streams only the ids that carry MASKBIT count (the positions the loss sees).
+        Any id at or above `vocab_size` (each array's first included) is a ConfigError naming it.
+        """
+        counts = np.zeros(vocab_size, dtype=np.int64)
+        for i, a in enumerate(self.arrays):
+            first = np.asarray(a[:1], dtype=np.int64)  # never a target, still checked
+            self._check_ids(first & ID_MASK if self.masked else first, vocab_size, i)
+            for lo in range(1, len(a), _COUNT_CHUNK):
+                raw = np.asarray(a[lo : lo + _COUNT_CHUNK], dtype=np.int64)
+                if self.masked:
+                    raw = raw[(raw & MASKBIT) != 0] & ID_MASK
+                if raw.size == 0:
+                    continue
+                self._check_ids(raw, vocab_size, i)
+                counts += np.bincount(raw, minlength=vocab_size)
+        return counts
+
+    def max_id(self) -> int:
+        """The largest id in the stream (MASKBIT stripped), or -1 when it is empty."""
+        best = -1
+        for a in self.arrays:
+            for lo in range(0, len(a), _COUNT_CHUNK):
+                raw = np.asarray(a[lo : lo + _COUNT_CHUNK], dtype=np.int64)
+                if self.masked:
+                    raw = raw & ID_MASK
+                if raw.size:
+                    best = max(best, int(raw.max()))
+        return best
+
+    @staticmethod
+    def _check_ids(ids: IdArray, vocab_size: int, array_index: int) -> None:
+        bad = (ids < 0) | (ids >= vocab_size)
+        if bad.any():
+            value = int(ids[np.argmax(bad)])
+            raise ConfigError(
+                f"token array {array_index} holds id {value}, outside the vocabulary of {vocab_size} "
+                "ids; was it made with another tokenizer (or is it a chat file read without masked=True)?"
+            )
+
+
+class BatchLoader:
+    """Batches of windows from a TokenStream: random (seeded) or sequential.
+
+    The windows are those of `windows(array, context, stride)` for every array of the stream,
+    numbered array after array; no window spans two arrays.  Arrays shorter than context + 1 ids
+    give no window; a stream with no window at all is a ConfigError.
+
+    order="random": each `next_batch()` draws batch_size windows uniformly, with replacement, from
+    a `np.random.Generator` seeded with `seed` -- the same seed gives the same batches.
+    order="sequential": `next_batch()` walks the windows in order and wraps around at the end.
+    Iterating the loader (`for batch in loader`) is always one sequential pass over every window
+    once, the last batch possibly smaller: that is what evaluation uses.
+    """
+
+    def __init__(
+        self,
+        stream: TokenStream,
+        *,
+        context: int,
+        batch_size: int,
+        stride: int | None = None,
+        order: Literal["random", "sequential"] = "random",
+        seed: int = 0,
+    ) -> None:
+        self.stride: int = _check_window(context, stride)
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        if order not in ("random", "sequential"):
+            raise ConfigError(f"order must be 'random' or 'sequential', got {order!r}")
+        self.stream: TokenStream = stream
+        self.context: int = context
+        self.batch_size: int = batch_size
+        self.order: str = order
+        per_array = np.array([n_windows(len(a), context, self.stride) for a in stream.arrays], dtype=np.int64)
+        self._ends: IdArray = np.cumsum(per_array)
+        self.n_windows: int = int(self._ends[-1])
+        if self.n_windows == 0:
+            longest = max(len(a) for a in stream.arrays)
+            raise ConfigError(
+                f"no window of context + 1 = {context + 1} ids fits: the longest of the stream's "
+                f"{len(stream.arrays)} token arrays has {longest} ids; use a smaller context or more data"
+            )
+        self._rng: np.random.Generator = np.random.default_rng(seed)
+        self._cursor: int = 0
+
+    def __len__(self) -> int:
+        """Batches in one sequential pass."""
+        return -(-self.n_windows // self.batch_size)
+
+    def get(self, indices: NDArray[np.integer[Any]] | Sequence[int]) -> Batch:
+        """The batch made of the windows with these numbers (0 <= k < n_windows), in that order."""
+        ks = np.asarray(indices, dtype=np.int64)
+        if ks.ndim != 1 or ks.size == 0:
+            raise ConfigError(f"window indices must be a non-empty 1-D sequence, got shape {ks.shape}")
+        if ks.min() < 0 or ks.max() >= self.n_windows:
+            bad = int(ks[(ks < 0) | (ks >= self.n_windows)][0])
+            raise ConfigError(f"window {bad} does not exist: the loader has {self.n_windows} windows")
+        which = np.searchsorted(self._ends, ks, side="right")
+        first = np.concatenate(([0], self._ends[:-1]))
+        starts = (ks - first[which]) * self.stride
+        offsets = np.arange(self.context + 1, dtype=np.int64)
+        rows = np.empty((ks.size, self.context + 1), dtype=np.int64)
+        for a in np.unique(which):
+            sel = which == a
+            # Fancy indexing reads only these rows; on a memmap the rest of the file stays on disk.
+            rows[sel] = self.stream.arrays[int(a)][starts[sel, None] + offsets]
+        mask: BoolArray | None = None
+        if self.stream.masked:
+            mask = (rows[:, 1:] & MASKBIT) != 0
+            rows &= ID_MASK
+        return Batch(inputs=rows[:, :-1], targets=rows[:, 1:], mask=mask)
+
+    def next_batch(self) -> Batch:
+        """The next training batch: random windows, or the next ones in order (wrapping around)."""
+        if self.order == "random":
+            return self.get(self._rng.integers(0, self.n_windows, size=self.batch_size))
+        ks = (self._cursor + np.arange(self.batch_size, dtype=np.int64)) % self.n_windows
+        self._cursor = int((self._cursor + self.batch_size) % self.n_windows)
+        return self.get(ks)
+
+    def __iter__(self) -> Iterator[Batch]:
+        for lo in range(0, self.n_windows, self.batch_size):
+            yield self.get(np.arange(lo, min(lo + self.batch_size, self.n_windows), dtype=np.int64))

@@ -1,0 +1,250 @@
+"""mnemo.data: windows, the train/validation split, and the batch loader (with chat loss masks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnemo.data import ID_MASK, MASKBIT, BatchLoader, TokenStream, n_windows, split_stream, windows
+from mnemo.errors import ConfigError
+
+# ---- windows ----
+
+
+def test_windows_worked_example() -> None:
+    """ids 0..9, T=3, stride 3: windows ids[0:4], ids[3:7], ids[6:10] -- the last one ends on id 9."""
+    ids = np.arange(10)
+    x, y = windows(ids, 3, 3)
+    assert x.shape == y.shape == (3, 3)
+    assert x.tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    assert y.tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+
+
+def test_windows_targets_are_inputs_shifted_by_one() -> None:
+    ids = np.random.default_rng(1).integers(0, 50, size=200)
+    x, y = windows(ids, 16, 5)
+    assert np.array_equal(y[:, :-1], x[:, 1:])
+    for k in range(x.shape[0]):
+        assert np.array_equal(x[k], ids[5 * k : 5 * k + 16])
+        assert np.array_equal(y[k], ids[5 * k + 1 : 5 * k + 17])
+
+
+def test_windows_default_stride_is_T_and_every_id_after_the_first_is_a_target_once() -> None:
+    ids = np.arange(13)  # 13 = 4 * 3 + 1: exactly 4 windows of T + 1 = 4
+    x, y = windows(ids, 3)
+    assert x.shape == (4, 3)
+    assert sorted(y.ravel().tolist()) == list(range(1, 13))
+
+
+def test_windows_last_window_drops_the_tail() -> None:
+    """ids 0..10, T=3, stride 3: (11 - 4) // 3 + 1 = 3 windows; (11 - 4) % 3 = 1 id (10) is dropped."""
+    x, y = windows(np.arange(11), 3, 3)
+    assert x.shape == (3, 3)
+    assert y[-1].tolist() == [7, 8, 9]
+    assert 10 not in y
+    assert n_windows(11, 3, 3) == 3
+
+
+def test_windows_overlapping_stride() -> None:
+    x, y = windows(np.arange(6), 3, 1)
+    assert x.tolist() == [[0, 1, 2], [1, 2, 3], [2, 3, 4]]
+    assert y.tolist() == [[1, 2, 3], [2, 3, 4], [3, 4, 5]]
+
+
+def test_windows_exactly_T_plus_one_ids_is_one_window() -> None:
+    x, y = windows(np.arange(5), 4)
+    assert x.tolist() == [[0, 1, 2, 3]]
+    assert y.tolist() == [[1, 2, 3, 4]]
+
+
+def test_windows_stream_shorter_than_T_plus_one_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match=r"stream of 4 ids is shorter than one window of T \+ 1 = 5 ids"):
+        windows(np.arange(4), 4)
+    with pytest.raises(ConfigError, match="stream of 0 ids"):
+        windows(np.arange(0), 1)
+
+
+@pytest.mark.parametrize(("T", "stride", "match"), [(0, None, "T must be >= 1, got 0"),
+                                                    (4, 0, "stride must be between 1 and T=4, got 0"),
+                                                    (4, 5, "stride must be between 1 and T=4, got 5")])
+def test_windows_bad_sizes(T: int, stride: int | None, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        windows(np.arange(100), T, stride)
+
+
+def test_windows_refuses_non_integer_or_2d_arrays() -> None:
+    with pytest.raises(ConfigError, match="1-D integer numpy array, got shape"):
+        windows(np.zeros(10, dtype=np.float32), 2)
+    with pytest.raises(ConfigError, match=r"shape \(2, 5\)"):
+        windows(np.zeros((2, 5), dtype=np.int64), 2)
+
+
+def test_windows_are_views_of_a_memmap(tmp_path: Path) -> None:
+    path = tmp_path / "ids.u16"
+    mm = np.memmap(path, dtype=np.uint16, mode="w+", shape=(1000,))
+    mm[:] = np.arange(1000) % 300
+    mm.flush()
+    ro = np.memmap(path, dtype=np.uint16, mode="r")
+    x, y = windows(ro, 32, 8)
+    assert np.shares_memory(x, ro) and np.shares_memory(y, ro)
+    assert x.shape == ((1000 - 33) // 8 + 1, 32)
+    assert y[3, 0] == ro[3 * 8 + 1]
+
+
+# ---- split ----
+
+
+def test_split_stream_takes_the_tail() -> None:
+    ids = np.arange(10)
+    train, val = split_stream(ids, 0.2)
+    assert train.tolist() == list(range(8))
+    assert val.tolist() == [8, 9]
+    assert np.shares_memory(train, ids) and np.shares_memory(val, ids)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0, -0.1, 1.5])
+def test_split_stream_bad_fraction(fraction: float) -> None:
+    with pytest.raises(ConfigError, match=f"val_fraction must be strictly between 0 and 1, got {fraction}"):
+        split_stream(np.arange(10), fraction)
+
+
+def test_split_stream_that_leaves_a_side_empty() -> None:
+    with pytest.raises(ConfigError, match="leaves 0 validation and 10 training ids"):
+        split_stream(np.arange(10), 0.01)
+
+
+def test_token_stream_split_splits_every_array() -> None:
+    s = TokenStream.from_arrays(np.arange(10), np.arange(100, 120), masked=True)
+    train, val = s.split(0.1)
+    assert [a.tolist() for a in val.arrays] == [[9], [118, 119]]
+    assert train.n_tokens == 9 + 18
+    assert train.masked and val.masked
+
+
+# ---- loader ----
+
+
+def _window_rows(batch_inputs: np.ndarray, batch_targets: np.ndarray) -> list[list[int]]:
+    return np.concatenate([batch_inputs, batch_targets[:, -1:]], axis=1).tolist()
+
+
+def test_sequential_loader_over_two_arrays_never_crosses_between_them() -> None:
+    """a = 0..8 gives (9 - 5) // 4 + 1 = 2 windows of T + 1 = 5; b = 100..106 gives 1; 3 in all."""
+    stream = TokenStream.from_arrays(np.arange(9, dtype=np.uint16), np.arange(100, 107, dtype=np.uint16))
+    loader = BatchLoader(stream, context=4, batch_size=2, order="sequential")
+    assert loader.n_windows == 3
+    assert len(loader) == 2
+    batches = list(loader)
+    assert [b.inputs.shape for b in batches] == [(2, 4), (1, 4)]
+    rows = [r for b in batches for r in _window_rows(b.inputs, b.targets)]
+    assert rows == [[0, 1, 2, 3, 4], [4, 5, 6, 7, 8], [100, 101, 102, 103, 104]]
+    assert all(b.mask is None for b in batches)
+    assert batches[0].inputs.dtype == np.int64
+
+
+def test_sequential_next_batch_wraps_around() -> None:
+    stream = TokenStream.from_arrays(np.arange(13))
+    loader = BatchLoader(stream, context=3, batch_size=3, order="sequential")  # 4 windows
+    firsts = [loader.next_batch().inputs[:, 0].tolist() for _ in range(3)]
+    assert firsts == [[0, 3, 6], [9, 0, 3], [6, 9, 0]]
+
+
+def test_random_loader_is_seeded_and_draws_real_windows() -> None:
+    a = np.arange(0, 500, dtype=np.uint16)
+    b = np.arange(1000, 1300, dtype=np.uint16)
+    stream = TokenStream.from_arrays(a, b)
+
+    def draws(seed: int) -> list[np.ndarray]:
+        loader = BatchLoader(stream, context=16, batch_size=8, stride=4, seed=seed)
+        return [loader.next_batch().inputs for _ in range(20)]
+
+    one, again, other = draws(7), draws(7), draws(8)
+    assert all(np.array_equal(p, q) for p, q in zip(one, again, strict=True))
+    assert not all(np.array_equal(p, q) for p, q in zip(one, other, strict=True))
+    loader = BatchLoader(stream, context=16, batch_size=8, stride=4, seed=7)
+    seen: set[int] = set()
+    for _ in range(200):
+        batch = loader.next_batch()
+        rows = np.concatenate([batch.inputs, batch.targets[:, -1:]], axis=1)
+        # consecutive ids inside one array: a window that crossed from a into b would jump by 500+
+        assert (np.diff(rows, axis=1) == 1).all()
+        assert ((rows[:, 0] % 4 == 0) & ((rows[:, 0] < 500) | (rows[:, 0] >= 1000))).all()
+        seen.update(rows[:, 0].tolist())
+    assert len(seen) == loader.n_windows == n_windows(500, 16, 4) + n_windows(300, 16, 4)
+
+
+def test_masked_stream_strips_maskbit_and_returns_the_mask_of_the_targets() -> None:
+    """raw 5, 6, 7|M, 8|M, 9, 10|M with T=5: one window; the mask is the bit on each TARGET."""
+    raw = np.array([5, 6, 7 | MASKBIT, 8 | MASKBIT, 9, 10 | MASKBIT], dtype=np.uint16)
+    loader = BatchLoader(TokenStream.from_arrays(raw, masked=True), context=5, batch_size=1, order="sequential")
+    batch = loader.next_batch()
+    assert batch.inputs.tolist() == [[5, 6, 7, 8, 9]]
+    assert batch.targets.tolist() == [[6, 7, 8, 9, 10]]
+    assert batch.mask is not None
+    assert batch.mask.tolist() == [[False, True, True, False, True]]
+    assert batch.n_positions == 3
+
+
+def test_unmasked_stream_keeps_high_ids_and_has_no_mask() -> None:
+    raw = np.array([1, 2, 0x8001, 3], dtype=np.uint16)
+    batch = BatchLoader(TokenStream.from_arrays(raw), context=3, batch_size=1).next_batch()
+    assert batch.inputs.tolist() == [[1, 2, 0x8001]]
+    assert batch.mask is None
+    assert batch.n_positions == 3
+
+
+def test_loader_skips_short_arrays_and_refuses_a_stream_with_no_window() -> None:
+    stream = TokenStream.from_arrays(np.arange(3), np.arange(10, 20))
+    loader = BatchLoader(stream, context=4, batch_size=4, order="sequential")
+    assert loader.n_windows == 2
+    assert next(iter(loader)).inputs[:, 0].tolist() == [10, 14]
+    with pytest.raises(ConfigError, match="longest of the stream's 2 token arrays has 10 ids"):
+        BatchLoader(stream, context=10, batch_size=4)
+
+
+def test_loader_bad_arguments() -> None:
+    stream = TokenStream.from_arrays(np.arange(100))
+    with pytest.raises(ConfigError, match="batch_size must be >= 1, got 0"):
+        BatchLoader(stream, context=4, batch_size=0)
+    with pytest.raises(ConfigError, match="order must be 'random' or 'sequential', got 'shuffled'"):
+        BatchLoader(stream, context=4, batch_size=2, order="shuffled")
+    loader = BatchLoader(stream, context=4, batch_size=2)
+    with pytest.raises(ConfigError, match="window 24 does not exist: the loader has 24 windows"):
+        loader.get([0, 24])
+    with pytest.raises(ConfigError, match="at least one token array"):
+        TokenStream([])
+
+
+def test_loader_over_memmaps_keeps_them_memmaps(tmp_path: Path) -> None:
+    arrays = []
+    for i in range(2):
+        path = tmp_path / f"part{i}.u16"
+        mm = np.memmap(path, dtype=np.uint16, mode="w+", shape=(257,))
+        mm[:] = np.arange(257) + 1000 * i
+        mm.flush()
+        arrays.append(np.memmap(path, dtype=np.uint16, mode="r"))
+    stream = TokenStream.from_arrays(*arrays)
+    train, val = stream.split(0.25)
+    assert all(isinstance(a, np.memmap) for a in train.arrays + val.arrays)
+    loader = BatchLoader(train, context=8, batch_size=4, order="sequential")
+    rows = [r for b in loader for r in _window_rows(b.inputs, b.targets)]
+    assert rows[0] == list(range(9))
+    assert rows[-1] == [1000 + k for k in range(184, 193)]  # train part = first 257 - 64 = 193 ids
+
+
+def test_token_counts_counts_targets_and_only_masked_ones_in_chat_data() -> None:
+    plain = TokenStream.from_arrays(np.array([0, 1, 1, 2]), np.array([3, 1]))
+    # every id but each array's first: 1, 1, 2 and 1
+    assert plain.token_counts(4).tolist() == [0, 3, 1, 0]
+    raw = np.array([4, 1 | MASKBIT, 2, 2 | MASKBIT, 3 | MASKBIT], dtype=np.uint16)
+    chat = TokenStream.from_arrays(raw, masked=True)
+    assert chat.token_counts(5).tolist() == [0, 1, 1, 1, 0]
+    assert chat.max_id() == 4
+    assert int(raw[1]) & ID_MASK == 1
+    # id 3 is never a target (it starts array 1) but it is still checked against the vocabulary
+    with pytest.raises(ConfigError, match="token array 1 holds id 3, outside the vocabulary of 3 ids"):
+        plain.token_counts(3)
+    with pytest.raises(ConfigError, match="token array 0 holds id 4, outside the vocabulary of 4 ids"):
+        chat.token_counts(4)
