@@ -7,10 +7,12 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/buildinfo.py reports on the build itself; must work whatever got compiled
   mnemo/cli.py       argument parsing and printing; not hot, and plain Python keeps tracebacks readable
   mnemo/errors.py    exception classes users catch and subclass; nothing hot
+  mnemo/reference.py the naive twins: the oracle stays plain Python, boring and obviously right
 """
 
 from typing import Final
 
 HOT_MODULES: Final = [
     "mnemo/kernels.py",
+    "mnemo/trainer.py",
 ]
