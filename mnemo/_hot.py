@@ -28,4 +28,5 @@ HOT_MODULES: Final = [
     "mnemo/encoder.py",
     "mnemo/kernels.py",
     "mnemo/pretokenize.py",
+    "mnemo/trainer.py",
 ]

@@ -1,11 +1,123 @@
-"""The naive twins of mnemo's hot paths: the obvious loops, for tests and benchmarks to compare.
+"""The naive twins of mnemo's fast paths: boring, obviously right, slow.  Tests and benchmarks
+compare the fast code against these.  Not compiled (it is the oracle; plain Python keeps it so).
 
-Same signatures and results as the fast code; no speed tricks.
+This file has two sections: the naive TRAINER (here, first) and the naive ENCODER (at the end,
+under its own banner).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
+
+from mnemo.errors import ConfigError, VerificationError
+
+# ---- training ----------------------------------------------------------------------------
+
+TIE_RULES = ("id", "bytes")
+
+TIE_RULE_DOC = """\
+The merge rule, the same in the naive twin and the fast trainer:
+
+  1. Count every adjacent pair of tokens in every word, each occurrence weighted by the word's
+     count.  Overlapping occurrences all count: the word `a a a` holds the pair (a, a) twice.
+  2. The pair with the highest count wins.
+  3. A tie (several pairs with that count) is broken by `tie`:
+       tie="id"    -> the smaller pair: smaller first id, then smaller second id;
+       tie="bytes" -> the pair whose (bytes of first token, bytes of second token) is the
+                      lexicographically greatest (Python's tuple-of-bytes order; Stanford CS336).
+  4. Stop after n_merges merges, or earlier when the best count is below 2 (no pair occurs twice).
+  5. Merge k (0-based) makes token 256 + k.  In every word, occurrences of the winning pair are
+     replaced left to right, never overlapping: `a a a` with (a, a) becomes `c a`.
+"""
+
+
+def check_train_args(words: dict[bytes, int], n_merges: int, tie: str) -> None:
+    """The argument checks shared by both trainers: a clear ConfigError naming the value."""
+    if tie not in TIE_RULES:
+        raise ConfigError(f"tie must be 'id' or 'bytes', got {tie!r}")
+    if n_merges < 0:
+        raise ConfigError(f"n_merges must be >= 0, got {n_merges}")
+    if 255 + n_merges >= 0xFFFF:
+        raise ConfigError(
+            f"n_merges must be at most {0xFFFF - 256} (token ids are 16-bit and 0xFFFF is reserved), "
+            f"got {n_merges}"
+        )
+    for word, count in words.items():
+        if count < 0:
+            raise ConfigError(f"word {word!r} has a negative count {count}; counts must be >= 0")
+
+
+def train_merges_naive(
+    words: dict[bytes, int], n_merges: int, tie: str = "id", verify: bool = True
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Learn up to `n_merges` merges from word counts; return (merges, counts).
+
+    `words` maps each word (a pre-tokenized chunk, as bytes) to how often it occurs.  `counts[k]`
+    is the count merge k had when it was chosen.  The rule (TIE_RULE_DOC, repeated here so that
+    it is written once in words beside the code that states it most plainly):
+
+    The pair with the highest count wins.  A tie goes, for tie="id", to the smaller pair (first
+    id, then second id); for tie="bytes", to the pair whose (bytes(first), bytes(second)) is
+    lexicographically greatest.  Stop after n_merges merges or when no pair occurs at least twice.
+    Occurrences are replaced left to right without overlap.
+
+    Every merge recounts every pair of every word from scratch.  `verify` checks that the winning
+    count never goes up from one merge to the next (true for any correct run).
+    """
+    check_train_args(words, n_merges, tie)
+    seqs: list[list[int]] = [list(w) for w in words]
+    weights: list[int] = list(words.values())
+    token_bytes: list[bytes] = [bytes([i]) for i in range(256)]
+    merges: list[tuple[int, int]] = []
+    counts: list[int] = []
+    for k in range(n_merges):
+        pair_counts: defaultdict[tuple[int, int], int] = defaultdict(int)
+        for seq, weight in zip(seqs, weights):
+            for pair in zip(seq, seq[1:]):
+                pair_counts[pair] += weight
+        best: tuple[int, int] | None = None
+        best_count = 0
+        for pair, count in pair_counts.items():
+            if best is None or count > best_count:
+                best, best_count = pair, count
+            elif count == best_count and _beats(pair, best, tie, token_bytes):
+                best = pair
+        if best is None or best_count < 2:
+            break
+        if verify and counts and best_count > counts[-1]:
+            raise VerificationError(
+                f"naive trainer: merge {k} of pair {best} has count {best_count}, more than the "
+                f"previous merge's {counts[-1]}"
+            )
+        new_id = 256 + k
+        merges.append(best)
+        counts.append(best_count)
+        token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
+        # a word without the pair's first token cannot change (and merge_word would copy it)
+        seqs = [merge_word(seq, best, new_id) if best[0] in seq else seq for seq in seqs]
+    return merges, counts
+
+
+def _beats(pair: tuple[int, int], best: tuple[int, int], tie: str, token_bytes: list[bytes]) -> bool:
+    """Whether `pair` wins a count tie against `best` under the tie rule."""
+    if tie == "id":
+        return pair < best
+    return (token_bytes[pair[0]], token_bytes[pair[1]]) > (token_bytes[best[0]], token_bytes[best[1]])
+
+
+def merge_word(seq: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    """Replace each occurrence of `pair` in `seq` by `new_id`, left to right, never overlapping."""
+    out: list[int] = []
+    i = 0
+    while i < len(seq):
+        if i + 1 < len(seq) and seq[i] == pair[0] and seq[i + 1] == pair[1]:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(seq[i])
+            i += 1
+    return out
 
 
 # ---- encoding ----

@@ -1,0 +1,481 @@
+"""The fast BPE trainer (compiled with mypyc).  Same results as mnemo.reference.train_merges_naive,
+merge for merge and count for count; the tie rule is written out in reference.TIE_RULE_DOC.
+
+How it works
+------------
+* The words live in one librt `vec[i16]` token array: a separator SEP (0xFFFF, -1 as i16) before
+  every word and after the last one.  `widx[p]` is the index of the word that owns position p;
+  `wcount[w]` is its count.  Words shorter than 2 bytes hold no pair and are left out.
+* A pair (a, b) is the key a << 16 | b in an open-addressing table (`_Pairs`) that keeps, for
+  every pair ever seen, its weighted count (sum of the counts of the words it occurs in, once
+  per occurrence) and its number of occurrences in the array.
+* Each merge: the asm pair scan (`kernels.pair_positions`) finds the occurrences, with cap = the
+  pair's number of occurrences, which it cannot exceed.  Each word hit is rewritten in place, left
+  to right, never overlapping, and squeezed to the left; the freed tail is filled with SEP, so a
+  hole can never form a false pair (no pair contains 0xFFFF).  The pair counts change by exact
+  deltas: every old pair touching a merged position is subtracted once, every new pair holding
+  the new token is added.  Pairs containing the new token are the only ones whose count goes up,
+  and only during the merge that creates it; they are pushed on the heap once, at the end of that
+  merge.
+* The next pair comes off a max-heap of (count, rank) with lazy deletion: on top, an entry whose
+  count the table no longer has is pushed again with the table's count (or dropped below 2).
+  For tie="id" the rank orders ties by the rule (rank = -key); for tie="bytes" every entry with
+  the top count is popped and the winner chosen by comparing byte strings.
+* Blocks: the array is cut into blocks of BLOCK tokens; `_Blocks` keeps, per token id, a bit set
+  of the blocks that may hold it.  A pair can only start in a block that holds its first token
+  and (in that block or, across the cut, the next) its second: the scan skips every other block.
+  Bits are only ever added, except when the array is rebuilt.
+* When the holes (SEP padding) exceed a quarter of the array, it is rebuilt without them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from librt.strings import read_i64_le
+from librt.vecs import append, vec
+from mypy_extensions import i16, i32, i64
+
+from mnemo import kernels
+from mnemo.errors import VerificationError
+from mnemo.reference import check_train_args
+
+SEP: Final[i64] = 0xFFFF
+SEP16: Final[i16] = -1
+EMPTY: Final[i64] = -1
+
+
+def _u16(x: i16) -> i64:
+    """A token read from the array, as its id 0..65535."""
+    return i64(x) & 0xFFFF
+
+
+def _i16(x: i64) -> i16:
+    """A token id 0..65535 as the i16 with the same bits."""
+    if x >= 32768:
+        return i16(x - 65536)
+    return i16(x)
+
+
+class _Pairs:
+    """Open-addressing hash table: pair key -> (weighted count, occurrences).  Linear probing on
+    a power-of-two table, load at most 1/2; entries are never removed (a pair whose count falls
+    to 0 keeps its slot)."""
+
+    keys: vec[i64]
+    cnt: vec[i64]
+    occ: vec[i64]
+    mask: i64
+    used: i64
+
+    def __init__(self, size_hint: i64) -> None:
+        cap: i64 = 1024
+        while cap < 2 * size_hint:
+            cap *= 2
+        self._alloc(cap)
+
+    def _alloc(self, cap: i64) -> None:
+        keys = vec[i64](capacity=cap)
+        cnt = vec[i64](capacity=cap)
+        occ = vec[i64](capacity=cap)
+        for _ in range(cap):
+            keys = append(keys, EMPTY)
+            cnt = append(cnt, 0)
+            occ = append(occ, 0)
+        self.keys = keys
+        self.cnt = cnt
+        self.occ = occ
+        self.mask = cap - 1
+        self.used = 0
+
+    def slot(self, key: i64) -> i64:
+        """The slot of `key`, inserted with zero counts if absent."""
+        keys = self.keys
+        mask = self.mask
+        h = ((key * 0x9E3779B1) >> 7) & mask
+        while True:
+            k = keys[h]
+            if k == key:
+                return h
+            if k == EMPTY:
+                break
+            h = (h + 1) & mask
+        if 2 * (self.used + 1) > mask + 1:
+            self._grow()
+            return self.slot(key)
+        keys[h] = key
+        self.used += 1
+        return h
+
+    def find(self, key: i64) -> i64:
+        """The slot of `key`, or -1 if it was never inserted."""
+        keys = self.keys
+        mask = self.mask
+        h = ((key * 0x9E3779B1) >> 7) & mask
+        while True:
+            k = keys[h]
+            if k == key:
+                return h
+            if k == EMPTY:
+                return -1
+            h = (h + 1) & mask
+
+    def _grow(self) -> None:
+        old_keys = self.keys
+        old_cnt = self.cnt
+        old_occ = self.occ
+        self._alloc(2 * (self.mask + 1))
+        for i in range(len(old_keys)):
+            k = old_keys[i]
+            if k != EMPTY:
+                s = self.slot(k)
+                self.cnt[s] = old_cnt[i]
+                self.occ[s] = old_occ[i]
+
+    def add(self, key: i64, dcnt: i64, docc: i64) -> i64:
+        """Add to the pair's count and occurrences; return its count before."""
+        s = self.slot(key)
+        before = self.cnt[s]
+        self.cnt[s] = before + dcnt
+        self.occ[s] += docc
+        return before
+
+
+class _Heap:
+    """Binary max-heap of (count, rank) entries; rank = -key for tie="id", 0 for tie="bytes"
+    (the key then travels in `key`)."""
+
+    cnt: vec[i64]
+    rank: vec[i64]
+    key: vec[i64]
+    n: i64
+
+    def __init__(self) -> None:
+        self.cnt = vec[i64]()
+        self.rank = vec[i64]()
+        self.key = vec[i64]()
+        self.n = 0
+
+    def push(self, c: i64, r: i64, k: i64) -> None:
+        i = self.n
+        if i == len(self.cnt):
+            self.cnt = append(self.cnt, c)
+            self.rank = append(self.rank, r)
+            self.key = append(self.key, k)
+        self.n = i + 1
+        cnt = self.cnt
+        rank = self.rank
+        key = self.key
+        while i > 0:
+            parent = (i - 1) >> 1
+            pc = cnt[parent]
+            if pc > c or (pc == c and rank[parent] >= r):
+                break
+            cnt[i] = pc
+            rank[i] = rank[parent]
+            key[i] = key[parent]
+            i = parent
+        cnt[i] = c
+        rank[i] = r
+        key[i] = k
+
+    def pop(self) -> None:
+        """Remove the top entry (read it first from cnt[0], rank[0], key[0])."""
+        n = self.n - 1
+        self.n = n
+        if n == 0:
+            return
+        cnt = self.cnt
+        rank = self.rank
+        key = self.key
+        c = cnt[n]
+        r = rank[n]
+        k = key[n]
+        i: i64 = 0
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n:
+                c1 = cnt[child]
+                c2 = cnt[child + 1]
+                if c2 > c1 or (c2 == c1 and rank[child + 1] > rank[child]):
+                    child += 1
+            cc = cnt[child]
+            if cc < c or (cc == c and rank[child] <= r):
+                break
+            cnt[i] = cc
+            rank[i] = rank[child]
+            key[i] = key[child]
+            i = child
+        cnt[i] = c
+        rank[i] = r
+        key[i] = k
+
+
+def _beats_bytes(k1: i64, k2: i64, token_bytes: list[bytes]) -> bool:
+    """tie="bytes": whether pair k1 beats pair k2 (greater (bytes(a), bytes(b)))."""
+    a1 = token_bytes[k1 >> 16]
+    a2 = token_bytes[k2 >> 16]
+    if a1 != a2:
+        return a1 > a2
+    return token_bytes[k1 & 0xFFFF] > token_bytes[k2 & 0xFFFF]
+
+
+def _count_pairs(toks: vec[i16], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> None:
+    """Add every adjacent pair of every word in `toks` to `table`."""
+    n = len(toks)
+    prev: i64 = SEP
+    for i in range(n):
+        x = _u16(toks[i])
+        if x != SEP and prev != SEP:
+            table.add((prev << 16) | x, wcount[i64(widx[i])], 1)
+        prev = x
+
+
+def train_merges(
+    words: dict[bytes, int], n_merges: int, tie: str = "id", verify: bool = True, _corrupt_at: int = -1
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Learn up to `n_merges` merges from word counts; return (merges, counts).
+
+    Same contract and results as mnemo.reference.train_merges_naive.  `verify` recounts every
+    pair from scratch at the end and requires the maintained table to match exactly, and checks
+    that the winning count never goes up; a failure raises VerificationError naming the pair.
+    `_corrupt_at` is a test hook: after that merge, one live pair's count is knocked off by one,
+    so that tests can see verification fail.
+    """
+    check_train_args(words, n_merges, tie)
+    by_id = tie == "id"
+    scan = kernels.pair_positions
+
+    # ---- lay the words out -------------------------------------------------------------------
+    total: i64 = 1
+    for word in words:
+        total += len(word) + 1
+    toks = vec[i16](capacity=total)
+    widx = vec[i32](capacity=total)
+    wcount = vec[i64]()
+    toks = append(toks, SEP16)
+    widx = append(widx, -1)
+    nw: i32 = 0
+    for word, word_count in words.items():
+        if len(word) < 2 or word_count == 0:
+            continue
+        wcount = append(wcount, i64(word_count))
+        for j in range(len(word)):
+            toks = append(toks, i16(word[j]))
+            widx = append(widx, nw)
+        toks = append(toks, SEP16)
+        widx = append(widx, nw)
+        nw += 1
+    n: i64 = len(toks)
+
+    table = _Pairs(n // 4 + 1)
+    _count_pairs(toks, widx, wcount, table)
+    heap = _Heap()
+    keys = table.keys
+    for s in range(len(keys)):
+        k = keys[s]
+        if k != EMPTY and table.cnt[s] >= 2:
+            heap.push(table.cnt[s], -k if by_id else 0, k)
+
+    token_bytes: list[bytes] = [bytes([i]) for i in range(256)]
+    merges: list[tuple[int, int]] = []
+    counts: list[int] = []
+    touched = vec[i64]()
+    ties = vec[i64]()
+    holes: i64 = 0
+    prev_best: i64 = -1
+
+    for step in range(n_merges):
+        # ---- the next pair off the heap ----------------------------------------------------
+        best: i64 = -1
+        best_cnt: i64 = 0
+        while heap.n > 0:
+            hc = heap.cnt[0]
+            hr = heap.rank[0]
+            hk = heap.key[0]
+            cur = table.cnt[table.find(hk)]
+            if cur == hc:
+                best = hk
+                best_cnt = hc
+                break
+            heap.pop()
+            if cur > hc:
+                raise VerificationError(
+                    f"fast trainer: pair ({hk >> 16}, {hk & 0xFFFF}) has count {cur} in the table "
+                    f"but only {hc} on the heap; a count went up without a push"
+                )
+            if cur >= 2:
+                heap.push(cur, hr, hk)
+        if best < 0:
+            break
+        heap.pop()
+        if not by_id:
+            # every valid entry with the top count is a candidate: choose by the bytes rule
+            ties = vec[i64]()
+            while heap.n > 0 and heap.cnt[0] == best_cnt:
+                hk = heap.key[0]
+                hr = heap.rank[0]
+                cur = table.cnt[table.find(hk)]
+                heap.pop()
+                if cur == best_cnt:
+                    ties = append(ties, hk)
+                elif cur >= 2:
+                    heap.push(cur, hr, hk)
+            for t in range(len(ties)):
+                hk = ties[t]
+                if _beats_bytes(hk, best, token_bytes):
+                    heap.push(best_cnt, 0, best)
+                    best = hk
+                else:
+                    heap.push(best_cnt, 0, hk)
+        if verify and prev_best >= 0 and best_cnt > prev_best:
+            raise VerificationError(
+                f"fast trainer: merge {step} of pair ({best >> 16}, {best & 0xFFFF}) has count "
+                f"{best_cnt}, more than the previous merge's {prev_best}"
+            )
+        prev_best = best_cnt
+        a: i64 = best >> 16
+        b: i64 = best & 0xFFFF
+        c: i64 = 256 + step
+        c16 = _i16(c)
+        merges.append((int(a), int(b)))
+        counts.append(int(best_cnt))
+        token_bytes.append(token_bytes[a] + token_bytes[b])
+
+        # ---- find and rewrite the words holding (a, b) ----------------------------------
+        occ = table.occ[table.find(best)]
+        pos = scan(toks, a, b, occ + 1, 0, n)
+        nh: i64 = len(pos) // 8
+        if nh > occ:
+            raise VerificationError(
+                f"fast trainer: pair ({a}, {b}) occurs at least {nh} times in the words but the "
+                f"table says {occ}"
+            )
+        touched = vec[i64]()
+        last_w: i64 = -1
+        for h in range(nh):
+            p = read_i64_le(pos, h * 8)
+            w = i64(widx[p])
+            if w == last_w:
+                continue  # the word was rewritten whole at its first occurrence
+            last_w = w
+            wc = wcount[w]
+            i: i64 = p
+            o: i64 = p
+            left = _u16(toks[p - 1])  # the last token written (SEP at the word's start)
+            left_merged = False  # whether the old position i - 1 was part of a merge
+            while True:
+                x16 = toks[i]
+                x = _u16(x16)
+                if x == SEP:
+                    break
+                if x == a and _u16(toks[i + 1]) == b:
+                    # old pairs touching positions i and i + 1 go, each exactly once
+                    if left != SEP and not left_merged:
+                        table.add((left << 16) | a, -wc, -1)
+                    table.add(best, -wc, -1)
+                    z = _u16(toks[i + 2])
+                    if z != SEP:
+                        table.add((b << 16) | z, -wc, -1)
+                    # the new pair on the left
+                    if left != SEP:
+                        nk = (left << 16) | c
+                        if table.add(nk, wc, 1) == 0:
+                            touched = append(touched, nk)
+                    toks[o] = c16
+                    left = c
+                    left_merged = True
+                    i += 2
+                else:
+                    if left == c:
+                        nk = (c << 16) | x
+                        if table.add(nk, wc, 1) == 0:
+                            touched = append(touched, nk)
+                    toks[o] = x16
+                    left = x
+                    left_merged = False
+                    i += 1
+                o += 1
+            holes += i - o
+            while o < i:
+                toks[o] = SEP16
+                o += 1
+        for t in range(len(touched)):
+            nk = touched[t]
+            cur = table.cnt[table.find(nk)]
+            if cur >= 2:
+                heap.push(cur, -nk if by_id else 0, nk)
+
+        if step == _corrupt_at:
+            table.cnt[table.find(best)] += 1  # test hook: a count the words do not have
+
+        # ---- squeeze the holes out --------------------------------------------------------
+        if holes * 4 > n:
+            toks, widx = _compact(toks, widx)
+            n = len(toks)
+            holes = 0
+
+    if verify:
+        _verify(toks, widx, wcount, table)
+    return merges, counts
+
+
+def _compact(toks: vec[i16], widx: vec[i32]) -> tuple[vec[i16], vec[i32]]:
+    """The array without holes: every run of SEP becomes one SEP; words that shrank to one
+    token (they hold no pair any more) are left out."""
+    n = len(toks)
+    out = vec[i16](capacity=n)
+    oidx = vec[i32](capacity=n)
+    out = append(out, SEP16)
+    oidx = append(oidx, -1)
+    i: i64 = 1
+    while i < n:
+        if toks[i] == SEP16:
+            i += 1
+            continue
+        j = i
+        while toks[j] != SEP16:
+            j += 1
+        if j - i >= 2:
+            w = widx[i]
+            for q in range(i, j):
+                out = append(out, toks[q])
+                oidx = append(oidx, w)
+            out = append(out, SEP16)
+            oidx = append(oidx, w)
+        i = j
+    return out, oidx
+
+
+def _verify(toks: vec[i16], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> None:
+    """Recount every pair from scratch; the maintained table must match it exactly."""
+    fresh = _Pairs(table.used)
+    _count_pairs(toks, widx, wcount, fresh)
+    keys = table.keys
+    for s in range(len(keys)):
+        k = keys[s]
+        if k == EMPTY:
+            continue
+        f = fresh.find(k)
+        fc: i64 = 0
+        fo: i64 = 0
+        if f >= 0:
+            fc = fresh.cnt[f]
+            fo = fresh.occ[f]
+        if fc != table.cnt[s] or fo != table.occ[s]:
+            raise VerificationError(
+                f"fast trainer: pair ({k >> 16}, {k & 0xFFFF}) has count {table.cnt[s]} "
+                f"({table.occ[s]} occurrences) in the maintained table but {fc} ({fo}) when "
+                f"recounted from scratch; please report this as a bug"
+            )
+    fkeys = fresh.keys
+    for s in range(len(fkeys)):
+        k = fkeys[s]
+        if k != EMPTY and table.find(k) < 0:
+            raise VerificationError(
+                f"fast trainer: pair ({k >> 16}, {k & 0xFFFF}) occurs {fresh.occ[s]} times "
+                f"(count {fresh.cnt[s]}) but is missing from the maintained table; please report "
+                f"this as a bug"
+            )
