@@ -1,0 +1,122 @@
+"""mnemo.train end to end: inputs -> word counts -> merges -> Tokenizer, on files and in-memory
+documents, deterministic across workers, with clear errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mnemo import Tokenizer
+from mnemo.errors import ConfigError, InputError
+from mnemo.training import CountStats, TrainStats, train
+
+EOT = "<|endoftext|>"
+
+
+def gpt2_byte_decoder() -> dict[str, int]:
+    """GPT-2's printable alphabet: printable Latin-1 bytes stand for themselves, the other 68
+    bytes are shifted to U+0100 and up in byte order."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars = {b: chr(b) for b in printable}
+    shift = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b] = chr(256 + shift)
+            shift += 1
+    return {c: b for b, c in chars.items()}
+
+
+def test_cs336_reference_merges(cs336_dir: Path) -> None:
+    """Stanford CS336's test: GPT-2 pattern, tie="bytes", <|endoftext|> as the special token,
+    vocabulary 500 on corpus.en reproduces the reference merges exactly, in order."""
+    decoder = gpt2_byte_decoder()
+    reference = []
+    for line in (cs336_dir / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines():
+        left, right = line.split(" ")
+        reference.append((bytes(decoder[c] for c in left), bytes(decoder[c] for c in right)))
+    t0 = time.perf_counter()
+    tok = train(
+        [cs336_dir / "corpus.en"], vocab_size=500, pattern="gpt2", tie="bytes", special_tokens=[EOT], workers=1
+    )
+    seconds = time.perf_counter() - t0
+    got = [(tok.token_bytes(a), tok.token_bytes(b)) for a, b in tok.merges]
+    assert got == reference
+    assert tok.n_vocab == 500 and tok.special_tokens == {EOT: 499}
+    assert seconds < 1.5, f"took {seconds:.2f} s"
+
+
+def test_same_merges_for_any_workers_and_input_form(tmp_path: Path, corpus_docs: Callable[..., list[str]]) -> None:
+    docs = corpus_docs("english", max_bytes=1_500_000)
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    xz = tmp_path / "a.jsonl.xz"
+    xz.write_bytes(lzma.compress(jsonl.read_bytes()))
+    shuffled = docs[:]
+    random.Random(0).shuffle(shuffled)
+    runs = {
+        "1 worker": train([jsonl], vocab_size=1000, workers=1),
+        "2 workers": train([jsonl], vocab_size=1000, workers=2),
+        "8 workers": train([jsonl], vocab_size=1000, workers=8),
+        "xz, 2 workers": train([xz], vocab_size=1000, workers=2),
+        "documents, shuffled": train(iter(shuffled), vocab_size=1000, workers=2),
+    }
+    first = runs["1 worker"]
+    assert len(first.merges) == 1000 - 256 - 16
+    for name, tok in runs.items():
+        assert tok.merges == first.merges, name
+        assert tok.merge_counts == first.merge_counts, name
+
+
+def test_naive_and_fast_agree_through_train(corpus_docs: Callable[..., list[str]]) -> None:
+    docs = corpus_docs("code", max_bytes=300_000)
+    fast = train(iter(docs), vocab_size=400, workers=1)
+    naive = train(iter(docs), vocab_size=400, workers=1, algorithm="naive")
+    assert fast.merges == naive.merges and fast.merge_counts == naive.merge_counts
+
+
+def test_default_specials_at_the_top_and_stats() -> None:
+    stats = TrainStats(CountStats())
+    tok = train(iter(["the cat sat on the mat " * 50]), vocab_size=300, stats=stats, workers=1)
+    assert isinstance(tok, Tokenizer)
+    n = len(tok.merges)
+    assert n < 300 - 256 - 16  # this tiny text runs out of pairs that occur twice
+    assert tok.special_tokens["<|bos|>"] == 256 + n
+    assert max(tok.special_tokens.values()) == tok.n_vocab - 1
+    # "the", " cat", " sat", " on", " the", " mat", and the final " "
+    assert stats.unique_words == 7 and stats.merges == n and stats.count.n_bytes == 23 * 50
+
+
+def test_stops_when_no_pair_occurs_twice() -> None:
+    tok = train(iter(["abc"]), vocab_size=1000, special_tokens=[], workers=1)
+    assert tok.merges == []  # every pair occurs once
+    tok = train(iter(["abab"]), vocab_size=1000, special_tokens=[], workers=1)
+    assert [(tok.token_bytes(a), tok.token_bytes(b)) for a, b in tok.merges] == [(b"a", b"b")]
+
+
+def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="training text is empty"):
+        train(iter([""]), vocab_size=300, workers=1)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(InputError, match="training text is empty"):
+        train([empty], vocab_size=300)
+    with pytest.raises(ConfigError, match=r"vocab_size must be >= 272 \(256 bytes \+ 16 special tokens\), got 271"):
+        train(iter(["abc"]), vocab_size=271)
+    with pytest.raises(ConfigError, match="vocab_size must be <= 65535"):
+        train(iter(["abc"]), vocab_size=70000)
+    with pytest.raises(InputError, match="no such file"):
+        train([tmp_path / "missing.txt"])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"text": broken\n')
+    with pytest.raises(InputError, match=r"bad\.jsonl:2: not valid JSON"):
+        train([bad], workers=2)
+    with pytest.raises(ConfigError, match="unknown algorithm 'smart'"):
+        train(iter(["abc"]), algorithm="smart")
+    with pytest.raises(ConfigError, match="unknown tie rule 'coin'"):
+        train(iter(["abc"]), tie="coin")
