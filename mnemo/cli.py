@@ -14,9 +14,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mnemo.errors import MnemoError
+
+if TYPE_CHECKING:
+    from mnemo.tokenizer import Tokenizer
 
 
 class _VersionAction(argparse.Action):
@@ -151,6 +154,114 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- tokenize ----------------------------------------------------------------------------------
+
+
+def cmd_tokenize(args: argparse.Namespace) -> int:
+    from mnemo.dataset import tokenize_files
+    from mnemo.tokenizer import Tokenizer
+
+    tok = Tokenizer.load(args.tokenizer)
+    progress = PhaseProgress(_interactive() and not args.quiet)
+    try:
+        stats = tokenize_files(
+            args.inputs,
+            tok,
+            args.output,
+            chat=args.chat,
+            workers=args.workers,
+            text_field=args.text_field,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    print(
+        f"tokenized {args.output}: {stats.n_docs} {'conversations' if args.chat else 'documents'}, "
+        f"{stats.n_tokens} tokens, {stats.n_bytes / 1e6:.1f} MB in {stats.seconds:.2f} s "
+        f"({stats.mb_per_s:.1f} MB/s, {stats.bytes_per_token:.2f} bytes/token)"
+    )
+    return 0
+
+
+# ---- tokshow -----------------------------------------------------------------------------------
+
+#: Background colours (xterm-256) for unmasked tokens: muted; masked tokens: bright, underlined.
+_PLAIN_BG = (60, 22, 52, 17, 94, 23)
+_MASKED_BG = (28, 130, 90, 25, 166, 30)
+
+
+def _token_text(raw: bytes) -> str:
+    """A token's bytes as visible text: invalid UTF-8 replaced, newlines and tabs escaped."""
+    text = raw.decode("utf-8", "replace")
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
+def render_tokens(tok: Tokenizer, ids: Sequence[int], mask: Sequence[bool] | None, *, color: bool, show_ids: bool) -> str:
+    """Each token on its own background colour (masked ones bright and underlined), or, without
+    colour, tokens separated by `|` with masked ones in `[...]`; `show_ids` appends `(id)`.
+    A line break follows every token that holds a newline, so the text keeps its lines."""
+    out: list[str] = []
+    for k, i in enumerate(ids):
+        raw = tok.token_bytes(i)
+        text = _token_text(raw)
+        if show_ids:
+            text += f"({i})"
+        masked = mask is not None and bool(mask[k])
+        if color:
+            bg = (_MASKED_BG if masked else _PLAIN_BG)[k % len(_PLAIN_BG)]
+            piece = f"\x1b[48;5;{bg}m" + ("\x1b[4m" if masked else "") + text + "\x1b[0m"
+        else:
+            piece = (f"[{text}]" if masked else text) + "|"
+        out.append(piece)
+        if b"\n" in raw:
+            out.append("\n")
+    return "".join(out)
+
+
+def cmd_tokshow(args: argparse.Namespace) -> int:
+    from mnemo.chat import maskbit_for, render_conversation
+    from mnemo.tokenizer import Tokenizer
+
+    tok = Tokenizer.load(args.tokenizer)
+    color = not args.no_color and sys.stdout.isatty()
+    mask: list[bool] | None = None
+    if args.chat is not None:
+        import json
+
+        from mnemo.sources import open_binary
+
+        with open_binary(Path(args.chat)) as f:
+            lines = [line for line in f if line.strip()]
+        if not 0 <= args.index < len(lines):
+            raise MnemoError(f"{args.chat}: has {len(lines)} records; --index {args.index} is out of range")
+        try:
+            record = json.loads(lines[args.index])
+        except ValueError as exc:
+            raise MnemoError(f"{args.chat}: record {args.index} is not valid JSON ({exc})") from None
+        messages = record.get("messages") if isinstance(record, dict) else None
+        if not isinstance(messages, list):
+            raise MnemoError(f"{args.chat}: record {args.index} has no 'messages' list")
+        rendered = render_conversation(tok, messages)
+        bit = maskbit_for(tok)
+        ids = [i & ~bit for i in rendered]
+        mask = [bool(i & bit) for i in rendered]
+    else:
+        if args.file is not None:
+            text = Path(args.file).read_text(encoding="utf-8", errors="surrogateescape") if args.file != "-" else sys.stdin.read()
+        elif args.text:
+            text = " ".join(args.text)
+        elif not sys.stdin.isatty():
+            text = sys.stdin.read()
+        else:
+            raise MnemoError("no text to show: pass TEXT, --file FILE, --chat FILE.jsonl, or pipe text in")
+        ids = tok.encode(text, allowed_special="all")
+    print(render_tokens(tok, ids, mask, color=color, show_ids=args.ids))
+    n_bytes = sum(len(tok.token_bytes(i)) for i in ids)
+    print(f"{len(ids)} tokens, {n_bytes} bytes, {n_bytes / max(len(ids), 1):.2f} bytes/token"
+          + (f", {sum(mask)} masked (learned)" if mask is not None else ""))
+    return 0
+
+
 # ---- parser ------------------------------------------------------------------------------------
 
 
@@ -183,6 +294,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     p.set_defaults(handler=cmd_train)
+
+    p = sub.add_parser("tokenize", help="encode datasets into a .tok file", description="Encode documents into a .tok file.")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl or .parquet, optionally .xz/.gz/.zst")
+    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="tokenizer.bin")
+    p.add_argument("-o", "--output", required=True, type=Path, help="the .tok file to write")
+    p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
+    p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
+    p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.set_defaults(handler=cmd_tokenize)
+
+    p = sub.add_parser("tokshow", help="show text split into tokens, in colour", description="Show tokens in colour.")
+    p.add_argument("text", nargs="*", help="text to show (or --file, --chat, or standard input)")
+    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="tokenizer.bin")
+    p.add_argument("-f", "--file", help="read the text from this file ('-' for standard input)")
+    p.add_argument("--chat", metavar="JSONL", help="render a conversation record from this file, masked tokens marked")
+    p.add_argument("--index", type=int, default=0, help="which record of --chat (default 0)")
+    p.add_argument("--ids", action="store_true", help="print each token's id after it")
+    p.add_argument("--no-color", action="store_true", help="plain output even on a terminal")
+    p.set_defaults(handler=cmd_tokshow)
 
     p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds")
     p.add_argument("files", nargs="+", metavar="FILE")
