@@ -67,12 +67,14 @@ def cross_entropy(
 
 
 def _cross_entropy_inplace(
-    z: FloatArray, targets: IntArray, mask: NDArray[np.bool_] | None
+    z: FloatArray, targets: IntArray, mask: NDArray[np.bool_] | None, *, grads: bool = True
 ) -> tuple[float, FloatArray, int]:
     """`cross_entropy` computed in the logits array itself, which becomes the gradient.
 
     With V = 32,768 one [N, V] array is the whole memory of a step (N = 512 positions: 64 MiB in
-    float32), so the shift, the exponentials, the probabilities and the gradient all reuse it.
+    float32), so the shift, the exponentials, the probabilities and the gradient all reuse it;
+    each full pass over it costs (a division by s and one by n_pos are one multiplication).
+    grads=False stops after the loss (evaluation) and leaves z holding exp(z - m).
     Per row, with m the row maximum and s = sum_j exp(z_j - m):
         -ln p_y = ln s - (z_y - m)      (taken before exponentiating: exp(z_y - m) may underflow to 0)
         d_logits = exp(z - m) / s - onehot(y)
@@ -90,18 +92,23 @@ def _cross_entropy_inplace(
     np.exp(z, out=z)
     sums = z.sum(axis=1)
     picked = np.log(sums) - target_shifted
-    z /= sums[:, None]
-    z[rows, targets] -= 1.0
     if mask is None:
         n_pos = n
         total = float(picked.sum())
     else:
         n_pos = int(np.count_nonzero(mask))
         total = float(picked[mask].sum())
-        z[~mask] = 0.0
     if n_pos == 0:
+        z.fill(0.0)
         return 0.0, z, 0
-    z /= n_pos
+    if not grads:
+        return total / n_pos, z, n_pos
+    # (p - onehot) / n_pos = exp(z - m) * (1 / (s * n_pos)) - onehot / n_pos; masked-out rows scale by 0
+    scale = 1.0 / (sums * n_pos)
+    if mask is not None:
+        scale[~mask] = 0.0
+    z *= scale[:, None]
+    z[rows, targets] -= np.where(mask, 1.0 / n_pos, 0.0) if mask is not None else 1.0 / n_pos
     return total / n_pos, z, n_pos
 
 
@@ -254,7 +261,7 @@ class BigramModel:
         yf = self._flat(y)
         mf = None if mask is None else np.asarray(mask, dtype=np.bool_).reshape(-1)
         h = self.E[xf]
-        loss, d_logits, n_pos = _cross_entropy_inplace(h @ self.W, yf, mf)
+        loss, d_logits, n_pos = _cross_entropy_inplace(h @ self.W, yf, mf, grads=grads)
         if not grads:
             return loss, n_pos, None
         dW: FloatArray = h.T @ d_logits
@@ -433,7 +440,7 @@ def pretrain(
     optimizer: Literal["adam", "sgd"] = "adam",
     seed: int = 0,
     eval_every: int = 100,
-    eval_windows: int = 256,
+    eval_windows: int = 128,
     prompt: Sequence[int] = (),
     n_generate: int = 40,
     stop_id: int | None = None,
