@@ -244,6 +244,30 @@ def test_training_learns_a_cycle_and_greedy_continues_it() -> None:
         model.greedy([6], 3)
 
 
+def test_training_on_chat_data_learns_only_the_masked_transitions() -> None:
+    """Stream 6, 7|M, 6, 3, ...: after 6 comes 7 (learned) or 3 (not learned) equally often.
+
+    With the mask the model is only ever asked for 7 after 6, so p(7 | 6) -> 1 and the masked loss
+    -> 0.  The same ids without the mask make 7 and 3 equally likely after 6: the loss at those
+    positions stays at ln 2 -- which is what the mask must prevent.
+    """
+    raw = np.tile(np.array([6, 7 | MASKBIT, 6, 3], dtype=np.uint16), 300)
+
+    def trained(masked: bool) -> BigramModel:
+        stream = TokenStream.from_arrays(raw if masked else raw & 0x7FFF, masked=masked)
+        loader = BatchLoader(stream, context=8, batch_size=4, seed=0)
+        model = BigramModel.init(8, 8, seed=0)
+        opt = bigram.make_optimizer("adam", model, 0.1)
+        for _ in range(150):
+            b = loader.next_batch()
+            bigram.train_step(model, opt, b.inputs, b.targets, b.mask)
+        return model
+
+    scored = BatchLoader(TokenStream.from_arrays(raw, masked=True), context=8, batch_size=16)
+    assert bigram.evaluate(trained(True), scored) < 0.05
+    assert bigram.evaluate(trained(False), scored) == pytest.approx(math.log(2), abs=0.05)
+
+
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
     model = _tiny_model()
     path = tmp_path / "bigram.npz"

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mnemo.data import ID_MASK, MASKBIT, BatchLoader, TokenStream, n_windows, split_stream, windows
 from mnemo.errors import ConfigError
@@ -91,6 +93,62 @@ def test_windows_are_views_of_a_memmap(tmp_path: Path) -> None:
     assert np.shares_memory(x, ro) and np.shares_memory(y, ro)
     assert x.shape == ((1000 - 33) // 8 + 1, 32)
     assert y[3, 0] == ro[3 * 8 + 1]
+
+
+def _naive_windows(ids: list[int], T: int, stride: int) -> list[list[int]]:
+    """The obvious loop: every start 0, stride, 2 * stride, ... whose window of T + 1 ids fits."""
+    out = []
+    start = 0
+    while start + T + 1 <= len(ids):
+        out.append(ids[start : start + T + 1])
+        start += stride
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 65535), max_size=60), st.integers(1, 12), st.data())
+def test_windows_agree_with_the_obvious_loop(ids: list[int], T: int, data: st.DataObject) -> None:
+    stride = data.draw(st.integers(1, T))
+    expected = _naive_windows(ids, T, stride)
+    arr = np.array(ids, dtype=np.uint16)
+    assert n_windows(len(ids), T, stride) == len(expected)
+    if not expected:
+        with pytest.raises(ConfigError, match="shorter than one window"):
+            windows(arr, T, stride)
+        return
+    x, y = windows(arr, T, stride)
+    assert x.tolist() == [w[:-1] for w in expected]
+    assert y.tolist() == [w[1:] for w in expected]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 0xFFFF), max_size=40), min_size=1, max_size=4),
+    st.integers(1, 8),
+    st.integers(1, 5),
+    st.data(),
+)
+def test_loader_pass_agrees_with_windows_of_each_array(
+    arrays: list[list[int]], T: int, batch_size: int, data: st.DataObject
+) -> None:
+    """One sequential pass = the windows of each array in turn, MASKBIT stripped, mask = bit of the target."""
+    stride = data.draw(st.integers(1, T))
+    expected = [w for a in arrays for w in _naive_windows(a, T, stride)]
+    stream = TokenStream.from_arrays(*[np.array(a, dtype=np.uint16) for a in arrays], masked=True)
+    if not expected:
+        with pytest.raises(ConfigError, match="no window"):
+            BatchLoader(stream, context=T, batch_size=batch_size, stride=stride)
+        return
+    loader = BatchLoader(stream, context=T, batch_size=batch_size, stride=stride, order="sequential")
+    got_x, got_y, got_m = [], [], []
+    for b in loader:
+        assert b.mask is not None
+        got_x += b.inputs.tolist()
+        got_y += b.targets.tolist()
+        got_m += b.mask.tolist()
+    assert got_x == [[t & ID_MASK for t in w[:-1]] for w in expected]
+    assert got_y == [[t & ID_MASK for t in w[1:]] for w in expected]
+    assert got_m == [[t >= MASKBIT for t in w[1:]] for w in expected]
 
 
 # ---- split ----
