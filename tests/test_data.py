@@ -302,7 +302,24 @@ def test_token_counts_counts_targets_and_only_masked_ones_in_chat_data() -> None
     assert chat.max_id() == 4
     assert int(raw[1]) & ID_MASK == 1
     # id 3 is never a target (it starts array 1) but it is still checked against the vocabulary
-    with pytest.raises(ConfigError, match="token array 1 holds id 3, outside the vocabulary of 3 ids"):
+    with pytest.raises(ConfigError, match="token array 1 holds id 3 at token 0, outside the vocabulary of 3 ids"):
         plain.token_counts(3)
-    with pytest.raises(ConfigError, match="token array 0 holds id 4, outside the vocabulary of 4 ids"):
+    with pytest.raises(ConfigError, match="token array 0 holds id 4 at token 0, outside the vocabulary of 4 ids"):
         chat.token_counts(4)
+    # unmasked (never learned) chat ids are checked too
+    unlearned = TokenStream.from_arrays(np.array([0, 1 | MASKBIT, 9, 2 | MASKBIT], dtype=np.uint16), masked=True)
+    assert unlearned.token_counts(10).tolist() == [0, 1, 1] + [0] * 7
+    with pytest.raises(ConfigError, match="holds id 9 at token 2, outside the vocabulary of 5 ids"):
+        unlearned.token_counts(5)
+
+
+def test_token_counts_across_chunk_boundaries() -> None:
+    """Counting goes in chunks of _COUNT_CHUNK ids: the first id of the array (only) must be skipped."""
+    from mnemo import data
+
+    n = 2 * data._COUNT_CHUNK + 3
+    a = (np.arange(n) % 7).astype(np.uint16)
+    assert TokenStream.from_arrays(a).token_counts(7).tolist() == np.bincount(a[1:], minlength=7).tolist()
+    masked = a | np.uint16(MASKBIT) * (np.arange(n) % 2 == 0).astype(np.uint16)
+    expected = np.bincount(a[2::2], minlength=7).tolist()  # even positions carry the bit; 0 is no target
+    assert TokenStream.from_arrays(masked, masked=True).token_counts(7).tolist() == expected
