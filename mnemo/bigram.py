@@ -63,7 +63,8 @@ def cross_entropy(
     zeros and n_pos 0 (callers skip such a step rather than divide by zero).  `logits` is left
     untouched; see `_cross_entropy_inplace` for the version that reuses it.
     """
-    return _cross_entropy_inplace(np.array(logits, dtype=np.result_type(logits.dtype, np.float32)), targets, mask)
+    z = np.array(logits, dtype=np.result_type(logits.dtype, np.float32))
+    return _cross_entropy_inplace(z, targets, mask)
 
 
 def _cross_entropy_inplace(
@@ -143,7 +144,9 @@ def unigram_entropy(counts: NDArray[np.integer[Any]]) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def unigram_cross_entropy(train_counts: NDArray[np.integer[Any]], eval_counts: NDArray[np.integer[Any]]) -> float:
+def unigram_cross_entropy(
+    train_counts: NDArray[np.integer[Any]], eval_counts: NDArray[np.integer[Any]]
+) -> float:
     """Loss on other data (validation) of the add-one unigram model fitted on `train_counts`.
 
     q_i = (train_counts[i] + 1) / (N + V); the result is -sum_i eval_counts[i] ln q_i / sum eval_counts.
@@ -173,7 +176,7 @@ class Baselines:
 
 
 def baselines(train: TokenStream, vocab_size: int, val: TokenStream | None = None) -> Baselines:
-    """Uniform and unigram baselines (and, with `val`, the unigram's loss on it); ids are checked against V."""
+    """Uniform and unigram baselines (with `val`, also the unigram's loss on it); ids checked against V."""
     counts = train.token_counts(vocab_size)
     return Baselines(
         uniform=uniform_loss(vocab_size),
@@ -196,7 +199,9 @@ class BigramModel:
 
     def __init__(self, E: FloatArray, W: FloatArray) -> None:
         if E.ndim != 2 or W.ndim != 2 or E.shape[1] != W.shape[0] or E.shape[0] != W.shape[1]:
-            raise ConfigError(f"bigram weights must be E [V, d] and W [d, V], got E {E.shape} and W {W.shape}")
+            raise ConfigError(
+                f"bigram weights must be E [V, d] and W [d, V], got E {E.shape} and W {W.shape}"
+            )
         if E.dtype != W.dtype or not np.issubdtype(E.dtype, np.floating):
             raise ConfigError(f"bigram weights must share one float dtype, got {E.dtype} and {W.dtype}")
         self.E: FloatArray = E
@@ -310,7 +315,9 @@ class BigramModel:
                     raise FormatError(f"{path}: not a mnemo bigram weights file (arrays {sorted(names)})")
                 version = int(z["format"])
                 if version != NPZ_FORMAT:
-                    raise FormatError(f"{path}: bigram weights format {version}, this mnemo reads {NPZ_FORMAT}")
+                    raise FormatError(
+                        f"{path}: bigram weights format {version}, this mnemo reads {NPZ_FORMAT}"
+                    )
                 E = z["E"]
                 W = z["W"]
         except FormatError:
@@ -387,7 +394,9 @@ def make_optimizer(name: str, model: BigramModel, lr: float) -> Optimizer:
 # ---- training ----
 
 
-def train_step(model: BigramModel, opt: Optimizer, x: IntArray, y: IntArray, mask: NDArray[np.bool_] | None) -> tuple[float, int]:
+def train_step(
+    model: BigramModel, opt: Optimizer, x: IntArray, y: IntArray, mask: NDArray[np.bool_] | None
+) -> tuple[float, int]:
     """One forward, backward and update; `(loss, n_pos)`.  A batch with no counted position is skipped."""
     loss, n_pos, g = model.loss_and_grads(x, y, mask)
     if n_pos and g is not None:
@@ -407,7 +416,8 @@ def evaluate(model: BigramModel, loader: BatchLoader, *, max_windows: int | None
         batches = iter(loader)
     else:
         picks = np.linspace(0, loader.n_windows - 1, num=max_windows).round().astype(np.int64)
-        batches = (loader.get(picks[i : i + loader.batch_size]) for i in range(0, len(picks), loader.batch_size))
+        step = loader.batch_size
+        batches = (loader.get(picks[i : i + step]) for i in range(0, len(picks), step))
     for b in batches:
         loss, n_pos, _ = model.loss_and_grads(b.inputs, b.targets, b.mask, grads=False)
         total += loss * n_pos
@@ -473,7 +483,8 @@ def pretrain(
 
     log(f"train: {train.n_tokens:,} tokens in {loader.n_windows:,} windows of {context}; "
         f"val: {val.n_tokens:,} tokens in {val_loader.n_windows:,} windows")
-    log(f"baseline uniform  loss {base.uniform:.4f}  ppl {perplexity(base.uniform):,.2f}  (ln V, V={vocab_size})")
+    log(f"baseline uniform  loss {base.uniform:.4f}  ppl {perplexity(base.uniform):,.2f}  "
+        f"(ln V, V={vocab_size})")
     log(f"baseline unigram  loss {base.unigram:.4f}  ppl {perplexity(base.unigram):,.2f}  "
         "(entropy of the training token frequencies)")
     if base.unigram_val is not None:

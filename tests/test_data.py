@@ -236,7 +236,8 @@ def test_random_loader_is_seeded_and_draws_real_windows() -> None:
 def test_masked_stream_strips_maskbit_and_returns_the_mask_of_the_targets() -> None:
     """raw 5, 6, 7|M, 8|M, 9, 10|M with T=5: one window; the mask is the bit on each TARGET."""
     raw = np.array([5, 6, 7 | MASKBIT, 8 | MASKBIT, 9, 10 | MASKBIT], dtype=np.uint16)
-    loader = BatchLoader(TokenStream.from_arrays(raw, masked=True), context=5, batch_size=1, order="sequential")
+    stream = TokenStream.from_arrays(raw, masked=True)
+    loader = BatchLoader(stream, context=5, batch_size=1, order="sequential")
     batch = loader.next_batch()
     assert batch.inputs.tolist() == [[5, 6, 7, 8, 9]]
     assert batch.targets.tolist() == [[6, 7, 8, 9, 10]]
@@ -302,12 +303,13 @@ def test_token_counts_counts_targets_and_only_masked_ones_in_chat_data() -> None
     assert chat.max_id() == 4
     assert int(raw[1]) & ID_MASK == 1
     # id 3 is never a target (it starts array 1) but it is still checked against the vocabulary
-    with pytest.raises(ConfigError, match="token array 1 holds id 3 at token 0, outside the vocabulary of 3 ids"):
+    with pytest.raises(ConfigError, match="array 1 holds id 3 at token 0, outside the vocabulary of 3 ids"):
         plain.token_counts(3)
-    with pytest.raises(ConfigError, match="token array 0 holds id 4 at token 0, outside the vocabulary of 4 ids"):
+    with pytest.raises(ConfigError, match="array 0 holds id 4 at token 0, outside the vocabulary of 4 ids"):
         chat.token_counts(4)
     # unmasked (never learned) chat ids are checked too
-    unlearned = TokenStream.from_arrays(np.array([0, 1 | MASKBIT, 9, 2 | MASKBIT], dtype=np.uint16), masked=True)
+    raw = np.array([0, 1 | MASKBIT, 9, 2 | MASKBIT], dtype=np.uint16)
+    unlearned = TokenStream.from_arrays(raw, masked=True)
     assert unlearned.token_counts(10).tolist() == [0, 1, 1] + [0] * 7
     with pytest.raises(ConfigError, match="holds id 9 at token 2, outside the vocabulary of 5 ids"):
         unlearned.token_counts(5)
