@@ -63,16 +63,19 @@ def cross_entropy(
     zeros and n_pos 0 (callers skip such a step rather than divide by zero).  `logits` is left
     untouched; see `_cross_entropy_inplace` for the version that reuses it.
     """
-    return _cross_entropy_inplace(np.array(logits, dtype=np.result_type(logits.dtype, np.float32)), targets, mask)
+    z = np.array(logits, dtype=np.result_type(logits.dtype, np.float32))
+    return _cross_entropy_inplace(z, targets, mask)
 
 
 def _cross_entropy_inplace(
-    z: FloatArray, targets: IntArray, mask: NDArray[np.bool_] | None
+    z: FloatArray, targets: IntArray, mask: NDArray[np.bool_] | None, *, grads: bool = True
 ) -> tuple[float, FloatArray, int]:
     """`cross_entropy` computed in the logits array itself, which becomes the gradient.
 
     With V = 32,768 one [N, V] array is the whole memory of a step (N = 512 positions: 64 MiB in
-    float32), so the shift, the exponentials, the probabilities and the gradient all reuse it.
+    float32), so the shift, the exponentials, the probabilities and the gradient all reuse it;
+    each full pass over it costs (a division by s and one by n_pos are one multiplication).
+    grads=False stops after the loss (evaluation) and leaves z holding exp(z - m).
     Per row, with m the row maximum and s = sum_j exp(z_j - m):
         -ln p_y = ln s - (z_y - m)      (taken before exponentiating: exp(z_y - m) may underflow to 0)
         d_logits = exp(z - m) / s - onehot(y)
@@ -90,18 +93,23 @@ def _cross_entropy_inplace(
     np.exp(z, out=z)
     sums = z.sum(axis=1)
     picked = np.log(sums) - target_shifted
-    z /= sums[:, None]
-    z[rows, targets] -= 1.0
     if mask is None:
         n_pos = n
         total = float(picked.sum())
     else:
         n_pos = int(np.count_nonzero(mask))
         total = float(picked[mask].sum())
-        z[~mask] = 0.0
     if n_pos == 0:
+        z.fill(0.0)
         return 0.0, z, 0
-    z /= n_pos
+    if not grads:
+        return total / n_pos, z, n_pos
+    # (p - onehot) / n_pos = exp(z - m) * (1 / (s * n_pos)) - onehot / n_pos; masked-out rows scale by 0
+    scale = 1.0 / (sums * n_pos)
+    if mask is not None:
+        scale[~mask] = 0.0
+    z *= scale[:, None]
+    z[rows, targets] -= np.where(mask, 1.0 / n_pos, 0.0) if mask is not None else 1.0 / n_pos
     return total / n_pos, z, n_pos
 
 
@@ -136,7 +144,9 @@ def unigram_entropy(counts: NDArray[np.integer[Any]]) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def unigram_cross_entropy(train_counts: NDArray[np.integer[Any]], eval_counts: NDArray[np.integer[Any]]) -> float:
+def unigram_cross_entropy(
+    train_counts: NDArray[np.integer[Any]], eval_counts: NDArray[np.integer[Any]]
+) -> float:
     """Loss on other data (validation) of the add-one unigram model fitted on `train_counts`.
 
     q_i = (train_counts[i] + 1) / (N + V); the result is -sum_i eval_counts[i] ln q_i / sum eval_counts.
@@ -166,7 +176,7 @@ class Baselines:
 
 
 def baselines(train: TokenStream, vocab_size: int, val: TokenStream | None = None) -> Baselines:
-    """Uniform and unigram baselines (and, with `val`, the unigram's loss on it); ids are checked against V."""
+    """Uniform and unigram baselines (with `val`, also the unigram's loss on it); ids checked against V."""
     counts = train.token_counts(vocab_size)
     return Baselines(
         uniform=uniform_loss(vocab_size),
@@ -189,7 +199,9 @@ class BigramModel:
 
     def __init__(self, E: FloatArray, W: FloatArray) -> None:
         if E.ndim != 2 or W.ndim != 2 or E.shape[1] != W.shape[0] or E.shape[0] != W.shape[1]:
-            raise ConfigError(f"bigram weights must be E [V, d] and W [d, V], got E {E.shape} and W {W.shape}")
+            raise ConfigError(
+                f"bigram weights must be E [V, d] and W [d, V], got E {E.shape} and W {W.shape}"
+            )
         if E.dtype != W.dtype or not np.issubdtype(E.dtype, np.floating):
             raise ConfigError(f"bigram weights must share one float dtype, got {E.dtype} and {W.dtype}")
         self.E: FloatArray = E
@@ -254,7 +266,7 @@ class BigramModel:
         yf = self._flat(y)
         mf = None if mask is None else np.asarray(mask, dtype=np.bool_).reshape(-1)
         h = self.E[xf]
-        loss, d_logits, n_pos = _cross_entropy_inplace(h @ self.W, yf, mf)
+        loss, d_logits, n_pos = _cross_entropy_inplace(h @ self.W, yf, mf, grads=grads)
         if not grads:
             return loss, n_pos, None
         dW: FloatArray = h.T @ d_logits
@@ -303,7 +315,9 @@ class BigramModel:
                     raise FormatError(f"{path}: not a mnemo bigram weights file (arrays {sorted(names)})")
                 version = int(z["format"])
                 if version != NPZ_FORMAT:
-                    raise FormatError(f"{path}: bigram weights format {version}, this mnemo reads {NPZ_FORMAT}")
+                    raise FormatError(
+                        f"{path}: bigram weights format {version}, this mnemo reads {NPZ_FORMAT}"
+                    )
                 E = z["E"]
                 W = z["W"]
         except FormatError:
@@ -380,7 +394,9 @@ def make_optimizer(name: str, model: BigramModel, lr: float) -> Optimizer:
 # ---- training ----
 
 
-def train_step(model: BigramModel, opt: Optimizer, x: IntArray, y: IntArray, mask: NDArray[np.bool_] | None) -> tuple[float, int]:
+def train_step(
+    model: BigramModel, opt: Optimizer, x: IntArray, y: IntArray, mask: NDArray[np.bool_] | None
+) -> tuple[float, int]:
     """One forward, backward and update; `(loss, n_pos)`.  A batch with no counted position is skipped."""
     loss, n_pos, g = model.loss_and_grads(x, y, mask)
     if n_pos and g is not None:
@@ -400,7 +416,8 @@ def evaluate(model: BigramModel, loader: BatchLoader, *, max_windows: int | None
         batches = iter(loader)
     else:
         picks = np.linspace(0, loader.n_windows - 1, num=max_windows).round().astype(np.int64)
-        batches = (loader.get(picks[i : i + loader.batch_size]) for i in range(0, len(picks), loader.batch_size))
+        step = loader.batch_size
+        batches = (loader.get(picks[i : i + step]) for i in range(0, len(picks), step))
     for b in batches:
         loss, n_pos, _ = model.loss_and_grads(b.inputs, b.targets, b.mask, grads=False)
         total += loss * n_pos
@@ -433,7 +450,7 @@ def pretrain(
     optimizer: Literal["adam", "sgd"] = "adam",
     seed: int = 0,
     eval_every: int = 100,
-    eval_windows: int = 256,
+    eval_windows: int = 128,
     prompt: Sequence[int] = (),
     n_generate: int = 40,
     stop_id: int | None = None,
@@ -466,7 +483,8 @@ def pretrain(
 
     log(f"train: {train.n_tokens:,} tokens in {loader.n_windows:,} windows of {context}; "
         f"val: {val.n_tokens:,} tokens in {val_loader.n_windows:,} windows")
-    log(f"baseline uniform  loss {base.uniform:.4f}  ppl {perplexity(base.uniform):,.2f}  (ln V, V={vocab_size})")
+    log(f"baseline uniform  loss {base.uniform:.4f}  ppl {perplexity(base.uniform):,.2f}  "
+        f"(ln V, V={vocab_size})")
     log(f"baseline unigram  loss {base.unigram:.4f}  ppl {perplexity(base.unigram):,.2f}  "
         "(entropy of the training token frequencies)")
     if base.unigram_val is not None:

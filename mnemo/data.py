@@ -183,16 +183,15 @@ class TokenStream:
         """
         counts = np.zeros(vocab_size, dtype=np.int64)
         for i, a in enumerate(self.arrays):
-            first = np.asarray(a[:1], dtype=np.int64)  # never a target, still checked
-            self._check_ids(first & ID_MASK if self.masked else first, vocab_size, i)
-            for lo in range(1, len(a), _COUNT_CHUNK):
+            for lo in range(0, len(a), _COUNT_CHUNK):
                 raw = np.asarray(a[lo : lo + _COUNT_CHUNK], dtype=np.int64)
+                ids = raw & ID_MASK if self.masked else raw
+                self._check_ids(ids, vocab_size, i, lo)  # every id, learned or not, the first too
+                if lo == 0:
+                    raw, ids = raw[1:], ids[1:]  # an array's first id is never a target
                 if self.masked:
-                    raw = raw[(raw & MASKBIT) != 0] & ID_MASK
-                if raw.size == 0:
-                    continue
-                self._check_ids(raw, vocab_size, i)
-                counts += np.bincount(raw, minlength=vocab_size)
+                    ids = ids[(raw & MASKBIT) != 0]
+                counts += np.bincount(ids, minlength=vocab_size)
         return counts
 
     def max_id(self) -> int:
@@ -208,12 +207,13 @@ class TokenStream:
         return best
 
     @staticmethod
-    def _check_ids(ids: IdArray, vocab_size: int, array_index: int) -> None:
+    def _check_ids(ids: IdArray, vocab_size: int, array_index: int, offset: int) -> None:
         bad = (ids < 0) | (ids >= vocab_size)
         if bad.any():
-            value = int(ids[np.argmax(bad)])
+            at = int(np.argmax(bad))
             raise ConfigError(
-                f"token array {array_index} holds id {value}, outside the vocabulary of {vocab_size} "
+                f"token array {array_index} holds id {int(ids[at])} at token {offset + at}, outside "
+                f"the vocabulary of {vocab_size} "
                 "ids; was it made with another tokenizer (or is it a chat file read without masked=True)?"
             )
 

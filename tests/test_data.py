@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mnemo.data import ID_MASK, MASKBIT, BatchLoader, TokenStream, n_windows, split_stream, windows
 from mnemo.errors import ConfigError
@@ -93,6 +95,62 @@ def test_windows_are_views_of_a_memmap(tmp_path: Path) -> None:
     assert y[3, 0] == ro[3 * 8 + 1]
 
 
+def _naive_windows(ids: list[int], T: int, stride: int) -> list[list[int]]:
+    """The obvious loop: every start 0, stride, 2 * stride, ... whose window of T + 1 ids fits."""
+    out = []
+    start = 0
+    while start + T + 1 <= len(ids):
+        out.append(ids[start : start + T + 1])
+        start += stride
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 65535), max_size=60), st.integers(1, 12), st.data())
+def test_windows_agree_with_the_obvious_loop(ids: list[int], T: int, data: st.DataObject) -> None:
+    stride = data.draw(st.integers(1, T))
+    expected = _naive_windows(ids, T, stride)
+    arr = np.array(ids, dtype=np.uint16)
+    assert n_windows(len(ids), T, stride) == len(expected)
+    if not expected:
+        with pytest.raises(ConfigError, match="shorter than one window"):
+            windows(arr, T, stride)
+        return
+    x, y = windows(arr, T, stride)
+    assert x.tolist() == [w[:-1] for w in expected]
+    assert y.tolist() == [w[1:] for w in expected]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 0xFFFF), max_size=40), min_size=1, max_size=4),
+    st.integers(1, 8),
+    st.integers(1, 5),
+    st.data(),
+)
+def test_loader_pass_agrees_with_windows_of_each_array(
+    arrays: list[list[int]], T: int, batch_size: int, data: st.DataObject
+) -> None:
+    """One sequential pass = the windows of each array in turn, MASKBIT stripped, mask = bit of the target."""
+    stride = data.draw(st.integers(1, T))
+    expected = [w for a in arrays for w in _naive_windows(a, T, stride)]
+    stream = TokenStream.from_arrays(*[np.array(a, dtype=np.uint16) for a in arrays], masked=True)
+    if not expected:
+        with pytest.raises(ConfigError, match="no window"):
+            BatchLoader(stream, context=T, batch_size=batch_size, stride=stride)
+        return
+    loader = BatchLoader(stream, context=T, batch_size=batch_size, stride=stride, order="sequential")
+    got_x, got_y, got_m = [], [], []
+    for b in loader:
+        assert b.mask is not None
+        got_x += b.inputs.tolist()
+        got_y += b.targets.tolist()
+        got_m += b.mask.tolist()
+    assert got_x == [[t & ID_MASK for t in w[:-1]] for w in expected]
+    assert got_y == [[t & ID_MASK for t in w[1:]] for w in expected]
+    assert got_m == [[t >= MASKBIT for t in w[1:]] for w in expected]
+
+
 # ---- split ----
 
 
@@ -178,7 +236,8 @@ def test_random_loader_is_seeded_and_draws_real_windows() -> None:
 def test_masked_stream_strips_maskbit_and_returns_the_mask_of_the_targets() -> None:
     """raw 5, 6, 7|M, 8|M, 9, 10|M with T=5: one window; the mask is the bit on each TARGET."""
     raw = np.array([5, 6, 7 | MASKBIT, 8 | MASKBIT, 9, 10 | MASKBIT], dtype=np.uint16)
-    loader = BatchLoader(TokenStream.from_arrays(raw, masked=True), context=5, batch_size=1, order="sequential")
+    stream = TokenStream.from_arrays(raw, masked=True)
+    loader = BatchLoader(stream, context=5, batch_size=1, order="sequential")
     batch = loader.next_batch()
     assert batch.inputs.tolist() == [[5, 6, 7, 8, 9]]
     assert batch.targets.tolist() == [[6, 7, 8, 9, 10]]
@@ -244,7 +303,25 @@ def test_token_counts_counts_targets_and_only_masked_ones_in_chat_data() -> None
     assert chat.max_id() == 4
     assert int(raw[1]) & ID_MASK == 1
     # id 3 is never a target (it starts array 1) but it is still checked against the vocabulary
-    with pytest.raises(ConfigError, match="token array 1 holds id 3, outside the vocabulary of 3 ids"):
+    with pytest.raises(ConfigError, match="array 1 holds id 3 at token 0, outside the vocabulary of 3 ids"):
         plain.token_counts(3)
-    with pytest.raises(ConfigError, match="token array 0 holds id 4, outside the vocabulary of 4 ids"):
+    with pytest.raises(ConfigError, match="array 0 holds id 4 at token 0, outside the vocabulary of 4 ids"):
         chat.token_counts(4)
+    # unmasked (never learned) chat ids are checked too
+    raw = np.array([0, 1 | MASKBIT, 9, 2 | MASKBIT], dtype=np.uint16)
+    unlearned = TokenStream.from_arrays(raw, masked=True)
+    assert unlearned.token_counts(10).tolist() == [0, 1, 1] + [0] * 7
+    with pytest.raises(ConfigError, match="holds id 9 at token 2, outside the vocabulary of 5 ids"):
+        unlearned.token_counts(5)
+
+
+def test_token_counts_across_chunk_boundaries() -> None:
+    """Counting goes in chunks of _COUNT_CHUNK ids: the first id of the array (only) must be skipped."""
+    from mnemo import data
+
+    n = 2 * data._COUNT_CHUNK + 3
+    a = (np.arange(n) % 7).astype(np.uint16)
+    assert TokenStream.from_arrays(a).token_counts(7).tolist() == np.bincount(a[1:], minlength=7).tolist()
+    masked = a | np.uint16(MASKBIT) * (np.arange(n) % 2 == 0).astype(np.uint16)
+    expected = np.bincount(a[2::2], minlength=7).tolist()  # even positions carry the bit; 0 is no target
+    assert TokenStream.from_arrays(masked, masked=True).token_counts(7).tolist() == expected
