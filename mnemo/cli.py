@@ -262,6 +262,41 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- pretrain ----------------------------------------------------------------------------------
+
+
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    from mnemo.bigram import pretrain
+    from mnemo.data import TokenStream
+    from mnemo.tokenizer import Tokenizer
+
+    tok = Tokenizer.load(args.tokenizer)
+    train_stream = TokenStream.from_tok_files(args.data, tok)
+    val_stream = TokenStream.from_tok_files(args.val, tok) if args.val else None
+    bos = tok.special_tokens.get("<|bos|>")
+    prompt = ([bos] if bos is not None else []) + tok.encode_ordinary(args.prompt)
+    pretrain(
+        train_stream,
+        val_stream,
+        vocab_size=tok.n_vocab,
+        val_fraction=args.val_fraction,
+        steps=args.steps,
+        batch_size=args.batch,
+        context=args.context,
+        dim=args.dim,
+        lr=args.lr,
+        optimizer=args.optimizer,
+        seed=args.seed,
+        eval_every=args.eval_every,
+        prompt=prompt,
+        n_generate=args.generate,
+        stop_id=bos,
+        decode=lambda ids: tok.decode(ids),
+        out=args.output,
+    )
+    return 0
+
+
 # ---- parser ------------------------------------------------------------------------------------
 
 
@@ -314,6 +349,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ids", action="store_true", help="print each token's id after it")
     p.add_argument("--no-color", action="store_true", help="plain output even on a terminal")
     p.set_defaults(handler=cmd_tokshow)
+
+    p = sub.add_parser("pretrain", help="train a bigram language model on .tok files", description=(
+        "Train the smallest language model, a neural bigram, on token files; report train and validation "
+        "loss against the uniform and unigram baselines, and a greedy continuation."))
+    p.add_argument("data", nargs="+", metavar="DATA.tok", help="training token files")
+    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin that wrote them")
+    p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
+    p.add_argument("--val-fraction", type=float, default=0.1, help="tail of each file held out when there is no --val (0.1)")
+    p.add_argument("--steps", type=_positive, default=1000)
+    p.add_argument("--batch", type=_positive, default=8, help="windows per step (8)")
+    p.add_argument("--context", type=_positive, default=64, help="tokens per window (64)")
+    p.add_argument("--dim", type=_positive, default=64, help="embedding size (64)")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-every", type=_positive, default=100)
+    p.add_argument("--prompt", default="The", help="text to continue greedily at the end")
+    p.add_argument("--generate", type=_positive, default=40, help="tokens to generate (40)")
+    p.add_argument("-o", "--output", type=Path, default=None, help="save the weights here (.npz, no pickle)")
+    p.set_defaults(handler=cmd_pretrain)
 
     p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds")
     p.add_argument("files", nargs="+", metavar="FILE")

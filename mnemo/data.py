@@ -13,15 +13,19 @@ Not compiled with mypyc: numpy does the work here, so compiling would only add a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
 from mnemo.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mnemo.tokenizer import Tokenizer
 
 MASKBIT: Final = 0x8000
 """In chat token files, marks a token the model must learn to produce (the loss mask)."""
@@ -157,6 +161,30 @@ class TokenStream:
     def from_arrays(cls, *arrays: IntArray, masked: bool = False) -> TokenStream:
         """The seam for file readers: build a stream from already opened (memory-mapped) arrays."""
         return cls(arrays, masked=masked)
+
+    @classmethod
+    def from_tok_files(cls, paths: Sequence[str | os.PathLike[str]], tokenizer: Tokenizer) -> TokenStream:
+        """Memory-map .tok files written by `tokenizer` (mnemo.open_tok refuses any other's).
+
+        All files must be of one kind: documents, or masked chats.  Masked chats of vocabularies
+        over 32,768 ids (uint32 files, MASKBIT 0x80000000) are not supported by this loader."""
+        from mnemo.formats import open_tok
+
+        if not paths:
+            raise ConfigError("no .tok files given")
+        files = [open_tok(p, tokenizer) for p in paths]
+        kinds = {f.header.masked for f in files}
+        if len(kinds) > 1:
+            names = ", ".join(f"{f.path} ({'masked chat' if f.header.masked else 'documents'})" for f in files)
+            raise ConfigError(f"mixing masked chat files and document files in one stream: {names}")
+        masked = kinds.pop()
+        for f in files:
+            if f.header.masked and f.header.maskbit != MASKBIT:
+                raise ConfigError(
+                    f"{f.path}: a masked file of {f.header.n_vocab} ids stores MASKBIT {f.header.maskbit:#x}; "
+                    f"this loader reads 16-bit chat files (vocabularies up to 32,768 ids)"
+                )
+        return cls([f.tokens for f in files], masked=masked)
 
     @property
     def n_tokens(self) -> int:
