@@ -7,7 +7,7 @@ export MNEMO_REQUIRE_ASM ?= 1
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SOURCES := pyproject.toml setup.py $(wildcard mnemo/*.py mnemo/*.pyi asm/*.asm asm/*.c asm/*.h)
 
-.PHONY: test install typecheck pytest bench nasm clean
+.PHONY: test install typecheck pytest bench demo nasm clean
 
 test: install typecheck pytest
 
@@ -35,5 +35,9 @@ bench: install
 	$(BIN)/pytest bench -p no:randomly --benchmark-columns=min,median,mean,rounds --benchmark-sort=name
 
 
+# The main job in one command: set-up, then train/tokenize/show/pretrain on Python's stdlib.
+demo: install
+	$(BIN)/mnemo demo --out mnemo-demo
+
 clean:
-	rm -rf build dist *.egg-info $(VENV) .mypy_cache .pytest_cache .benchmarks mnemo/*.so *.so
+	rm -rf build dist *.egg-info $(VENV) .mypy_cache .pytest_cache .benchmarks mnemo/*.so *.so mnemo-demo

@@ -297,6 +297,22 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- demo --------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from mnemo.demo import run_demo
+
+    run_demo(
+        args.out,
+        vocab_size=args.vocab_size,
+        workers=args.workers,
+        pretrain_steps=args.pretrain_steps,
+        color=sys.stdout.isatty() and not args.no_color,
+    )
+    return 0
+
+
 # ---- parser ------------------------------------------------------------------------------------
 
 
@@ -369,6 +385,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--generate", type=_positive, default=40, help="tokens to generate (40)")
     p.add_argument("-o", "--output", type=Path, default=None, help="save the weights here (.npz, no pickle)")
     p.set_defaults(handler=cmd_pretrain)
+
+    p = sub.add_parser("demo", help="the main job end to end on Python's own standard library", description=(
+        "Train a tokenizer on the running Python's standard library sources and documentation, tokenize "
+        "them, show a few sentences, train a bigram model briefly, and print the figures."))
+    p.add_argument("--out", type=Path, default=Path("mnemo-demo"), help="output folder (default ./mnemo-demo)")
+    p.add_argument("--vocab-size", type=_positive, default=32768)
+    p.add_argument("--workers", type=_positive, default=None, help="processes (default: all cores)")
+    p.add_argument("--pretrain-steps", type=_positive, default=60)
+    p.add_argument("--no-color", action="store_true")
+    p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds")
     p.add_argument("files", nargs="+", metavar="FILE")
