@@ -1,25 +1,31 @@
 """Word counting: pre-tokenize text and count every distinct chunk ("word").
 
-One `WordCounter` per worker process.  Its table is open addressing over one librt `vec[i64]`
-with four fields per slot (32 bytes, half a cache line):
+One `WordCounter` per worker process.  Two packed librt `vec[i64]` arrays hold the table:
 
-    key    = FNV-1a hash (32 bits) | chunk length << 32     (0 = empty slot)
-    prefix = the chunk's first 7 bytes, little-endian, zero-padded (7, not 8: bits 56-63 stay
-             clear, so no shift ever reaches the sign bit of an i64)
-    count  = 64-bit count
-    word   = index + 1 into `words` (the chunk's bytes, kept only for chunks over 7 bytes)
+    slots   open addressing, one i64 per slot: FNV-1a hash (32 bits) | (word index + 1) << 32,
+            0 = empty.  8 bytes a slot: 262,144 slots (the size for ~130 K words) are 2 MB.
+    words   three i64 per word, in order of first appearance:
+              key    = hash | chunk length << 32
+              prefix = the chunk's first 7 bytes, little-endian, zero-padded (7, not 8: bits
+                       56-63 stay clear, so no shift ever reaches the sign bit of an i64)
+              count  = 64-bit count
 
-A chunk of at most 7 bytes (most of them: English averages about 6) is fully identified by key and
-prefix, so counting it touches one slot and nothing else -- no `bytes` object is made or read.
-Longer chunks compare their remaining bytes with the stored word: inline below MEMEQ_MIN_BYTES,
-with the asm `memeq` from there on.  A call into the shim costs ~50 ns from compiled code (boxing
-the offsets, acquiring two buffers) against ~1 ns per byte inline, so memeq pays for itself only
-on long chunks; bench/bench_count.py measures the crossover.
+A chunk of at most 7 bytes (most of them: English averages about 6) is identified by key and
+prefix, so counting it reads one slot and one word record -- no `bytes` object is made or read.
+Why this shape: a first version kept all four fields in 32-byte slots; at 100 K distinct words
+its 8 MB table cost ~700 ns a chunk in cache and TLB misses on these VMs, against ~80 ns with a
+small table.  Words appear roughly in order of frequency, so the records of the common ones sit
+together at the front and stay in cache.
+
+Longer chunks compare their remaining bytes with the stored word (`word_bytes`): inline below
+MEMEQ_MIN_BYTES, with the asm `memeq` from there on.  A call into the shim costs ~50 ns from
+compiled code (boxing the offsets, acquiring two buffers) against ~1 ns per byte inline, so
+memeq pays for itself only on long chunks; bench/bench_count.py measures the crossover.
 """
 
 from typing import Final
 
-from librt.vecs import append, vec
+from librt.vecs import vec
 from mypy_extensions import i64
 
 from mnemo.kernels import memeq
@@ -37,8 +43,7 @@ PREFIX_BYTES: Final[i64] = 7
 KEY: Final[i64] = 0
 PREFIX: Final[i64] = 1
 COUNT: Final[i64] = 2
-WORD: Final[i64] = 3
-FIELDS: Final[i64] = 4
+FIELDS: Final[i64] = 3
 
 
 class WordCounter:
@@ -49,8 +54,8 @@ class WordCounter:
     max_chunk_bytes: i64
     slots: vec[i64]
     mask: i64
-    n_words: i64
-    words: list[bytes]
+    words: vec[i64]
+    word_bytes: list[bytes]
     n_bytes: i64
     n_chunks: i64
     skipped: i64
@@ -58,10 +63,10 @@ class WordCounter:
     def __init__(self, pattern: i64, max_chunk_bytes: i64 = 256) -> None:
         self.pattern = pattern
         self.max_chunk_bytes = max_chunk_bytes
-        self.slots = vec[i64]([0] * (FIELDS * INITIAL_SLOTS))
+        self.slots = vec[i64]([0] * INITIAL_SLOTS)
         self.mask = INITIAL_SLOTS - 1
-        self.n_words = 0
-        self.words = []
+        self.words = vec[i64]()
+        self.word_bytes = []
         self.n_bytes = 0
         self.n_chunks = 0
         self.skipped = 0
@@ -73,6 +78,7 @@ class WordCounter:
         limit = self.max_chunk_bytes
         slots = self.slots
         mask = self.mask
+        words = self.words
         pos: i64 = 0
         n_chunks: i64 = 0
         while pos < end:
@@ -93,27 +99,30 @@ class WordCounter:
                     prefix |= c << (8 * (i - pos))
                 i += 1
             key = h | (n << 32)
-            at = (h & mask) * FIELDS
+            at = h & mask
             while True:
-                k = slots[at + KEY]
-                if k == key and slots[at + PREFIX] == prefix:
-                    if n <= PREFIX_BYTES or self._rest_equal(data, pos, n, slots[at + WORD] - 1):
-                        slots[at + COUNT] = slots[at + COUNT] + 1
-                        break
-                elif k == 0:
+                s = slots[at]
+                if s == 0:
                     # a new word: the slow path, which may grow the table
                     self._insert(data, pos, e, key, prefix, at)
                     slots = self.slots
                     mask = self.mask
+                    words = self.words
                     break
-                at = (at + FIELDS) & (mask * FIELDS + FIELDS - 1)
+                if (s & MASK32) == h:
+                    base = ((s >> 32) - 1) * FIELDS
+                    if words[base + KEY] == key and words[base + PREFIX] == prefix:
+                        if n <= PREFIX_BYTES or self._rest_equal(data, pos, n, (s >> 32) - 1):
+                            words[base + COUNT] = words[base + COUNT] + 1
+                            break
+                at = (at + 1) & mask
             pos = e
         self.n_bytes += end
         self.n_chunks += n_chunks
 
     def _rest_equal(self, data: bytes, pos: i64, n: i64, w: i64) -> bool:
-        """data[pos : pos + n] == words[w] when the first PREFIX_BYTES already matched."""
-        word = self.words[w]
+        """data[pos : pos + n] == word_bytes[w] when the first PREFIX_BYTES already matched."""
+        word = self.word_bytes[w]
         if n >= MEMEQ_MIN_BYTES:
             return memeq(data, pos, word, 0, n)
         j: i64 = PREFIX_BYTES
@@ -124,65 +133,52 @@ class WordCounter:
         return True
 
     def _insert(self, data: bytes, pos: i64, e: i64, key: i64, prefix: i64, at: i64) -> None:
-        slots = self.slots
-        slots[at + KEY] = key
-        slots[at + PREFIX] = prefix
-        slots[at + COUNT] = 1
-        if e - pos > PREFIX_BYTES:
-            self.words.append(data[pos:e])
-            slots[at + WORD] = len(self.words)
-        self.n_words += 1
-        if 2 * self.n_words > self.mask:  # keep the load factor below one half
+        w: i64 = len(self.word_bytes)
+        self.word_bytes.append(data[pos:e])
+        base = w * FIELDS
+        if base + FIELDS > len(self.words):
+            # Grow by doubling into a new vec.  (librt's `append` measured O(n) per call here --
+            # quadratic over a run -- so the records are preallocated and overwritten instead.)
+            bigger = vec[i64]([0] * (2 * len(self.words) + FIELDS * 1024))
+            i: i64 = 0
+            old = self.words
+            while i < base:
+                bigger[i] = old[i]
+                i += 1
+            self.words = bigger
+        words = self.words
+        words[base + KEY] = key
+        words[base + PREFIX] = prefix
+        words[base + COUNT] = 1
+        self.slots[at] = (key & MASK32) | ((w + 1) << 32)
+        if 2 * (w + 1) > self.mask:  # keep the load factor below one half
             self._grow()
 
     def _grow(self) -> None:
         size = 2 * (self.mask + 1)
-        slots = vec[i64]([0] * (FIELDS * size))
+        slots = vec[i64]([0] * size)
         mask = size - 1
-        old = self.slots
-        i: i64 = 0
-        while i < len(old):
-            key = old[i + KEY]
-            if key != 0:
-                at = ((key & MASK32) & mask) * FIELDS
-                while slots[at + KEY] != 0:
-                    at = (at + FIELDS) & (mask * FIELDS + FIELDS - 1)
-                f: i64 = 0
-                while f < FIELDS:
-                    slots[at + f] = old[i + f]
-                    f += 1
-            i += FIELDS
+        for s in self.slots:
+            if s != 0:
+                at = (s & MASK32) & mask
+                while slots[at] != 0:
+                    at = (at + 1) & mask
+                slots[at] = s
         self.slots = slots
         self.mask = mask
 
     def __len__(self) -> int:
-        return self.n_words
+        return len(self.word_bytes)
 
     def to_dict(self) -> dict[bytes, int]:
         """The counts as a dict (word bytes -> count)."""
         result: dict[bytes, int] = {}
-        slots = self.slots
-        i: i64 = 0
-        while i < len(slots):
-            key = slots[i + KEY]
-            if key != 0:
-                w = slots[i + WORD]
-                if w > 0:
-                    word = self.words[w - 1]
-                else:
-                    word = _unpack_prefix(slots[i + PREFIX], key >> 32)
-                result[word] = slots[i + COUNT]
-            i += FIELDS
+        words = self.words
+        base: i64 = 0
+        for word in self.word_bytes:
+            result[word] = words[base + COUNT]
+            base += FIELDS
         return result
-
-
-def _unpack_prefix(prefix: i64, n: i64) -> bytes:
-    out = bytearray(n)
-    j: i64 = 0
-    while j < n:
-        out[j] = (prefix >> (8 * j)) & 0xFF
-        j += 1
-    return bytes(out)
 
 
 def merge_counts(total: dict[bytes, int], part: dict[bytes, int]) -> None:
