@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -402,7 +404,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that `with` blocks (the .tok writer) clean up."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
@@ -414,8 +426,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MnemoError as exc:
         print(f"mnemo: error: {exc}", file=sys.stderr)
         return 1
+    except _Terminated:
+        print("mnemo: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("mnemo: interrupted", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGINT
     except BrokenPipeError:
         return 0
