@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Final, Literal
 
 import numpy as np
@@ -323,6 +323,20 @@ class Tokenizer:
         ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
         dtype = np.uint16 if self.n_vocab <= 1 << 16 else np.uint32
         return np.array(ids, dtype=dtype)
+
+    # ---- documents and chats (mnemo/chat.py) ----
+
+    def render_document(self, text: str) -> list[int]:
+        """`<|bos|>` + the text's ids (special-token text is plain text)."""
+        from mnemo.chat import render_document
+
+        return render_document(self, text)
+
+    def render_conversation(self, messages: Sequence[Mapping[str, object]]) -> list[int]:
+        """`<|bos|>`, then role token, content, `<|end|>` per message; MASKBIT on assistant turns."""
+        from mnemo.chat import render_conversation
+
+        return render_conversation(self, messages)
 
     # ---- decoding ----
 

@@ -1,0 +1,101 @@
+"""Documents and chats: exact ids and mask bits on hand-written conversations."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+
+import numpy as np
+import pytest
+import regex
+
+from mnemo import ConfigError, InputError, Tokenizer
+from mnemo.chat import MASKBIT, split_mask, strip_mask, strip_mask_array
+
+MNEMONIC = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+
+
+def _stand_in_chunk_end(data: bytes, pos: int, end: int, pattern: int) -> int:
+    """The mnemonic pattern over `regex` (stand-in until mnemo.pretokenize is installed)."""
+    assert pattern == 0
+    match = regex.compile(MNEMONIC).match(data[:end].decode("utf-8"), len(data[:pos].decode("utf-8")))
+    assert match is not None
+    return pos + len(match.group().encode("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def tok() -> Tokenizer:
+    """Merges: 0 (h, i) -> 256 'hi'; 1 (' ', 'y') -> 257 ' y'.  Default specials from 258:
+    <|bos|> 258, <|user|> 259, <|assistant|> 260, <|system|> 261, <|end|> 262."""
+    if importlib.util.find_spec("mnemo.pretokenize") is None and "mnemo.pretokenize" not in sys.modules:
+        module = types.ModuleType("mnemo.pretokenize")
+        module.chunk_end = _stand_in_chunk_end  # type: ignore[attr-defined]
+        sys.modules["mnemo.pretokenize"] = module
+    return Tokenizer([(104, 105), (32, 121)])
+
+
+def test_specials_of_the_example(tok: Tokenizer) -> None:
+    assert [tok.special_tokens[s] for s in ("<|bos|>", "<|user|>", "<|assistant|>", "<|system|>", "<|end|>")] == [
+        258, 259, 260, 261, 262,
+    ]
+
+
+def test_document(tok: Tokenizer) -> None:
+    """'hi y' -> chunks 'hi', ' y' -> 256, 257; a document prepends <|bos|>.  Special text in a
+    document is plain text."""
+    assert tok.render_document("hi y") == [258, 256, 257]
+    assert tok.render_document("<|end|>")[1:] == list(b"<|end|>")
+
+
+def test_conversation_ids_and_mask(tok: Tokenizer) -> None:
+    messages = [
+        {"role": "system", "content": "y"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hi y"},
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": "i"},
+    ]
+    m = MASKBIT
+    expected = [
+        258,  # <|bos|>
+        261, 121, 262,  # <|system|> y <|end|>
+        259, 256, 262,  # <|user|> hi <|end|>
+        260, 256 | m, 257 | m, 262 | m,  # <|assistant|> hi ' y' <|end|>, content and end masked
+        259, 262,  # <|user|> (empty) <|end|>
+        260, 105 | m, 262 | m,  # <|assistant|> i <|end|>
+    ]
+    ids = tok.render_conversation(messages)
+    assert ids == expected
+    plain, mask = split_mask(ids)
+    assert plain == strip_mask(ids) == [t & 0x7FFF for t in expected]
+    # The mask covers exactly the assistant contents and their <|end|>.
+    assert [i for i, bit in enumerate(mask) if bit] == [8, 9, 10, 14, 15]
+    assert tok.decode(plain) == "<|bos|><|system|>y<|end|><|user|>hi<|end|><|assistant|>hi y<|end|><|user|><|end|><|assistant|>i<|end|>"
+    arr_plain, arr_mask = strip_mask_array(np.array(ids, dtype=np.uint16))
+    assert arr_plain.tolist() == plain and arr_mask.tolist() == mask
+
+
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        ([{"role": "user", "content": "hi"}, {"role": "bot", "content": "x"}], r"message 1 has role 'bot'"),
+        ([{"role": "user", "content": 5}], r"message 0 \(user\) has content of type int, not str"),
+        ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "x<|end|>"}],
+         r"message 1 \(assistant\): .*special token '<\|end\|>'"),
+        ([{"content": "x"}], r"message 0 has role None"),
+        (["hello"], r"message 0 is a str, not a dict"),
+        ("hello", r"a conversation is a list of messages, got str"),
+    ],
+)
+def test_malformed_messages(tok: Tokenizer, messages: object, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        tok.render_conversation(messages)  # type: ignore[arg-type]
+
+
+def test_needs_chat_specials_and_small_ids() -> None:
+    with pytest.raises(ConfigError, match="no special token '<\\|bos\\|>'"):
+        Tokenizer([], special_tokens=["<|endoftext|>"]).render_conversation([])
+    big = Tokenizer([(97, 97)] + [(255 + k, 97) for k in range(1, 32_600)])
+    with pytest.raises(ConfigError, match="every id below MASKBIT = 32768"):
+        big.render_conversation([])
