@@ -1,80 +1,95 @@
-"""Chats as token sequences with a loss mask.
+"""Documents and conversations as token ids, with the loss-mask bit of chat token files.
 
-A conversation becomes <|bos|>, then for each message its role's token (<|system|>, <|user|>,
-<|assistant|>), its content and <|end|>.  The top bit of a token id, MASKBIT, marks what the model
-should learn to produce: each assistant message's content and its <|end|> (so that it learns to
-stop).  Everything else -- <|bos|>, the role tokens, system and user turns -- is context only.
-
-MASKBIT is 0x8000 when every id fits in 15 bits (mnemo's default 32,768 ids end at 32,767), else
-0x80000000 (the .tok file then stores uint32); `maskbit_for(tokenizer)` says which.
+A document is `<|bos|>` + its text.  A conversation is `<|bos|>`, then for each message its role's
+token, its content and `<|end|>`.  MASKBIT (0x8000) marks the tokens the model should learn to
+produce: each assistant message's content and its `<|end|>` (DESIGN.md, "Encoding").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from mnemo.errors import ConfigError, SpecialTokenError
-from mnemo.formats import MASKBIT, MASKBIT32
-from mnemo.tokenizer import Tokenizer
+from mnemo.errors import ConfigError, InputError, SpecialTokenError
+from mnemo.formats import MASKBIT
 
-ROLES = ("system", "user", "assistant")
-CHAT_TOKENS = ("<|bos|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
+if TYPE_CHECKING:
+    from mnemo.tokenizer import Tokenizer
+
+ROLE_TOKENS: Final = {"system": "<|system|>", "user": "<|user|>", "assistant": "<|assistant|>"}
+CHAT_SPECIALS: Final = ("<|bos|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
 
 
-def maskbit_for(tokenizer: Tokenizer) -> int:
-    """The mask bit for this tokenizer's ids: 0x8000, or 0x80000000 for vocabularies over 32,768."""
-    return MASKBIT if tokenizer.n_vocab <= MASKBIT else MASKBIT32
+def _special(tokenizer: Tokenizer, name: str) -> int:
+    found = tokenizer.special_tokens.get(name)
+    if found is None:
+        raise ConfigError(f"the tokenizer has no special token {name!r}, which chats and documents need")
+    return found
+
+
+def render_document(tokenizer: Tokenizer, text: str) -> list[int]:
+    """`<|bos|>` + the text.  Special-token text inside a document is plain text (encode_ordinary):
+    documents come from the wild, and a stray `<|end|>` in a web page must not end anything."""
+    return [_special(tokenizer, "<|bos|>"), *tokenizer.encode_ordinary(text)]
 
 
 def render_conversation(tokenizer: Tokenizer, messages: Sequence[Mapping[str, object]]) -> list[int]:
-    """The ids of a conversation, with MASKBIT set on each assistant content and its <|end|>.
+    """The ids of a conversation, with MASKBIT set on what the assistant says (and its `<|end|>`).
 
-    `messages` is `[{"role": "system"|"user"|"assistant", "content": str}, ...]`.  A malformed
-    message (not a mapping, an unknown role, content that is not a string, or content holding a
-    special token's text) is a ConfigError or SpecialTokenError naming the message's index.
+    `messages` is `[{"role": "system"|"user"|"assistant", "content": str}, ...]`.  A message with
+    another role, a content that is not a string, or special-token text inside its content is an
+    InputError naming the message's index.
     """
-    ids = tokenizer.special_tokens
-    missing = [name for name in CHAT_TOKENS if name not in ids]
-    if missing:
+    if tokenizer.n_vocab > MASKBIT:
         raise ConfigError(
-            f"this tokenizer has no {', '.join(missing)}: chats need mnemo's chat special tokens "
-            f"(train with the default special_tokens)"
+            f"chat rendering needs every id below MASKBIT = {MASKBIT}, but the vocabulary has {tokenizer.n_vocab} ids"
         )
-    mask = maskbit_for(tokenizer)
-    end = ids["<|end|>"]
+    ids = {name: _special(tokenizer, name) for name in CHAT_SPECIALS}
+    given: object = messages  # checked at run time: callers pass parsed JSON
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise InputError(f"a conversation is a list of messages, got {type(given).__name__}")
     out = [ids["<|bos|>"]]
-    if not isinstance(messages, (list, tuple)):
-        raise ConfigError(f"messages must be a list of {{'role', 'content'}} mappings, got {type(messages).__name__}")
-    for i, message in enumerate(messages):
+    for i, message in enumerate(given):
         if not isinstance(message, Mapping):
-            raise ConfigError(f"message {i} is a {type(message).__name__}, not a {{'role', 'content'}} mapping")
+            raise InputError(f"message {i} is a {type(message).__name__}, not a dict with 'role' and 'content'")
         role = message.get("role")
+        if not isinstance(role, str) or role not in ROLE_TOKENS:
+            raise InputError(f"message {i} has role {role!r}; roles are {', '.join(ROLE_TOKENS)}")
         content = message.get("content")
-        if role not in ROLES:
-            raise ConfigError(f"message {i} has role {role!r}; the roles are {', '.join(ROLES)}")
         if not isinstance(content, str):
-            raise ConfigError(f"message {i} ({role}) has content of type {type(content).__name__}, not str")
+            raise InputError(f"message {i} ({role}) has content of type {type(content).__name__}, not str")
         try:
             body = tokenizer.encode(content)
         except SpecialTokenError as exc:
-            raise SpecialTokenError(f"message {i} ({role}): {exc}") from None
-        out.append(ids[f"<|{role}|>"])
+            raise InputError(f"message {i} ({role}): {exc}") from None
+        out.append(ids[ROLE_TOKENS[role]])
         if role == "assistant":
-            out.extend(t | mask for t in body)
-            out.append(end | mask)
+            out.extend(t | MASKBIT for t in body)
+            out.append(ids["<|end|>"] | MASKBIT)
         else:
             out.extend(body)
-            out.append(end)
+            out.append(ids["<|end|>"])
     return out
 
 
-def strip_mask(ids: Sequence[int] | npt.NDArray[np.integer], maskbit: int = MASKBIT) -> tuple[
-    npt.NDArray[np.int64], npt.NDArray[np.bool_]
-]:
-    """(ids without the bit, mask) -- mask[i] is True where the model learns ids[i]."""
-    arr = np.asarray(ids, dtype=np.int64)
-    mask = (arr & maskbit) != 0
-    return arr & ~maskbit, mask
+def split_mask(ids: Iterable[int]) -> tuple[list[int], list[bool]]:
+    """(ids without MASKBIT, which of them carried it)."""
+    plain: list[int] = []
+    mask: list[bool] = []
+    for t in ids:
+        plain.append(t & ~MASKBIT)
+        mask.append(bool(t & MASKBIT))
+    return plain, mask
+
+
+def strip_mask(ids: Iterable[int]) -> list[int]:
+    """The ids without MASKBIT (what to decode or feed to a model)."""
+    return [t & ~MASKBIT for t in ids]
+
+
+def strip_mask_array(ids: npt.NDArray[np.integer]) -> tuple[npt.NDArray[np.integer], npt.NDArray[np.bool_]]:
+    """numpy twin of split_mask for uint16 token arrays (e.g. a memory-mapped chat .tok)."""
+    return ids & ~np.asarray(MASKBIT, dtype=ids.dtype), (ids & MASKBIT) != 0

@@ -32,6 +32,14 @@ from mypy_extensions import i64
 CACHE_SLOTS: Final = 65536
 CACHE_MASK: Final = 65535
 CACHE_MAX_BYTES: Final = 48
+# A cache entry is 16 i64 words in one vec: word 0 = hash tag << 5 | id count; the chunk's bytes
+# packed 7 to a word (7 words hold 48 bytes) and up to 15 ids packed 3 to a word (5 words).
+# Words are placed so that a chunk of up to 21 bytes with up to 12 ids reads only the first 64
+# bytes of its entry -- the lookup is memory-bound, one cache line instead of three arrays:
+#   [meta k0 k1 k2 v0 v1 v2 v3 | k3 k4 k5 k6 v4 - - -]
+# Chunks whose encoding has more than 15 ids are not cached.
+KEY_WORDS: Final = 7
+CACHE_MAX_IDS: Final = 15
 # Chunks at least this long take the heap path.  Below it the rank-array path is faster.
 LONG_CHUNK: Final = 64
 NO_RANK: Final = 1 << 40
@@ -57,10 +65,10 @@ class Encoder:
     right: vec[i64]
     table: vec[i64]
     table_mask: i64
-    cache_hash: vec[i64]
-    cache_keys: list[bytes]
-    cache_vals: list[list[int]]
+    byte_pairs: vec[i64]
+    cache: vec[i64]
     use_cache: bool
+    kw: vec[i64]
     tk: vec[i64]
     rk: vec[i64]
 
@@ -73,6 +81,8 @@ class Encoder:
         while size < 4 * n:
             size *= 2
         table: vec[i64] = vec[i64]([-1] * size)
+        # The first step of every chunk looks up pairs of bytes: a direct 256 x 256 table.
+        byte_pairs: vec[i64] = vec[i64]([NO_RANK] * 65536)
         mask: i64 = size - 1
         k: i64 = 0
         for pair in merges:
@@ -85,16 +95,18 @@ class Encoder:
             while table[h] != -1:
                 h = (h + 1) & mask
             table[h] = (key << 16) | k
+            if a < 256 and b < 256:
+                byte_pairs[(a << 8) | b] = k
             k += 1
         self.left = left
         self.right = right
         self.table = table
         self.table_mask = mask
+        self.byte_pairs = byte_pairs
         self.use_cache = use_cache
-        self.cache_hash = vec[i64]([-1] * CACHE_SLOTS)
-        self.cache_keys = [b""] * CACHE_SLOTS
-        empty: list[int] = []
-        self.cache_vals = [empty] * CACHE_SLOTS
+        self.cache = vec[i64]([0] * (CACHE_SLOTS * 16))
+        self.clear_cache()
+        self.kw = vec[i64]([0] * KEY_WORDS)
         self.tk = vec[i64]([0] * LONG_CHUNK)
         self.rk = vec[i64]([0] * LONG_CHUNK)
 
@@ -113,9 +125,11 @@ class Encoder:
             h = (h + 1) & mask
 
     def clear_cache(self) -> None:
-        for i in range(CACHE_SLOTS):
-            self.cache_hash[i] = -1
-            self.cache_keys[i] = b""
+        cache = self.cache
+        slot: i64 = 0
+        while slot < CACHE_SLOTS:
+            cache[slot << 4] = -1
+            slot += 1
 
     # ---- one chunk ----
 
@@ -125,35 +139,70 @@ class Encoder:
         if n == 1:
             out.append(data[start])
             return
-        if n <= CACHE_MAX_BYTES and self.use_cache:
-            h: i64 = FNV_OFFSET
-            i: i64 = start
-            while i < end:
-                h = ((h ^ data[i]) * FNV_PRIME) & M32
-                i += 1
-            slot: i64 = h & CACHE_MASK
-            if self.cache_hash[slot] == h:
-                key = self.cache_keys[slot]
-                if len(key) == n:
-                    j: i64 = 0
-                    while j < n:
-                        if key[j] != data[start + j]:
-                            break
-                        j += 1
-                    if j == n:
-                        out.extend(self.cache_vals[slot])
-                        return
-            vals: list[int] = []
-            self.encode_short(data, start, end, vals)
-            self.cache_hash[slot] = h
-            self.cache_keys[slot] = data[start:end]
-            self.cache_vals[slot] = vals
-            out.extend(vals)
+        if n > CACHE_MAX_BYTES or not self.use_cache:
+            self.encode_uncached(data, start, end, out)
             return
-        if n < LONG_CHUNK:
-            self.encode_short(data, start, end, out)
-        else:
-            self.encode_long(data, start, end, out)
+        # Pack the bytes 7 to a word and hash the words.
+        kw = self.kw
+        nw: i64 = (n + 6) // 7
+        h: i64 = FNV_OFFSET
+        i: i64 = start
+        w: i64 = 0
+        while w < nw:
+            stop = i + 7
+            if stop > end:
+                stop = end
+            word: i64 = 0
+            shift: i64 = 0
+            while i < stop:
+                word |= data[i] << shift
+                shift += 8
+                i += 1
+            kw[w] = word
+            h = ((h ^ ((word ^ (word >> 29)) & M32)) * FNV_PRIME) & M32
+            w += 1
+        slot: i64 = h & CACHE_MASK
+        tag: i64 = (h << 6) | n
+        cache = self.cache
+        base: i64 = slot << 4
+        meta = cache[base]
+        if (meta >> 5) == tag:
+            w = 0
+            while w < nw:
+                if cache[base + w + (1 if w < 3 else 5)] != kw[w]:
+                    break
+                w += 1
+            if w == nw:
+                count: i64 = meta & 31
+                t: i64 = 0
+                while t < count:
+                    v: i64 = t // 3
+                    packed = cache[base + v + (4 if v < 4 else 8)]
+                    out.append((packed >> ((t - 3 * v) * 16)) & M16)
+                    t += 1
+                return
+        count = self.short_bpe(data, start, end)
+        tk = self.tk
+        if count <= CACHE_MAX_IDS:
+            cache[base] = (tag << 5) | count
+            w = 0
+            while w < nw:
+                cache[base + w + (1 if w < 3 else 5)] = kw[w]
+                w += 1
+            v = 0
+            while 3 * v < count:
+                t = 3 * v
+                packed = tk[t]
+                if t + 1 < count:
+                    packed |= tk[t + 1] << 16
+                if t + 2 < count:
+                    packed |= tk[t + 2] << 32
+                cache[base + v + (4 if v < 4 else 8)] = packed
+                v += 1
+        t = 0
+        while t < count:
+            out.append(tk[t])
+            t += 1
 
     def encode_uncached(self, data: bytes, start: i64, end: i64, out: list[int]) -> None:
         """The same ids as encode_span, never touching the cache (tests compare the two)."""
@@ -164,8 +213,23 @@ class Encoder:
 
     def encode_short(self, data: bytes, start: i64, end: i64, out: list[int]) -> None:
         """Rank-array BPE for a chunk of fewer than LONG_CHUNK bytes."""
+        count = self.short_bpe(data, start, end)
+        tk = self.tk
+        t: i64 = 0
+        while t < count:
+            out.append(tk[t])
+            t += 1
+
+    def short_bpe(self, data: bytes, start: i64, end: i64) -> i64:
+        """BPE of a chunk of fewer than LONG_CHUNK bytes into self.tk; returns the id count.
+
+        rk[i] is the merge number of the pair (tk[i], tk[i + 1]).  Each step finds the smallest,
+        rewrites tk in one left-to-right pass (ranks move along with their tokens), and then
+        recomputes only the ranks next to the new token -- the only id that changed.
+        """
         tk = self.tk
         rk = self.rk
+        byte_pairs = self.byte_pairs
         n: i64 = end - start
         i: i64 = 0
         while i < n:
@@ -173,7 +237,7 @@ class Encoder:
             i += 1
         i = 0
         while i < n - 1:
-            rk[i] = self.rank(tk[i], tk[i + 1])
+            rk[i] = byte_pairs[(tk[i] << 8) | tk[i + 1]]
             i += 1
         while n > 1:
             best: i64 = NO_RANK
@@ -185,7 +249,6 @@ class Encoder:
             if best == NO_RANK:
                 break
             new: i64 = 256 + best
-            # One left-to-right pass: merge every occurrence, compacting in place.
             w: i64 = 0
             i = 0
             while i < n:
@@ -194,17 +257,16 @@ class Encoder:
                     i += 2
                 else:
                     tk[w] = tk[i]
+                    rk[w] = rk[i]
                     i += 1
                 w += 1
             n = w
             i = 0
             while i < n - 1:
-                rk[i] = self.rank(tk[i], tk[i + 1])
+                if tk[i] == new or tk[i + 1] == new:
+                    rk[i] = self.rank(tk[i], tk[i + 1])
                 i += 1
-        i = 0
-        while i < n:
-            out.append(tk[i])
-            i += 1
+        return n
 
     def encode_long(self, data: bytes, start: i64, end: i64, out: list[int]) -> None:
         """Linked list + min-heap BPE: O(n log n) for a chunk of any length."""

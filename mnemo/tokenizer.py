@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Final, Literal
 
 import numpy as np
@@ -38,6 +38,10 @@ DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
 )
 
 AllOr = Literal["all"] | Collection[str]
+
+# encode_batch: batches with more text than this go to worker processes, in blocks of this many.
+BATCH_PARALLEL_BYTES: Final = 4_000_000
+BATCH_BLOCK: Final = 256
 
 
 class Tokenizer:
@@ -270,10 +274,43 @@ class Tokenizer:
         *,
         allowed_special: AllOr = frozenset(),
         disallowed_special: AllOr = "all",
+        workers: int | None = None,
     ) -> list[list[int]]:
-        """`encode` of each text, in order."""
+        """`encode` of each text, in order.
+
+        Large batches (more than BATCH_PARALLEL_BYTES of text) are split into blocks of
+        BATCH_BLOCK texts and encoded by `workers` processes (default: every CPU); each worker
+        rebuilds the tokenizer from its tokenizer.bin image, and sends ids back as uint16/uint32
+        arrays.  workers=1 always encodes in this process.
+        """
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
-        return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in texts]
+        if workers is None:
+            workers = os.cpu_count() or 1
+        if workers < 1:
+            raise ConfigError(f"workers must be >= 1, got {workers}")
+        if workers == 1 or len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
+            return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in texts]
+        import concurrent.futures
+        import multiprocessing
+
+        blocks = [list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK)]
+        context = multiprocessing.get_context("spawn")
+        result: list[list[int]] = []
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=min(workers, len(blocks)),
+            mp_context=context,
+            initializer=_batch_worker_init,
+            initargs=(self.to_bytes(),),
+        ) as pool:
+            for lengths, flat in pool.map(
+                _batch_worker_encode, blocks, [sorted(allowed)] * len(blocks), [sorted(disallowed)] * len(blocks)
+            ):
+                ids = flat.tolist()
+                pos = 0
+                for n in lengths:
+                    result.append(ids[pos : pos + n])
+                    pos += n
+        return result
 
     def encode_to_numpy(
         self,
@@ -286,6 +323,20 @@ class Tokenizer:
         ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
         dtype = np.uint16 if self.n_vocab <= 1 << 16 else np.uint32
         return np.array(ids, dtype=dtype)
+
+    # ---- documents and chats (mnemo/chat.py) ----
+
+    def render_document(self, text: str) -> list[int]:
+        """`<|bos|>` + the text's ids (special-token text is plain text)."""
+        from mnemo.chat import render_document
+
+        return render_document(self, text)
+
+    def render_conversation(self, messages: Sequence[Mapping[str, object]]) -> list[int]:
+        """`<|bos|>`, then role token, content, `<|end|>` per message; MASKBIT on assistant turns."""
+        from mnemo.chat import render_conversation
+
+        return render_conversation(self, messages)
 
     # ---- decoding ----
 
@@ -306,3 +357,24 @@ class Tokenizer:
     def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
         """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+
+# ---- encode_batch workers (module level: spawned processes import them by name) ----
+
+_worker_tokenizer: Tokenizer | None = None
+
+
+def _batch_worker_init(image: bytes) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = Tokenizer.from_bytes(image, "<encode_batch>")
+
+
+def _batch_worker_encode(
+    texts: list[str], allowed: list[str], disallowed: list[str]
+) -> tuple[list[int], npt.NDArray[np.unsignedinteger]]:
+    tok = _worker_tokenizer
+    assert tok is not None, "worker not initialised"
+    parts = [tok._encode_data(tok._text_bytes(t), set(allowed), set(disallowed)) for t in texts]
+    dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
+    flat: npt.NDArray[np.unsignedinteger] = np.array([i for p in parts for i in p], dtype=dtype)
+    return [len(p) for p in parts], flat

@@ -1,94 +1,101 @@
-"""Chats: exact ids and mask bits on hand-written conversations, and malformed messages."""
+"""Documents and chats: exact ids and mask bits on hand-written conversations."""
 
 from __future__ import annotations
 
-import re
+import importlib.util
+import sys
+import types
 
 import numpy as np
 import pytest
+import regex
 
-from mnemo import Tokenizer
-from mnemo.chat import maskbit_for, render_conversation, strip_mask
-from mnemo.errors import ConfigError, SpecialTokenError
+from mnemo import ConfigError, InputError, Tokenizer
+from mnemo.chat import MASKBIT, split_mask, strip_mask, strip_mask_array
 
-M = 0x8000
+MNEMONIC = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+
+
+def _stand_in_chunk_end(data: bytes, pos: int, end: int, pattern: int) -> int:
+    """The mnemonic pattern over `regex` (stand-in until mnemo.pretokenize is installed)."""
+    assert pattern == 0
+    match = regex.compile(MNEMONIC).match(data[:end].decode("utf-8"), len(data[:pos].decode("utf-8")))
+    assert match is not None
+    return pos + len(match.group().encode("utf-8"))
 
 
 @pytest.fixture(scope="module")
 def tok() -> Tokenizer:
-    """No merges: every byte is its own id, so the expected ids can be written by hand.
-    Specials: <|bos|>=256, <|user|>=257, <|assistant|>=258, <|system|>=259, <|end|>=260, ..."""
-    return Tokenizer([])
+    """Merges: 0 (h, i) -> 256 'hi'; 1 (' ', 'y') -> 257 ' y'.  Default specials from 258:
+    <|bos|> 258, <|user|> 259, <|assistant|> 260, <|system|> 261, <|end|> 262."""
+    if importlib.util.find_spec("mnemo.pretokenize") is None and "mnemo.pretokenize" not in sys.modules:
+        module = types.ModuleType("mnemo.pretokenize")
+        module.chunk_end = _stand_in_chunk_end  # type: ignore[attr-defined]
+        sys.modules["mnemo.pretokenize"] = module
+    return Tokenizer([(104, 105), (32, 121)])
 
 
-def test_ids_and_mask_by_hand(tok: Tokenizer) -> None:
-    ids = render_conversation(
-        tok,
-        [
-            {"role": "system", "content": "S"},
-            {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": "yo"},
-            {"role": "user", "content": "?"},
-            {"role": "assistant", "content": ""},
-        ],
-    )
-    assert ids == [
-        256,  # <|bos|>
-        259, ord("S"), 260,  # system: <|system|> S <|end|>
-        257, ord("h"), ord("i"), 260,  # user
-        258, ord("y") | M, ord("o") | M, 260 | M,  # assistant: content and its <|end|> masked
-        257, ord("?"), 260,
-        258, 260 | M,  # an empty assistant turn still learns to stop
+def test_specials_of_the_example(tok: Tokenizer) -> None:
+    assert [tok.special_tokens[s] for s in ("<|bos|>", "<|user|>", "<|assistant|>", "<|system|>", "<|end|>")] == [
+        258, 259, 260, 261, 262,
     ]
 
 
-def test_mask_covers_exactly_assistant_content_and_end(tok: Tokenizer) -> None:
+def test_document(tok: Tokenizer) -> None:
+    """'hi y' -> chunks 'hi', ' y' -> 256, 257; a document prepends <|bos|>.  Special text in a
+    document is plain text."""
+    assert tok.render_document("hi y") == [258, 256, 257]
+    assert tok.render_document("<|end|>")[1:] == list(b"<|end|>")
+
+
+def test_conversation_ids_and_mask(tok: Tokenizer) -> None:
     messages = [
-        {"role": "user", "content": "What is 2+2?"},
-        {"role": "assistant", "content": "4, of course."},
-        {"role": "user", "content": "Thanks"},
-        {"role": "assistant", "content": "You're welcome!"},
+        {"role": "system", "content": "y"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hi y"},
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": "i"},
     ]
-    ids = render_conversation(tok, messages)
-    plain, mask = strip_mask(ids)
-    assert tok.decode([int(i) for i in plain[mask]]) == "4, of course.<|end|>You're welcome!<|end|>"
-    assert tok.decode([int(i) for i in plain[~mask]]) == (
-        "<|bos|><|user|>What is 2+2?<|end|><|assistant|><|user|>Thanks<|end|><|assistant|>"
-    )
-    assert plain.max() < M
-
-
-def test_maskbit_for_large_vocabularies() -> None:
-    small = Tokenizer([])
-    assert maskbit_for(small) == 0x8000
-    big = Tokenizer([(97, 97)] + [(256 + k, 97) for k in range(40000)])
-    assert maskbit_for(big) == 0x80000000
-    ids = render_conversation(big, [{"role": "assistant", "content": "aa"}])
-    plain, mask = strip_mask(ids, maskbit_for(big))
-    assert mask.tolist() == [False, False, True, True]
-    assert plain.tolist()[2] == 256  # "aa" is merge 0
+    m = MASKBIT
+    expected = [
+        258,  # <|bos|>
+        261, 121, 262,  # <|system|> y <|end|>
+        259, 256, 262,  # <|user|> hi <|end|>
+        260, 256 | m, 257 | m, 262 | m,  # <|assistant|> hi ' y' <|end|>, content and end masked
+        259, 262,  # <|user|> (empty) <|end|>
+        260, 105 | m, 262 | m,  # <|assistant|> i <|end|>
+    ]
+    ids = tok.render_conversation(messages)
+    assert ids == expected
+    plain, mask = split_mask(ids)
+    assert plain == strip_mask(ids) == [t & 0x7FFF for t in expected]
+    # The mask covers exactly the assistant contents and their <|end|>.
+    assert [i for i, bit in enumerate(mask) if bit] == [8, 9, 10, 14, 15]
+    assert tok.decode(plain) == "<|bos|><|system|>y<|end|><|user|>hi<|end|><|assistant|>hi y<|end|><|user|><|end|><|assistant|>i<|end|>"
+    arr_plain, arr_mask = strip_mask_array(np.array(ids, dtype=np.uint16))
+    assert arr_plain.tolist() == plain and arr_mask.tolist() == mask
 
 
 @pytest.mark.parametrize(
-    ("messages", "error", "match"),
+    ("messages", "message"),
     [
-        ([{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}], ConfigError, "message 1 has role 'robot'"),
-        ([{"role": "user", "content": 3}], ConfigError, r"message 0 \(user\) has content of type int"),
-        ([{"role": "user", "content": "a"}, "hello"], ConfigError, "message 1 is a str"),
-        ([{"role": "assistant", "content": "x<|end|>y"}], SpecialTokenError, r"message 0 \(assistant\).*'<\|end\|>'"),
-        ("hello", ConfigError, "messages must be a list"),
+        ([{"role": "user", "content": "hi"}, {"role": "bot", "content": "x"}], r"message 1 has role 'bot'"),
+        ([{"role": "user", "content": 5}], r"message 0 \(user\) has content of type int, not str"),
+        ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "x<|end|>"}],
+         r"message 1 \(assistant\): .*special token '<\|end\|>'"),
+        ([{"content": "x"}], r"message 0 has role None"),
+        (["hello"], r"message 0 is a str, not a dict"),
+        ("hello", r"a conversation is a list of messages, got str"),
     ],
 )
-def test_malformed_messages(tok: Tokenizer, messages: object, error: type[Exception], match: str) -> None:
-    with pytest.raises(error, match=match):
-        render_conversation(tok, messages)  # type: ignore[arg-type]
+def test_malformed_messages(tok: Tokenizer, messages: object, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        tok.render_conversation(messages)  # type: ignore[arg-type]
 
 
-def test_needs_chat_specials() -> None:
-    with pytest.raises(ConfigError, match=re.escape("has no <|bos|>, <|system|>, <|user|>, <|assistant|>, <|end|>")):
-        render_conversation(Tokenizer([], special_tokens=["<|endoftext|>"]), [])
-
-
-def test_strip_mask_on_numpy() -> None:
-    plain, mask = strip_mask(np.array([5, 5 | M, 7], dtype=np.uint16))
-    assert plain.tolist() == [5, 5, 7] and mask.tolist() == [False, True, False]
+def test_needs_chat_specials_and_small_ids() -> None:
+    with pytest.raises(ConfigError, match="no special token '<\\|bos\\|>'"):
+        Tokenizer([], special_tokens=["<|endoftext|>"]).render_conversation([])
+    big = Tokenizer([(97, 97)] + [(255 + k, 97) for k in range(1, 32_600)])
+    with pytest.raises(ConfigError, match="every id below MASKBIT = 32768"):
+        big.render_conversation([])

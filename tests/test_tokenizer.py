@@ -219,6 +219,23 @@ def test_encode_variants_agree(small: Tokenizer) -> None:
     assert small.encode_bytes(b"hello world") == small.encode("hello world")
 
 
+@pytest.mark.skipif(not REAL_PRETOKENIZER, reason="worker processes import the real pre-tokenizer")
+def test_encode_batch_with_workers(small: Tokenizer) -> None:
+    """More than BATCH_BLOCK texts and BATCH_PARALLEL_BYTES of text: two worker processes."""
+    from mnemo import tokenizer as module
+
+    texts = [f"hello world {i} <|bos|> " * (1 + i % 7) + "héllo" * (i % 3) for i in range(600)]
+    filler = "x" * (module.BATCH_PARALLEL_BYTES // 600 + 1)
+    texts = [t + filler for t in texts]
+    batch = small.encode_batch(texts, allowed_special={"<|bos|>"}, workers=2)
+    assert batch == [small.encode(t, allowed_special={"<|bos|>"}) for t in texts]
+    assert small.encode_batch(texts[:3], workers=1, disallowed_special=()) == [
+        small.encode_ordinary(t) for t in texts[:3]
+    ]
+    with pytest.raises(ConfigError, match="workers must be >= 1, got 0"):
+        small.encode_batch(texts, workers=0)
+
+
 def test_decode_never_raises_on_bad_utf8(small: Tokenizer) -> None:
     ids = small.encode_bytes("é".encode()[:1] + b"hello")
     assert small.decode(ids) == "\ufffdhello"
