@@ -337,11 +337,6 @@ def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64) -> i64:
         i = pos + (v >> 3)
     if c == _LETTER:
         return _letters(data, i, end)
-    if c == _SPACE and i < end:
-        # The commonest chunk start in prose: a space and a word.  Inlined for ASCII.
-        b = data[i]
-        if b < 0x80 and _ASCII[b] == _LETTER:
-            return _letters(data, i + 1, end)
     if c == _NUMBER:
         return _numbers(data, i, end, max_digits - 1)
     if c == _NEWLINE:
@@ -412,13 +407,40 @@ def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
     """
     if pos < 0 or pos >= end or end > len(data):
         raise ConfigError(f"chunk_end needs 0 <= pos < end <= len(data), got pos={pos}, end={end}, len={len(data)}")
-    if pattern == PATTERN_MNEMONIC:
-        return _end_gpt4(data, pos, end, 2)
-    if pattern == PATTERN_GPT4:
-        return _end_gpt4(data, pos, end, 3)
+    if pattern < PATTERN_MNEMONIC or pattern > PATTERN_GPT2:
+        raise ConfigError(f"unknown pre-tokenizer pattern id {pattern}; use 0 (mnemonic), 1 (gpt4) or 2 (gpt2)")
+    # The commonest chunks of prose inline here: each call between compiled functions costs a
+    # few ns, as much as the chunk's bytes (measured: +20% on English over calling _end_gpt4
+    # for everything).  All three patterns cut these four cases alike.  Anything else goes to
+    # _end_gpt4 or _end_gpt2, which decide every case from scratch.
+    b: i64 = data[pos]
+    if b < 0x80:
+        c: i64 = _ASCII[b]
+        i: i64 = pos + 1
+        if i < end:
+            b = data[i]
+            if c == _SPACE:
+                if b < 0x80 and _ASCII[b] == _LETTER:  # " word"
+                    c = _LETTER
+                    i += 1
+            elif c == _OTHER:
+                if b == 0x20:  # ", ": a one-character punctuation run (no CR/LF follows)
+                    return i
+            elif c == _NEWLINE:
+                if b < 0x80 and _ASCII[b] < _SPACE:  # "\n" before a non-space: \s*[\r\n]
+                    return i
+        if c == _LETTER:  # "word", and " word" from above
+            while i < end:
+                b = data[i]
+                if b >= 0x80:
+                    return _letters(data, i, end)
+                if _ASCII[b] != _LETTER:
+                    return i
+                i += 1
+            return i
     if pattern == PATTERN_GPT2:
         return _end_gpt2(data, pos, end)
-    raise ConfigError(f"unknown pre-tokenizer pattern id {pattern}; use 0 (mnemonic), 1 (gpt4) or 2 (gpt2)")
+    return _end_gpt4(data, pos, end, 2 if pattern == PATTERN_MNEMONIC else 3)
 
 
 def chunk_count(data: bytes, pattern: i64) -> i64:
