@@ -21,10 +21,12 @@ How it works
   count the table no longer has is pushed again with the table's count (or dropped below 2).
   For tie="id" the rank orders ties by the rule (rank = -key); for tie="bytes" every entry with
   the top count is popped and the winner chosen by comparing byte strings.
-* Blocks: the array is cut into blocks of BLOCK tokens; `_Blocks` keeps, per token id, a bit set
-  of the blocks that may hold it.  A pair can only start in a block that holds its first token
-  and (in that block or, across the cut, the next) its second: the scan skips every other block.
-  Bits are only ever added, except when the array is rebuilt.
+* Blocks (the skip index, `_Words`): the array is cut into blocks of about BLOCK tokens that end
+  at word boundaries, so no pair crosses a block.  Per token id, a bit set records the blocks
+  that may hold it; a merge scans only blocks holding both of its tokens, joining candidate
+  blocks at most GAP apart into one scan call.  Writing the new token sets its bit; bits are
+  only cleared when the index is rebuilt at compaction.  Occurrences are still found by the asm
+  scan only: the index merely says where not to look.
 * When the holes (SEP padding) exceed a quarter of the array, it is rebuilt without them.
 """
 
@@ -32,13 +34,12 @@ from __future__ import annotations
 
 from typing import Final
 
-
 from librt.strings import read_i64_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
 from mnemo import kernels
-from mnemo.errors import VerificationError
+from mnemo.errors import ConfigError, VerificationError
 from mnemo.reference import check_train_args
 
 SEP: Final[i64] = 0xFFFF
@@ -439,10 +440,13 @@ def train_merges(
     Same contract and results as mnemo.reference.train_merges_naive.  `verify` recounts every
     pair from scratch at the end and requires the maintained table to match exactly, and checks
     that the winning count never goes up; a failure raises VerificationError naming the pair.
-    `_corrupt_at` is a test hook: after that merge, one live pair's count is knocked off by one,
-    so that tests can see verification fail.
+    Hidden knobs for tests and benchmarks: `_corrupt_at=k` knocks one pair's count off by one
+    after merge k, so that tests can see verification fail; `_block` and `_gap` set the skip
+    index's block size (tokens) and the largest gap (blocks) scanned through in one call.
     """
     check_train_args(words, n_merges, tie)
+    if _block < 1 or _gap < 0:
+        raise ConfigError(f"_block must be >= 1 and _gap >= 0, got {_block} and {_gap}")
     by_id = tie == "id"
     scan = kernels.pair_positions
 
