@@ -221,7 +221,7 @@ def render_tokens(tok: Tokenizer, ids: Sequence[int], mask: Sequence[bool] | Non
 
 
 def cmd_tokshow(args: argparse.Namespace) -> int:
-    from mnemo.chat import maskbit_for, render_conversation
+    from mnemo.chat import render_conversation, split_mask
     from mnemo.tokenizer import Tokenizer
 
     tok = Tokenizer.load(args.tokenizer)
@@ -243,10 +243,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         messages = record.get("messages") if isinstance(record, dict) else None
         if not isinstance(messages, list):
             raise MnemoError(f"{args.chat}: record {args.index} has no 'messages' list")
-        rendered = render_conversation(tok, messages)
-        bit = maskbit_for(tok)
-        ids = [i & ~bit for i in rendered]
-        mask = [bool(i & bit) for i in rendered]
+        ids, mask = split_mask(render_conversation(tok, messages))
     else:
         if args.file is not None:
             text = Path(args.file).read_text(encoding="utf-8", errors="surrogateescape") if args.file != "-" else sys.stdin.read()
