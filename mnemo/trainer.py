@@ -329,6 +329,8 @@ class _Words:
         wblock = self.wblock
         holes = self.holes
         last_w: i64 = -1
+        gone: i64 = 0
+        gone_occ: i64 = 0
         for h in range(nh):
             p = read_i64_le(pos, h * 8)
             w = i64(widx[p])
@@ -351,7 +353,8 @@ class _Words:
                     # old pairs touching positions i and i + 1 go, each exactly once
                     if left != SEP and not left_merged:
                         table.add((left << 16) | a, -wc, -1)
-                    table.add(best, -wc, -1)
+                    gone += wc  # (a, b) itself: applied once, after the loop
+                    gone_occ += 1
                     z = _u16(toks[i + 2])
                     if z != SEP:
                         table.add((b << 16) | z, -wc, -1)
@@ -378,6 +381,7 @@ class _Words:
             while o < i:
                 toks[o] = SEP16
                 o += 1
+        table.add(best, -gone, -gone_occ)
         self.touched = touched
         self.holes = holes
 
@@ -474,7 +478,9 @@ def train_merges(
     arr = _Words(toks, widx, wcount, 256 + i64(n_merges), _block)
     gap: i64 = _gap
 
-    table = _Pairs(n // 4 + 1)
+    # at the start only byte pairs exist (at most 65,536): a small table stays in cache; it grows
+    # as merges add pairs
+    table = _Pairs(1 << 15)
     _count_pairs(toks, widx, wcount, table)
     heap = _Heap()
     data = table.data
