@@ -32,6 +32,7 @@ How it works
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from librt.strings import read_i64_le
@@ -230,6 +231,7 @@ def _beats_bytes(k1: i64, k2: i64, token_bytes: list[bytes]) -> bool:
 
 BLOCK: Final[i64] = 2048  # tokens per block of the skip index (blocks end at word boundaries)
 GAP: Final[i64] = 4  # candidate blocks at most this far apart are scanned in one call
+PROGRESS_EVERY: Final[i64] = 256  # merges between progress calls (a power of two)
 
 
 def _zeros(n: i64) -> vec[i64]:
@@ -435,6 +437,7 @@ def train_merges(
     n_merges: int,
     tie: str = "id",
     verify: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
     _corrupt_at: int = -1,
     _block: int = BLOCK,
     _gap: int = GAP,
@@ -444,6 +447,7 @@ def train_merges(
     Same contract and results as mnemo.reference.train_merges_naive.  `verify` recounts every
     pair from scratch at the end and requires the maintained table to match exactly, and checks
     that the winning count never goes up; a failure raises VerificationError naming the pair.
+    `progress("merge", done, n_merges)` is called every PROGRESS_EVERY merges and at the end.
     Hidden knobs for tests and benchmarks: `_corrupt_at=k` knocks one pair's count off by one
     after merge k, so that tests can see verification fail; `_block` and `_gap` set the skip
     index's block size (tokens) and the largest gap (blocks) scanned through in one call.
@@ -550,6 +554,8 @@ def train_merges(
         merges.append((int(a), int(b)))
         counts.append(int(best_cnt))
         token_bytes.append(token_bytes[a] + token_bytes[b])
+        if progress is not None and (step & (PROGRESS_EVERY - 1)) == 0:
+            progress("merge", step, n_merges)
 
         # ---- find and rewrite the words holding (a, b) ----------------------------------
         occ = table.occurrences(best)
@@ -615,6 +621,8 @@ def train_merges(
 
     if verify:
         _verify(arr.toks, arr.widx, wcount, table)
+    if progress is not None:
+        progress("merge", len(merges), n_merges)
     return merges, counts
 
 

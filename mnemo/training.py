@@ -291,10 +291,8 @@ def train(
         )
     n_merges = vocab_size - least
     t0 = time.perf_counter()
-    if algorithm == "naive":
-        merges, counts = train_merges_naive(words, n_merges, tie, verify)
-    else:
-        merges, counts = train_merges(words, n_merges, tie, verify)
+    trainer = train_merges_naive if algorithm == "naive" else train_merges
+    merges, counts = trainer(words, n_merges, tie, verify, progress)
     if stats is not None:
         stats.count = count_stats
         stats.unique_words = len(words)
