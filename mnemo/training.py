@@ -11,17 +11,17 @@ out batches of documents through a bounded queue, so it never holds a corpus in 
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import queue
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, cast
 
 from mnemo.count import WordCounter, merge_counts
 from mnemo.errors import ConfigError, InputError
+from mnemo.parallel import Progress, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer
@@ -51,9 +51,6 @@ class CountStats:
     n_skipped: int = 0
     seconds: float = 0.0
 
-
-Progress = Callable[[str, int, int], None]
-"""progress(phase, done, total): phase "count" (bytes) or "merge" (merges); total 0 if unknown."""
 
 
 def _as_paths(inputs: object) -> list[PathLike] | None:
@@ -164,7 +161,7 @@ def _count_in_workers(
     stats: CountStats,
     progress: Progress | None,
 ) -> dict[bytes, int]:
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+    ctx = worker_context()
     job_q: Any = ctx.Queue(maxsize=2 * n_workers)
     result_q: Any = ctx.Queue()
     procs = [
