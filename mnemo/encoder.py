@@ -51,6 +51,7 @@ FNV_PRIME: Final = 16777619
 HASH_MUL: Final = 0x4F1BBCDD
 HASH_SHIFT: Final = 29
 M32: Final = 0xFFFFFFFF
+M56: Final = 0xFFFFFFFFFFFFFF
 M16: Final = 0xFFFF
 
 
@@ -157,7 +158,9 @@ class Encoder:
             if i + 8 <= size:
                 word = read_i64_le(data, i)
                 if left < 8:
-                    word &= (1 << (left << 3)) - 1
+                    # Not `(1 << (left * 8)) - 1`: mypyc 2.4.1 emits the literal 1 as a C int,
+                    # and a 32-bit `1 << 32` is undefined (x86 gives 1, the mask became 0).
+                    word &= M56 >> ((7 - left) << 3)
             else:
                 word = 0
                 shift: i64 = 0
