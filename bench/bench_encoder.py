@@ -16,6 +16,7 @@ pytest-benchmark file (`make bench`) it times a smaller sample of mnemo against 
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import lzma
 import time
@@ -124,6 +125,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-hf", action="store_true", help="skip Hugging Face tokenizers (slow)")
     args = parser.parse_args()
+    # One core for everyone: HF reads this when it first starts its thread pool (before any use).
+    os.environ["RAYON_NUM_THREADS"] = "1"
 
     tok = Tokenizer.load(args.tokenizer) if args.tokenizer else gpt2_tokenizer()
     docs = english_docs(int(args.mb * 1e6))
@@ -148,10 +151,6 @@ def main() -> None:
         agree = sum(a == hf.encode(d, add_special_tokens=False).ids for a, d in zip(ours, sample))
         print(f"same ids as HF tokenizers on {agree} of {len(sample)} sample documents")
 
-    if hf is not None:
-        import os
-
-        os.environ["RAYON_NUM_THREADS"] = "1"  # read when HF first starts its pool: set before timing
     # Interleaved (one run of each, repeated) so that a change in the machine's load hits all alike.
     times = {name: float("inf") for name in runners}
     for _ in range(args.repeat):
