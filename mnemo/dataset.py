@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, InputError
-from mnemo.parallel import Progress, worker_context
+from mnemo.parallel import Progress, init_worker_signals, worker_context
 from mnemo.formats import TokWriter
 from mnemo.sources import check_inputs, iter_task_documents, kind_of, Task
 from mnemo.tokenizer import Tokenizer
@@ -56,6 +56,7 @@ _worker_tok: Tokenizer | None = None
 
 def _init_worker(tokenizer_bytes: bytes) -> None:
     global _worker_tok
+    init_worker_signals()
     _worker_tok = Tokenizer.from_bytes(tokenizer_bytes, "<parent>")
 
 

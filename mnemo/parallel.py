@@ -4,6 +4,7 @@ worker processes: how to start them, and the progress callback they report throu
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable
 from multiprocessing.context import ForkContext, SpawnContext
 
@@ -19,3 +20,11 @@ def worker_context() -> ForkContext | SpawnContext:
     if "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+def init_worker_signals() -> None:
+    """In a worker process: leave Ctrl-C and SIGTERM to the parent.  The parent turns them into
+    an exception that cleans up (no partial output) and stops the workers itself; a worker that
+    inherited the parent's handlers would print a traceback of its own instead."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

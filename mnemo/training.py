@@ -21,7 +21,7 @@ from typing import Any, Union, cast
 
 from mnemo.count import WordCounter, merge_counts
 from mnemo.errors import ConfigError, InputError
-from mnemo.parallel import Progress, worker_context
+from mnemo.parallel import Progress, init_worker_signals, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer
@@ -74,6 +74,7 @@ def _worker(
     jobs: Any, results: Any, pattern: int, max_chunk_bytes: int, specials: Sequence[str], text_field: str
 ) -> None:
     """A counting process: takes Tasks or lists of documents until None, then sends its table."""
+    init_worker_signals()
     counter = WordCounter(pattern, max_chunk_bytes)
     try:
         while (job := jobs.get()) is not None:
