@@ -62,20 +62,14 @@ def _init_worker(tokenizer_bytes: bytes) -> None:
 
 def encode_block(tok: Tokenizer, docs: Sequence[bytes], chat: bool) -> npt.NDArray[np.unsignedinteger]:
     """The tokens of a block of documents (raw text bytes, or JSON chat records when `chat`)."""
-    dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
-    parts: list[list[int]] = []
-    if chat:
-        from mnemo.chat import render_conversation
+    if not chat:
+        return tok.encode_documents(docs, bos=tok.special_tokens.get("<|bos|>"))
+    from mnemo.chat import render_conversation
 
-        for raw in docs:
-            parts.append(render_conversation(tok, json.loads(raw)["messages"]))
-    else:
-        bos = tok.special_tokens.get("<|bos|>")
-        for raw in docs:
-            ids = tok.encode_bytes(raw)
-            parts.append(ids if bos is None else [bos, *ids])
-    flat = [i for p in parts for i in p]
-    return np.array(flat, dtype=dtype)
+    flat: list[int] = []
+    for raw in docs:
+        flat += render_conversation(tok, json.loads(raw)["messages"])
+    return np.array(flat, dtype=np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32)
 
 
 def _encode_block_in_worker(docs: list[bytes], chat: bool) -> npt.NDArray[np.unsignedinteger]:

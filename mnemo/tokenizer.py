@@ -200,6 +200,17 @@ class Tokenizer:
         self._encode_range(bytes(data), 0, len(data), out)
         return out
 
+    def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
+        """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
+        when given, as one uint16 array (uint32 when the vocabulary needs it).  The ids of all
+        documents go to one list and become an array once: the .tok writer's unit of work."""
+        out: list[int] = []
+        for data in docs:
+            if bos is not None:
+                out.append(bos)
+            self._encode_range(data, 0, len(data), out)
+        return np.array(out, dtype=np.uint16 if self.n_vocab <= 1 << 16 else np.uint32)
+
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""
         data = self._text_bytes(text)
