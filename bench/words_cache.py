@@ -1,5 +1,5 @@
 """Word counts for the trainer benchmarks: the first N bytes of a corpus file, pre-tokenized with
-`regex.findall` and a named pattern (a stand-in until mnemo's own counter lands), cached on disk
+`regex.findall` and a named pattern (independent of mnemo's counter, so the trainer bench times the merge loop alone), cached on disk
 in a plain length-prefixed format (no pickle) so that repeated runs skip the counting.
 
 Cache file layout: repeated records of  u32 LE word length | word bytes | u64 LE count.

@@ -1,75 +1,30 @@
 """mnemo.Tokenizer: construction and validation, files, special tokens, round trips, and GPT-2's
-merges against tiktoken.
-
-Encoding text needs the pre-tokenizer (mnemo/pretokenize.py, built on another branch).  Where it
-is not installed, the `pretok` fixture puts a pure-Python stand-in built on the `regex` module
-into sys.modules (allowed in test files only, see INTERFACES.md); the tests then check the
-encoder's wiring and policy, and run against the real pre-tokenizer once it is there.
-"""
+merges against tiktoken."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer
+from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
 
-PATTERNS = {
-    0: r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
-    1: r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
-    2: r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
-}
-COMPILED = {k: regex.compile(v) for k, v in PATTERNS.items()}
-
-
-class _StandIn:
-    """chunk_end over `regex`: the chunks of data[pos:end] are computed once and remembered."""
-
-    def __init__(self) -> None:
-        self.memo: dict[tuple[int, int, int], tuple[bytes, dict[int, int]]] = {}
-
-    def chunk_end(self, data: bytes, pos: int, end: int, pattern: int) -> int:
-        key = (id(data), end, pattern)
-        entry = self.memo.get(key)
-        if entry is None or entry[0] is not data or pos not in entry[1]:
-            if len(self.memo) > 64:
-                self.memo.clear()
-            # Invalid UTF-8 is never split by the stand-in's caller here: texts come from str,
-            # and encode_bytes is tested only on valid UTF-8 unless the real module is present.
-            text = data[pos:end].decode("utf-8", "surrogateescape")
-            bounds: dict[int, int] = {}
-            off = pos
-            for piece in COMPILED[pattern].findall(text):
-                size = len(piece.encode("utf-8", "surrogateescape"))
-                bounds[off] = off + size
-                off += size
-            entry = (data, bounds)
-            self.memo[key] = entry
-        return entry[1][pos]
-
-
-REAL_PRETOKENIZER = importlib.util.find_spec("mnemo.pretokenize") is not None
 
 
 @pytest.fixture(scope="session")
 def pretok() -> bool:
-    """Make `mnemo.pretokenize` importable; True when it is the real module."""
-    if not REAL_PRETOKENIZER and "mnemo.pretokenize" not in sys.modules:
-        module = types.ModuleType("mnemo.pretokenize")
-        module.chunk_end = _StandIn().chunk_end  # type: ignore[attr-defined]
-        sys.modules["mnemo.pretokenize"] = module
-    return REAL_PRETOKENIZER
+    """The compiled pre-tokenizer that encoding goes through (kept as a fixture so that the
+    tests that encode text say so)."""
+    import mnemo.pretokenize
+
+    return mnemo.pretokenize.chunk_end is not None
 
 
 def chain_merges(n: int) -> list[tuple[int, int]]:
@@ -219,7 +174,6 @@ def test_encode_variants_agree(small: Tokenizer) -> None:
     assert small.encode_bytes(b"hello world") == small.encode("hello world")
 
 
-@pytest.mark.skipif(not REAL_PRETOKENIZER, reason="worker processes import the real pre-tokenizer")
 def test_encode_batch_with_workers(small: Tokenizer) -> None:
     """More than BATCH_BLOCK texts and BATCH_PARALLEL_BYTES of text: two worker processes."""
     from mnemo import tokenizer as module
@@ -272,7 +226,6 @@ def test_round_trip_bytes(gpt2_like: Tokenizer, data: bytes) -> None:
     assert gpt2_like.decode_bytes(gpt2_like.encode_bytes(data)) == data
 
 
-@pytest.mark.skipif(not REAL_PRETOKENIZER, reason="arbitrary (invalid UTF-8) bytes need the real pre-tokenizer")
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300))
 def test_round_trip_any_bytes(gpt2_like: Tokenizer, data: bytes) -> None:
@@ -325,7 +278,7 @@ def gpt2_pair(cs336_dir: Path, pretok: bool) -> tuple[Tokenizer, object, list[in
     decode = {c: b for b, c in alphabet.items()}
     ranks = {bytes(decode[c] for c in s): i for s, i in vocab.items() if s != "<|endoftext|>"}
     encoding = tiktoken.Encoding(
-        "gpt2-from-fixture", pat_str=PATTERNS[2], mergeable_ranks=ranks,
+        "gpt2-from-fixture", pat_str=PATTERN_REGEX["gpt2"], mergeable_ranks=ranks,
         special_tokens={"<|endoftext|>": vocab["<|endoftext|>"]},
     )
     tok = Tokenizer(load_gpt2(cs336_dir), pattern="gpt2", special_tokens=["<|endoftext|>"])

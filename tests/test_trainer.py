@@ -1,8 +1,9 @@
 """The BPE trainers: the fast one (mnemo.trainer, compiled) against its naive twin
 (mnemo.reference), worked examples derived by hand, the CS336 reference run, and the self-check.
 
-Until the pre-tokenizer lands, word counts are made here with `regex.findall` of GPT-2's pattern
-(DESIGN.md); this stand-in lives in this test file only.
+Word counts are made here with `regex.findall` of GPT-2's pattern (DESIGN.md), independently of
+mnemo's own pre-tokenizer and counter, so that these tests isolate the merge loop; the pipeline
+through mnemo's counter is tested in tests/test_training.py.
 """
 
 from __future__ import annotations
