@@ -13,6 +13,9 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/dataset.py          process orchestration and file I/O around the compiled encoder
   mnemo/errors.py           exception classes users catch and subclass; nothing hot
   mnemo/formats.py          struct/numpy parsing of whole files, once per file
+  mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
+                            parsing and checks once per file; encode_iterable only cuts text and
+                            hands it to the compiled encoder and pre-tokenizer
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
   mnemo/sources.py          file reading and JSON parsing, done by C libraries (json, lzma, pyarrow)
