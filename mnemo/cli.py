@@ -138,6 +138,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             print(f"  tie rule     {tok.tie}")
             print(f"  fingerprint  {tok.fingerprint}")
             print(f"  special      {specials or '(none)'}")
+            if tok.id_map is not None:
+                print("  id map       yes: an imported vocabulary keeps its own ids (docs/interop.md)")
             if tok.merge_counts:
                 print(f"  merge counts first {tok.merge_counts[0]}, last {tok.merge_counts[-1]}")
             special_ids = set(tok.special_tokens.values())

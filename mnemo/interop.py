@@ -674,9 +674,14 @@ def _safe_cut(tok: Tokenizer, data: bytes, names: Sequence[str]) -> int:
     # follows: `\s+(?!\S)` then takes "\n\n" whole where "\n\n-" splits as "\n", "\n".  So a
     # cut must also leave the prefix split exactly as it is inside the whole text; step back a
     # piece at a time until it does.
+    # Only the last few pieces of the prefix can differ (a piece's match looks at most across a
+    # white-space run, which is at most 3 pieces), so the check splits a window of 4 pieces.
     cut = limit - sum(len(p) for p in pieces[-2:])
     for k in range(len(pieces) - 2, max(len(pieces) - 8, 0), -1):
-        if split(data[start:cut], tok.pattern) == pieces[:k]:
+        first = max(k - 4, 0)
+        window = pieces[first:k]
+        begin = cut - sum(len(p) for p in window)
+        if split(data[begin:cut], tok.pattern) == window:
             return cut
         cut -= len(pieces[k - 1])
     return start

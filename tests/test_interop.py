@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, SpecialTokenError, Tokenizer
 from mnemo import interop
@@ -398,6 +400,33 @@ def test_encode_iterable_disallowed_special_split(gpt2: Tokenizer, monkeypatch: 
     assert list(gpt2.encode_iterable(pieces, disallowed_special=())) == gpt2.encode_ordinary("".join(pieces))
 
 
+TRICKY = [" ", "  ", "\n", "\n\n", "\r\n", "\t", "'", "'ll", "'S", "a", "b", "ab", "x", "\u00e9", "7", "12", "!",
+          "?!", "-", "\u00a0", "\u4e00", "<|x|>", "<|x|><|x|>", "<|", "|>", "\U0001f600"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(TRICKY), max_size=60),
+    cuts=st.lists(st.integers(0, 400), max_size=12),
+    pattern=st.sampled_from(["mnemonic", "gpt4", "gpt2"]),
+    allow=st.booleans(),
+)
+def test_encode_iterable_random_texts(words: list[str], cuts: list[int], pattern: str, allow: bool) -> None:
+    """Tricky text (white-space runs, contractions, digits, a special and its halves) cut anywhere."""
+    tok = Tokenizer([(97, 98), (32, 32), (10, 10), (256, 120)], pattern=pattern, special_tokens=["<|x|>", "<|x|><|x|>"])
+    text = "".join(words)
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    kwargs: dict[str, Any] = {"allowed_special": "all"} if allow else {"disallowed_special": ()}
+    saved = interop.ITERABLE_BLOCK
+    interop.ITERABLE_BLOCK = 4
+    try:
+        assert list(tok.encode_iterable(pieces, **kwargs)) == tok.encode(text, **kwargs)
+        assert list(tok.encode_iterable(iter(text), **kwargs)) == tok.encode(text, **kwargs)
+    finally:
+        interop.ITERABLE_BLOCK = saved
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("which", ["gpt2", "trained"])
 def test_encode_iterable_rechunkings(
@@ -421,10 +450,11 @@ def test_encode_iterable_rechunkings(
 
 
 @pytest.mark.corpus
+@pytest.mark.slow
 def test_encode_iterable_bounded_memory(gpt2: Tokenizer, corpus_docs: Callable[..., list[str]]) -> None:
-    """~24 MB of text, one line at a time: the peak traced memory stays a few MB."""
+    """~20 MB of text, one line at a time: the peak traced memory stays a few MB."""
     lines = "".join(sample(corpus_docs, "english", 1_000_000)).splitlines(keepends=True)
-    target = 24_000_000
+    target = 20_000_000
 
     def stream() -> Iterator[str]:
         sent = 0
