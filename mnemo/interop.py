@@ -93,7 +93,8 @@ def assemble(
     `vocab` maps every byte token and every merge's result to its (public) id.  Merge k must use
     tokens that exist already (bytes or earlier merges) and make a token of `vocab`.  Entries of
     `vocab` no merge makes become special tokens named by `leftover_name` when it is given
-    (GPT-2's vocab.json holds `<|endoftext|>` that way); otherwise they are an error.  The ids together must be exactly 0..n-1.
+    (GPT-2's vocab.json holds `<|endoftext|>` that way); otherwise they are an error.  The ids
+    together must be exactly 0..n-1 (FormatError names a repeated or missing id).
     """
     internal: dict[bytes, int] = {}
     public: list[int] = []
