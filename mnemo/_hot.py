@@ -29,6 +29,7 @@ HOT_MODULES: Final = [
     "mnemo/count.py",
     "mnemo/encode_text.py",
     "mnemo/encoder.py",
+    "mnemo/idmap.py",
     "mnemo/kernels.py",
     "mnemo/pretokenize.py",
     "mnemo/trainer.py",

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from mnemo.encoder import Encoder
 from mnemo.errors import ConfigError, InputError, SpecialTokenError
+from mnemo.idmap import remap_in_place
 from mnemo.formats import (
     MAX_VOCAB,
     PATTERNS,
@@ -136,7 +137,7 @@ class Tokenizer:
         self.id_map: list[int] | None = public
         self._internal_vocab = vocab
         self._internal_specials = names
-        self._public: npt.NDArray[np.int64] | None = None
+        self._public: list[int] | None = public
         if public is None:
             self.special_tokens: dict[str, int] = names
             self._vocab = vocab
@@ -145,7 +146,6 @@ class Tokenizer:
             self._vocab = [b""] * n_vocab
             for i, raw in enumerate(vocab):
                 self._vocab[public[i]] = raw
-            self._public = np.asarray(public, dtype=np.int64)
         self._pattern_id = PATTERNS.index(pattern)
         self._encoder = Encoder(checked)
         self._special_re: dict[frozenset[str], re.Pattern[bytes]] = {}
@@ -280,12 +280,10 @@ class Tokenizer:
         return self._to_public(out)
 
     def _to_public(self, ids: list[int]) -> list[int]:
-        """mnemo's ids -> the public ids (only when an id_map renumbers them)."""
-        table = self._public
-        if table is None or not ids:
-            return ids
-        out: list[int] = table[np.asarray(ids, dtype=np.int64)].tolist()
-        return out
+        """mnemo's ids -> the public ids, in place (only when an id_map renumbers them)."""
+        if self._public is not None:
+            remap_in_place(ids, self._public)
+        return ids
 
     def _specials_re(self, names: Collection[str]) -> re.Pattern[bytes]:
         key = frozenset(names)
