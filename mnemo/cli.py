@@ -173,6 +173,10 @@ def _gpt2_paths(path: Path, merges: Path | None, reading: bool) -> tuple[Path, P
         raise MnemoError(f"{path} is a file: give the folder holding vocab.json and merges.txt, or --merges")
     if not reading:
         path.mkdir(parents=True, exist_ok=True)
+    elif not (path / "vocab.json").is_file() or not (path / "merges.txt").is_file():
+        raise MnemoError(
+            f"{path} has no vocab.json and merges.txt: for other names, give the vocab .json as IN and --merges FILE"
+        )
     return path / "vocab.json", path / "merges.txt"
 
 

@@ -509,6 +509,8 @@ def test_convert_errors(tmp_path: Path) -> None:
     assert result.returncode != 0 and "--pattern" in result.stderr
     result = run_cli("convert", str(tmp_path / "missing.bin"), str(tmp_path / "x.json"), "--from", "mnemo", "--to", "hf")
     assert result.returncode != 0 and "missing.bin" in result.stderr
+    result = run_cli("convert", str(tmp_path), str(tmp_path / "x.bin"), "--from", "gpt2", "--to", "mnemo")
+    assert result.returncode == 1 and "has no vocab.json and merges.txt" in result.stderr and "--merges" in result.stderr
 
 
 # ---- 6. malformed inputs ----
