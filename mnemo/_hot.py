@@ -8,14 +8,17 @@ Sorted.  Modules NOT compiled, and why:
                             `Final` statics once at import, so compiling it would buy nothing
   mnemo/bigram.py           numpy does the work; mypyc would only add a compile step
   mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
+  mnemo/chat.py             a loop over a conversation's messages around the compiled encoder
   mnemo/cli.py              argument parsing and printing; plain Python keeps tracebacks readable
   mnemo/data.py             numpy does the work; mypyc would only add a compile step
   mnemo/dataset.py          process orchestration and file I/O around the compiled encoder
+  mnemo/demo.py             `mnemo demo`: calls the library in order and prints
   mnemo/errors.py           exception classes users catch and subclass; nothing hot
   mnemo/formats.py          struct/numpy parsing of whole files, once per file
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file; encode_iterable only cuts text and
                             hands it to the compiled encoder and pre-tokenizer
+  mnemo/parallel.py         the worker start method and progress type; nothing hot
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
   mnemo/sources.py          file reading and JSON parsing, done by C libraries (json, lzma, pyarrow)

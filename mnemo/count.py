@@ -18,9 +18,9 @@ small table.  Words appear roughly in order of frequency, so the records of the 
 together at the front and stay in cache.
 
 Longer chunks compare their remaining bytes with the stored word (`word_bytes`): inline below
-MEMEQ_MIN_BYTES, with the asm `memeq` from there on.  A call into the shim costs ~50 ns from
-compiled code (boxing the offsets, acquiring two buffers) against ~1 ns per byte inline, so
-memeq pays for itself only on long chunks; bench/bench_count.py measures the crossover.
+MEMEQ_MIN_BYTES, with the asm `memeq` from there on.  A call into the shim costs tens of ns from compiled
+code (boxing the offsets, acquiring two buffers) against ~1-3 ns per byte inline, so memeq
+pays for itself only on long chunks; see MEMEQ_MIN_BYTES for the measured crossover.
 """
 
 from typing import Final
@@ -34,8 +34,11 @@ from mnemo.pretokenize import chunk_end
 FNV_OFFSET: Final[i64] = 2166136261
 FNV_PRIME: Final[i64] = 16777619
 MASK32: Final[i64] = 0xFFFFFFFF
-#: Chunks at least this long are compared with the asm memeq; shorter ones inline.
-MEMEQ_MIN_BYTES: Final[i64] = 64
+#: Chunks at least this long are compared with the asm memeq; shorter ones inline.  Measured with
+#: bench/bench_count.py (2-vCPU VM, busy; ms per 200,000 table hits of one chunk, inline vs memeq):
+#: 32 B 74 vs 156, 64 B 137 vs 217, 128 B 329 vs 293, 256 B 721 vs 525 -- the crossover lies
+#: between 64 and 128 bytes.
+MEMEQ_MIN_BYTES: Final[i64] = 96
 INITIAL_SLOTS: Final[i64] = 1 << 16
 PREFIX_BYTES: Final[i64] = 7
 
@@ -52,6 +55,7 @@ class WordCounter:
 
     pattern: i64
     max_chunk_bytes: i64
+    memeq_min_bytes: i64
     slots: vec[i64]
     mask: i64
     words: vec[i64]
@@ -60,9 +64,11 @@ class WordCounter:
     n_chunks: i64
     skipped: i64
 
-    def __init__(self, pattern: i64, max_chunk_bytes: i64 = 256) -> None:
+    def __init__(self, pattern: i64, max_chunk_bytes: i64 = 256, memeq_min_bytes: i64 = MEMEQ_MIN_BYTES) -> None:
         self.pattern = pattern
         self.max_chunk_bytes = max_chunk_bytes
+        # a knob only so that bench/bench_count.py can measure the crossover
+        self.memeq_min_bytes = memeq_min_bytes
         self.slots = vec[i64]([0] * INITIAL_SLOTS)
         self.mask = INITIAL_SLOTS - 1
         self.words = vec[i64]()
@@ -123,7 +129,7 @@ class WordCounter:
     def _rest_equal(self, data: bytes, pos: i64, n: i64, w: i64) -> bool:
         """data[pos : pos + n] == word_bytes[w] when the first PREFIX_BYTES already matched."""
         word = self.word_bytes[w]
-        if n >= MEMEQ_MIN_BYTES:
+        if n >= self.memeq_min_bytes:
             return memeq(data, pos, word, 0, n)
         j: i64 = PREFIX_BYTES
         while j < n:

@@ -14,11 +14,10 @@ text (`encode_ordinary`): datasets are data, not instructions.  With `chat=True`
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,13 +25,12 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, InputError
+from mnemo.parallel import Progress, init_worker_signals, worker_context
 from mnemo.formats import TokWriter
 from mnemo.sources import check_inputs, iter_task_documents, kind_of, Task
 from mnemo.tokenizer import Tokenizer
 
 BLOCK_DOCS = 256
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -58,6 +56,7 @@ _worker_tok: Tokenizer | None = None
 
 def _init_worker(tokenizer_bytes: bytes) -> None:
     global _worker_tok
+    init_worker_signals()
     _worker_tok = Tokenizer.from_bytes(tokenizer_bytes, "<parent>")
 
 
@@ -157,7 +156,7 @@ def tokenize_files(
             for docs in blocks:
                 emit(docs, encode_block(tokenizer, docs, chat))
         else:
-            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+            ctx = worker_context()
             with ctx.Pool(n_workers, initializer=_init_worker, initargs=(tokenizer.to_bytes(),)) as pool:
                 pending: deque[tuple[list[bytes], Any]] = deque()
                 for docs in blocks:

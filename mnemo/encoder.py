@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from librt.strings import read_i64_le
 from librt.vecs import append, vec
 from mypy_extensions import i64
 
@@ -33,12 +34,12 @@ CACHE_SLOTS: Final = 65536
 CACHE_MASK: Final = 65535
 CACHE_MAX_BYTES: Final = 48
 # A cache entry is 16 i64 words in one vec: word 0 = hash tag << 5 | id count; the chunk's bytes
-# packed 7 to a word (7 words hold 48 bytes) and up to 15 ids packed 3 to a word (5 words).
-# Words are placed so that a chunk of up to 21 bytes with up to 12 ids reads only the first 64
+# packed 8 to a word (6 words hold 48 bytes) and up to 15 ids packed 3 to a word (5 words).
+# Words are placed so that a chunk of up to 24 bytes with up to 12 ids reads only the first 64
 # bytes of its entry -- the lookup is memory-bound, one cache line instead of three arrays:
-#   [meta k0 k1 k2 v0 v1 v2 v3 | k3 k4 k5 k6 v4 - - -]
+#   [meta k0 k1 k2 v0 v1 v2 v3 | k3 k4 k5 v4 - - - -]
 # Chunks whose encoding has more than 15 ids are not cached.
-KEY_WORDS: Final = 7
+KEY_WORDS: Final = 6
 CACHE_MAX_IDS: Final = 15
 # Chunks at least this long take the heap path.  Below it the rank-array path is faster.
 LONG_CHUNK: Final = 64
@@ -50,6 +51,7 @@ FNV_PRIME: Final = 16777619
 HASH_MUL: Final = 0x4F1BBCDD
 HASH_SHIFT: Final = 29
 M32: Final = 0xFFFFFFFF
+M56: Final = 0xFFFFFFFFFFFFFF
 M16: Final = 0xFFFF
 
 
@@ -142,26 +144,37 @@ class Encoder:
         if n > CACHE_MAX_BYTES or not self.use_cache:
             self.encode_uncached(data, start, end, out)
             return
-        # Pack the bytes 7 to a word and hash the words.
+        # Pack the bytes 8 to a word (one unaligned load each, except near the end of `data`)
+        # and hash the words.
         kw = self.kw
-        nw: i64 = (n + 6) // 7
+        nw: i64 = (n + 7) >> 3
+        size: i64 = len(data)
         h: i64 = FNV_OFFSET
         i: i64 = start
         w: i64 = 0
         while w < nw:
-            stop = i + 7
-            if stop > end:
-                stop = end
-            word: i64 = 0
-            shift: i64 = 0
-            while i < stop:
-                word |= data[i] << shift
-                shift += 8
-                i += 1
+            left: i64 = end - i
+            word: i64
+            if i + 8 <= size:
+                word = read_i64_le(data, i)
+                if left < 8:
+                    # Not `(1 << (left * 8)) - 1`: mypyc 2.4.1 emits the literal 1 as a C int,
+                    # and a 32-bit `1 << 32` is undefined (x86 gives 1, the mask became 0).
+                    word &= M56 >> ((7 - left) << 3)
+            else:
+                word = 0
+                shift: i64 = 0
+                stop = i + 8 if left >= 8 else end
+                j: i64 = i
+                while j < stop:
+                    word |= data[j] << shift
+                    shift += 8
+                    j += 1
             kw[w] = word
-            h = ((h ^ ((word ^ (word >> 29)) & M32)) * FNV_PRIME) & M32
+            h = ((h ^ ((word ^ (word >> 32)) & M32)) * FNV_PRIME) & M32
+            i += 8
             w += 1
-        slot: i64 = h & CACHE_MASK
+        slot: i64 = ((h * HASH_MUL) >> 15) & CACHE_MASK
         tag: i64 = (h << 6) | n
         cache = self.cache
         base: i64 = slot << 4

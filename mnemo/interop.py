@@ -666,7 +666,7 @@ def _safe_cut(tok: Tokenizer, data: bytes, names: Sequence[str]) -> int:
             return 0
         while limit < size and data[limit] & 0xC0 == 0x80:  # not inside a character
             limit -= 1
-        for m in tok._specials_re(names).finditer(data):
+        for m in tok._specials_re(names)[1].finditer(data):
             if m.start() >= limit:
                 break
             start = m.end()

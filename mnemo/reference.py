@@ -8,7 +8,7 @@ under its own banner).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mnemo.errors import ConfigError, VerificationError
 
@@ -49,7 +49,11 @@ def check_train_args(words: dict[bytes, int], n_merges: int, tie: str) -> None:
 
 
 def train_merges_naive(
-    words: dict[bytes, int], n_merges: int, tie: str = "id", verify: bool = True
+    words: dict[bytes, int],
+    n_merges: int,
+    tie: str = "id",
+    verify: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Learn up to `n_merges` merges from word counts; return (merges, counts).
 
@@ -63,7 +67,8 @@ def train_merges_naive(
     Occurrences are replaced left to right without overlap.
 
     Every merge recounts every pair of every word from scratch.  `verify` checks that the winning
-    count never goes up from one merge to the next (true for any correct run).
+    count never goes up from one merge to the next (true for any correct run).  `progress("merge",
+    done, n_merges)` is called after every merge.
     """
     check_train_args(words, n_merges, tie)
     seqs: list[list[int]] = [list(w) for w in words]
@@ -96,6 +101,8 @@ def train_merges_naive(
         token_bytes.append(token_bytes[best[0]] + token_bytes[best[1]])
         # a word without the pair's first token cannot change (and merge_word would copy it)
         seqs = [merge_word(seq, best, new_id) if best[0] in seq else seq for seq in seqs]
+        if progress is not None:
+            progress("merge", k + 1, n_merges)
     return merges, counts
 
 

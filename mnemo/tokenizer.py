@@ -148,7 +148,7 @@ class Tokenizer:
                 self._vocab[public[i]] = raw
         self._pattern_id = PATTERNS.index(pattern)
         self._encoder = Encoder(checked)
-        self._special_re: dict[frozenset[str], re.Pattern[bytes]] = {}
+        self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer1")
         h.update(pattern.encode() + b"\0")
@@ -285,15 +285,28 @@ class Tokenizer:
             remap_in_place(ids, self._public)
         return ids
 
-    def _specials_re(self, names: Collection[str]) -> re.Pattern[bytes]:
+    def _specials_re(self, names: Collection[str]) -> tuple[bytes, re.Pattern[bytes]]:
+        """(common prefix of the names, regex matching any of them, longest first)."""
         key = frozenset(names)
         found = self._special_re.get(key)
         if found is None:
+            raw = [s.encode("utf-8") for s in key]
             # Longest first: where two specials match at one place, the longer wins.
-            ordered = sorted(key, key=lambda s: (-len(s.encode("utf-8")), s))
-            found = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in ordered))
+            ordered = sorted(raw, key=lambda b: (-len(b), b))
+            first, last = min(raw), max(raw)
+            common = 0
+            while common < len(first) and first[common] == last[common]:
+                common += 1
+            found = (first[:common], re.compile(b"|".join(re.escape(b) for b in ordered)))
             self._special_re[key] = found
         return found
+
+    def _find_special(self, names: Collection[str], data: bytes) -> re.Match[bytes] | None:
+        prefix, pattern = self._specials_re(names)
+        # Fast path: bytes.__contains__ runs at memory speed; the default specials share "<|".
+        if prefix and prefix not in data:
+            return None
+        return pattern.search(data)
 
     def _resolve_specials(self, allowed_special: AllOr, disallowed_special: AllOr) -> tuple[set[str], set[str]]:
         if allowed_special == "all":
@@ -327,7 +340,7 @@ class Tokenizer:
 
     def _encode_data(self, data: bytes, allowed: set[str], disallowed: set[str]) -> list[int]:
         if disallowed:
-            m = self._specials_re(disallowed).search(data)
+            m = self._find_special(disallowed, data)
             if m is not None:
                 name = m.group().decode("utf-8")
                 raise SpecialTokenError(
@@ -337,9 +350,9 @@ class Tokenizer:
                 )
         out: list[int] = []
         pos = 0
-        if allowed:
+        if allowed and self._find_special(allowed, data) is not None:
             ids = self._internal_specials
-            for m in self._specials_re(allowed).finditer(data):
+            for m in self._specials_re(allowed)[1].finditer(data):
                 self._encode_range(data, pos, m.start(), out)
                 out.append(ids[m.group().decode("utf-8")])
                 pos = m.end()

@@ -11,17 +11,17 @@ out batches of documents through a bounded queue, so it never holds a corpus in 
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import queue
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, cast
 
 from mnemo.count import WordCounter, merge_counts
 from mnemo.errors import ConfigError, InputError
+from mnemo.parallel import Progress, init_worker_signals, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer
@@ -52,9 +52,6 @@ class CountStats:
     seconds: float = 0.0
 
 
-Progress = Callable[[str, int, int], None]
-"""progress(phase, done, total): phase "count" (bytes) or "merge" (merges); total 0 if unknown."""
-
 
 def _as_paths(inputs: object) -> list[PathLike] | None:
     """The inputs as a list of paths when they are a path or a list/tuple of paths, else None
@@ -77,6 +74,7 @@ def _worker(
     jobs: Any, results: Any, pattern: int, max_chunk_bytes: int, specials: Sequence[str], text_field: str
 ) -> None:
     """A counting process: takes Tasks or lists of documents until None, then sends its table."""
+    init_worker_signals()
     counter = WordCounter(pattern, max_chunk_bytes)
     try:
         while (job := jobs.get()) is not None:
@@ -164,7 +162,7 @@ def _count_in_workers(
     stats: CountStats,
     progress: Progress | None,
 ) -> dict[bytes, int]:
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+    ctx = worker_context()
     job_q: Any = ctx.Queue(maxsize=2 * n_workers)
     result_q: Any = ctx.Queue()
     procs = [
@@ -291,10 +289,8 @@ def train(
         )
     n_merges = vocab_size - least
     t0 = time.perf_counter()
-    if algorithm == "naive":
-        merges, counts = train_merges_naive(words, n_merges, tie, verify)
-    else:
-        merges, counts = train_merges(words, n_merges, tie, verify)
+    trainer = train_merges_naive if algorithm == "naive" else train_merges
+    merges, counts = trainer(words, n_merges, tie, verify, progress)
     if stats is not None:
         stats.count = count_stats
         stats.unique_words = len(words)

@@ -132,29 +132,31 @@ def test_errors_leave_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "neither a tokenizer.bin nor a .tok" in capsys.readouterr().err
 
 
-def _kill_mid_run(tmp_path: Path, workdir: Path, sig: int) -> tuple[Path, list[Path]]:
+def _kill_mid_run(tmp_path: Path, workdir: Path, sig: int) -> tuple[Path, list[Path], int, str]:
     big = tmp_path / "big.jsonl"
     line = json.dumps({"text": "the quick brown fox jumps over the lazy dog " * 200}) + "\n"
     big.write_text(line * 20000)  # ~180 MB of text: long enough to be caught mid-run
     out = tmp_path / "out.tok"
     proc = subprocess.Popen([MNEMO, "tokenize", "-t", str(workdir / "tok.bin"), str(big), "-o", str(out), "-q"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".out.tok.tmp-*")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
     time.sleep(0.3)
     assert proc.poll() is None, "tokenize finished before it could be interrupted"
     proc.send_signal(sig)
-    proc.wait(timeout=60)
-    return out, list(tmp_path.glob(".out.tok.tmp-*"))
+    _, err = proc.communicate(timeout=60)
+    return out, list(tmp_path.glob(".out.tok.tmp-*")), proc.returncode, err
 
 
 def test_killed_tokenize_leaves_no_output(tmp_path: Path, workdir: Path) -> None:
-    out, _ = _kill_mid_run(tmp_path, workdir, signal.SIGKILL)
-    assert not out.exists()
+    out, _, code, _ = _kill_mid_run(tmp_path, workdir, signal.SIGKILL)
+    assert code == -signal.SIGKILL and not out.exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_tokenize_cleans_up(tmp_path: Path, workdir: Path, sig: int) -> None:
-    out, leftovers = _kill_mid_run(tmp_path, workdir, sig)
+    out, leftovers, code, err = _kill_mid_run(tmp_path, workdir, sig)
+    assert code == 128 + sig, (code, err)
     assert not out.exists() and leftovers == []
+    assert "Traceback" not in err, err  # the workers leave the signal to the parent

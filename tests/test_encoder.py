@@ -11,6 +11,7 @@ import base64
 import json
 import random
 import time
+from itertools import accumulate
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,6 +124,22 @@ def test_every_path_equals_twin(case: tuple[list[tuple[int, int]], list[bytes]])
         for ids in all_paths(enc, text):
             assert ids == expected
     assert enc.encode_chunks(texts) == encode_chunks_naive(texts, merges)
+    joined = b"".join(texts)
+    assert enc.encode_ends(joined, list(accumulate(len(t) for t in texts))) == encode_chunks_naive(texts, merges)
+
+
+def test_encode_ends_cache_keys() -> None:
+    """Chunks of 2..20 bytes inside one buffer: keys are read 8 bytes at a time and masked to the
+    chunk, so 'ab' at the start of 'abcd...' must not be taken for 'abcd' or anything else."""
+    enc = Encoder([(97, 98), (99, 100)])
+    rng = random.Random(3)
+    for _ in range(2000):
+        parts = [bytes(rng.choice(b"abcd\xc3\x81") for _ in range(rng.randint(1, 20))) for _ in range(6)]
+        data = b"".join(parts)
+        ends = list(accumulate(len(p) for p in parts))
+        assert enc.encode_ends(data, ends) == enc.encode_chunks_uncached(parts)
+    with pytest.raises(ValueError, match="chunk end 3 is out of order"):
+        enc.encode_ends(b"abcdef", [4, 3])
 
 
 # ---- GPT-2's merges on real text ----
@@ -165,6 +182,8 @@ def test_corpus_equals_twin(
         chunks = gpt2_chunks(doc)
         fast = enc.encode_chunks(chunks)
         assert fast == enc.encode_chunks_uncached(chunks)
+        # The same chunks cut out of the whole document (the cache then reads 8-byte words).
+        assert enc.encode_ends(doc.encode("utf-8"), list(accumulate(len(c) for c in chunks))) == fast
         assert fast == [t for c in chunks for t in encode_chunk_naive(c, ranks)]
 
 

@@ -129,6 +129,11 @@ def test_bad_arguments(trainer: Trainer) -> None:
         trainer({b"low": -2}, 5)
 
 
+def test_bad_skip_index_knobs() -> None:
+    with pytest.raises(ConfigError, match="_block must be >= 1 and _gap >= 0, got 0 and 4"):
+        train_merges(TEXTBOOK, 5, _block=0)
+
+
 # ---- fast == naive ----------------------------------------------------------------------------
 
 words_strategy = st.dictionaries(
@@ -260,8 +265,8 @@ def _segment(word: bytes, rank: dict[tuple[int, int], int]) -> list[int]:
 
 
 def test_ids_above_32767_checked_against_recount() -> None:
-    """Enough merges that new ids pass 32767 (negative as i16 in the fast array) and 65535 - 1
-    is in sight of nothing.  Checkpoints: segment every word with the first k merges (by rank,
+    """Enough merges that new ids pass 32767 (negative as i16 in the fast array), on an array
+    of many blocks.  Checkpoints: segment every word with the first k merges (by rank,
     independent of both trainers), count the pairs, and require merge k to be the best pair
     by the rule with the count the trainer reported."""
     rng = random.Random(7)
@@ -269,7 +274,6 @@ def test_ids_above_32767_checked_against_recount() -> None:
              for _ in range(12_000)}
     merges, counts = train_merges(words, 40_000)
     assert len(merges) > 33_000, len(merges)
-    rank = {}
     for k in (0, 32_511, 32_512, 32_600, len(merges) - 1):
         rank = {p: i for i, p in enumerate(merges[:k])}
         pair_counts: Counter[tuple[int, int]] = Counter()

@@ -120,3 +120,15 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
         train(iter(["abc"]), algorithm="smart")
     with pytest.raises(ConfigError, match="unknown tie rule 'coin'"):
         train(iter(["abc"]), tie="coin")
+
+
+@pytest.mark.parametrize("algorithm", ["fast", "naive"])
+def test_progress_reports_both_phases(algorithm: str) -> None:
+    seen: list[tuple[str, int, int]] = []
+    tok = train(iter(["low lower newest widest " * 40]), vocab_size=300, special_tokens=[], workers=1,
+                algorithm=algorithm, progress=lambda phase, done, total: seen.append((phase, done, total)))
+    counting = [s for s in seen if s[0] == "count"]
+    merging = [s for s in seen if s[0] == "merge"]
+    assert counting and counting[-1][1] == 24 * 40
+    assert merging and merging[-1] == ("merge", len(tok.merges), 300 - 256)
+    assert [d for _, d, _ in merging] == sorted(d for _, d, _ in merging)

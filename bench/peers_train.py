@@ -1,0 +1,128 @@
+"""Side by side: train a 32,768-id vocabulary on the first 100 MB of the English corpus with mnemo
+and, where installed, rustbpe, Hugging Face tokenizers and bpeasy -- each in a fresh process, in
+the same run -- and report wall time of the training call, peak RSS and bytes per token on the
+10 MB of held-out documents that follow.  GPT-4's split pattern for everyone (mnemo: "gpt4"),
+no special tokens, so every library learns 32,512 merges.
+
+    .venv/bin/pip install rustbpe tokenizers bpeasy tiktoken    # the peers (optional)
+    .venv/bin/python bench/peers_train.py [--mb 100] [--heldout-mb 10] [--threads 2] [--only mnemo,rustbpe]
+
+Read the ratios: these machines are shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
+GPT4 = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+VOCAB = 32768
+LIBRARIES = ("mnemo", "rustbpe", "tokenizers", "bpeasy")
+
+
+def load(mb: float, heldout_mb: float) -> tuple[list[str], list[str]]:
+    train: list[str] = []
+    held: list[str] = []
+    size = 0
+    with lzma.open(CORPUS, "rt", encoding="utf-8") as f:
+        for line in f:
+            text = json.loads(line)["text"]
+            n = len(text.encode("utf-8"))
+            if size < mb * 1e6:
+                train.append(text)
+            elif size < (mb + heldout_mb) * 1e6:
+                held.append(text)
+            else:
+                break
+            size += n
+    return train, held
+
+
+def run_one(name: str, mb: float, heldout_mb: float, threads: int) -> dict[str, object]:
+    train, held = load(mb, heldout_mb)
+    t0 = time.perf_counter()
+    if name == "mnemo":
+        import mnemo.training
+
+        tok = mnemo.training.train(iter(train), vocab_size=VOCAB, pattern="gpt4", special_tokens=[], workers=threads, verify=False)
+        seconds = time.perf_counter() - t0
+        n_tokens = sum(len(tok.encode_ordinary(t)) for t in held)
+    elif name == "rustbpe":
+        os.environ["RAYON_NUM_THREADS"] = str(threads)
+        import rustbpe
+
+        rtok = rustbpe.Tokenizer()
+        rtok.train_from_iterator(iter(train), vocab_size=VOCAB, pattern=GPT4)
+        seconds = time.perf_counter() - t0
+        n_tokens = sum(len(ids) for ids in rtok.batch_encode(held))
+    elif name == "tokenizers":
+        os.environ["RAYON_RS_NUM_CPUS"] = str(threads)
+        from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        htok = Tokenizer(models.BPE())
+        htok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(GPT4), behavior="isolated"), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+        )
+        htok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=VOCAB, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        htok.train_from_iterator(train, trainer=trainer)
+        seconds = time.perf_counter() - t0
+        n_tokens = sum(len(e.ids) for e in htok.encode_batch(held))
+    elif name == "bpeasy":
+        import bpeasy
+        import tiktoken
+
+        vocab = bpeasy.train_bpe(iter(train), GPT4, 128, VOCAB)
+        seconds = time.perf_counter() - t0
+        enc = tiktoken.Encoding(name="bpeasy", pat_str=GPT4, mergeable_ranks=vocab, special_tokens={})
+        n_tokens = sum(len(enc.encode_ordinary(t)) for t in held)
+    else:
+        raise SystemExit(f"unknown library {name}")
+    held_bytes = sum(len(t.encode("utf-8")) for t in held)
+    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return {"library": name, "seconds": seconds, "peak_rss_mib": rss / 1024, "bytes_per_token": held_bytes / n_tokens}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=100)
+    ap.add_argument("--heldout-mb", type=float, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", default=",".join(LIBRARIES))
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_one(args.one, args.mb, args.heldout_mb, args.threads)))
+        return
+    if not CORPUS.is_file():
+        raise SystemExit(f"{CORPUS} is absent")
+    rows = []
+    for name in args.only.split(","):
+        cmd = [sys.executable, __file__, "--one", name, "--mb", str(args.mb), "--heldout-mb", str(args.heldout_mb), "--threads", str(args.threads)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+            print(f"{name:11s} skipped: {last}", flush=True)
+            continue
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print(f"{name:11s} train {row['seconds']:7.2f} s   peak RSS {row['peak_rss_mib']:7.0f} MiB   held-out {row['bytes_per_token']:.3f} bytes/token", flush=True)
+    if rows and rows[0]["library"] == "mnemo":
+        peers = [r for r in rows[1:]]
+        if peers:
+            fastest = min(peers, key=lambda r: float(r["seconds"]))  # type: ignore[arg-type]
+            ratio = float(rows[0]["seconds"]) / float(fastest["seconds"])  # type: ignore[arg-type]
+            print(f"mnemo / fastest peer ({fastest['library']}): {ratio:.2f}x the wall time "
+                  f"({args.mb:g} MB, {args.threads} threads, vocabulary {VOCAB})")
+
+
+if __name__ == "__main__":
+    main()
