@@ -15,6 +15,9 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/demo.py             `mnemo demo`: calls the library in order and prints
   mnemo/errors.py           exception classes users catch and subclass; nothing hot
   mnemo/formats.py          struct/numpy parsing of whole files, once per file
+  mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
+                            parsing and checks once per file; encode_iterable only cuts text and
+                            hands it to the compiled encoder and pre-tokenizer
   mnemo/parallel.py         the worker start method and progress type; nothing hot
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
@@ -29,6 +32,7 @@ HOT_MODULES: Final = [
     "mnemo/count.py",
     "mnemo/encode_text.py",
     "mnemo/encoder.py",
+    "mnemo/idmap.py",
     "mnemo/kernels.py",
     "mnemo/pretokenize.py",
     "mnemo/trainer.py",

@@ -138,9 +138,13 @@ def cmd_info(args: argparse.Namespace) -> int:
             print(f"  tie rule     {tok.tie}")
             print(f"  fingerprint  {tok.fingerprint}")
             print(f"  special      {specials or '(none)'}")
+            if tok.id_map is not None:
+                print("  id map       yes: an imported vocabulary keeps its own ids (docs/interop.md)")
             if tok.merge_counts:
                 print(f"  merge counts first {tok.merge_counts[0]}, last {tok.merge_counts[-1]}")
-            longest = max(range(tok.n_vocab - len(tok.special_tokens)), key=lambda i: len(tok.token_bytes(i)))
+            special_ids = set(tok.special_tokens.values())
+            regular = [i for i in range(tok.n_vocab) if i not in special_ids]
+            longest = max(regular, key=lambda i: len(tok.token_bytes(i)))
             print(f"  longest      id {longest}: {tok.token_bytes(longest)!r}")
         elif magic == TOK_MAGIC:
             h = read_tok_header(path)
@@ -153,6 +157,79 @@ def cmd_info(args: argparse.Namespace) -> int:
             print(f"  fingerprint  {h.fingerprint} (the tokenizer that wrote it)")
         else:
             raise MnemoError(f"{path}: neither a tokenizer.bin nor a .tok file (it starts with {magic!r})")
+    return 0
+
+
+# ---- convert -----------------------------------------------------------------------------------
+
+CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "mnemo")
+
+
+def _gpt2_paths(path: Path, merges: Path | None, reading: bool) -> tuple[Path, Path]:
+    """gpt2 files: a folder holding vocab.json + merges.txt, or a vocab .json with --merges."""
+    if merges is not None:
+        return path, merges
+    if reading and path.is_file():
+        raise MnemoError(f"{path} is a file: give the folder holding vocab.json and merges.txt, or --merges")
+    if not reading:
+        path.mkdir(parents=True, exist_ok=True)
+    elif not (path / "vocab.json").is_file() or not (path / "merges.txt").is_file():
+        raise MnemoError(
+            f"{path} has no vocab.json and merges.txt: for other names, give the vocab .json as IN and --merges FILE"
+        )
+    return path / "vocab.json", path / "merges.txt"
+
+
+def _special_ids(values: Sequence[str] | None) -> dict[str, int] | None:
+    if not values:
+        return None
+    out: dict[str, int] = {}
+    for value in values:
+        name, sep, number = value.rpartition("=")
+        if not sep or not name or not number.isdigit():
+            raise MnemoError(f"--special {value!r} should be NAME=ID, e.g. '<|endoftext|>=50256'")
+        out[name] = int(number)
+    return out
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from mnemo import interop
+    from mnemo.tokenizer import Tokenizer
+
+    src: Path = args.input
+    dst: Path = args.output
+    merges: Path | None = args.merges
+    if args.from_format == "tiktoken" and args.pattern is None:
+        raise MnemoError("a .tiktoken file does not hold its split pattern: pass --pattern (mnemonic, gpt4 or gpt2)")
+    if args.from_format != "tiktoken" and args.special:
+        raise MnemoError("--special NAME=ID is for --from tiktoken only (the other formats hold their specials)")
+    tok: Tokenizer
+    if args.from_format == "mnemo":
+        tok = Tokenizer.load(src)
+    elif args.from_format == "gpt2":
+        vocab_path, merges_path = _gpt2_paths(src, merges, reading=True)
+        tok = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
+    elif args.from_format == "tiktoken":
+        tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
+    else:
+        tok = interop.load_hf(src)
+    if args.to_format == "mnemo":
+        tok.save(dst)
+    elif args.to_format == "gpt2":
+        vocab_path, merges_path = _gpt2_paths(dst, None, reading=False)
+        interop.save_gpt2(tok, vocab_path, merges_path)
+    elif args.to_format == "tiktoken":
+        interop.save_tiktoken(tok, dst)
+    else:
+        interop.save_hf(tok, dst)
+    specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items()) or "none"
+    print(
+        f"converted {src} ({args.from_format}) -> {dst} ({args.to_format}): {tok.n_vocab} ids, "
+        f"pattern {tok.pattern}, special {specials}, fingerprint {tok.fingerprint}"
+    )
+    if args.to_format == "tiktoken":
+        print(f"  a .tiktoken file holds ranks only: load it with --pattern {tok.pattern}"
+              + "".join(f" --special '{n}={i}'" for n, i in tok.special_tokens.items()))
     return 0
 
 
@@ -394,6 +471,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pretrain-steps", type=_positive, default=60)
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(handler=cmd_demo)
+
+    p = sub.add_parser("convert", help="convert a vocabulary between mnemo, GPT-2, tiktoken and Hugging Face files",
+                       description=(
+        "Convert a byte-level BPE vocabulary.  Formats: mnemo (tokenizer.bin), gpt2 (a folder with vocab.json "
+        "and merges.txt, or a vocab .json with --merges), tiktoken (a .tiktoken rank file; reading one needs "
+        "--pattern and --special), hf (a Hugging Face tokenizer.json).  Ids are kept exactly."))
+    p.add_argument("input", type=Path, metavar="IN")
+    p.add_argument("output", type=Path, metavar="OUT")
+    p.add_argument("--from", dest="from_format", required=True, choices=CONVERT_FORMATS)
+    p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS)
+    p.add_argument("--merges", type=Path, default=None, help="--from gpt2 with IN a vocab .json: its merges.txt")
+    p.add_argument("--pattern", choices=["mnemonic", "gpt4", "gpt2"], default=None,
+                   help="split pattern of a .tiktoken input (required) or a gpt2 input (default gpt2)")
+    p.add_argument("--special", action="append", metavar="NAME=ID", help="a .tiktoken input's special token (repeat)")
+    p.set_defaults(handler=cmd_convert)
 
     p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds")
     p.add_argument("files", nargs="+", metavar="FILE")

@@ -31,6 +31,7 @@ BIN_MAGIC: Final = b"MNEMOBPE"
 BIN_VERSION: Final = 1
 BIN_HEADER: Final = struct.Struct("<8sHHIHBBIII")  # 32 bytes
 BIN_FLAG_COUNTS: Final = 1
+BIN_FLAG_ID_MAP: Final = 2  # imported vocabularies: public id of each id (docs/interop.md)
 PATTERNS: Final = ("mnemonic", "gpt4", "gpt2")  # index = pattern id (INTERFACES.md)
 TIES: Final = ("id", "bytes")  # index = tie id
 MAX_VOCAB: Final = 65536  # ids are stored as uint16
@@ -45,6 +46,7 @@ class TokenizerFields:
     special_tokens: list[str]
     tie: str
     merge_counts: list[int] | None
+    id_map: list[int] | None = None
 
 
 def encode_tokenizer_bin(
@@ -53,6 +55,7 @@ def encode_tokenizer_bin(
     special_tokens: Sequence[str],
     tie: str,
     merge_counts: Sequence[int] | None,
+    id_map: Sequence[int] | None = None,
 ) -> bytes:
     """Serialize without validating (Tokenizer validated; tests build bad files through this)."""
     flat = np.asarray(merges, dtype="<u2").reshape(-1)
@@ -63,6 +66,9 @@ def encode_tokenizer_bin(
     if merge_counts is not None:
         flags |= BIN_FLAG_COUNTS
         body.append(np.asarray(merge_counts, dtype="<u8").tobytes())
+    if id_map is not None:
+        flags |= BIN_FLAG_ID_MAP
+        body.append(np.asarray(id_map, dtype="<u2").tobytes())
     payload = b"".join(body)
     header = BIN_HEADER.pack(
         BIN_MAGIC,
@@ -95,7 +101,7 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
         raise fail(0, f"bad magic {magic!r} (expected {BIN_MAGIC!r}): not a mnemo tokenizer.bin")
     if version != BIN_VERSION:
         raise fail(8, f"format version {version} is not supported (this mnemo reads version {BIN_VERSION})")
-    if flags & ~BIN_FLAG_COUNTS:
+    if flags & ~(BIN_FLAG_COUNTS | BIN_FLAG_ID_MAP):
         raise fail(10, f"unknown flags 0x{flags:04x} (a newer mnemo wrote this file?)")
     if pattern_id >= len(PATTERNS):
         raise fail(18, f"unknown pattern id {pattern_id} (known: {', '.join(PATTERNS)})")
@@ -107,10 +113,12 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
     if n_vocab > MAX_VOCAB:
         raise fail(12, f"{n_merges} merges + {n_specials} specials give {n_vocab} ids, more than {MAX_VOCAB}")
     has_counts = bool(flags & BIN_FLAG_COUNTS)
+    has_map = bool(flags & BIN_FLAG_ID_MAP)
     merges_at = BIN_HEADER.size
     specials_at = merges_at + 4 * n_merges
     counts_at = specials_at + specials_size
-    expected = counts_at + (8 * n_merges if has_counts else 0)
+    map_at = counts_at + (8 * n_merges if has_counts else 0)
+    expected = map_at + (2 * n_vocab if has_map else 0)
     if size < expected:
         raise fail(size, f"truncated: the header announces {expected} bytes, the file has {size}")
     if size > expected:
@@ -159,7 +167,17 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
     counts: list[int] | None = None
     if has_counts:
         counts = [int(c) for c in np.frombuffer(data, dtype="<u8", count=n_merges, offset=counts_at).tolist()]
-    return TokenizerFields(merges, PATTERNS[pattern_id], specials, TIES[tie_id], counts)
+    id_map: list[int] | None = None
+    if has_map:
+        id_map = [int(i) for i in np.frombuffer(data, dtype="<u2", count=n_vocab, offset=map_at).tolist()]
+        owner: dict[int, int] = {}
+        for i, public in enumerate(id_map):
+            if public >= n_vocab:
+                raise fail(map_at + 2 * i, f"id map: id {i} is renumbered {public}, outside 0..{n_vocab - 1}")
+            first = owner.setdefault(public, i)
+            if first != i:
+                raise fail(map_at + 2 * i, f"id map: ids {first} and {i} are both renumbered {public}")
+    return TokenizerFields(merges, PATTERNS[pattern_id], specials, TIES[tie_id], counts, id_map)
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Literal
 
 import numpy as np
@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from mnemo.encoder import Encoder
 from mnemo.errors import ConfigError, InputError, SpecialTokenError
+from mnemo.idmap import remap_in_place
 from mnemo.formats import (
     MAX_VOCAB,
     PATTERNS,
@@ -49,6 +50,11 @@ class Tokenizer:
 
     Merge k (0-based) makes id 256 + k from the pair merges[k]; special token j gets id
     256 + len(merges) + j.  See INTERFACES.md and DESIGN.md.
+
+    `id_map` (imported vocabularies, docs/interop.md) renumbers the ids the tokenizer shows:
+    id_map[i] is the public id of mnemo's id i, a permutation of 0..n_vocab-1.  `merges` stay in
+    mnemo's own numbering (the encoder's); every other id in and out (encode, decode,
+    token_bytes, special_tokens, vocab) is public.  An identity map is stored as None.
     """
 
     def __init__(
@@ -59,6 +65,7 @@ class Tokenizer:
         special_tokens: Sequence[str] | None = None,
         tie: str = "id",
         merge_counts: Sequence[int] | None = None,
+        id_map: Sequence[int] | None = None,
     ) -> None:
         if pattern not in PATTERNS:
             raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
@@ -108,22 +115,49 @@ class Tokenizer:
             if any(c < 0 or c >= 1 << 64 for c in counts):
                 raise ConfigError("merge counts must be in 0..2**64-1")
 
+        public: list[int] | None = None
+        if id_map is not None:
+            public = [int(i) for i in id_map]
+            if len(public) != n_vocab:
+                raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
+            owner: dict[int, int] = {}
+            for i, p in enumerate(public):
+                if not 0 <= p < n_vocab:
+                    raise ConfigError(f"id_map[{i}] = {p} is outside 0..{n_vocab - 1}")
+                first_owner = owner.setdefault(p, i)
+                if first_owner != i:
+                    raise ConfigError(f"id_map gives id {p} to both {first_owner} and {i}")
+            if public == list(range(n_vocab)):
+                public = None
+
         self.merges: list[tuple[int, int]] = checked
         self.pattern: str = pattern
         self.tie: str = tie
         self.merge_counts: list[int] | None = counts
-        self.special_tokens: dict[str, int] = names
-        self._vocab = vocab
+        self.id_map: list[int] | None = public
+        self._internal_vocab = vocab
+        self._internal_specials = names
+        self._public: list[int] | None = public
+        if public is None:
+            self.special_tokens: dict[str, int] = names
+            self._vocab = vocab
+        else:
+            self.special_tokens = {s: public[i] for s, i in names.items()}
+            self._vocab = [b""] * n_vocab
+            for i, raw in enumerate(vocab):
+                self._vocab[public[i]] = raw
         self._pattern_id = PATTERNS.index(pattern)
         self._encoder = Encoder(checked)
         self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
-        self._special_by_id = {i: s for s, i in names.items()}
+        self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer1")
         h.update(pattern.encode() + b"\0")
         h.update(np.asarray(checked, dtype="<u2").tobytes())
         for name in specials:
             raw = name.encode("utf-8")
             h.update(bytes([len(raw)]) + raw)
+        if public is not None:
+            h.update(b"id_map" + np.asarray(public, dtype="<u2").tobytes())
         self.fingerprint: str = h.hexdigest()
 
     # ---- properties and files ----
@@ -154,10 +188,47 @@ class Tokenizer:
             raise InputError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
         return self._vocab[token]
 
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """Every id's bytes (special tokens: their UTF-8 names), as CS336's interface has it."""
+        return dict(enumerate(self._vocab))
+
+    @property
+    def merge_pairs(self) -> list[tuple[bytes, bytes]]:
+        """The merges as byte pairs, in the order they apply (CS336's `merges`)."""
+        v = self._internal_vocab
+        return [(v[a], v[b]) for a, b in self.merges]
+
+    @classmethod
+    def from_vocab_merges(
+        cls,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens: Sequence[str] | None = None,
+        *,
+        pattern: str = "gpt2",
+    ) -> Tokenizer:
+        """A Tokenizer from CS336's `vocab` (id -> bytes), `merges` and special tokens (mnemo/interop.py)."""
+        from mnemo.interop import from_vocab_merges
+
+        return from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)
+
+    def encode_iterable(
+        self,
+        texts: Iterable[str],
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+    ) -> Iterator[int]:
+        """`encode` of "".join(texts), ids yielded lazily with bounded memory (mnemo/interop.py)."""
+        from mnemo.interop import encode_iterable
+
+        return encode_iterable(self, texts, allowed_special=allowed_special, disallowed_special=disallowed_special)
+
     def to_bytes(self) -> bytes:
         """The tokenizer.bin image of this tokenizer."""
         return encode_tokenizer_bin(
-            self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts
+            self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts, self.id_map
         )
 
     @classmethod
@@ -169,6 +240,7 @@ class Tokenizer:
             special_tokens=fields.special_tokens,
             tie=fields.tie,
             merge_counts=fields.merge_counts,
+            id_map=fields.id_map,
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -198,7 +270,7 @@ class Tokenizer:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
         out: list[int] = []
         self._encode_range(bytes(data), 0, len(data), out)
-        return out
+        return self._to_public(out)
 
     def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
         """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
@@ -216,7 +288,13 @@ class Tokenizer:
         data = self._text_bytes(text)
         out: list[int] = []
         self._encode_range(data, 0, len(data), out)
-        return out
+        return self._to_public(out)
+
+    def _to_public(self, ids: list[int]) -> list[int]:
+        """mnemo's ids -> the public ids, in place (only when an id_map renumbers them)."""
+        if self._public is not None:
+            remap_in_place(ids, self._public)
+        return ids
 
     def _specials_re(self, names: Collection[str]) -> tuple[bytes, re.Pattern[bytes]]:
         """(common prefix of the names, regex matching any of them, longest first)."""
@@ -284,13 +362,13 @@ class Tokenizer:
         out: list[int] = []
         pos = 0
         if allowed and self._find_special(allowed, data) is not None:
-            ids = self.special_tokens
+            ids = self._internal_specials
             for m in self._specials_re(allowed)[1].finditer(data):
                 self._encode_range(data, pos, m.start(), out)
                 out.append(ids[m.group().decode("utf-8")])
                 pos = m.end()
         self._encode_range(data, pos, len(data), out)
-        return out
+        return self._to_public(out)
 
     def encode_batch(
         self,

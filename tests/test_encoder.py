@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.encoder import CACHE_MAX_BYTES, LONG_CHUNK, Encoder
+from mnemo.interop import bytes_to_unicode
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -142,20 +143,6 @@ def test_encode_ends_cache_keys() -> None:
 
 
 # ---- GPT-2's merges on real text ----
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's printable alphabet for the 256 bytes (documented in its encoder.py)."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1), *range(ord("\u00ae"), 256)]
-    extra = 0
-    table: dict[int, str] = {}
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 def load_gpt2_merges(cs336_dir: Path) -> list[tuple[int, int]]:

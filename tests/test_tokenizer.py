@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer
+from mnemo.interop import bytes_to_unicode
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
 
@@ -233,20 +234,6 @@ def test_round_trip_any_bytes(gpt2_like: Tokenizer, data: bytes) -> None:
 
 
 # ---- GPT-2 against tiktoken ----
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's printable alphabet for the 256 bytes."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1), *range(ord("\u00ae"), 256)]
-    table: dict[int, str] = {}
-    extra = 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 def load_gpt2(root: Path) -> list[tuple[int, int]]:

@@ -1,0 +1,730 @@
+"""Other tokenizers' files in and out, and the CS336 interface (docs/interop.md).
+
+GPT-2 `vocab.json` + `merges.txt`, tiktoken's mergeable ranks and `.tiktoken` files, Hugging Face
+`tokenizer.json`, and `(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]])`.  Every
+importer validates what it reads and raises FormatError naming the file and the line or key; no
+pickle anywhere.  Imported vocabularies keep their own ids through `Tokenizer.id_map`, so mnemo
+gives exactly the ids the other tool gives.
+
+Plain Python (not compiled): parsing and checking whole files once, and `encode_iterable`, whose
+work is done by the compiled encoder and pre-tokenizer it calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from mnemo.errors import ConfigError, FormatError
+from mnemo.formats import read_file, write_atomic
+from mnemo.pretokenize import PATTERN_REGEX, split
+from mnemo.tokenizer import AllOr, Tokenizer
+
+PathLike = str | os.PathLike[str]
+
+
+# ---- GPT-2's printable byte alphabet ----
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable alphabet for the 256 bytes (its encoder.py): byte value -> character.
+
+    Printable Latin-1 bytes stand for themselves; the other 68 (controls, space, 0x7f-0xa0,
+    0xad) become chr(256), chr(257), ... in byte order, so every token is printable text.
+    """
+    printable = {*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)}
+    table: dict[int, str] = {}
+    extra = 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+BYTE_TO_CHAR: Final = bytes_to_unicode()
+CHAR_TO_BYTE: Final = {c: b for b, c in BYTE_TO_CHAR.items()}
+
+
+def token_to_string(raw: bytes) -> str:
+    """A token's bytes spelt in GPT-2's alphabet (b" the" -> "Ġthe")."""
+    return "".join([BYTE_TO_CHAR[b] for b in raw])
+
+
+def string_to_token(text: str, where: str) -> bytes:
+    """The bytes a GPT-2-alphabet string stands for; FormatError (naming `where`) otherwise."""
+    try:
+        return bytes([CHAR_TO_BYTE[c] for c in text])
+    except KeyError as exc:
+        raise FormatError(
+            f"{where}: token {text!r} holds {exc.args[0]!r}, which is not in GPT-2's byte alphabet "
+            f"(this is not a byte-level BPE vocabulary)"
+        ) from None
+
+
+# ---- the one assembler every importer goes through ----
+
+
+def _show(raw: bytes) -> str:
+    return repr(token_to_string(raw))
+
+
+def assemble(
+    source: str,
+    vocab: Mapping[bytes, int],
+    merges: Sequence[tuple[bytes, bytes]],
+    *,
+    pattern: str,
+    specials: Mapping[str, int] | None = None,
+    merge_where: Callable[[int], str] = lambda k: f"merge {k}",
+    vocab_where: Callable[[bytes], str] = _show,
+    leftover_name: Callable[[bytes], str] | None = None,
+) -> Tokenizer:
+    """A Tokenizer from byte-level tokens with their ids, merges in priority order, and specials.
+
+    `vocab` maps every byte token and every merge's result to its (public) id.  Merge k must use
+    tokens that exist already (bytes or earlier merges) and make a token of `vocab`.  Entries of
+    `vocab` no merge makes become special tokens named by `leftover_name` when it is given
+    (GPT-2's vocab.json holds `<|endoftext|>` that way); otherwise they are an error.  The ids
+    together must be exactly 0..n-1 (FormatError names a repeated or missing id).
+    """
+    internal: dict[bytes, int] = {}
+    public: list[int] = []
+    labels: list[str] = []
+    for b in range(256):
+        raw = bytes([b])
+        if raw not in vocab:
+            raise FormatError(
+                f"{source}: the byte 0x{b:02x} ({_show(raw)}) is not in the vocabulary; a byte-level "
+                f"BPE vocabulary has all 256 bytes"
+            )
+        internal[raw] = b
+        public.append(vocab[raw])
+        labels.append(vocab_where(raw))
+    pairs: list[tuple[int, int]] = []
+    for k, (left, right) in enumerate(merges):
+        where = merge_where(k)
+        for part in (left, right):
+            if part not in vocab:
+                raise FormatError(f"{source}: {where}: token {_show(part)} is not in the vocabulary")
+            if part not in internal:
+                raise FormatError(
+                    f"{source}: {where}: token {_show(part)} is not made by any earlier merge (merges must come "
+                    f"in the order they apply)"
+                )
+        merged = left + right
+        if merged not in vocab:
+            raise FormatError(f"{source}: {where}: the merged token {_show(merged)} is not in the vocabulary")
+        if merged in internal:
+            raise FormatError(
+                f"{source}: {where}: makes {_show(merged)} again (a byte or an earlier merge already made it)"
+            )
+        internal[merged] = 256 + k
+        pairs.append((internal[left], internal[right]))
+        public.append(vocab[merged])
+        labels.append(vocab_where(merged))
+    names: list[str] = []
+    for raw, i in sorted(vocab.items(), key=lambda item: item[1]):
+        if raw in internal:
+            continue
+        if leftover_name is None:
+            raise FormatError(
+                f"{source}: vocabulary entry {vocab_where(raw)} (id {i}) is neither a byte nor made by a merge"
+            )
+        names.append(leftover_name(raw))
+        public.append(i)
+        labels.append(vocab_where(raw))
+    for name, i in sorted((specials or {}).items(), key=lambda item: item[1]):
+        if name in names:
+            raise FormatError(f"{source}: special token {name!r} is listed twice")
+        names.append(name)
+        public.append(i)
+        labels.append(repr(name))
+    owner: dict[int, int] = {}
+    for pos, i in enumerate(public):
+        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+            raise FormatError(f"{source}: {labels[pos]} has id {i!r}, not a non-negative integer")
+        first = owner.setdefault(i, pos)
+        if first != pos:
+            raise FormatError(f"{source}: id {i} is given to both {labels[first]} and {labels[pos]} (duplicate id)")
+    n = len(public)
+    if max(public) != n - 1:
+        missing = min(set(range(n)) - owner.keys())
+        raise FormatError(
+            f"{source}: no token has id {missing} but the ids go up to {max(public)}: mnemo needs ids "
+            f"0..{n - 1} without gaps"
+        )
+    try:
+        return Tokenizer(pairs, pattern=pattern, special_tokens=names, id_map=public)
+    except ConfigError as exc:
+        raise FormatError(f"{source}: {exc}") from None
+
+
+def _regular_ids(tok: Tokenizer) -> list[int]:
+    specials = set(tok.special_tokens.values())
+    return [i for i in range(tok.n_vocab) if i not in specials]
+
+
+def _check_pattern(pattern: str) -> str:
+    if pattern not in PATTERN_REGEX:
+        raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERN_REGEX)}")
+    return pattern
+
+
+def _read_text(path: PathLike) -> str:
+    data = read_file(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{os.fspath(path)}: offset {exc.start}: not valid UTF-8") from None
+
+
+def _load_json(path: PathLike) -> Any:
+    source = os.fspath(path)
+
+    def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise FormatError(f"{source}: key {key!r} appears twice")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(_read_text(path), object_pairs_hook=no_repeats)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{source}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+
+
+# ---- GPT-2: vocab.json + merges.txt ----
+
+
+def _gpt2_vocab(obj: Any, source: str, where: str = "") -> dict[bytes, int]:
+    if not isinstance(obj, dict):
+        raise FormatError(f"{source}: {where or 'the file'} should be a JSON object mapping tokens to ids")
+    vocab: dict[bytes, int] = {}
+    for key, value in obj.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise FormatError(f"{source}: key {where}{key!r}: the id {value!r} is not an integer")
+        raw = string_to_token(key, f"{source}: key {where}{key!r}")
+        vocab[raw] = value
+    return vocab
+
+
+def parse_merges_txt(text: str, source: str) -> tuple[list[tuple[bytes, bytes]], list[int]]:
+    """merges.txt as byte pairs, with the 1-based line of each (a `#version` first line is skipped)."""
+    merges: list[tuple[bytes, bytes]] = []
+    lines: list[int] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        if not line or (n == 1 and line.startswith("#version")):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            raise FormatError(f"{source}: line {n}: {line!r} should be two tokens separated by one space")
+        where = f"{source}: line {n}"
+        merges.append((string_to_token(parts[0], where), string_to_token(parts[1], where)))
+        lines.append(n)
+    return merges, lines
+
+
+def load_gpt2(vocab_path: PathLike, merges_path: PathLike, *, pattern: str = "gpt2") -> Tokenizer:
+    """A Tokenizer from GPT-2's `vocab.json` (encoder.json) and `merges.txt` (vocab.bpe).
+
+    Vocabulary entries that no merge makes (`<|endoftext|>`) become special tokens with their ids.
+    """
+    vsource, msource = os.fspath(vocab_path), os.fspath(merges_path)
+    vocab = _gpt2_vocab(_load_json(vocab_path), vsource)
+    merges, lines = parse_merges_txt(_read_text(merges_path), msource)
+    return assemble(
+        f"{vsource} + {msource}",
+        vocab,
+        merges,
+        pattern=_check_pattern(pattern),
+        merge_where=lambda k: f"{msource}: line {lines[k]}",
+        leftover_name=token_to_string,  # the vocab.json key itself
+    )
+
+
+def gpt2_vocab(tok: Tokenizer) -> dict[str, int]:
+    """The vocab.json mapping: GPT-2-alphabet token -> id; special tokens under their names."""
+    specials = {i: s for s, i in tok.special_tokens.items()}
+    out: dict[str, int] = {}
+    for i in range(tok.n_vocab):
+        key = specials.get(i)
+        if key is None:
+            key = token_to_string(tok.token_bytes(i))
+        if key in out:
+            raise ConfigError(f"ids {out[key]} and {i} are both {key!r}: a vocab.json cannot hold both")
+        out[key] = i
+    return out
+
+
+def gpt2_merges(tok: Tokenizer) -> list[tuple[str, str]]:
+    """The merges in priority order, spelt in GPT-2's alphabet."""
+    return [(token_to_string(a), token_to_string(b)) for a, b in tok.merge_pairs]
+
+
+def save_gpt2(tok: Tokenizer, vocab_path: PathLike, merges_path: PathLike) -> None:
+    """Write vocab.json and merges.txt (with OpenAI's `#version: 0.2` first line)."""
+    vocab = json.dumps(gpt2_vocab(tok), ensure_ascii=False)
+    lines = ["#version: 0.2", *(f"{a} {b}" for a, b in gpt2_merges(tok))]
+    write_atomic(vocab_path, vocab.encode("utf-8"))
+    write_atomic(merges_path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+# ---- tiktoken ----
+
+
+def mergeable_ranks(tok: Tokenizer) -> dict[bytes, int]:
+    """tiktoken's `mergeable_ranks`: the bytes of every non-special token -> its id."""
+    ranks: dict[bytes, int] = {}
+    for i in _regular_ids(tok):
+        raw = tok.token_bytes(i)
+        if raw in ranks:
+            raise ConfigError(f"ids {ranks[raw]} and {i} are both {raw!r}: tiktoken ranks cannot hold both")
+        ranks[raw] = i
+    return ranks
+
+
+def tiktoken_args(tok: Tokenizer, name: str = "mnemo") -> dict[str, Any]:
+    """Keyword arguments of `tiktoken.Encoding(**...)`: name, pat_str, mergeable_ranks, special_tokens."""
+    return {
+        "name": name,
+        "pat_str": PATTERN_REGEX[tok.pattern],
+        "mergeable_ranks": mergeable_ranks(tok),
+        "special_tokens": dict(tok.special_tokens),
+    }
+
+
+def to_tiktoken(tok: Tokenizer, name: str = "mnemo") -> Any:
+    """A ready `tiktoken.Encoding` that encodes as `tok` does (needs tiktoken installed).
+
+    Typed Any and imported by name: tiktoken is optional, and the build type-checks without it.
+    """
+    try:
+        tiktoken = importlib.import_module("tiktoken")
+    except ImportError:
+        raise ConfigError("to_tiktoken needs the tiktoken package: pip install tiktoken") from None
+    return tiktoken.Encoding(**tiktoken_args(tok, name))
+
+
+def save_tiktoken(tok: Tokenizer, path: PathLike) -> None:
+    """A `.tiktoken` file: one `base64(token) rank` line per token, by rank (no specials, no pattern)."""
+    ranks = sorted(mergeable_ranks(tok).items(), key=lambda item: item[1])
+    text = "".join(f"{base64.b64encode(raw).decode('ascii')} {rank}\n" for raw, rank in ranks)
+    write_atomic(path, text.encode("ascii"))
+
+
+def parse_tiktoken(text: str, source: str) -> tuple[dict[bytes, int], dict[bytes, int]]:
+    """A `.tiktoken` file's ranks, and the line of each token."""
+    ranks: dict[bytes, int] = {}
+    where: dict[bytes, int] = {}
+    rank_line: dict[int, int] = {}
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise FormatError(f"{source}: line {n}: {line[:60]!r} should be 'BASE64 RANK'")
+        try:
+            raw = base64.b64decode(parts[0], validate=True)
+        except (binascii.Error, ValueError):
+            raise FormatError(f"{source}: line {n}: {parts[0][:60]!r} is not valid base64") from None
+        if not parts[1].isdigit():
+            raise FormatError(f"{source}: line {n}: rank {parts[1][:20]!r} is not a non-negative integer")
+        rank = int(parts[1])
+        if not raw:
+            raise FormatError(f"{source}: line {n}: the token is empty")
+        if raw in ranks:
+            raise FormatError(f"{source}: line {n}: token {raw!r} is listed again (first on line {where[raw]})")
+        if rank in rank_line:
+            raise FormatError(f"{source}: line {n}: rank {rank} is given again (first on line {rank_line[rank]})")
+        ranks[raw] = rank
+        where[raw] = n
+        rank_line[rank] = n
+    if not ranks:
+        raise FormatError(f"{source}: no ranks in the file")
+    top = max(rank_line)
+    if top != len(ranks) - 1:
+        missing = min(set(range(top + 1)) - rank_line.keys())
+        raise FormatError(f"{source}: no token has rank {missing} but ranks go up to {top} (ranks have gaps)")
+    return ranks, where
+
+
+def _split_by_ranks(raw: bytes, ranks: Mapping[bytes, int], limit: int) -> list[bytes]:
+    """tiktoken's byte-pair merge of `raw` using only ranks below `limit`."""
+    parts = [raw[i : i + 1] for i in range(len(raw))]
+    while len(parts) > 1:
+        best, at = limit, -1
+        for i in range(len(parts) - 1):
+            r = ranks.get(parts[i] + parts[i + 1], limit)
+            if r < best:
+                best, at = r, i
+        if at < 0:
+            break
+        parts[at : at + 2] = [parts[at] + parts[at + 1]]
+    return parts
+
+
+def merges_from_ranks(ranks: Mapping[bytes, int], source: str, where: Callable[[bytes], str]) -> list[tuple[bytes, bytes]]:
+    """The merges behind mergeable ranks: each multi-byte token, by rank, is the pair tiktoken's
+    own merging of its bytes ends with (using only lower ranks)."""
+    merges: list[tuple[bytes, bytes]] = []
+    for raw, rank in sorted(ranks.items(), key=lambda item: item[1]):
+        if len(raw) < 2:
+            continue
+        parts = _split_by_ranks(raw, ranks, rank)
+        if len(parts) != 2:
+            raise FormatError(
+                f"{source}: {where(raw)}: token {raw!r} (rank {rank}) is not the merge of two lower-ranked "
+                f"tokens (merging its bytes stops at {len(parts)} parts)"
+            )
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def from_mergeable_ranks(
+    ranks: Mapping[bytes, int],
+    pattern: str,
+    special_tokens: Mapping[str, int] | None = None,
+    source: str = "<mergeable_ranks>",
+    where: Callable[[bytes], str] | None = None,
+) -> Tokenizer:
+    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials."""
+    name_of = where or (lambda raw: f"token {raw!r}")
+    merges = merges_from_ranks(ranks, source, name_of)
+    return assemble(source, ranks, merges, pattern=_check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
+
+
+def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
+    """A Tokenizer from a `.tiktoken` rank file, a mnemo pattern name and the special tokens' ids."""
+    source = os.fspath(path)
+    ranks, lines = parse_tiktoken(_read_text(path), source)
+    return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}")
+
+
+# ---- Hugging Face tokenizer.json ----
+
+HF_GPT2_REGEX: Final = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def to_hf_json(tok: Tokenizer) -> dict[str, Any]:
+    """A Hugging Face `tokenizer.json` (as a dict) that encodes as `tok` does."""
+    specials = {i: s for s, i in tok.special_tokens.items()}
+    vocab = gpt2_vocab(tok)
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": i,
+                "content": s,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+            for i, s in sorted(specials.items())
+        ],
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": PATTERN_REGEX[tok.pattern]},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": {k: v for k, v in vocab.items() if v not in specials},
+            "merges": [[a, b] for a, b in gpt2_merges(tok)],
+        },
+    }
+
+
+def save_hf(tok: Tokenizer, path: PathLike) -> None:
+    """Write a Hugging Face tokenizer.json."""
+    write_atomic(path, json.dumps(to_hf_json(tok), ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+def _hf_pattern(pre: Any, source: str) -> str:
+    """The mnemo pattern a byte-level pre-tokenizer runs, or a FormatError naming the key."""
+
+    def not_byte_level(key: str, value: Any) -> FormatError:
+        return FormatError(
+            f"{source}: key {key!r} is {json.dumps(value)[:120]}: mnemo imports byte-level BPE only "
+            f"(a Split on one of mnemo's patterns followed by ByteLevel without its regex, or GPT-2's ByteLevel)"
+        )
+
+    if not isinstance(pre, dict):
+        raise not_byte_level("pre_tokenizer", pre)
+    if pre.get("type") == "ByteLevel":
+        if pre.get("use_regex", True) is not True or pre.get("add_prefix_space", False) is not False:
+            raise not_byte_level("pre_tokenizer", pre)
+        return "gpt2"
+    steps = pre.get("pretokenizers")
+    if pre.get("type") != "Sequence" or not isinstance(steps, list) or len(steps) != 2:
+        raise not_byte_level("pre_tokenizer", pre)
+    first, second = steps
+    key = "pre_tokenizer.pretokenizers[0]"
+    if not isinstance(first, dict) or first.get("type") != "Split":
+        raise not_byte_level(key, first)
+    regex = first.get("pattern", {}).get("Regex") if isinstance(first.get("pattern"), dict) else None
+    if first.get("behavior") != "Isolated" or first.get("invert", False) is not False:
+        raise not_byte_level(key, first)
+    if (
+        not isinstance(second, dict)
+        or second.get("type") != "ByteLevel"
+        or second.get("use_regex", True) is not False
+        or second.get("add_prefix_space", False) is not False
+    ):
+        raise not_byte_level("pre_tokenizer.pretokenizers[1]", second)
+    for name, text in PATTERN_REGEX.items():
+        if regex == text:
+            return name
+    if regex == HF_GPT2_REGEX:
+        return "gpt2"
+    raise FormatError(
+        f"{source}: key '{key}.pattern.Regex' is {regex!r}, which is none of mnemo's patterns "
+        f"({', '.join(PATTERN_REGEX)}; docs/pretokenizer.md)"
+    )
+
+
+def from_hf_json(obj: Any, source: str = "<tokenizer.json>") -> Tokenizer:
+    """A Tokenizer from a parsed Hugging Face tokenizer.json holding byte-level BPE."""
+    if not isinstance(obj, dict):
+        raise FormatError(f"{source}: not a JSON object")
+    model = obj.get("model")
+    if not isinstance(model, dict) or model.get("type") != "BPE":
+        kind = model.get("type") if isinstance(model, dict) else model
+        raise FormatError(f"{source}: key 'model.type' is {kind!r}: mnemo imports byte-level BPE only")
+    if obj.get("normalizer") is not None:
+        raise FormatError(f"{source}: key 'normalizer' is set: mnemo imports byte-level BPE without a normalizer")
+    for key, ok in (
+        ("dropout", None),
+        ("continuing_subword_prefix", None),
+        ("end_of_word_suffix", None),
+    ):
+        if model.get(key) not in (ok, ""):
+            raise FormatError(f"{source}: key 'model.{key}' is {model.get(key)!r}; mnemo needs it unset")
+    if model.get("byte_fallback", False) or model.get("ignore_merges", False):
+        raise FormatError(f"{source}: keys 'model.byte_fallback' / 'model.ignore_merges' must be false")
+    pattern = _hf_pattern(obj.get("pre_tokenizer"), source)
+    decoder = obj.get("decoder")
+    if not isinstance(decoder, dict) or decoder.get("type") != "ByteLevel":
+        raise FormatError(f"{source}: key 'decoder' is {json.dumps(decoder)[:80]}: not a ByteLevel decoder")
+    specials: dict[str, int] = {}
+    for j, added in enumerate(obj.get("added_tokens") or []):
+        if not isinstance(added, dict) or not isinstance(added.get("content"), str) or not isinstance(added.get("id"), int):
+            raise FormatError(f"{source}: key 'added_tokens[{j}]' needs a string 'content' and an integer 'id'")
+        specials[added["content"]] = added["id"]
+    raw_vocab = model.get("vocab")
+    if not isinstance(raw_vocab, dict):
+        raise FormatError(f"{source}: key 'model.vocab' should be an object mapping tokens to ids")
+    plain: dict[str, Any] = {}
+    for key, value in raw_vocab.items():
+        if key in specials:
+            if value != specials[key]:
+                raise FormatError(
+                    f"{source}: key 'model.vocab'[{key!r}] is id {value!r} but added_tokens gives it {specials[key]}"
+                )
+            continue
+        plain[key] = value
+    vocab = _gpt2_vocab(plain, source, "model.vocab.")
+    raw_merges = model.get("merges")
+    if not isinstance(raw_merges, list):
+        raise FormatError(f"{source}: key 'model.merges' should be a list")
+    merges: list[tuple[bytes, bytes]] = []
+    for k, item in enumerate(raw_merges):
+        where = f"{source}: key 'model.merges[{k}]'"
+        if isinstance(item, str):
+            parts: Any = item.split(" ")
+        else:
+            parts = item
+        if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
+            raise FormatError(f"{where}: {item!r} should be two tokens")
+        merges.append((string_to_token(parts[0], where), string_to_token(parts[1], where)))
+    return assemble(
+        source,
+        vocab,
+        merges,
+        pattern=pattern,
+        specials=specials,
+        merge_where=lambda k: f"key 'model.merges[{k}]'",
+        vocab_where=lambda raw: f"'model.vocab'[{token_to_string(raw)!r}]",
+    )
+
+
+def load_hf(path: PathLike) -> Tokenizer:
+    """A Tokenizer from a Hugging Face tokenizer.json holding byte-level BPE."""
+    return from_hf_json(_load_json(path), os.fspath(path))
+
+
+# ---- the CS336 interface ----
+
+
+def from_vocab_merges(
+    vocab: Mapping[int, bytes],
+    merges: Sequence[tuple[bytes, bytes]],
+    special_tokens: Sequence[str] | None = None,
+    *,
+    pattern: str = "gpt2",
+) -> Tokenizer:
+    """A Tokenizer from `vocab` (id -> bytes), `merges` (in the order they apply) and special tokens.
+
+    A special token whose UTF-8 bytes are already in `vocab` keeps that id; the others get the
+    next free ids, in the order given (as CS336's reference tokenizer does).
+    """
+    source = "from_vocab_merges"
+    by_bytes: dict[bytes, int] = {}
+    for i, raw in vocab.items():
+        if not isinstance(raw, bytes) or not raw:
+            raise FormatError(f"{source}: vocab[{i!r}] is {raw!r}, not non-empty bytes")
+        if raw in by_bytes:
+            raise FormatError(f"{source}: vocab[{by_bytes[raw]}] and vocab[{i}] are both {raw!r}")
+        by_bytes[raw] = i
+    made = {a + b for a, b in merges}
+    specials: dict[str, int] = {}
+    next_id = max(vocab, default=-1) + 1
+    for name in special_tokens or []:
+        raw = name.encode("utf-8")
+        if name in specials:
+            continue
+        if raw in by_bytes and raw not in made and len(raw) > 1:
+            specials[name] = by_bytes.pop(raw)
+        else:
+            specials[name] = next_id
+            next_id += 1
+    return assemble(
+        source,
+        by_bytes,
+        [(bytes(a), bytes(b)) for a, b in merges],
+        pattern=_check_pattern(pattern),
+        specials=specials,
+        merge_where=lambda k: f"merges[{k}]",
+        vocab_where=lambda raw: f"vocab[{by_bytes.get(raw)}] {raw!r}",
+    )
+
+
+# ---- encode_iterable ----
+
+ITERABLE_BLOCK: Final = 1 << 16  # characters gathered before a cut is looked for
+
+
+def _clean(text: str) -> str:
+    """Lone surrogates -> U+FFFD, as Tokenizer.encode does (a surrogate pair becomes its character)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _safe_cut(tok: Tokenizer, data: bytes, names: Sequence[str]) -> int:
+    """A byte offset in `data` where encoding can be cut without changing any id, whatever follows.
+
+    Specials: a match starting at or before len - L (L the longest name, in bytes) is final, and
+    ends a stretch of text for good.  Pre-tokens: the text after the last final special is cut
+    at or before its second-to-last piece -- only the last piece boundary can move when text is
+    appended (the patterns look at most one character past a piece, and a piece that reaches
+    the end can grow).  The pieces are taken of the text up to len - L + 1, since a special
+    starting later would end the stretch there.
+    """
+    size = len(data)
+    start = 0
+    limit = size
+    longest = max((len(n.encode("utf-8")) for n in names), default=0)
+    if longest:
+        limit = size - longest + 1
+        if limit <= 0:
+            return 0
+        while limit < size and data[limit] & 0xC0 == 0x80:  # not inside a character
+            limit -= 1
+        for m in tok._specials_re(names)[1].finditer(data):
+            if m.start() >= limit:
+                break
+            start = m.end()
+    pieces = split(data[start:limit], tok.pattern)
+    # The prefix is encoded on its own, where the pattern sees its end instead of the text that
+    # follows: `\s+(?!\S)` then takes "\n\n" whole where "\n\n-" splits as "\n", "\n".  So a
+    # cut must also leave the prefix split exactly as it is inside the whole text; step back a
+    # piece at a time until it does.
+    # Only the last few pieces of the prefix can differ (a piece's match looks at most across a
+    # white-space run, which is at most 3 pieces), so the check splits a window of 4 pieces.
+    cut = limit - sum(len(p) for p in pieces[-2:])
+    for k in range(len(pieces) - 2, max(len(pieces) - 8, 0), -1):
+        first = max(k - 4, 0)
+        window = pieces[first:k]
+        begin = cut - sum(len(p) for p in window)
+        if split(data[begin:cut], tok.pattern) == window:
+            return cut
+        cut -= len(pieces[k - 1])
+    return start
+
+
+def encode_iterable(
+    tok: Tokenizer,
+    texts: Iterable[str],
+    *,
+    allowed_special: AllOr = frozenset(),
+    disallowed_special: AllOr = "all",
+) -> Iterator[int]:
+    """The ids of "".join(texts), yielded lazily: exactly `tok.encode` of the whole text.
+
+    Holds only the text whose ids could still change (a few pieces, or a special token that may
+    still be completing); memory does not grow with the input, only with its longest piece.
+    """
+    allowed, disallowed = tok._resolve_specials(allowed_special, disallowed_special)
+    names = sorted(allowed | disallowed)
+    carry = b""
+    pending: list[str] = []
+    pending_size = 0
+    threshold = ITERABLE_BLOCK
+    for part in texts:
+        if not isinstance(part, str):
+            raise ConfigError(f"encode_iterable needs str pieces, got {type(part).__name__}")
+        pending.append(part)
+        pending_size += len(part)
+        if pending_size + len(carry) < threshold:
+            continue
+        text = "".join(pending)
+        pending.clear()
+        if text and "\ud800" <= text[-1] <= "\udbff":  # the other half of a surrogate pair may follow
+            pending.append(text[-1])
+            text = text[:-1]
+        pending_size = len(pending[0]) if pending else 0
+        data = carry + _clean(text).encode("utf-8")
+        cut = _safe_cut(tok, data, names)
+        if cut:
+            yield from tok._encode_data(data[:cut], allowed, disallowed)
+        carry = data[cut:]
+        threshold = max(ITERABLE_BLOCK, 2 * len(carry))
+    data = carry + _clean("".join(pending)).encode("utf-8")
+    if data:
+        yield from tok._encode_data(data, allowed, disallowed)
