@@ -4,14 +4,16 @@ One `WordCounter` per worker process.  Two packed librt `vec[i64]` arrays hold t
 
     slots   open addressing, one i64 per slot: FNV-1a hash (32 bits) | (word index + 1) << 32,
             0 = empty.  8 bytes a slot: 262,144 slots (the size for ~130 K words) are 2 MB.
-    words   three i64 per word, in order of first appearance:
-              key    = hash | chunk length << 32
-              prefix = the chunk's first 7 bytes, little-endian, zero-padded (7, not 8: bits
-                       56-63 stay clear, so no shift ever reaches the sign bit of an i64)
-              count  = 64-bit count
+    words   four i64 per word (32 bytes), in order of first appearance:
+              key     = hash | chunk length << 32
+              prefix  = the chunk's bytes 0-6, little-endian, zero-padded (7, not 8: bits 56-63
+                        stay clear, so no shift ever reaches the sign bit of an i64)
+              prefix2 = its bytes 7-13, the same way
+              count   = 64-bit count
 
-A chunk of at most 7 bytes (most of them: English averages about 6) is identified by key and
-prefix, so counting it reads one slot and one word record -- no `bytes` object is made or read.
+A chunk of at most 14 bytes (nearly all of them: English averages about 6) is identified by key
+and the two prefixes, so counting it reads one slot and one word record -- no `bytes` object is
+made or read.
 Why this shape: a first version kept all four fields in 32-byte slots; at 100 K distinct words
 its 8 MB table cost ~700 ns a chunk in cache and TLB misses on these VMs, against ~80 ns with a
 small table.  Words appear roughly in order of frequency, so the records of the common ones sit
@@ -45,8 +47,9 @@ PREFIX_BYTES: Final[i64] = 7
 
 KEY: Final[i64] = 0
 PREFIX: Final[i64] = 1
-COUNT: Final[i64] = 2
-FIELDS: Final[i64] = 3
+PREFIX2: Final[i64] = 2
+COUNT: Final[i64] = 3
+FIELDS: Final[i64] = 4
 
 
 class WordCounter:
@@ -97,12 +100,16 @@ class WordCounter:
                 continue
             h: i64 = FNV_OFFSET
             prefix: i64 = 0
+            prefix2: i64 = 0
             i = pos
             while i < e:
                 c: i64 = data[i]
                 h = ((h ^ c) * FNV_PRIME) & MASK32
-                if i - pos < PREFIX_BYTES:
-                    prefix |= c << (8 * (i - pos))
+                k = i - pos
+                if k < PREFIX_BYTES:
+                    prefix |= c << (8 * k)
+                elif k < 2 * PREFIX_BYTES:
+                    prefix2 |= c << (8 * (k - PREFIX_BYTES))
                 i += 1
             key = h | (n << 32)
             at = h & mask
@@ -110,15 +117,15 @@ class WordCounter:
                 s = slots[at]
                 if s == 0:
                     # a new word: the slow path, which may grow the table
-                    self._insert(data, pos, e, key, prefix, at)
+                    self._insert(data, pos, e, key, prefix, prefix2, at)
                     slots = self.slots
                     mask = self.mask
                     words = self.words
                     break
                 if (s & MASK32) == h:
                     base = ((s >> 32) - 1) * FIELDS
-                    if words[base + KEY] == key and words[base + PREFIX] == prefix:
-                        if n <= PREFIX_BYTES or self._rest_equal(data, pos, n, (s >> 32) - 1):
+                    if words[base + KEY] == key and words[base + PREFIX] == prefix and words[base + PREFIX2] == prefix2:
+                        if n <= 2 * PREFIX_BYTES or self._rest_equal(data, pos, n, (s >> 32) - 1):
                             words[base + COUNT] = words[base + COUNT] + 1
                             break
                 at = (at + 1) & mask
@@ -127,18 +134,18 @@ class WordCounter:
         self.n_chunks += n_chunks
 
     def _rest_equal(self, data: bytes, pos: i64, n: i64, w: i64) -> bool:
-        """data[pos : pos + n] == word_bytes[w] when the first PREFIX_BYTES already matched."""
+        """data[pos : pos + n] == word_bytes[w] when the first 2 * PREFIX_BYTES already matched."""
         word = self.word_bytes[w]
         if n >= self.memeq_min_bytes:
             return memeq(data, pos, word, 0, n)
-        j: i64 = PREFIX_BYTES
+        j: i64 = 2 * PREFIX_BYTES
         while j < n:
             if data[pos + j] != word[j]:
                 return False
             j += 1
         return True
 
-    def _insert(self, data: bytes, pos: i64, e: i64, key: i64, prefix: i64, at: i64) -> None:
+    def _insert(self, data: bytes, pos: i64, e: i64, key: i64, prefix: i64, prefix2: i64, at: i64) -> None:
         w: i64 = len(self.word_bytes)
         self.word_bytes.append(data[pos:e])
         base = w * FIELDS
@@ -155,6 +162,7 @@ class WordCounter:
         words = self.words
         words[base + KEY] = key
         words[base + PREFIX] = prefix
+        words[base + PREFIX2] = prefix2
         words[base + COUNT] = 1
         self.slots[at] = (key & MASK32) | ((w + 1) << 32)
         if 2 * (w + 1) > self.mask:  # keep the load factor below one half

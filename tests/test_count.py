@@ -57,10 +57,12 @@ def test_long_chunks_and_the_limit() -> None:
 
 
 def test_same_hash_length_and_prefix_are_told_apart() -> None:
-    """Two different 15-byte words with equal FNV-1a hash and an equal 7-byte prefix land on the
-    same key: only the full comparison separates them.  The pair is found by a birthday search
-    (vectorised FNV-1a over 400,000 random 8-letter suffixes; about 18 collisions expected)."""
-    prefix = b"prefixx"
+    """Two different 22-byte words with equal FNV-1a hash and equal first 14 bytes (the two
+    packed prefix fields of a word record) land on the same key and prefixes: only the full
+    comparison separates them.  The pair is found by a birthday search (vectorised FNV-1a over
+    400,000 random 8-letter suffixes; about 18 collisions expected)."""
+    prefix = b"prefixxprefixx"
+    assert len(prefix) == 2 * PREFIX_BYTES
     rng = np.random.default_rng(7)
     suffixes = rng.integers(ord("a"), ord("z") + 1, size=(400_000, 8), dtype=np.uint64)
     h = np.full(len(suffixes), fnv1a(prefix), dtype=np.uint64)
@@ -70,7 +72,7 @@ def test_same_hash_length_and_prefix_are_told_apart() -> None:
     same = np.flatnonzero(h[order][1:] == h[order][:-1])
     pairs = [(bytes(suffixes[order[i]].astype(np.uint8)), bytes(suffixes[order[i + 1]].astype(np.uint8))) for i in same]
     a, b = next((prefix + x, prefix + y) for x, y in pairs if x != y)
-    assert a != b and len(a) == len(b) and a[:PREFIX_BYTES] == b[:PREFIX_BYTES] and fnv1a(a) == fnv1a(b)
+    assert a != b and len(a) == len(b) and a[: 2 * PREFIX_BYTES] == b[: 2 * PREFIX_BYTES] and fnv1a(a) == fnv1a(b)
     counter = WordCounter(pattern_id("gpt2"), 256)
     for word in (a, b, a):  # three documents of one chunk each
         counter.add(word)
