@@ -325,3 +325,30 @@ def test_token_counts_across_chunk_boundaries() -> None:
     masked = a | np.uint16(MASKBIT) * (np.arange(n) % 2 == 0).astype(np.uint16)
     expected = np.bincount(a[2::2], minlength=7).tolist()  # even positions carry the bit; 0 is no target
     assert TokenStream.from_arrays(masked, masked=True).token_counts(7).tolist() == expected
+
+
+def test_stream_from_tok_files_documents_and_chats(tmp_path: Path) -> None:
+    """The .tok seam: memory-maps the files the tokenizer wrote; a chat file is a masked stream
+    whose loader strips MASKBIT; mixing kinds and another tokenizer's file are refused."""
+    from mnemo import FingerprintError, Tokenizer
+    from mnemo.formats import TokWriter
+
+    tok = Tokenizer([(104, 105)])  # 'hi' = 256; <|bos|> 257 ... <|end|> 261
+    docs = tmp_path / "docs.tok"
+    with TokWriter(docs, tok) as w:
+        w.write_doc(np.arange(0, 40, dtype=np.uint16))
+    chat = tmp_path / "chat.tok"
+    with TokWriter(chat, tok, chat=True) as w:
+        w.write_doc(tok.render_conversation([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hi hi"}]))
+    stream = TokenStream.from_tok_files([docs], tok)
+    assert not stream.masked and stream.n_tokens == 40 and isinstance(stream.arrays[0], np.memmap)
+    masked = TokenStream.from_tok_files([chat], tok)
+    assert masked.masked
+    batch = BatchLoader(masked, batch_size=1, context=6, order="sequential").next_batch()
+    assert batch.mask is not None and int(batch.inputs.max()) < MASKBIT
+    with pytest.raises(ConfigError, match="mixing masked chat files and document files"):
+        TokenStream.from_tok_files([docs, chat], tok)
+    with pytest.raises(FingerprintError, match="fingerprint"):
+        TokenStream.from_tok_files([docs], Tokenizer([(104, 105), (256, 33)]))
+    with pytest.raises(ConfigError, match="no .tok files"):
+        TokenStream.from_tok_files([], tok)
