@@ -19,15 +19,16 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, InputError
-from mnemo.parallel import Progress, init_worker_signals, worker_context
 from mnemo.formats import TokWriter
-from mnemo.sources import check_inputs, iter_task_documents, kind_of, Task
+from mnemo.parallel import Progress, init_worker_signals, worker_context
+from mnemo.sources import Task, check_inputs, iter_task_documents, kind_of, open_binary, read_errors
 from mnemo.tokenizer import Tokenizer
 
 BLOCK_DOCS = 256
@@ -91,21 +92,22 @@ def _documents(inputs: Sequence[str | os.PathLike[str]], text_field: str, chat: 
             yield from iter_task_documents(Task(str(path), kind), text_field=text_field)
 
 
-def _jsonl_raw_lines(path: os.PathLike[str]) -> Iterator[bytes]:
-    from mnemo.sources import open_binary
-    from pathlib import Path
-
-    with open_binary(Path(path)) as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
-                raise InputError(f"{path}:{number}: a chat record needs a 'messages' list")
-            yield line
+def _jsonl_raw_lines(path: Path) -> Iterator[bytes]:
+    """The raw lines of a chat JSONL file, each checked to be a record with a `messages` list."""
+    try:
+        with open_binary(path) as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError as exc:
+                    raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
+                if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+                    raise InputError(f"{path}:{number}: a chat record needs a 'messages' list")
+                yield line
+    except read_errors() as exc:
+        raise InputError(f"{path}: cannot be read to the end ({type(exc).__name__}: {exc}); the file may be truncated or corrupt") from None
 
 
 def _blocks(docs: Iterator[bytes]) -> Iterator[list[bytes]]:

@@ -27,11 +27,12 @@ import io
 import json
 import lzma
 import os
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Final
+from typing import Any, Final
 
 from mnemo.errors import ConfigError, InputError
 
@@ -105,8 +106,52 @@ def open_binary(path: Path) -> io.BufferedIOBase:
             import zstandard
         except ImportError:
             raise InputError(f"{path}: is zstd-compressed; install the 'zstandard' package to read it") from None
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")))
+        return io.BufferedReader(_ZstdReader(open(path, "rb"), zstandard.ZstdDecompressor()), 1 << 20)
     return open(path, "rb")
+
+
+class _ZstdReader(io.RawIOBase):
+    """zstd frames, one after another, as a raw stream -- raising EOFError when the input ends
+    inside a frame.  (zstandard's own stream_reader returns a truncated stream's bytes and then a
+    quiet end of file: a cut-off file would be read as a shorter one.)"""
+
+    def __init__(self, raw: io.BufferedReader, dctx: Any) -> None:
+        super().__init__()
+        self.raw = raw
+        self.dctx = dctx
+        self.dobj: Any = None
+        self.out = b""
+        self.pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self.pos >= len(self.out):
+            chunk = self.raw.read(1 << 20)
+            if not chunk:
+                if self.dobj is not None:
+                    raise EOFError("the zstd stream ends inside a frame")
+                return 0
+            produced: list[bytes] = []
+            while chunk:
+                if self.dobj is None:
+                    self.dobj = self.dctx.decompressobj()
+                produced.append(self.dobj.decompress(chunk))
+                if self.dobj.eof:
+                    chunk = self.dobj.unused_data
+                    self.dobj = None
+                else:
+                    chunk = b""
+            self.out, self.pos = b"".join(produced), 0
+        n = min(len(buffer), len(self.out) - self.pos)
+        buffer[:n] = self.out[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
 
 
 def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -213,7 +258,32 @@ def _pyarrow_parquet(path: Path) -> ModuleType:
 
 
 def iter_task_documents(task: Task, *, text_field: str = "text", specials: Sequence[str] = ()) -> Iterator[bytes]:
-    """The documents of one task as UTF-8 bytes (text files: split at the special tokens)."""
+    """The documents of one task as UTF-8 bytes (text files: split at the special tokens).
+
+    A file that cannot be read to its end (a truncated or corrupt compressed stream, an I/O
+    error) is an InputError naming it."""
+    try:
+        yield from _task_documents(task, text_field, specials)
+    except read_errors() as exc:
+        raise InputError(
+            f"{task.path}: cannot be read to the end ({type(exc).__name__}: {exc}); "
+            f"the file may be truncated or corrupt"
+        ) from None
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a (compressed) file raises when it is truncated, corrupt or unreadable."""
+    errors: list[type[BaseException]] = [EOFError, OSError, lzma.LZMAError, zlib.error]
+    try:
+        import zstandard
+
+        errors.append(zstandard.ZstdError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def _task_documents(task: Task, text_field: str, specials: Sequence[str]) -> Iterator[bytes]:
     path = Path(task.path)
     if task.kind == "parquet":
         yield from _parquet_documents(path, task.row_group, text_field)

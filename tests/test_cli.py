@@ -160,3 +160,24 @@ def test_interrupted_tokenize_cleans_up(tmp_path: Path, workdir: Path, sig: int)
     assert code == 128 + sig, (code, err)
     assert not out.exists() and leftovers == []
     assert "Traceback" not in err, err  # the workers leave the signal to the parent
+
+
+def test_truncated_input_is_an_error_in_every_command(tmp_path: Path, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    p = tmp_path / "cut.jsonl.gz"
+    p.write_bytes(gzip.compress((workdir / "en.jsonl").read_bytes())[:20000])
+    chats = tmp_path / "cut-chat.jsonl.gz"
+    packed = gzip.compress((workdir / "chat.jsonl").read_bytes() * 3000)
+    chats.write_bytes(packed[: len(packed) // 2])
+    for argv in (
+        ["train", str(p), "-o", str(tmp_path / "t.bin"), "--workers", "1"],
+        ["train", str(p), "-o", str(tmp_path / "t.bin"), "--workers", "2"],
+        ["tokenize", "-t", str(workdir / "tok.bin"), str(p), "-o", str(tmp_path / "t.tok")],
+        ["tokenize", "-t", str(workdir / "tok.bin"), "--chat", str(chats), "-o", str(tmp_path / "t.tok")],
+    ):
+        assert main([*argv, "-q"]) == 1, argv
+        err = capsys.readouterr().err
+        assert ".jsonl.gz: cannot be read to the end" in err and "Traceback" not in err, (argv, err)
+    assert not (tmp_path / "t.bin").exists() and not (tmp_path / "t.tok").exists()
+    assert not list(tmp_path.glob(".t.tok.tmp-*"))

@@ -134,3 +134,19 @@ def test_text_without_documents_cut_where_chunks_end(tmp_path: Path) -> None:
     assert b"".join(d for t in tasks for d in iter_task_documents(t)) == data
     whole = plan_tasks([txt], n_workers=4, min_task_bytes=10_000, whole_documents=True)
     assert [(t.start, t.end) for t in whole] == [(0, len(data))]
+
+
+@pytest.mark.parametrize("compress", ["xz", "gzip", "zstd"])
+def test_truncated_compressed_input_is_a_clear_error(tmp_path: Path, compress: str) -> None:
+    raw = write_jsonl(tmp_path / "raw.jsonl", ["some text " * 50] * 200).read_bytes()
+    if compress == "xz":
+        packed = lzma.compress(raw)
+    elif compress == "gzip":
+        packed = gzip.compress(raw)
+    else:
+        zstandard = pytest.importorskip("zstandard")
+        packed = zstandard.ZstdCompressor().compress(raw)
+    p = tmp_path / f"cut.jsonl.{compress}"
+    p.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(InputError, match=rf"cut\.jsonl\.{compress}: cannot be read to the end .*truncated or corrupt"):
+        list(iter_documents([p]))
