@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.encoder import CACHE_MAX_BYTES, LONG_CHUNK, Encoder
-from mnemo.interop import bytes_to_unicode
+from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -146,16 +146,8 @@ def test_encode_ends_cache_keys() -> None:
 
 
 def load_gpt2_merges(cs336_dir: Path) -> list[tuple[int, int]]:
-    decode = {c: b for b, c in bytes_to_unicode().items()}
-    ids = {bytes([b]): b for b in range(256)}
-    merges: list[tuple[int, int]] = []
-    for line in (cs336_dir / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines():
-        if not line or line.startswith("#version"):
-            continue
-        left, right = (bytes(decode[c] for c in part) for part in line.split(" "))
-        merges.append((ids[left], ids[right]))
-        ids[left + right] = 255 + len(merges)
-    return merges
+    """GPT-2's merges in mnemo's numbering (byte b is id b, merge k is 256 + k)."""
+    return load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt").merges
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer
+from mnemo import interop
 from mnemo.interop import bytes_to_unicode
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
@@ -237,17 +238,8 @@ def test_round_trip_any_bytes(gpt2_like: Tokenizer, data: bytes) -> None:
 
 
 def load_gpt2(root: Path) -> list[tuple[int, int]]:
-    """GPT-2's merges.txt as mnemo merges: ids 0..255 are the bytes themselves, merge k is 256 + k."""
-    decode = {c: b for b, c in bytes_to_unicode().items()}
-    ids = {bytes([b]): b for b in range(256)}
-    merges: list[tuple[int, int]] = []
-    for line in (root / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines():
-        if not line or line.startswith("#version"):
-            continue
-        left, right = (bytes(decode[c] for c in part) for part in line.split(" "))
-        merges.append((ids[left], ids[right]))
-        ids[left + right] = 255 + len(merges)
-    return merges
+    """GPT-2's merges in mnemo's numbering: ids 0..255 are the bytes themselves, merge k is 256 + k."""
+    return interop.load_gpt2(root / "gpt2_vocab.json", root / "gpt2_merges.txt").merges
 
 
 @pytest.fixture(scope="module")
