@@ -15,6 +15,7 @@ from mnemo.errors import (
 from mnemo.formats import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
+from mnemo.training import train
 
 __version__ = "0.1.0"
 
@@ -30,4 +31,5 @@ __all__ = [
     "__version__",
     "open_tok",
     "split",
+    "train",
 ]

@@ -80,6 +80,12 @@ def test_naive_and_fast_agree_through_train(corpus_docs: Callable[..., list[str]
     assert fast.merges == naive.merges and fast.merge_counts == naive.merge_counts
 
 
+def test_train_is_exported() -> None:
+    import mnemo
+
+    assert mnemo.train is train
+
+
 def test_default_specials_at_the_top_and_stats() -> None:
     stats = TrainStats(CountStats())
     tok = train(iter(["the cat sat on the mat " * 50]), vocab_size=300, stats=stats, workers=1)
