@@ -103,11 +103,17 @@ def open_binary(path: Path) -> io.BufferedIOBase:
         return gzip.GzipFile(path, "rb")
     if comp == "zstd":
         try:
-            import zstandard
+            zstandard = _zstandard()
         except ImportError:
             raise InputError(f"{path}: is zstd-compressed; install the 'zstandard' package to read it") from None
         return io.BufferedReader(_ZstdReader(open(path, "rb"), zstandard.ZstdDecompressor()), 1 << 20)
     return open(path, "rb")
+
+
+def _zstandard() -> ModuleType:
+    """The optional `zstandard` package, imported by name: it has no type stubs, and the build
+    type-checks this module without it installed."""
+    return importlib.import_module("zstandard")
 
 
 class _ZstdReader(io.RawIOBase):
@@ -275,9 +281,7 @@ def read_errors() -> tuple[type[BaseException], ...]:
     """What reading a (compressed) file raises when it is truncated, corrupt or unreadable."""
     errors: list[type[BaseException]] = [EOFError, OSError, lzma.LZMAError, zlib.error]
     try:
-        import zstandard
-
-        errors.append(zstandard.ZstdError)
+        errors.append(_zstandard().ZstdError)
     except ImportError:
         pass
     return tuple(errors)
