@@ -253,7 +253,9 @@ def test_killed_writer_leaves_no_output(tmp_path: Path, tok: Tokenizer) -> None:
             sys.stdin.read()  # wait to be killed
         """
     )
-    with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+    # cwd=tmp_path: `python -c` puts the working folder first on sys.path, and the checkout's
+    # uncompiled mnemo/ must not shadow the installed package
+    with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"writing\n"
         os.kill(proc.pid, signal.SIGKILL)

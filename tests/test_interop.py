@@ -481,7 +481,11 @@ def test_encode_iterable_bounded_memory(gpt2: Tokenizer, corpus_docs: Callable[.
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mnemo", *args], capture_output=True, text=True, timeout=300)
+    # From the filesystem root: `python -m` puts the working folder first on sys.path, and the
+    # checkout's uncompiled mnemo/ must not shadow the installed package.  (Arguments are absolute.)
+    return subprocess.run(
+        [sys.executable, "-m", "mnemo", *args], capture_output=True, text=True, timeout=300, cwd=Path("/")
+    )
 
 
 def test_convert_chain(gpt2_paths: tuple[Path, Path], gpt2: Tokenizer, tmp_path: Path) -> None:
