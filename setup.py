@@ -81,6 +81,12 @@ ext_modules: list[Extension] = [kernels]
 if os.environ.get("MNEMO_NO_MYPYC") != "1":
     from mypyc.build import mypycify
 
-    ext_modules += mypycify(sorted(HOT_MODULES), opt_level="3", group_name="mnemo")
+    compiled = mypycify(sorted(HOT_MODULES), opt_level="3", group_name="mnemo")
+    for ext in compiled:
+        # One shared library holds every hot module (group_name): calls between its native
+        # functions must be direct and inlinable, not PLT calls that the dynamic linker could
+        # interpose.  Only PyInit_* needs to be visible (PyMODINIT_FUNC marks it so).
+        ext.extra_compile_args = [*ext.extra_compile_args, "-fvisibility=hidden", "-fno-semantic-interposition"]
+    ext_modules += compiled
 
 setup(ext_modules=ext_modules, cmdclass={"build_ext": build_ext_nasm})

@@ -2,7 +2,7 @@
 
 One `WordCounter` per worker process.  Two packed librt `vec[i64]` arrays hold the table:
 
-    slots   open addressing, one i64 per slot: FNV-1a hash (32 bits) | (word index + 1) << 32,
+    slots   open addressing, one i64 per slot: word_hash (32 bits) | (word index + 1) << 32,
             0 = empty.  8 bytes a slot: 262,144 slots (the size for ~130 K words) are 2 MB.
     words   four i64 per word (32 bytes), in order of first appearance:
               key     = hash | chunk length << 32
@@ -27,15 +27,19 @@ pays for itself only on long chunks; see MEMEQ_MIN_BYTES for the measured crosso
 
 from typing import Final
 
+from librt.strings import read_i64_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
 from mnemo.kernels import memeq
 from mnemo.pretokenize import chunk_end
 
-FNV_OFFSET: Final[i64] = 2166136261
-FNV_PRIME: Final[i64] = 16777619
 MASK32: Final[i64] = 0xFFFFFFFF
+LOW7: Final[i64] = 0x00FFFFFFFFFFFFFF
+# Odd multipliers for word_hash (below 2**62, so that mypyc keeps them C literals).
+MUL1: Final[i64] = 0x2545F4914F6CDD1D
+MUL2: Final[i64] = 0x1D8E4E27C47D124F
+MUL3: Final[i64] = 0x3C6EF372FE94F82B
 #: Chunks at least this long are compared with the asm memeq; shorter ones inline.  Measured with
 #: bench/bench_count.py (2-vCPU VM, busy; ms per 200,000 table hits of one chunk, inline vs memeq):
 #: 32 B 74 vs 156, 64 B 137 vs 217, 128 B 329 vs 293, 256 B 721 vs 525 -- the crossover lies
@@ -50,6 +54,21 @@ PREFIX: Final[i64] = 1
 PREFIX2: Final[i64] = 2
 COUNT: Final[i64] = 3
 FIELDS: Final[i64] = 4
+
+
+def word_hash(data: bytes, pos: i64, n: i64, prefix: i64, prefix2: i64) -> i64:
+    """The 32-bit hash of the chunk data[pos : pos + n], whose first 14 bytes are packed in
+    prefix and prefix2: two multiplies for the packed bytes (independent, so they overlap),
+    a multiply a byte for the rest of a long chunk, and a final mix of the high bits down."""
+    x = prefix * MUL1 + prefix2 * MUL2 + n
+    if n > 2 * PREFIX_BYTES:
+        i = pos + 2 * PREFIX_BYTES
+        e = pos + n
+        while i < e:
+            x = (x ^ data[i]) * MUL1
+            i += 1
+    x ^= x >> 29
+    return ((x * MUL3) >> 32) & MASK32
 
 
 class WordCounter:
@@ -98,19 +117,30 @@ class WordCounter:
                 self.skipped += 1
                 pos = e
                 continue
-            h: i64 = FNV_OFFSET
             prefix: i64 = 0
             prefix2: i64 = 0
-            i = pos
-            while i < e:
-                c: i64 = data[i]
-                h = ((h ^ c) * FNV_PRIME) & MASK32
-                k = i - pos
-                if k < PREFIX_BYTES:
-                    prefix |= c << (8 * k)
-                elif k < 2 * PREFIX_BYTES:
-                    prefix2 |= c << (8 * (k - PREFIX_BYTES))
-                i += 1
+            if pos + 2 * PREFIX_BYTES + 1 <= end:
+                # Two unaligned 8-byte loads, masked to the chunk.  Not `(1 << (8 * n)) - 1`:
+                # mypyc 2.4.1 emits the literal 1 as a 32-bit C int (see encoder.py).
+                w0 = read_i64_le(data, pos)
+                if n <= PREFIX_BYTES:
+                    prefix = w0 & (LOW7 >> ((PREFIX_BYTES - n) * 8))
+                else:
+                    prefix = w0 & LOW7
+                    m = n - PREFIX_BYTES
+                    w1 = read_i64_le(data, pos + PREFIX_BYTES)
+                    prefix2 = w1 & (LOW7 >> ((PREFIX_BYTES - m) * 8)) if m < PREFIX_BYTES else w1 & LOW7
+            else:  # the last 15 bytes of the text: byte by byte
+                i = pos
+                while i < e:
+                    c: i64 = data[i]
+                    k = i - pos
+                    if k < PREFIX_BYTES:
+                        prefix |= c << (8 * k)
+                    elif k < 2 * PREFIX_BYTES:
+                        prefix2 |= c << (8 * (k - PREFIX_BYTES))
+                    i += 1
+            h = word_hash(data, pos, n, prefix, prefix2)
             key = h | (n << 32)
             at = h & mask
             while True:
@@ -199,3 +229,4 @@ def merge_counts(total: dict[bytes, int], part: dict[bytes, int]) -> None:
     """Add the counts of `part` into `total` (merging the workers' tables)."""
     for word, c in part.items():
         total[word] = total.get(word, 0) + c
+

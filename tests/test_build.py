@@ -92,6 +92,21 @@ def test_kernels_library_exports_only_its_init() -> None:
     assert not {s for s in exported if s.startswith("mnemo_")}, exported
 
 
+def test_compiled_group_exports_only_its_init() -> None:
+    """The hot modules share one library (mypycify group "mnemo"), built with
+    -fvisibility=hidden -fno-semantic-interposition (setup.py): calls between its native
+    functions are direct and inlinable, not PLT calls (measured: the pre-tokenizer's chunk loop
+    called chunk_end through the PLT before)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm is not installed")
+    so = importlib.import_module("mnemo__mypyc").__file__
+    assert so is not None and so.endswith(".so"), so
+    out = subprocess.run([nm, "-D", "--defined-only", so], capture_output=True, text=True, check=True).stdout
+    exported = {line.split()[-1] for line in out.splitlines() if line.split()[1] in "TtDdBbRr"}
+    assert exported == {"PyInit_mnemo__mypyc"}, sorted(exported)[:20]
+
+
 def test_kernels_library_has_no_executable_stack() -> None:
     readelf = shutil.which("readelf")
     if readelf is None:

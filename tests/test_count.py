@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo.count import MEMEQ_MIN_BYTES, PREFIX_BYTES, WordCounter, merge_counts
+from mnemo.count import MEMEQ_MIN_BYTES, PREFIX_BYTES, WordCounter, merge_counts, word_hash
 from mnemo.errors import ConfigError, InputError
 from mnemo.pretokenize import pattern_id, split
 from mnemo.training import count_words
@@ -21,13 +21,6 @@ from mnemo.training import count_words
 def oracle(docs: list[bytes], pattern: str, limit: int = 256) -> tuple[dict[bytes, int], int]:
     chunks = [c for d in docs for c in split(d, pattern)]
     return dict(Counter(c for c in chunks if len(c) <= limit)), sum(len(c) > limit for c in chunks)
-
-
-def fnv1a(data: bytes) -> int:
-    h = 2166136261
-    for c in data:
-        h = ((h ^ c) * 16777619) & 0xFFFFFFFF
-    return h
 
 
 @pytest.mark.parametrize("corpus", ["english", "multilingual", "code", "chat"])
@@ -56,23 +49,33 @@ def test_long_chunks_and_the_limit() -> None:
     assert skipped == counter.skipped == 1
 
 
+def _packed(b: bytes) -> int:
+    return int.from_bytes(b, "little")
+
+
 def test_same_hash_length_and_prefix_are_told_apart() -> None:
-    """Two different 22-byte words with equal FNV-1a hash and equal first 14 bytes (the two
+    """Two different 22-byte words with equal word_hash and equal first 14 bytes (the two
     packed prefix fields of a word record) land on the same key and prefixes: only the full
-    comparison separates them.  The pair is found by a birthday search (vectorised FNV-1a over
-    400,000 random 8-letter suffixes; about 18 collisions expected)."""
+    comparison separates them.  The pair is found by a birthday search over 400,000 random
+    8-letter suffixes, hashed by the compiled word_hash itself (about 18 collisions of its 32
+    bits expected)."""
     prefix = b"prefixxprefixx"
     assert len(prefix) == 2 * PREFIX_BYTES
+    p1, p2 = _packed(prefix[:PREFIX_BYTES]), _packed(prefix[PREFIX_BYTES:])
     rng = np.random.default_rng(7)
-    suffixes = rng.integers(ord("a"), ord("z") + 1, size=(400_000, 8), dtype=np.uint64)
-    h = np.full(len(suffixes), fnv1a(prefix), dtype=np.uint64)
-    for col in range(suffixes.shape[1]):
-        h = ((h ^ suffixes[:, col]) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
-    order = np.argsort(h, kind="stable")
-    same = np.flatnonzero(h[order][1:] == h[order][:-1])
-    pairs = [(bytes(suffixes[order[i]].astype(np.uint8)), bytes(suffixes[order[i + 1]].astype(np.uint8))) for i in same]
-    a, b = next((prefix + x, prefix + y) for x, y in pairs if x != y)
-    assert a != b and len(a) == len(b) and a[: 2 * PREFIX_BYTES] == b[: 2 * PREFIX_BYTES] and fnv1a(a) == fnv1a(b)
+    suffixes = rng.integers(ord("a"), ord("z") + 1, size=(400_000, 8), dtype=np.uint8)
+    seen: dict[int, bytes] = {}
+    pair = None
+    for row in suffixes:
+        word = prefix + row.tobytes()
+        h = word_hash(word, 0, len(word), p1, p2)
+        other = seen.setdefault(h, word)
+        if other != word:
+            pair = (other, word)
+            break
+    assert pair is not None, "no collision among 400,000 words: word_hash is not 32 bits wide?"
+    a, b = pair
+    assert a != b and len(a) == len(b) and a[: 2 * PREFIX_BYTES] == b[: 2 * PREFIX_BYTES]
     counter = WordCounter(pattern_id("gpt2"), 256)
     for word in (a, b, a):  # three documents of one chunk each
         counter.add(word)

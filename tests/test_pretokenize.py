@@ -258,6 +258,28 @@ def test_end_hides_the_bytes_after_it():
     assert pt.chunk_end(b"  x", 0, 3, pid) == 1
 
 
+def _ascii_letters_end(data: bytes, i: int, end: int) -> int:
+    while i < end and (0x41 <= data[i] <= 0x5A or 0x61 <= data[i] <= 0x7A):
+        i += 1
+    return i
+
+
+def test_ascii_letter_scan_every_stop_byte_length_and_alignment():
+    # _ascii_letters reads eight bytes at a time (SWAR) while eight remain before `end`, then
+    # byte by byte.  Every run length 0-19 at offsets 0-8, stopped by each of the 256 byte
+    # values, with `end` anywhere from the run's start to past the stop byte: the result is the
+    # first byte that is not [A-Za-z], or `end`.  Covers the lane arithmetic (no carry between
+    # bytes), the first-mark count for every lane, and the block/tail hand-over.
+    letters = b"azAZmnqrBYbyKLxw" * 2
+    for run in range(20):
+        for offset in range(9):
+            for stop in range(256):
+                data = b"." * offset + letters[:run] + bytes([stop]) + b"!" * 9
+                for end in (offset, offset + run, offset + run + 1, len(data)):
+                    got = pt._ascii_letters(data, offset, end)
+                    assert got == _ascii_letters_end(data, offset, end), (run, offset, stop, end)
+
+
 def test_chunk_count_counts_the_chunks():
     for pattern in PATTERNS:
         text = "Hello world, it's 2024!\n\n  Bye."
