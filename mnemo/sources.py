@@ -179,15 +179,19 @@ def plan_tasks(
     n_workers: int,
     specials: Sequence[str] = (),
     min_task_bytes: int = 16 << 20,
+    max_task_bytes: int | None = None,
     whole_documents: bool = False,
 ) -> list[Task]:
-    """Cut the inputs into tasks of roughly equal size, in input order.
+    """Cut the inputs into tasks of roughly equal size, in input order: about a quarter of
+    each worker's share, within [min_task_bytes, max_task_bytes].
 
     With `whole_documents` (encoding: every document gets its own <|bos|>), a text file is cut
     only at special tokens; otherwise (counting) also at a space between two ASCII letters."""
     tasks: list[Task] = []
     total = sum(p.stat().st_size for p in paths)
     target = max(min_task_bytes, total // max(1, 4 * n_workers))
+    if max_task_bytes is not None:
+        target = min(target, max_task_bytes)
     for p in paths:
         kind = kind_of(p)
         if kind == "parquet":
@@ -214,8 +218,9 @@ def _cut_points(
             if at < 0:  # no boundary in this window: look in the next one
                 pos += len(window)
                 continue
-            if pos + at > cuts[-1] and pos + at < size:
-                cuts.append(pos + at)
+            if pos + at >= size:  # the only boundary left is the end of the file
+                break
+            cuts.append(pos + at)  # > cuts[-1]: pos is past it by `target`
             pos = cuts[-1] + target
     cuts.append(size)
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]

@@ -193,6 +193,34 @@ def test_cache_agrees_when_full(
     assert first == again == enc.encode_chunks_uncached(chunks)
 
 
+def test_small_cache_agrees_when_full(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """The small cache (chunks of 2-7 bytes with at most 3 ids, read as one 8-byte word, so only
+    for chunks cut out of a longer text) with 2x more distinct chunks than its 65,536 slots:
+    entries are replaced, chunks of 4+ ids are never cached there, answers never change."""
+    enc, merges = gpt2_encoder
+    ranks = merge_ranks(merges)
+    rng = random.Random(11)
+    letters = "etaoinshrdlucmfwypvbgkqjxz"
+    distinct = {
+        (" " if rng.random() < 0.5 else "") + "".join(rng.choice(letters) for _ in range(rng.randint(1, 6)))
+        for _ in range(300_000)
+    }
+    chunks = [c.encode() for c in sorted(distinct) if 2 <= len(c.encode()) <= 7]
+    assert len(chunks) > 2 * 65_536
+    rng.shuffle(chunks)
+    chunks += chunks[:50_000]  # repeats: hits, or misses where a slot was taken over
+    data = b"".join(chunks) + b"."  # the last chunk too has 8 readable bytes
+    ends = list(accumulate(len(c) for c in chunks))
+    first = enc.encode_ends(data, ends)
+    again = enc.encode_ends(data, ends)
+    assert first == again == enc.encode_chunks_uncached(chunks)
+    sample = rng.sample(range(len(chunks)), 2000)
+    expected = [encode_chunk_naive(chunks[i], ranks) for i in sample]
+    assert any(len(ids) > 3 for ids in expected) and any(len(ids) <= 3 for ids in expected)
+    per_chunk = [enc.encode_ends(data[e - len(chunks[i]) : e + 1], [len(chunks[i])]) for i in sample for e in [ends[i]]]
+    assert per_chunk == expected
+
+
 # ---- long chunks stay near-linear ----
 
 

@@ -122,6 +122,28 @@ def test_planned_tasks_read_the_same_documents(tmp_path: Path) -> None:
     assert [d for t in tasks for d in iter_task_documents(t, specials=[EOT])] == [t.encode() for t in texts]
 
 
+
+@pytest.mark.parametrize("target", [899, 901, 950, 999])
+def test_a_cut_search_that_lands_in_the_last_document_ends_the_plan(tmp_path: Path, target: int) -> None:
+    """Ten 100-byte lines with the planned cut inside the last one: the only boundary after it
+    is the end of the file.  This once looped for ever (the cut was not taken and the search
+    restarted at the same place).  Run in a thread so that a regression fails, not hangs."""
+    import threading
+
+    jl = tmp_path / "a.jsonl"
+    jl.write_bytes(b"".join(json.dumps({"text": "x" * 87}).encode() + b"\n" for _ in range(10)))
+    assert jl.stat().st_size == 1000
+    found: list[list[tuple[int, int]]] = []
+    worker = threading.Thread(
+        target=lambda: found.append(
+            [(t.start, t.end) for t in plan_tasks([jl], n_workers=2, min_task_bytes=target, max_task_bytes=target)]
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=30)
+    assert found, f"plan_tasks did not return within 30 s for target={target}"
+    assert found[0] == ([(0, 900), (900, 1000)] if target == 899 else [(0, 1000)])
 def test_text_without_documents_cut_where_chunks_end(tmp_path: Path) -> None:
     """With no special tokens, counting tasks cut a text file at a space between two letters."""
     txt = tmp_path / "a.txt"

@@ -1,0 +1,74 @@
+"""`tokenize_files` (mnemo/dataset.py): plain files go to the workers as byte ranges that they
+read themselves, compressed files as blocks of documents read by the parent; either way the .tok
+file is the one a single process writes."""
+
+from __future__ import annotations
+
+import json
+import lzma
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnemo import Tokenizer, dataset, open_tok, train
+from mnemo.errors import InputError
+from mnemo.sources import plan_tasks
+
+
+@pytest.fixture(scope="module")
+def docs(corpus_docs: Callable[..., list[str]]) -> list[str]:
+    return corpus_docs("english", max_bytes=400_000)
+
+
+@pytest.fixture(scope="module")
+def tok(docs: list[str]) -> Tokenizer:
+    return train(iter(docs), vocab_size=600)
+
+
+def test_every_input_kind_gives_the_single_process_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer
+) -> None:
+    monkeypatch.setattr(dataset, "TASK_BYTES", 32 << 10)  # many small ranges
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    txt = tmp_path / "b.txt"
+    txt.write_text("<|endoftext|>".join(docs))
+    xz = tmp_path / "c.jsonl.xz"
+    xz.write_bytes(lzma.compress(jsonl.read_bytes()))
+    inputs: list[Path] = [jsonl, txt, xz]
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        pass
+    else:
+        parquet = tmp_path / "d.parquet"
+        pq.write_table(pa.table({"text": docs}), parquet, row_group_size=max(1, len(docs) // 3))
+        inputs.append(parquet)
+    assert len(plan_tasks([jsonl], n_workers=2, min_task_bytes=32 << 10, max_task_bytes=32 << 10, whole_documents=True)) > 5
+    assert len(plan_tasks([txt], n_workers=2, min_task_bytes=32 << 10, max_task_bytes=32 << 10, whole_documents=True)) > 5
+
+    one = dataset.tokenize_files(inputs, tok, tmp_path / "one.tok", workers=1)
+    two = dataset.tokenize_files(inputs, tok, tmp_path / "two.tok", workers=2)
+    assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
+    assert (one.n_docs, one.n_tokens, one.n_bytes) == (two.n_docs, two.n_tokens, two.n_bytes)
+    assert one.n_docs == len(inputs) * len(docs)
+    assert one.n_bytes == len(inputs) * sum(len(d.encode()) for d in docs)
+    bos = tok.special_tokens["<|bos|>"]
+    expected = [i for d in docs for i in [bos, *tok.encode_ordinary(d)]] * len(inputs)
+    assert np.array_equal(open_tok(tmp_path / "two.tok", tok).tokens, np.array(expected, dtype=np.uint16))
+
+
+def test_a_bad_line_in_a_worker_range_names_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer) -> None:
+    monkeypatch.setattr(dataset, "TASK_BYTES", 32 << 10)
+    lines = [json.dumps({"text": d}) + "\n" for d in docs]
+    bad = len(lines) - 3
+    lines[bad] = "{not json\n"
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(lines))
+    out = tmp_path / "out.tok"
+    with pytest.raises(InputError, match=rf"{src}:{bad + 1}: "):
+        dataset.tokenize_files([src], tok, out, workers=2)
+    assert not out.exists() and list(tmp_path.iterdir()) == [src]
