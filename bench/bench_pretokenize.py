@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -81,22 +82,38 @@ def best_seconds(fn: Callable[[], Any], repeat: int) -> float:
 
 
 def side_by_side(mb: float, repeat: int, corpus: Path) -> None:
+    """Each figure is the best of `repeat` runs.  The runs go round-robin over the patterns and
+    forms (round 1: every pattern and form once, then round 2, ...), so that a slow spell of a
+    shared host falls on all of them alike instead of on whichever ran during it."""
     text = english_text(int(mb * 1e6), corpus)
     data = text.encode("utf-8")
     size = len(data) / 1e6
-    print(f"English corpus, first {size:.1f} MB ({len(text):,} characters); best of {repeat}; MB/s of UTF-8 bytes")
-    print(f"{'pattern':<10}{'chunks':>12}{'chunk loop':>12}{'split bytes':>13}{'split str':>11}{'regex':>8}{'loop/regex':>12}")
-    for name in pretokenize.PATTERN_NAMES:
-        pid = pretokenize.pattern_id(name)
-        compiled = regex.compile(pretokenize.PATTERN_REGEX[name])
-        n = pretokenize.chunk_count(data, pid)
-        t_loop = best_seconds(lambda: pretokenize.chunk_count(data, pid), repeat)
-        t_bytes = best_seconds(lambda: pretokenize.split(data, name), repeat)
-        t_str = best_seconds(lambda: pretokenize.split(text, name), repeat)
-        t_regex = best_seconds(lambda: compiled.findall(text), max(1, repeat // 2))
+    print(f"English corpus, first {size:.1f} MB ({len(text):,} characters); best of {repeat}, round-robin; MB/s of UTF-8 bytes")
+    names = pretokenize.PATTERN_NAMES
+    compiled = {name: regex.compile(pretokenize.PATTERN_REGEX[name]) for name in names}
+    counts = {name: pretokenize.chunk_count(data, pretokenize.pattern_id(name)) for name in names}
+    forms: dict[str, Callable[[str], Any]] = {
+        "loop": lambda name: pretokenize.chunk_count(data, pretokenize.pattern_id(name)),
+        "bytes": lambda name: pretokenize.split(data, name),
+        "str": lambda name: pretokenize.split(text, name),
+        "regex": lambda name: compiled[name].findall(text),
+    }
+    times: dict[tuple[str, str], list[float]] = {(n, f): [] for n in names for f in forms}
+    for r in range(repeat):
+        for name in names:
+            for form, fn in forms.items():
+                if form == "regex" and r >= max(1, repeat // 2):
+                    continue  # regex is slow: half as many runs
+                t = _clock()
+                fn(name)
+                times[name, form].append(_clock() - t)
+    print(f"{'pattern':<10}{'chunks':>12}{'chunk loop':>12}{'(median)':>10}{'split bytes':>13}{'split str':>11}{'regex':>8}{'loop/regex':>12}")
+    for name in names:
+        best = {form: min(times[name, form]) for form in forms}
+        median = statistics.median(times[name, "loop"])
         print(
-            f"{name:<10}{n:>12,}{size / t_loop:>12.1f}{size / t_bytes:>13.1f}{size / t_str:>11.1f}"
-            f"{size / t_regex:>8.1f}{t_regex / t_loop:>11.1f}x"
+            f"{name:<10}{counts[name]:>12,}{size / best['loop']:>12.1f}{size / median:>10.1f}{size / best['bytes']:>13.1f}"
+            f"{size / best['str']:>11.1f}{size / best['regex']:>8.1f}{best['regex'] / best['loop']:>11.1f}x"
         )
 
 
