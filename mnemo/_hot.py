@@ -23,6 +23,7 @@ Sorted.  Modules NOT compiled, and why:
                             stays plain Python, so it cannot share a compiler bug with it
   mnemo/sources.py          file reading and JSON parsing, done by C libraries (json, lzma, pyarrow)
   mnemo/tokenizer.py        policy (validation, special tokens, errors) around the compiled encoder
+  mnemo/tokshow.py          formats tokens for a terminal, a few hundred at a time
   mnemo/training.py         process orchestration around the compiled counter and trainer
 """
 

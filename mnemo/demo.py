@@ -46,7 +46,7 @@ def run_demo(
 ) -> None:
     from mnemo.bigram import pretrain
     from mnemo.buildinfo import describe
-    from mnemo.cli import render_tokens
+    from mnemo.tokshow import render_tokens
     from mnemo.data import TokenStream
     from mnemo.dataset import tokenize_files
     from mnemo.training import CountStats, TrainStats, train
