@@ -103,7 +103,7 @@ def _encode_task_in_worker(task: Task, text_field: str) -> tuple[npt.NDArray[np.
     parts: list[npt.NDArray[np.unsignedinteger]] = []
     n_docs = 0
     n_bytes = 0
-    for docs in _blocks(iter_task_documents(task, text_field=text_field)):
+    for docs in _blocks(iter_task_documents(task, text_field=text_field, whole_documents=True)):
         parts.append(encode_block(_worker_tok, docs, False))
         n_docs += len(docs)
         n_bytes += sum(len(d) for d in docs)
@@ -122,7 +122,7 @@ def _documents(inputs: Sequence[str | os.PathLike[str]], text_field: str, chat: 
                 raise InputError(f"{path}: --chat reads JSON Lines records with a 'messages' list; this is {kind}")
             yield from _jsonl_raw_lines(path)
         else:
-            yield from iter_task_documents(Task(str(path), kind), text_field=text_field)
+            yield from iter_task_documents(Task(str(path), kind), text_field=text_field, whole_documents=True)
 
 
 def _jsonl_raw_lines(path: Path) -> Iterator[bytes]:
@@ -156,7 +156,7 @@ def _work(
         if task.kind == "parquet" or not compression_of(Path(task.path)):
             yield task
         else:  # a compressed file, readable only from its start: read it here, hand out blocks
-            yield from _blocks(iter_task_documents(task, text_field=text_field))
+            yield from _blocks(iter_task_documents(task, text_field=text_field, whole_documents=True))
 
 
 def _blocks(docs: Iterator[bytes]) -> Iterator[list[bytes]]:

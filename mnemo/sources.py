@@ -268,13 +268,18 @@ def _pyarrow_parquet(path: Path) -> ModuleType:
 # ---- reading ---------------------------------------------------------------------------------
 
 
-def iter_task_documents(task: Task, *, text_field: str = "text", specials: Sequence[str] = ()) -> Iterator[bytes]:
+def iter_task_documents(
+    task: Task, *, text_field: str = "text", specials: Sequence[str] = (), whole_documents: bool = False
+) -> Iterator[bytes]:
     """The documents of one task as UTF-8 bytes (text files: split at the special tokens).
+
+    For counting, a text document longer than 32 MB is handed on in pieces (see
+    _text_documents); `whole_documents` (encoding: one <|bos|> per document) keeps it whole.
 
     A file that cannot be read to its end (a truncated or corrupt compressed stream, an I/O
     error) is an InputError naming it."""
     try:
-        yield from _task_documents(task, text_field, specials)
+        yield from _task_documents(task, text_field, specials, whole_documents)
     except read_errors() as exc:
         raise InputError(
             f"{task.path}: cannot be read to the end ({type(exc).__name__}: {exc}); "
@@ -292,7 +297,7 @@ def read_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-def _task_documents(task: Task, text_field: str, specials: Sequence[str]) -> Iterator[bytes]:
+def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_documents: bool) -> Iterator[bytes]:
     path = Path(task.path)
     if task.kind == "parquet":
         yield from _parquet_documents(path, task.row_group, text_field)
@@ -307,7 +312,7 @@ def _task_documents(task: Task, text_field: str, specials: Sequence[str]) -> Ite
         if task.kind == "jsonl":
             yield from _jsonl_documents(raw, path, task.start, text_field)
         else:
-            yield from _text_documents(raw, specials)
+            yield from _text_documents(raw, specials, whole_documents)
 
 
 def iter_documents(
@@ -383,10 +388,11 @@ def _line_number(path: Path, offset: int) -> int:
     return count
 
 
-def _text_documents(raw: Iterable[bytes], specials: Sequence[str]) -> Iterator[bytes]:
-    """Documents separated by <|endoftext|> and the special tokens' strings.  A document longer than 32 MB is
-    handed on in pieces cut at a space between two ASCII letters (where every split pattern ends
-    a chunk, so counting the pieces counts the document), to keep memory bounded."""
+def _text_documents(raw: Iterable[bytes], specials: Sequence[str], whole_documents: bool = False) -> Iterator[bytes]:
+    """Documents separated by <|endoftext|> and the special tokens' strings.  Unless
+    `whole_documents`, a document longer than 32 MB is handed on in pieces cut at a space between
+    two ASCII letters (where every split pattern ends a chunk, so counting the pieces counts the
+    document), to keep memory bounded."""
     seps = sorted({s.encode("utf-8") for s in [*specials, TEXT_DOCUMENT_SEPARATOR] if s}, key=len, reverse=True)
     longest = max((len(s) for s in seps), default=0)
     pending = b""
@@ -399,7 +405,7 @@ def _text_documents(raw: Iterable[bytes], specials: Sequence[str]) -> Iterator[b
             if at:
                 yield pending[:at]
             pending = pending[at + len(sep) :]
-        if len(pending) > 4 * BLOCK:
+        if not whole_documents and len(pending) > 4 * BLOCK:
             # search before the last `longest` bytes: they may hold the start of a separator
             tail = pending[len(pending) - BLOCK : len(pending) - longest]
             cut = _boundary_in(tail, "text", ())

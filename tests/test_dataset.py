@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo import Tokenizer, dataset, open_tok, train
+from mnemo import Tokenizer, dataset, open_tok, sources, train
 from mnemo.errors import InputError
 from mnemo.sources import plan_tasks
 
@@ -72,3 +72,21 @@ def test_a_bad_line_in_a_worker_range_names_its_line(tmp_path: Path, monkeypatch
     with pytest.raises(InputError, match=rf"{src}:{bad + 1}: "):
         dataset.tokenize_files([src], tok, out, workers=2)
     assert not out.exists() and list(tmp_path.iterdir()) == [src]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_long_text_document_stays_one_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer, workers: int
+) -> None:
+    """Counting hands a text document longer than 4 read blocks (32 MB) on in pieces; tokenize
+    must not: every piece would get its own <|bos|>.  Blocks of 1 KB make a 40 KB document long."""
+    monkeypatch.setattr(sources, "BLOCK", 1024)
+    text = " ".join(docs)[:40_000]
+    src = tmp_path / "long.txt"
+    src.write_text(text)
+    assert len(list(sources.iter_task_documents(sources.Task(str(src), "text")))) > 1  # counting's view
+    stats = dataset.tokenize_files([src], tok, tmp_path / "out.tok", workers=workers)
+    assert stats.n_docs == 1
+    bos = tok.special_tokens["<|bos|>"]
+    expected = [bos, *tok.encode_ordinary(text)]
+    assert np.array_equal(open_tok(tmp_path / "out.tok", tok).tokens, np.array(expected, dtype=np.uint16))
