@@ -275,13 +275,19 @@ class Tokenizer:
     def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
         """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
         when given, as one uint16 array (uint32 when the vocabulary needs it).  The ids of all
-        documents go to one list and become an array once: the .tok writer's unit of work."""
+        documents go to one list and become an array once: the .tok writer's unit of work.
+        `bos` and the result are public ids (an imported vocabulary's own numbering)."""
+        if bos is not None and self._public is not None:
+            try:
+                bos = self._public.index(bos)  # to mnemo's id: the whole list is mapped back below
+            except ValueError:
+                raise ConfigError(f"bos={bos} is not an id of this tokenizer (n_vocab {self.n_vocab})") from None
         out: list[int] = []
         for data in docs:
             if bos is not None:
                 out.append(bos)
             self._encode_range(data, 0, len(data), out)
-        return np.array(out, dtype=np.uint16 if self.n_vocab <= 1 << 16 else np.uint32)
+        return np.array(self._to_public(out), dtype=np.uint16 if self.n_vocab <= 1 << 16 else np.uint32)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo import ConfigError, FormatError, SpecialTokenError, Tokenizer
+from mnemo import ConfigError, FormatError, SpecialTokenError, Tokenizer, open_tok
 from mnemo import interop
 from mnemo.formats import encode_tokenizer_bin
 from mnemo.interop import (
@@ -206,6 +206,25 @@ def test_trained_gpt2_round_trip(trained: Tokenizer, tmp_path: Path, corpus_docs
 
 
 # ---- tokenizer.bin with an id map ----
+
+
+def test_imported_vocabulary_in_a_tok_file_has_its_own_ids(gpt2: Tokenizer, tmp_path: Path) -> None:
+    """`mnemo tokenize` (Tokenizer.encode_documents) writes the public ids, as encode_ordinary
+    returns them: GPT-2's "!" is 0, not mnemo's byte id 33.  (It once wrote mnemo's ids.)"""
+    from mnemo.dataset import tokenize_files
+
+    docs = ["Hello world!", "caf\u00e9 \u2603 <|endoftext|> plain text", "!!!"]
+    eot = gpt2.special_tokens[EOT]
+    ids = gpt2.encode_documents([d.encode() for d in docs], bos=eot)
+    assert ids.tolist() == [i for d in docs for i in [eot, *gpt2.encode_ordinary(d)]]
+    assert gpt2.encode_ordinary("!") == [0]
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    tokenize_files([src], gpt2, tmp_path / "a.tok", workers=2)
+    # no <|bos|> in GPT-2's specials: documents are their tokens alone
+    assert open_tok(tmp_path / "a.tok", gpt2).tokens.tolist() == [i for d in docs for i in gpt2.encode_ordinary(d)]
+    with pytest.raises(ConfigError, match="bos=99999 is not an id"):
+        gpt2.encode_documents([b"x"], bos=99999)
 
 
 def test_id_map_saved_and_loaded(gpt2: Tokenizer, tmp_path: Path) -> None:
