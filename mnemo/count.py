@@ -2,7 +2,7 @@
 
 One `WordCounter` per worker process.  Packed librt `vec[i64]` arrays hold two tables:
 
-    short   words of up to 7 bytes (about 80 % of English chunks, and most distinct ones):
+    short   words of up to 7 bytes (about 85 % of the chunks of English text):
             open addressing, two i64 per slot: key = the word's bytes, little-endian, | its
             length << 56 (0 = empty), then its 64-bit count.  The key IS the word, so counting
             one reads and writes one cache line, and `to_dict` rebuilds the bytes from the key.
