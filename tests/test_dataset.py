@@ -90,3 +90,24 @@ def test_a_long_text_document_stays_one_document(
     bos = tok.special_tokens["<|bos|>"]
     expected = [bos, *tok.encode_ordinary(text)]
     assert np.array_equal(open_tok(tmp_path / "out.tok", tok).tokens, np.array(expected, dtype=np.uint16))
+
+
+def test_small_files_go_to_the_workers_in_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer
+) -> None:
+    """Thousands of small files (mnemo demo's corpus) must not cost a worker round trip each:
+    whole files are gathered up to TASK_BYTES per piece of work.  Same file as one process."""
+    monkeypatch.setattr(dataset, "TASK_BYTES", 32 << 10)
+    files = []
+    for k, text in enumerate(docs[:60]):
+        f = tmp_path / f"f{k:03}.txt"
+        f.write_text(text)
+        files.append(f)
+    pieces = list(dataset._work(files, "text", False, 2))
+    assert all(tasks and not block for tasks, block in pieces)
+    assert [t.path for tasks, _ in pieces for t in tasks] == [str(f) for f in files]
+    assert len(pieces) < len(files) // 3
+    dataset.tokenize_files(files, tok, tmp_path / "one.tok", workers=1)
+    dataset.tokenize_files(files, tok, tmp_path / "two.tok", workers=2)
+    assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
+    assert open_tok(tmp_path / "two.tok", tok).header.n_docs == 60
