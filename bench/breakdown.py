@@ -1,6 +1,7 @@
 """Where one worker's time goes, in one process on one core: reading and decoding a JSONL file's
-documents, then counting their words (what a training worker does) and encoding them into one
-token array (what a `mnemo tokenize` worker does).  CPU time of this process.
+documents, then counting their words (what a training worker does) and encoding them: into one
+list of ids made an array (for comparison), and with `encode_documents` in blocks of 256
+documents (what a `mnemo tokenize` worker does).  CPU time of this process.
 
     .venv/bin/python bench/breakdown.py FILE.jsonl [--tokenizer tokenizer.bin] [--pattern mnemonic]
 
@@ -63,7 +64,12 @@ def main() -> None:
         t_arr = time.process_time() - t
         print(f"encode into a list of ids          {t_enc:6.2f} s  ({size / 1e6 / t_enc:.1f} MB/s, {len(out):,} ids)")
         print(f"list -> numpy array                {t_arr:6.2f} s")
-        total = t_read + t_enc + t_arr
+        t = time.process_time()
+        for k in range(0, len(docs), 256):  # what a tokenize worker does: blocks of 256 documents
+            tok.encode_documents(docs[k : k + 256], bos=bos)
+        t_docs = time.process_time() - t
+        print(f"encode_documents, blocks of 256    {t_docs:6.2f} s  ({size / 1e6 / t_docs:.1f} MB/s, packed in compiled code)")
+        total = t_read + t_docs
         print(f"  -> a tokenize worker end to end: {size / 1e6 / total:.1f} MB/s; reading is {t_read / total:.0%} of its time")
 
 

@@ -277,7 +277,17 @@ class Tokenizer:
         when given, as one uint16 array (uint32 when the vocabulary needs it).  The ids of all
         documents go to one list and become an array once: the .tok writer's unit of work.
         `bos` and the result are public ids (an imported vocabulary's own numbering)."""
-        if bos is not None and self._public is not None:
+        dtype = np.uint16 if self.n_vocab <= 1 << 16 else np.uint32
+        if bos is not None and not 0 <= bos < self.n_vocab:
+            raise ConfigError(f"bos={bos} is not an id of this tokenizer (n_vocab {self.n_vocab})")
+        if self._public is None:
+            from mnemo.encode_text import encode_documents_packed
+
+            packed = encode_documents_packed(
+                self._encoder, list(docs), self._pattern_id, -1 if bos is None else bos, dtype is np.uint32
+            )
+            return np.frombuffer(packed, dtype=np.dtype(dtype).newbyteorder("<"))
+        if bos is not None:
             try:
                 bos = self._public.index(bos)  # to mnemo's id: the whole list is mapped back below
             except ValueError:
@@ -287,7 +297,7 @@ class Tokenizer:
             if bos is not None:
                 out.append(bos)
             self._encode_range(data, 0, len(data), out)
-        return np.array(self._to_public(out), dtype=np.uint16 if self.n_vocab <= 1 << 16 else np.uint32)
+        return np.array(self._to_public(out), dtype=dtype)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""

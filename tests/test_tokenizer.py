@@ -290,3 +290,22 @@ def test_gpt2_fixture_texts(cs336_dir: Path, gpt2_pair: tuple[Tokenizer, object,
         ids = tok.encode(text, allowed_special="all")
         assert to_gpt2(ids, perm) == encoding.encode(text, allowed_special="all")  # type: ignore[attr-defined]
         assert tok.decode(ids) == text
+
+
+def test_encode_documents_packs_every_id_width() -> None:
+    """encode_documents packs ids into uint16 in compiled code: ids from 32,768 up have the top
+    bit set (stored as negative i16 on the way).  A vocabulary of 33,400 ids made of runs of
+    NUL bytes (merge k glues the run of k + 1 NULs to one more) reaches them; each document must
+    equal <|bos|> + encode_ordinary, with and without bos, empty documents included."""
+    merges = [(0, 0)] + [(256 + k - 1, 0) for k in range(1, 33_000)]
+    tok = Tokenizer(merges, special_tokens=["<|bos|>"])
+    bos = tok.special_tokens["<|bos|>"]
+    assert bos == 256 + 33_000 > 32_768
+    docs = [b"\x00" * 33_001, b"", b"ab\x00\x00 c", b"\x00" * 40_000 + b"x", "caf\u00e9".encode()]
+    expected = [i for d in docs for i in [bos, *tok.encode_bytes(d)]]
+    assert max(expected) >= 32_768
+    got = tok.encode_documents(docs, bos=bos)
+    assert got.dtype == np.uint16 and got.tolist() == expected
+    assert tok.encode_documents(docs).tolist() == [i for d in docs for i in tok.encode_bytes(d)]
+    with pytest.raises(ConfigError, match="bos=70000 is not an id"):
+        tok.encode_documents(docs, bos=70_000)
