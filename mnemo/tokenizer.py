@@ -274,9 +274,10 @@ class Tokenizer:
 
     def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
         """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
-        when given, as one uint16 array (uint32 when the vocabulary needs it).  The ids of all
-        documents go to one list and become an array once: the .tok writer's unit of work.
-        `bos` and the result are public ids (an imported vocabulary's own numbering)."""
+        when given, as one uint16 array (uint32 when the vocabulary needs it): the .tok writer's
+        unit of work.  The ids are packed in compiled code (encode_text.encode_documents_packed);
+        with an id map (an imported vocabulary) they go through a list that is renumbered.
+        `bos` and the result are public ids (the imported vocabulary's own numbering)."""
         dtype = np.uint16 if self.n_vocab <= 1 << 16 else np.uint32
         if bos is not None and not 0 <= bos < self.n_vocab:
             raise ConfigError(f"bos={bos} is not an id of this tokenizer (n_vocab {self.n_vocab})")
