@@ -7,8 +7,8 @@ group, so `chunk_end` is a native call (~1 ns) and no chunk is ever copied on th
 
 from __future__ import annotations
 
-from librt.strings import BytesWriter, write_i16_le, write_i32_le
-from mypy_extensions import i16, i32, i64
+from librt.strings import BytesWriter, write_i16_le
+from mypy_extensions import i16, i64
 
 from mnemo.encoder import Encoder
 from mnemo.pretokenize import chunk_end
@@ -34,12 +34,12 @@ def encode_bytes(enc: Encoder, data: bytes, pattern: i64) -> list[int]:
     return out
 
 
-def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64, wide: bool) -> bytes:
+def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64) -> bytes:
     """The ids of every document, each preceded by `bos` (none when bos < 0), packed as
-    little-endian uint16 (uint32 when `wide`): the array a .tok file stores, without a list of
-    every id of the block and its conversion to numpy (measured: that conversion alone cost
-    0.9 s per 100 MB of English, bench/breakdown.py).  Each document's ids pass through one
-    small list that is reused."""
+    little-endian uint16 (every id is below 65,536: formats.MAX_VOCAB): the array a .tok file
+    stores, without a list of every id of the block and its conversion to numpy (measured: that
+    conversion alone cost 0.9 s per 100 MB of English, bench/breakdown.py).  Each document's ids
+    pass through one small list that is reused."""
     w = BytesWriter()
     ids: list[int] = []
     for data in docs:
@@ -48,9 +48,6 @@ def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: 
         encode_range(enc, data, 0, len(data), pattern, ids)
         for t in ids:
             v: i64 = t
-            if wide:
-                write_i32_le(w, i32(v))
-            else:
-                write_i16_le(w, i16(v - 65536 if v >= 32768 else v))  # the same 16 bits
+            write_i16_le(w, i16(v - 65536 if v >= 32768 else v))  # the same 16 bits
         ids.clear()
     return w.getvalue()

@@ -274,31 +274,20 @@ class Tokenizer:
 
     def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
         """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
-        when given, as one uint16 array (uint32 when the vocabulary needs it): the .tok writer's
-        unit of work.  The ids are packed in compiled code (encode_text.encode_documents_packed);
-        with an id map (an imported vocabulary) they go through a list that is renumbered.
-        `bos` and the result are public ids (the imported vocabulary's own numbering)."""
-        dtype = np.uint16 if self.n_vocab <= 1 << 16 else np.uint32
+        when given, as one uint16 array: the .tok writer's unit of work.  The ids are packed in
+        compiled code (encode_text.encode_documents_packed).  `bos` and the result are public
+        ids: with an id map (an imported vocabulary) `bos` is mapped in and the array out."""
+        from mnemo.encode_text import encode_documents_packed
+
         if bos is not None and not 0 <= bos < self.n_vocab:
             raise ConfigError(f"bos={bos} is not an id of this tokenizer (n_vocab {self.n_vocab})")
-        if self._public is None:
-            from mnemo.encode_text import encode_documents_packed
-
-            packed = encode_documents_packed(
-                self._encoder, list(docs), self._pattern_id, -1 if bos is None else bos, dtype is np.uint32
-            )
-            return np.frombuffer(packed, dtype=np.dtype(dtype).newbyteorder("<"))
-        if bos is not None:
-            try:
-                bos = self._public.index(bos)  # to mnemo's id: the whole list is mapped back below
-            except ValueError:
-                raise ConfigError(f"bos={bos} is not an id of this tokenizer (n_vocab {self.n_vocab})") from None
-        out: list[int] = []
-        for data in docs:
-            if bos is not None:
-                out.append(bos)
-            self._encode_range(data, 0, len(data), out)
-        return np.array(self._to_public(out), dtype=dtype)
+        public = self._public
+        internal_bos = -1 if bos is None else bos if public is None else public.index(bos)
+        packed = encode_documents_packed(self._encoder, list(docs), self._pattern_id, internal_bos)
+        ids: npt.NDArray[np.uint16] = np.frombuffer(packed, dtype="<u2")
+        if public is not None:
+            ids = np.asarray(public, dtype=np.uint16)[ids]
+        return ids
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""
