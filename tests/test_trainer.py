@@ -173,6 +173,37 @@ def test_fast_matches_naive_many_ties_and_compaction() -> None:
         assert train_merges(words, 500, tie=tie, _block=64, _gap=2) == naive
 
 
+def test_bit_table() -> None:
+    """The skip index's bit for block k of 64 (mypyc would shift a literal 1 as a 32-bit int)."""
+    from mnemo.trainer import _bit_table
+
+    assert list(_bit_table()) == [1 << k for k in range(63)] + [-(1 << 63)]
+
+
+def test_pair_filter_skips_blocks_holding_both_tokens_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokens a and b in every block but the pair (a, b) in the last one only: the per-token index
+    alone would scan every block for the merge of (a, b); the pair filter leaves (nearly) only
+    the block that holds it.  And the merges are still the naive twin's."""
+    words: dict[bytes, int] = {b"xy": 1000}
+    for i in range(4000):  # "a", two distinct high bytes, "b": a and b everywhere, never adjacent
+        words[b"a" + bytes([0x80 + i % 128, 0x80 + i // 128]) + b"b"] = 1
+    words[b"ab"] = 500  # laid out last: the last block
+    scanned: list[tuple[int, int, int]] = []
+    real_scan = kernels.pair_positions
+
+    def spy(toks: object, a: int, b: int, cap: int, start: int, stop: int) -> bytes:
+        scanned.append((a, b, stop - start))
+        return real_scan(toks, a, b, cap, start, stop)
+
+    monkeypatch.setattr(kernels, "pair_positions", spy)
+    result = train_merges(words, 2, _block=16, _gap=0)
+    assert result == train_merges_naive(words, 2)
+    assert result[0] == [(ord("x"), ord("y")), (ord("a"), ord("b"))]
+    array_tokens = sum(len(w) + 1 for w in words)  # ~24,000
+    ab_scanned = sum(n for a, b, n in scanned if (a, b) == (ord("a"), ord("b")))
+    assert 0 < ab_scanned < array_tokens // 10, (ab_scanned, array_tokens)
+
+
 def _prefix(docs: list[str], max_bytes: int) -> list[str]:
     out: list[str] = []
     total = 0
