@@ -32,7 +32,7 @@ then all record loads, then the counting) to overlap those misses gained nothing
 
 from typing import Final
 
-from librt.strings import read_i64_le
+from librt.strings import BytesWriter, read_i64_le, write_i64_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
@@ -182,7 +182,7 @@ class WordCounter:
                 s = slots[at]
                 if s == 0:
                     # a new word: the slow path, which may grow the table
-                    self._insert(data, pos, e, key, prefix, prefix2, at)
+                    self._insert(data, pos, e, key, prefix, prefix2, at, 1)
                     slots = self.slots
                     mask = self.mask
                     words = self.words
@@ -198,6 +198,76 @@ class WordCounter:
         self.n_bytes += end
         self.n_chunks += n_chunks
 
+    def count(self, data: bytes, pos: i64, e: i64, times: i64) -> None:
+        """Add `times` to the count of the word data[pos:e] (not empty): what `add` does for each
+        chunk, used to merge the workers' tables (add_packed).  `add` keeps its own inline copy
+        of these lookups: calling this method for every chunk made counting 1.06x slower
+        (median of 20 paired runs on 20 MB of English).  tests/test_count.py checks that the
+        two agree on every word."""
+        n = e - pos
+        prefix: i64 = 0
+        prefix2: i64 = 0
+        if pos + 2 * PREFIX_BYTES + 1 <= len(data):
+            # Two unaligned 8-byte loads, masked to the chunk.  Not `(1 << (8 * n)) - 1`:
+            # mypyc 2.4.1 emits the literal 1 as a 32-bit C int (see encoder.py).
+            w0 = read_i64_le(data, pos)
+            if n <= PREFIX_BYTES:
+                prefix = w0 & (LOW7 >> ((PREFIX_BYTES - n) * 8))
+            else:
+                prefix = w0 & LOW7
+                m = n - PREFIX_BYTES
+                w1 = read_i64_le(data, pos + PREFIX_BYTES)
+                prefix2 = w1 & (LOW7 >> ((PREFIX_BYTES - m) * 8)) if m < PREFIX_BYTES else w1 & LOW7
+        else:  # the last 15 bytes of the text: byte by byte
+            i = pos
+            while i < e:
+                c: i64 = data[i]
+                k = i - pos
+                if k < PREFIX_BYTES:
+                    prefix |= c << (8 * k)
+                elif k < 2 * PREFIX_BYTES:
+                    prefix2 |= c << (8 * (k - PREFIX_BYTES))
+                i += 1
+        h = word_hash(data, pos, n, prefix, prefix2)
+        if n <= PREFIX_BYTES:
+            # A short word: its key holds all of it, and its count sits beside the key, so
+            # counting it touches one cache line of one table.
+            short = self.short
+            short_mask = self.short_mask
+            skey = prefix | (n << 56)
+            at = (h & short_mask) << 1
+            while True:
+                s = short[at]
+                if s == skey:
+                    short[at + 1] = short[at + 1] + times
+                    return
+                if s == 0:
+                    short[at] = skey
+                    short[at + 1] = times
+                    self.n_short += 1
+                    if 2 * self.n_short > short_mask:  # keep the load factor below one half
+                        self._grow_short()
+                    return
+                at = (at + 2) & (2 * short_mask + 1)
+        key = h | (n << 32)
+        slots = self.slots
+        mask = self.mask
+        words = self.words
+        at = h & mask
+        while True:
+            s = slots[at]
+            if s == 0:
+                # a new word: the slow path, which may grow the table
+                self._insert(data, pos, e, key, prefix, prefix2, at, times)
+                return
+            if (s & MASK32) == h:
+                base = ((s >> 32) - 1) * FIELDS
+                if words[base + KEY] == key and words[base + PREFIX] == prefix and words[base + PREFIX2] == prefix2:
+                    if n <= 2 * PREFIX_BYTES or self._rest_equal(data, pos, n, (s >> 32) - 1):
+                        words[base + COUNT] = words[base + COUNT] + times
+                        return
+            at = (at + 1) & mask
+
     def _rest_equal(self, data: bytes, pos: i64, n: i64, w: i64) -> bool:
         """data[pos : pos + n] == word_bytes[w] when the first 2 * PREFIX_BYTES already matched."""
         word = self.word_bytes[w]
@@ -210,7 +280,7 @@ class WordCounter:
             j += 1
         return True
 
-    def _insert(self, data: bytes, pos: i64, e: i64, key: i64, prefix: i64, prefix2: i64, at: i64) -> None:
+    def _insert(self, data: bytes, pos: i64, e: i64, key: i64, prefix: i64, prefix2: i64, at: i64, times: i64) -> None:
         w: i64 = len(self.word_bytes)
         self.word_bytes.append(data[pos:e])
         base = w * FIELDS
@@ -228,7 +298,7 @@ class WordCounter:
         words[base + KEY] = key
         words[base + PREFIX] = prefix
         words[base + PREFIX2] = prefix2
-        words[base + COUNT] = 1
+        words[base + COUNT] = times
         self.slots[at] = (key & MASK32) | ((w + 1) << 32)
         if 2 * (w + 1) > self.mask:  # keep the load factor below one half
             self._grow()
@@ -289,8 +359,63 @@ class WordCounter:
         return result
 
 
-def merge_counts(total: dict[bytes, int], part: dict[bytes, int]) -> None:
-    """Add the counts of `part` into `total` (merging the workers' tables)."""
-    for word, c in part.items():
-        total[word] = total.get(word, 0) + c
+    def to_packed(self) -> tuple[bytes, bytes]:
+        """The counts as two flat byte strings, to send through a pipe and to lay out for the
+        trainer: `blob`, every word's bytes back to back, and `meta`, two little-endian i64 per
+        word, its length and its count.  Same order as to_dict.  (For the 1.6 M words of 1 GB a
+        dict took ~0.9 s to build, ~0.9 s to pickle and ~1.1 s to unpickle in the parent.)"""
+        blob = BytesWriter()
+        meta = BytesWriter()
+        short = self.short
+        i: i64 = 0
+        while i < len(short):
+            key = short[i]
+            if key != 0:
+                n = key >> 56
+                write_i64_le(blob, key & LOW7)
+                blob.truncate(len(blob) - 8 + n)
+                write_i64_le(meta, n)
+                write_i64_le(meta, short[i + 1])
+            i += 2
+        words = self.words
+        base: i64 = 0
+        for word in self.word_bytes:
+            blob.write(word)
+            write_i64_le(meta, len(word))
+            write_i64_le(meta, words[base + COUNT])
+            base += FIELDS
+        return blob.getvalue(), meta.getvalue()
 
+    def add_packed(self, blob: bytes, meta: bytes) -> None:
+        """Add counts made by to_packed (another worker's table) to this table."""
+        pos: i64 = 0
+        m: i64 = 0
+        while m < len(meta):
+            n = read_i64_le(meta, m)
+            self.count(blob, pos, pos + n, read_i64_le(meta, m + 8))
+            pos += n
+            m += 16
+
+
+def pack_words(words: dict[bytes, int]) -> tuple[bytes, bytes]:
+    """Word counts from a dict, packed as WordCounter.to_packed packs them."""
+    blob = BytesWriter()
+    meta = BytesWriter()
+    for word, c in words.items():
+        blob.write(word)
+        write_i64_le(meta, len(word))
+        write_i64_le(meta, c)
+    return blob.getvalue(), meta.getvalue()
+
+
+def packed_to_dict(blob: bytes, meta: bytes) -> dict[bytes, int]:
+    """The counts of to_packed as a dict (word bytes -> count)."""
+    result: dict[bytes, int] = {}
+    pos: i64 = 0
+    m: i64 = 0
+    while m < len(meta):
+        n = read_i64_le(meta, m)
+        result[blob[pos : pos + n]] = read_i64_le(meta, m + 8)
+        pos += n
+        m += 16
+    return result

@@ -46,6 +46,7 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
 from mnemo import kernels
+from mnemo.count import pack_words
 from mnemo.errors import ConfigError, VerificationError
 from mnemo.reference import check_train_args
 
@@ -544,31 +545,57 @@ def train_merges(
     index's block size (tokens) and the largest gap (blocks) scanned through in one call.
     """
     check_train_args(words, n_merges, tie)
+    blob, meta = pack_words(words)
+    return train_merges_packed(blob, meta, n_merges, tie, verify, progress, _corrupt_at, _block, _gap)
+
+
+def train_merges_packed(
+    blob: bytes,
+    meta: bytes,
+    n_merges: int,
+    tie: str = "id",
+    verify: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+    _corrupt_at: int = -1,
+    _block: int = BLOCK,
+    _gap: int = GAP,
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """train_merges on word counts packed as count.WordCounter.to_packed makes them (what
+    mnemo.train passes: no dict of every word is built on the way)."""
+    check_train_args({}, n_merges, tie)
     if _block < 1 or _gap < 0:
         raise ConfigError(f"_block must be >= 1 and _gap >= 0, got {_block} and {_gap}")
     by_id = tie == "id"
     scan = kernels.pair_positions
 
     # ---- lay the words out -------------------------------------------------------------------
-    total: i64 = 1
-    for word in words:
-        total += len(word) + 1
+    nwords: i64 = len(meta) // 16
+    total: i64 = len(blob) + nwords + 1
     toks = vec[i16](capacity=total)
     widx = vec[i32](capacity=total)
     wcount = vec[i64]()
     toks = append(toks, SEP16)
     widx = append(widx, -1)
     nw: i32 = 0
-    for word, word_count in words.items():
-        if len(word) < 2 or word_count == 0:
+    bpos: i64 = 0
+    m: i64 = 0
+    while m < len(meta):
+        wlen = read_i64_le(meta, m)
+        word_count = read_i64_le(meta, m + 8)
+        m += 16
+        if word_count < 0:
+            raise ConfigError(f"word {blob[bpos : bpos + wlen]!r} has a negative count {word_count}; counts must be >= 0")
+        if wlen < 2 or word_count == 0:
+            bpos += wlen
             continue
-        wcount = append(wcount, i64(word_count))
-        for q in range(len(word)):
-            toks = append(toks, i16(word[q]))
+        wcount = append(wcount, word_count)
+        for q in range(bpos, bpos + wlen):
+            toks = append(toks, i16(blob[q]))
             widx = append(widx, nw)
         toks = append(toks, SEP16)
         widx = append(widx, nw)
         nw += 1
+        bpos += wlen
     n: i64 = len(toks)
     arr = _Words(toks, widx, wcount, 256 + i64(n_merges), _block)
     gap: i64 = _gap

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, cast
 
-from mnemo.count import WordCounter, merge_counts
+from mnemo.count import WordCounter, packed_to_dict
 from mnemo.errors import ConfigError, InputError
 from mnemo.parallel import Progress, init_worker_signals, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer
-from mnemo.trainer import train_merges
+from mnemo.trainer import train_merges_packed
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -83,7 +83,7 @@ def _worker(
             for doc in docs:
                 counter.add(doc)
             results.put(("progress", counter.n_bytes - before))
-        results.put(("done", (counter.to_dict(), counter.n_bytes, counter.n_chunks, counter.skipped)))
+        results.put(("done", (counter.to_packed(), counter.n_bytes, counter.n_chunks, counter.skipped)))
     except BaseException as exc:  # report, never hang the parent
         results.put(("error", exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")))
 
@@ -113,6 +113,30 @@ def count_words(
 ) -> tuple[dict[bytes, int], CountStats]:
     """Count the chunks of every document of the inputs (paths, or an iterable of str/bytes
     documents).  Special-token strings split documents and are never counted."""
+    (blob, meta), stats = _count_packed(
+        inputs,
+        pattern=pattern,
+        special_tokens=special_tokens,
+        max_chunk_bytes=max_chunk_bytes,
+        workers=workers,
+        text_field=text_field,
+        progress=progress,
+    )
+    return packed_to_dict(blob, meta), stats
+
+
+def _count_packed(
+    inputs: PathLike | Sequence[PathLike] | Iterable[str | bytes],
+    *,
+    pattern: str,
+    special_tokens: Sequence[str],
+    max_chunk_bytes: int,
+    workers: int | None,
+    text_field: str,
+    progress: Progress | None,
+) -> tuple[tuple[bytes, bytes], CountStats]:
+    """count_words, with the counts packed as WordCounter.to_packed packs them (the trainer lays
+    them out directly; a dict of every word is never built)."""
     pid = pattern_id(pattern)
     if max_chunk_bytes < 1:
         raise ConfigError(f"max_chunk_bytes must be >= 1, got {max_chunk_bytes}")
@@ -143,7 +167,7 @@ def count_words(
             counter.add(doc)
             if progress is not None:
                 progress("count", counter.n_bytes, 0)
-        words = counter.to_dict()
+        words = counter.to_packed()
         stats.n_bytes, stats.n_chunks, stats.n_skipped = counter.n_bytes, counter.n_chunks, counter.skipped
     else:
         words = _count_in_workers(jobs, stream, n_workers, pid, max_chunk_bytes, special_tokens, text_field, stats, progress)
@@ -161,7 +185,7 @@ def _count_in_workers(
     text_field: str,
     stats: CountStats,
     progress: Progress | None,
-) -> dict[bytes, int]:
+) -> tuple[bytes, bytes]:
     ctx = worker_context()
     job_q: Any = ctx.Queue(maxsize=2 * n_workers)
     result_q: Any = ctx.Queue()
@@ -171,7 +195,9 @@ def _count_in_workers(
     ]
     for p in procs:
         p.start()
-    words: dict[bytes, int] = {}
+    # The workers' tables are added up in one table here, each as it arrives (the first while
+    # the others still count, on the core its worker has freed).
+    words = WordCounter(pid, max_chunk_bytes)
     done = 0
     try:
         source: Iterable[Task | list[bytes]] = jobs if jobs is not None else _batches(stream or iter(()))
@@ -196,10 +222,10 @@ def _count_in_workers(
             if p.is_alive():
                 p.terminate()
             p.join()
-    return words
+    return words.to_packed()
 
 
-def _drain(result_q: Any, words: dict[bytes, int], stats: CountStats, progress: Progress | None, done: int, block: bool) -> int:
+def _drain(result_q: Any, words: WordCounter, stats: CountStats, progress: Progress | None, done: int, block: bool) -> int:
     while True:
         try:
             kind, payload = result_q.get(timeout=1.0) if block else result_q.get_nowait()
@@ -212,8 +238,8 @@ def _drain(result_q: Any, words: dict[bytes, int], stats: CountStats, progress: 
             if progress is not None:
                 progress("count", stats.n_bytes, 0)
         else:
-            table, _n_bytes, n_chunks, skipped = payload
-            merge_counts(words, table)
+            (blob, meta), _n_bytes, n_chunks, skipped = payload
+            words.add_packed(blob, meta)
             stats.n_chunks += n_chunks
             stats.n_skipped += skipped
             done += 1
@@ -273,7 +299,7 @@ def train(
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     if tie not in ("id", "bytes"):
         raise ConfigError(f"unknown tie rule {tie!r}; choose 'id' or 'bytes'")
-    words, count_stats = count_words(
+    (blob, meta), count_stats = _count_packed(
         inputs,
         pattern=pattern,
         special_tokens=specials,
@@ -282,18 +308,20 @@ def train(
         text_field=text_field,
         progress=progress,
     )
-    if not words:
+    if not meta:
         raise InputError(
             f"the training text is empty ({count_stats.n_bytes} bytes, no chunk of at most "
             f"{max_chunk_bytes} bytes); give it some text"
         )
     n_merges = vocab_size - least
     t0 = time.perf_counter()
-    trainer = train_merges_naive if algorithm == "naive" else train_merges
-    merges, counts = trainer(words, n_merges, tie, verify, progress)
+    if algorithm == "naive":
+        merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress)
+    else:
+        merges, counts = train_merges_packed(blob, meta, n_merges, tie, verify, progress)
     if stats is not None:
         stats.count = count_stats
-        stats.unique_words = len(words)
+        stats.unique_words = len(meta) // 16
         stats.merges = len(merges)
         stats.merge_seconds = time.perf_counter() - t0
     return Tokenizer(merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts)

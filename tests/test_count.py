@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo.count import MEMEQ_MIN_BYTES, PREFIX_BYTES, WordCounter, merge_counts, word_hash
+from mnemo.count import MEMEQ_MIN_BYTES, PREFIX_BYTES, WordCounter, pack_words, packed_to_dict, word_hash
 from mnemo.errors import ConfigError, InputError
 from mnemo.pretokenize import pattern_id, split
 from mnemo.training import count_words
@@ -92,10 +92,50 @@ def test_table_grows_past_its_first_size() -> None:
     assert counter.to_dict() == dict.fromkeys(words, 2)
 
 
-def test_merge_counts_adds() -> None:
-    total = {b"a": 1, b"b": 2}
-    merge_counts(total, {b"b": 3, b"c": 4})
-    assert total == {b"a": 1, b"b": 5, b"c": 4}
+def test_packed_tables_merge_like_counting_everything(corpus_docs: Callable[..., list[str]]) -> None:
+    """Workers send their tables packed (to_packed) and the parent adds them up (add_packed,
+    through `count`, which repeats add's lookups): the sum must equal counting all the text in
+    one table -- same counts, and no word in the table twice (which a key computed differently
+    by `count` than by `add` would cause).  Words of every length class: up to 7 bytes (the
+    short table), up to 14 (key and prefixes), longer (compared byte by byte, and with memeq
+    from MEMEQ_MIN_BYTES), and at the very end of a packed blob (the byte-by-byte load path)."""
+    docs = [d.encode() for d in corpus_docs("english", max_bytes=400_000)] + [d.encode() for d in corpus_docs("multilingual", max_bytes=200_000)]
+    long_words = [b" " + bytes([97 + i % 26]) * n for i, n in enumerate([8, 13, 14, 15, 40, MEMEQ_MIN_BYTES, 200])]
+    docs.append(b"".join(long_words) * 3)
+    half = len(docs) // 2
+    pid = pattern_id("mnemonic")
+    one = WordCounter(pid, 256)
+    for d in docs:
+        one.add(d)
+    first, second = WordCounter(pid, 256), WordCounter(pid, 256)
+    for d in docs[:half]:
+        first.add(d)
+    for d in docs[half:]:
+        second.add(d)
+    merged = WordCounter(pid, 256)
+    merged.add(docs[0])  # words counted by `add`, then the same words again through `count`
+    for part in (first, second):
+        blob, meta = part.to_packed()
+        assert packed_to_dict(blob, meta) == part.to_dict()
+        merged.add_packed(blob, meta)
+    expected = one.to_dict()
+    expected_with_first = dict(expected)
+    for w, c in _counts_of(pid, docs[0]).items():
+        expected_with_first[w] += c
+    assert merged.to_dict() == expected_with_first
+    assert len(merged) == len(expected)
+    assert all(w in expected for w in long_words)
+    blob, meta = pack_words(expected)
+    assert packed_to_dict(blob, meta) == expected
+    tail = WordCounter(pid, 256)
+    tail.add_packed(blob, meta)
+    assert tail.to_dict() == expected
+
+
+def _counts_of(pid: int, doc: bytes) -> dict[bytes, int]:
+    c = WordCounter(pid, 256)
+    c.add(doc)
+    return c.to_dict()
 
 
 def test_count_words_same_for_any_number_of_workers(tmp_path: Path, corpus_docs: Callable[..., list[str]]) -> None:
