@@ -7,15 +7,15 @@ group, so `chunk_end` is a native call (~1 ns) and no chunk is ever copied on th
 
 from __future__ import annotations
 
-from librt.strings import BytesWriter, write_i16_le
-from mypy_extensions import i16, i64
+from librt.strings import BytesWriter
+from mypy_extensions import i64
 
-from mnemo.encoder import Encoder
+from mnemo.encoder import Encoder, ids_of, put
 from mnemo.pretokenize import chunk_end
 
 
-def encode_range(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, out: list[int]) -> None:
-    """Append the ids of data[start:end], split with `pattern`, to `out`.
+def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, dst: BytesWriter) -> None:
+    """Write the ids of data[start:end], split with `pattern`, to `dst` (little-endian uint16).
 
     The text seen by the pattern is data[start:end]: chunks start at `start` and the pattern's
     lookahead stops at `end` (a special token cuts the text there, as in tiktoken).
@@ -23,31 +23,33 @@ def encode_range(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, 
     pos: i64 = start
     while pos < end:
         e: i64 = chunk_end(data, pos, end, pattern)
-        enc.encode_span(data, pos, e, out)
+        enc.encode_span(data, pos, e, dst)
         pos = e
+
+
+def encode_range(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, out: list[int]) -> None:
+    """Append the ids of data[start:end], split with `pattern`, to `out` (see encode_range_packed)."""
+    dst = BytesWriter()
+    encode_range_packed(enc, data, start, end, pattern, dst)
+    out.extend(ids_of(dst.getvalue()))
 
 
 def encode_bytes(enc: Encoder, data: bytes, pattern: i64) -> list[int]:
     """The ids of a whole byte string, split with `pattern`."""
-    out: list[int] = []
-    encode_range(enc, data, 0, len(data), pattern, out)
-    return out
+    dst = BytesWriter()
+    encode_range_packed(enc, data, 0, len(data), pattern, dst)
+    return ids_of(dst.getvalue())
 
 
 def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64) -> bytes:
     """The ids of every document, each preceded by `bos` (none when bos < 0), packed as
     little-endian uint16 (every id is below 65,536: formats.MAX_VOCAB): the array a .tok file
     stores, without a list of every id of the block and its conversion to numpy (measured: that
-    conversion alone cost 0.9 s per 100 MB of English, bench/breakdown.py).  Each document's ids
-    pass through one small list that is reused."""
-    w = BytesWriter()
-    ids: list[int] = []
+    conversion alone cost 0.9 s per 100 MB of English, bench/breakdown.py).  The encoder writes
+    the ids straight into the array: no id is ever a Python int on the way."""
+    dst = BytesWriter()
     for data in docs:
         if bos >= 0:
-            ids.append(bos)
-        encode_range(enc, data, 0, len(data), pattern, ids)
-        for t in ids:
-            v: i64 = t
-            write_i16_le(w, i16(v - 65536 if v >= 32768 else v))  # the same 16 bits
-        ids.clear()
-    return w.getvalue()
+            put(dst, bos)
+        encode_range_packed(enc, data, 0, len(data), pattern, dst)
+    return dst.getvalue()

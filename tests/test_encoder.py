@@ -20,7 +20,9 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.encoder import CACHE_MAX_BYTES, LONG_CHUNK, Encoder
+from librt.strings import BytesWriter
+
+from mnemo.encoder import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
@@ -28,19 +30,32 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 
 
 def long_ids(enc: Encoder, data: bytes) -> list[int]:
-    out: list[int] = []
-    enc.encode_long(data, 0, len(data), out)
-    return out
+    dst = BytesWriter()
+    enc.encode_long(data, 0, len(data), dst)
+    return ids_of(dst.getvalue())
 
 
 def all_paths(enc: Encoder, data: bytes) -> list[list[int]]:
     """The ids of one chunk by every path that accepts it."""
     results = [enc.encode_chunks([data]), enc.encode_chunks_uncached([data]), long_ids(enc, data)]
     if len(data) < LONG_CHUNK:
-        out: list[int] = []
-        enc.encode_short(data, 0, len(data), out)
-        results.append(out)
+        dst = BytesWriter()
+        enc.encode_short(data, 0, len(data), dst)
+        results.append(ids_of(dst.getvalue()))
     return results
+
+
+def test_ids_packed_as_uint16_round_trip() -> None:
+    """The encoder writes ids as little-endian uint16 through librt's i16 writer: every id
+    0..65535 comes back, and the bytes are numpy's uint16 layout."""
+    import numpy as np
+
+    dst = BytesWriter()
+    for x in range(65536):
+        put(dst, x)
+    packed = dst.getvalue()
+    assert ids_of(packed) == list(range(65536))
+    assert np.frombuffer(packed, dtype="<u2").tolist() == list(range(65536))
 
 
 # ---- worked examples ----
