@@ -61,6 +61,23 @@ def test_every_input_kind_gives_the_single_process_file(
     assert np.array_equal(open_tok(tmp_path / "two.tok", tok).tokens, np.array(expected, dtype=np.uint16))
 
 
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_workers_get_the_tokenizer_either_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer, method: str) -> None:
+    """Forked workers use the parent's tokenizer as the fork copied it; spawned ones rebuild it
+    from its tokenizer.bin image.  Same file as one process."""
+    import multiprocessing
+
+    monkeypatch.setattr(dataset, "TASK_BYTES", 64 << 10)
+    monkeypatch.setattr(dataset, "worker_context", lambda: multiprocessing.get_context(method))
+    monkeypatch.setattr(dataset, "_worker_tok", None)
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs[:200]))
+    dataset.tokenize_files([src], tok, tmp_path / "one.tok", workers=1)
+    dataset.tokenize_files([src], tok, tmp_path / "two.tok", workers=2)
+    assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
+    assert (dataset._worker_tok is tok) == (method == "fork")
+
+
 def test_a_bad_line_in_a_worker_range_names_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer) -> None:
     monkeypatch.setattr(dataset, "TASK_BYTES", 32 << 10)
     lines = [json.dumps({"text": d}) + "\n" for d in docs]
