@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from librt.strings import BytesWriter, read_i64_le, write_i64_le
-from mypy_extensions import i64, u8
+from librt.strings import BytesWriter, read_i16_le, read_i32_le, read_i64_le, write_i16_le, write_i32_le, write_i64_le
+from mypy_extensions import i16, i32, i64, u8
 
 # One in every byte of an i64, for the eight-bytes-at-a-time scan in _string.
 _ONES: Final[i64] = 0x0101010101010101
@@ -174,78 +174,116 @@ def _string(line: bytes, i: i64, n: i64, out: BytesWriter, decode: bool) -> i64:
     spaces = _ONES * 0x20
     quotes = _ONES * 0x22
     while True:
-        # Eight bytes at a time.  y = x with every byte's top bit cleared, so every byte of y
-        # is at most 0x7F and no subtraction below overflows; a byte's top bit in the OR is
-        # set iff x has its top bit set (>= 0x80), or y < 0x20 (y - 0x20 borrows), or
+        # Plain ASCII, eight bytes at a time.  y = x with every byte's top bit cleared, so
+        # every byte of y is at most 0x7F and no subtraction below overflows; a byte's top bit
+        # in m is set iff x has its top bit set (>= 0x80), or y < 0x20 (y - 0x20 borrows), or
         # y == '"' or y == '\\' (y ^ c is 0, and 0 - 1 borrows).  A borrow can only mark
         # bytes above a marked byte, never the first one.
         while i + 8 <= n:
             x = read_i64_le(line, i)
             y = x & low7
             m = (x | (y - spaces) | ((y ^ quotes) - _ONES) | ((y ^ backslashes) - _ONES)) & high
-            if decode:
-                write_i64_le(out, x)
-            if m != 0:
-                # k = the number of bytes before the first marked one: isolate its mark
-                # (t & -t, with t > 0 so nothing overflows), set the low bit of every byte
-                # below it and add those bits up by folding.  No branch per byte.
-                t = (m >> 7) & _ONES
-                below = ((t & -t) - 1) & _ONES
-                below += below >> 32
-                below += below >> 16
-                below += below >> 8
-                k = below & 0xFF
+            if m == 0:
                 if decode:
-                    out.truncate(len(out) - 8 + k)  # keep only the bytes before it
+                    write_i64_le(out, x)
+                i += 8
+                continue
+            # k = the number of bytes before the first marked one: isolate its mark (t & -t,
+            # with t > 0 so nothing overflows), set the low bit of every byte below it and
+            # add those bits up by folding -- no branch per byte.
+            t = (m >> 7) & _ONES
+            below = ((t & -t) - 1) & _ONES
+            below += below >> 32
+            below += below >> 16
+            below += below >> 8
+            k = below & 0xFF
+            if k != 0:
+                if decode:
+                    size: i64 = len(out)
+                    write_i64_le(out, x)
+                    out.truncate(size + k)  # keep only the bytes before the marked one
                 i += k
-                break
-            i += 8
-        # One byte at a time from there (a no-op unless fewer than eight bytes were left).
-        while i < n:
-            c: i64 = line[i]
-            if _SPECIAL[c] != 0:
-                break
-            if decode:
-                out.append(u8(c))
-            i += 1
-        if i >= n:
-            return -1  # unterminated
-        c = line[i]
-        if c == _QUOTE:
-            return i + 1
-        if c == _BACKSLASH:
-            i = _escape(line, i, n, out, decode)
-            if i < 0:
-                return -1
-        elif c >= 0x80:
-            k = _utf8_length(line, i, n)
-            if k == 0:
-                return -1
-            if decode:
-                e = i + k
-                while i < e:
-                    b: i64 = line[i]
-                    out.append(u8(b))
-                    i += 1
+            break
+        if i + 8 > n:
+            # fewer than eight bytes left: one at a time
+            while i < n:
+                c: i64 = line[i]
+                if _SPECIAL[c] != 0:
+                    break
+                if decode:
+                    out.append(u8(c))
+                i += 1
+            if i >= n:
+                return -1  # unterminated
+        # Bytes that need attention, as long as they follow each other (escapes in a row, a
+        # run of non-ASCII characters); back to the word scan at the first plain byte.
+        while True:
+            c = line[i]
+            if c == _QUOTE:
+                return i + 1
+            if c == _BACKSLASH:
+                if i + 1 >= n:
+                    return -1
+                d: i64 = line[i + 1]
+                if d == _LETTER_U:
+                    i = _u_escape(line, i, n, out, decode)
+                    if i < 0:
+                        return -1
+                else:
+                    v: i64 = _ESCAPED[d]
+                    if v == 0:
+                        return -1
+                    if decode:
+                        out.append(u8(v))
+                    i += 2
+            elif c >= 0xC2 and c < 0xE0:
+                # two-byte sequence: C2-DF 80-BF
+                if i + 1 >= n or (line[i + 1] & 0xC0) != 0x80:
+                    return -1
+                if decode:
+                    write_i16_le(out, read_i16_le(line, i))
+                i += 2
+            elif c >= 0xE0 and c < 0xF0:
+                # three-byte: E0 A0-BF, E1-EC 80-BF, ED 80-9F (no surrogates), EE-EF 80-BF;
+                # then 80-BF
+                if i + 2 >= n:
+                    return -1
+                b1: i64 = line[i + 1]
+                if b1 < (0xA0 if c == 0xE0 else 0x80) or b1 > (0x9F if c == 0xED else 0xBF):
+                    return -1
+                b2: i64 = line[i + 2]
+                if (b2 & 0xC0) != 0x80:
+                    return -1
+                if decode:
+                    write_i16_le(out, read_i16_le(line, i))
+                    out.append(u8(b2))
+                i += 3
+            elif c >= 0xF0 and c < 0xF5:
+                # four-byte: F0 90-BF, F1-F3 80-BF, F4 80-8F (nothing above U+10FFFF); then
+                # 80-BF twice
+                if i + 3 >= n:
+                    return -1
+                b1 = line[i + 1]
+                if b1 < (0x90 if c == 0xF0 else 0x80) or b1 > (0x8F if c == 0xF4 else 0xBF):
+                    return -1
+                if (line[i + 2] & 0xC0) != 0x80 or (line[i + 3] & 0xC0) != 0x80:
+                    return -1
+                if decode:
+                    write_i32_le(out, read_i32_le(line, i))
+                i += 4
             else:
-                i += k
-        else:
-            return -1  # a raw control byte
+                # a raw control byte, a continuation byte without a lead, C0/C1 (overlong),
+                # F5-FF
+                return -1
+            if i >= n:
+                return -1
+            if _SPECIAL[line[i]] == 0:
+                break
 
 
-def _escape(line: bytes, i: i64, n: i64, out: BytesWriter, decode: bool) -> i64:
-    """The escape whose backslash is at i: return the index after it, or -1 if it is not a
-    valid escape.  With `decode`, append what it stands for to `out` as UTF-8."""
-    if i + 1 >= n:
-        return -1
-    d: i64 = line[i + 1]
-    if d != _LETTER_U:
-        v: i64 = _ESCAPED[d]
-        if v == 0:
-            return -1
-        if decode:
-            out.append(u8(v))
-        return i + 2
+def _u_escape(line: bytes, i: i64, n: i64, out: BytesWriter, decode: bool) -> i64:
+    """The \\uXXXX escape whose backslash is at i: return the index after it, or -1 if it is
+    not a valid one.  With `decode`, append the code point to `out` as UTF-8."""
     cp = _hex4(line, i + 2, n)
     if cp < 0:
         return -1
@@ -277,52 +315,21 @@ def _hex4(line: bytes, i: i64, n: i64) -> i64:
 
 
 def _put_utf8(out: BytesWriter, cp: i64) -> None:
-    """Append code point cp (0 to 0x10FFFF; a surrogate as its three bytes) as UTF-8."""
+    """Append code point cp (0 to 0x10FFFF; a surrogate as its three bytes) as UTF-8, in as few
+    writes as possible (each write updates the writer's length in memory)."""
     if cp < 0x80:
         out.append(u8(cp))
     elif cp < 0x800:
-        out.append(u8(0xC0 | (cp >> 6)))
-        out.append(u8(0x80 | (cp & 0x3F)))
+        _put16(out, (0xC0 | (cp >> 6)) | ((0x80 | (cp & 0x3F)) << 8))
     elif cp < 0x10000:
-        out.append(u8(0xE0 | (cp >> 12)))
-        out.append(u8(0x80 | ((cp >> 6) & 0x3F)))
+        _put16(out, (0xE0 | (cp >> 12)) | ((0x80 | ((cp >> 6) & 0x3F)) << 8))
         out.append(u8(0x80 | (cp & 0x3F)))
     else:
-        out.append(u8(0xF0 | (cp >> 18)))
-        out.append(u8(0x80 | ((cp >> 12) & 0x3F)))
-        out.append(u8(0x80 | ((cp >> 6) & 0x3F)))
-        out.append(u8(0x80 | (cp & 0x3F)))
+        v = (0xF0 | (cp >> 18)) | ((0x80 | ((cp >> 12) & 0x3F)) << 8) | ((0x80 | ((cp >> 6) & 0x3F)) << 16)
+        v |= (0x80 | (cp & 0x3F)) << 24
+        write_i32_le(out, i32((v ^ 0x80000000) - 0x80000000))  # the same 32 bits, as a signed value
 
 
-def _utf8_length(line: bytes, i: i64, n: i64) -> i64:
-    """The length of the well-formed UTF-8 sequence whose lead byte (>= 0x80) is at i, or 0 if
-    it is not one.  Well-formed as Python's strict decoder has it (the Unicode standard's table
-    of well-formed byte sequences): C2-DF then one continuation byte; E0 A0-BF, E1-EC, ED 80-9F
-    (no surrogates), EE-EF then two; F0 90-BF, F1-F3, F4 80-8F (nothing above U+10FFFF) then
-    three.  Continuation bytes are 80-BF."""
-    b0: i64 = line[i]
-    if b0 < 0xC2:
-        return 0  # a continuation byte, or C0/C1 (overlong)
-    if b0 < 0xE0:
-        if i + 1 < n and (line[i + 1] & 0xC0) == 0x80:
-            return 2
-        return 0
-    if b0 < 0xF0:
-        if i + 2 >= n:
-            return 0
-        b1: i64 = line[i + 1]
-        lo: i64 = 0xA0 if b0 == 0xE0 else 0x80
-        hi: i64 = 0x9F if b0 == 0xED else 0xBF
-        if b1 < lo or b1 > hi or (line[i + 2] & 0xC0) != 0x80:
-            return 0
-        return 3
-    if b0 < 0xF5:
-        if i + 3 >= n:
-            return 0
-        b1 = line[i + 1]
-        lo = 0x90 if b0 == 0xF0 else 0x80
-        hi = 0x8F if b0 == 0xF4 else 0xBF
-        if b1 < lo or b1 > hi or (line[i + 2] & 0xC0) != 0x80 or (line[i + 3] & 0xC0) != 0x80:
-            return 0
-        return 4
-    return 0
+def _put16(out: BytesWriter, v: i64) -> None:
+    """Append the 16-bit value v (0 to 0xFFFF) as two bytes, low first."""
+    write_i16_le(out, i16((v ^ 0x8000) - 0x8000))  # the same 16 bits, as a signed value

@@ -122,7 +122,12 @@ DECLINED = [
     b'{"text":"\xc3"}',  # truncated sequences
     b'{"text":"\xe2\x82"}',
     b'{"text":"\xf0\x9f\x98"}',
-    b'{"text":"\xc3\x28"}',
+    b'{"text":"\xc3\x28"}',  # a lead byte, then no continuation byte where one must be
+    b'{"text":"\xe2\x28\xa1"}',
+    b'{"text":"\xe2\x82\x28"}',
+    b'{"text":"\xf0\x28\x8c\xbc"}',
+    b'{"text":"\xf0\x90\x28\xbc"}',
+    b'{"text":"\xf0\x90\x8c\x28"}',
     b'{"text":"a","s":"\xff"}',  # bad bytes in another member
     b'{"\xff":"a","text":"b"}',
     # around the object
@@ -224,7 +229,7 @@ def test_special_byte_at_every_position() -> None:
 # ---- generated records ------------------------------------------------------------------------
 
 # Every code point, lone surrogates included (st.characters() with no filter).
-ANY_TEXT = st.text(st.characters(), max_size=24)
+ANY_TEXT = st.text(st.characters(), max_size=40)
 KEYS = st.one_of(st.sampled_from(["text", "source", "lang", "te\"xt", "t\u00e9xt", "\U0001f600", "", "\ud800"]), ANY_TEXT)
 SPACE = st.text(st.sampled_from(" \t\r\n"), max_size=3)
 
@@ -315,6 +320,67 @@ def test_any_bytes(line: bytes) -> None:
     fast(line, "text")
     fast(b'{"text":"' + line, "text")
     fast(b'{"text":"' + line + b'"}', "text")
+
+
+# Bytes that make up raw UTF-8 (and fail to): whole characters, lead bytes of every kind,
+# continuation bytes, ASCII letters, and a lead byte with the second bytes at the edges of its
+# range (E0 9F is overlong, ED A0 a surrogate, F4 90 above U+10FFFF).
+UTF8_PIECES = st.lists(
+    st.one_of(
+        st.characters(min_codepoint=0x80, exclude_categories=["Cs"]).map(lambda c: c.encode()),
+        st.sampled_from([0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]).map(lambda b: bytes([b])),
+        st.sampled_from([b"\xe0\x9f", b"\xe0\xa0", b"\xed\x9f", b"\xed\xa0", b"\xf0\x8f", b"\xf0\x90", b"\xf4\x8f", b"\xf4\x90"]),
+    ),
+    max_size=12,
+).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=UTF8_PIECES)
+def test_raw_utf8_inside_a_string(value: bytes) -> None:
+    """Raw bytes from 0x80 are answered exactly when they are strict UTF-8 (Python's decoder
+    is the oracle), else declined."""
+    for line in (b'{"text":"' + value + b'"}', b'{"text":"' + value + b'\\n' + value + b'"}'):
+        expected = line[9:-2].replace(b"\\n", b"\n") if is_strict_utf8(value) else None
+        assert fast(line, "text") == expected, line
+
+
+def test_every_byte_in_an_escape() -> None:
+    """Every byte after a backslash, and at each place of a \\uXXXX escape (also of the second
+    half of a surrogate pair): answered exactly where json.loads reads the line (the lines are
+    otherwise plain), declined elsewhere."""
+    for b in range(256):
+        x = bytes([b])
+        for line in (
+            b'{"text":"a\\' + x + b'z"}',
+            b'{"text":"\\u' + x + b'0e9"}',
+            b'{"text":"\\u0' + x + b'e9"}',
+            b'{"text":"\\u00e' + x + b'"}',
+            b'{"text":"\\ud83d\\u' + x + b'e00"}',
+            b'{"text":"\\ud83d\\ude0' + x + b'"}',
+            b'{"text":"\\ud83d\\' + x + b'de00"}',
+        ):
+            expected = via_json(line, "text") if is_strict_utf8(line) else None
+            assert fast(line, "text") == expected, line
+
+
+def test_utf8_sequences_exhaustively() -> None:
+    """Every lead byte class, with second, third and fourth bytes at the edges of the ranges
+    that matter (E0 needs A0-BF, ED 80-9F, F0 90-BF, F4 80-8F; continuation bytes are
+    80-BF), alone and between valid characters: answered iff Python's decoder takes them."""
+    leads = [0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+    seconds = [0x28, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0]
+    tails = [b"", *(bytes([b]) for b in (0x28, 0x80, 0xBF, 0xC0)), *(bytes([b, c]) for b in (0x28, 0x80, 0xBF) for c in (0x28, 0x80, 0xBF, 0xC0))]
+    answered = 0
+    for lead in leads:
+        for second in seconds:
+            for tail in tails:
+                seq = bytes([lead, second]) + tail
+                for value in (seq, "é".encode() + seq + "€".encode()):
+                    expected = value if is_strict_utf8(value) else None
+                    assert fast(b'{"text":"' + value + b'"}', "text") == expected, value
+                    answered += expected is not None
+    assert answered > 100  # the table holds valid sequences too
 
 
 # ---- through sources.py ----------------------------------------------------------------------
