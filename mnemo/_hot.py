@@ -21,7 +21,9 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/parallel.py         the worker start method and progress type; nothing hot
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
-  mnemo/sources.py          file reading and JSON parsing, done by C libraries (json, lzma, pyarrow)
+  mnemo/sources.py          file reading and planning, done by C libraries (lzma, pyarrow, json for
+                            the lines the fast path declines); the hot part, the text field of
+                            each JSON line, moved to the compiled mnemo/jsonfield.py
   mnemo/tokenizer.py        policy (validation, special tokens, errors) around the compiled encoder
   mnemo/tokshow.py          formats tokens for a terminal, a few hundred at a time
   mnemo/training.py         process orchestration around the compiled counter and trainer
@@ -34,6 +36,7 @@ HOT_MODULES: Final = [
     "mnemo/encode_text.py",
     "mnemo/encoder.py",
     "mnemo/idmap.py",
+    "mnemo/jsonfield.py",
     "mnemo/kernels.py",
     "mnemo/pretokenize.py",
     "mnemo/trainer.py",

@@ -56,6 +56,12 @@ def corpus_file(name: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def corpus_path() -> Callable[[str], Path]:
+    """corpus_path(name) -> ../shared/corpus/<name>.jsonl.xz, or skip the test with the reason."""
+    return corpus_file
+
+
 def iter_corpus_texts(name: str) -> Iterator[str]:
     """Every document's text, in file order; for `chat`, every message's content."""
     with lzma.open(corpus_file(name), "rt", encoding="utf-8") as f:
