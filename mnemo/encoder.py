@@ -93,8 +93,11 @@ class Encoder:
         self.n_merges = n
         left: vec[i64] = vec[i64]([0] * n)
         right: vec[i64] = vec[i64]([0] * n)
+        # Load factor at most 1/2: 512 KB for 32,768 ids.  (At most 1/4 the table was 1 MB and
+        # its lookups missed the L2 cache more often: 1.09x slower encode_documents, median of
+        # 15 paired runs.)
         size: i64 = 1024
-        while size < 4 * n:
+        while size < 2 * n:
             size *= 2
         table: vec[i64] = vec[i64]([-1] * size)
         # The first step of every chunk looks up pairs of bytes: a direct 256 x 256 table.
