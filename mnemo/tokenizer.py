@@ -268,9 +268,9 @@ class Tokenizer:
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
-        out: list[int] = []
-        self._encode_range(bytes(data), 0, len(data), out)
-        return self._to_public(out)
+        from mnemo.encode_text import encode_bytes
+
+        return self._to_public(encode_bytes(self._encoder, bytes(data), self._pattern_id))
 
     def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
         """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
@@ -291,10 +291,9 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""
-        data = self._text_bytes(text)
-        out: list[int] = []
-        self._encode_range(data, 0, len(data), out)
-        return self._to_public(out)
+        from mnemo.encode_text import encode_bytes
+
+        return self._to_public(encode_bytes(self._encoder, self._text_bytes(text), self._pattern_id))
 
     def _to_public(self, ids: list[int]) -> list[int]:
         """mnemo's ids -> the public ids, in place (only when an id_map renumbers them)."""
@@ -365,14 +364,17 @@ class Tokenizer:
                     f"pass allowed_special={{{name!r}}} (or 'all') to encode it as its id, "
                     f"or disallowed_special=() / encode_ordinary to encode it as plain text"
                 )
+        from mnemo.encode_text import encode_bytes
+
+        if not (allowed and self._find_special(allowed, data) is not None):
+            return self._to_public(encode_bytes(self._encoder, data, self._pattern_id))
         out: list[int] = []
         pos = 0
-        if allowed and self._find_special(allowed, data) is not None:
-            ids = self._internal_specials
-            for m in self._specials_re(allowed)[1].finditer(data):
-                self._encode_range(data, pos, m.start(), out)
-                out.append(ids[m.group().decode("utf-8")])
-                pos = m.end()
+        ids = self._internal_specials
+        for m in self._specials_re(allowed)[1].finditer(data):
+            self._encode_range(data, pos, m.start(), out)
+            out.append(ids[m.group().decode("utf-8")])
+            pos = m.end()
         self._encode_range(data, pos, len(data), out)
         return self._to_public(out)
 
