@@ -345,24 +345,9 @@ class WordCounter:
 
     def to_dict(self) -> dict[bytes, int]:
         """The counts as a dict (word bytes -> count): the short words in table order, then the
-        longer ones in order of first appearance."""
-        result: dict[bytes, int] = {}
-        short = self.short
-        i: i64 = 0
-        while i < len(short):
-            key = short[i]
-            if key != 0:
-                n: int = key >> 56
-                packed: int = key & LOW7
-                result[packed.to_bytes(n, "little")] = short[i + 1]
-            i += 2
-        words = self.words
-        base: i64 = 0
-        for word in self.word_bytes:
-            result[word] = words[base + COUNT]
-            base += FIELDS
-        return result
-
+        longer ones in order of first appearance (to_packed's order)."""
+        blob, meta = self.to_packed()
+        return packed_to_dict(blob, meta)
 
     def to_packed(self) -> tuple[bytes, bytes]:
         """The counts as two flat byte strings, to send through a pipe and to lay out for the

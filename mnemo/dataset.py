@@ -123,8 +123,7 @@ def _encode_tasks_in_worker(tasks: list[Task], text_field: str) -> tuple[npt.NDA
         parts.append(encode_block(_worker_tok, docs, False))
         n_docs += len(docs)
         n_bytes += sum(len(d) for d in docs)
-    dtype = np.uint16 if _worker_tok.n_vocab <= 1 << 16 else np.uint32
-    return (np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)), n_docs, n_bytes
+    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint16)), n_docs, n_bytes  # ids < MAX_VOCAB
 
 
 # ---- parent side ----------------------------------------------------------------------------------

@@ -284,7 +284,6 @@ class _Words:
 
     toks: vec[i16]
     widx: vec[i32]
-    wcount: vec[i64]
     holes: i64
     n_ids: i64
     bstart: vec[i64]  # block k is toks[bstart[k]:bstart[k + 1]]; bstart[-1] == len(toks)
@@ -308,7 +307,6 @@ class _Words:
         self.bits = _bit_table()
         self.toks = toks
         self.widx = widx
-        self.wcount = wcount
         self.holes = 0
         self.n_ids = n_ids
         self.winfo = vec[i64](capacity=2 * len(wcount))
