@@ -52,7 +52,7 @@ def run_one(name: str, mb: float, heldout_mb: float, threads: int) -> dict[str, 
     if name == "mnemo":
         import mnemo.training
 
-        tok = mnemo.training.train(iter(train), vocab_size=VOCAB, pattern="gpt4", special_tokens=[], workers=threads, verify=False)
+        tok = mnemo.train_from_iterator(iter(train), vocab_size=VOCAB, pattern="gpt4", special_tokens=[], workers=threads, verify=False)
         seconds = time.perf_counter() - t0
         n_tokens = sum(len(tok.encode_ordinary(t)) for t in held)
     elif name == "rustbpe":

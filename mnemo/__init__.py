@@ -15,7 +15,7 @@ from mnemo.errors import (
 from mnemo.formats import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
-from mnemo.training import train
+from mnemo.training import train, train_from_iterator
 
 __version__ = "0.1.0"
 

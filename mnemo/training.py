@@ -53,9 +53,18 @@ class CountStats:
 
 
 
+@dataclass(frozen=True)
+class Documents:
+    """In-memory documents (str or bytes) for the counter.  The wrapper says "documents" where a
+    bare list could be paths: `train` reads files, `train_from_iterator` documents, and the
+    counter never guesses."""
+
+    docs: Iterable[str | bytes]
+
+
 def _as_paths(inputs: object) -> list[PathLike] | None:
     """The inputs as a list of paths when they are a path or a list/tuple of paths, else None
-    (an iterable of documents)."""
+    (an iterable of documents).  Only `count_words` guesses so; `train` does not."""
     if isinstance(inputs, (str, os.PathLike)):
         return [inputs]
     if isinstance(inputs, (list, tuple)) and all(isinstance(x, (str, os.PathLike)) for x in inputs):
@@ -113,8 +122,9 @@ def count_words(
 ) -> tuple[dict[bytes, int], CountStats]:
     """Count the chunks of every document of the inputs (paths, or an iterable of str/bytes
     documents).  Special-token strings split documents and are never counted."""
+    as_paths = _as_paths(inputs)
     (blob, meta), stats = _count_packed(
-        inputs,
+        as_paths if as_paths is not None else Documents(cast("Iterable[str | bytes]", inputs)),
         pattern=pattern,
         special_tokens=special_tokens,
         max_chunk_bytes=max_chunk_bytes,
@@ -126,7 +136,7 @@ def count_words(
 
 
 def _count_packed(
-    inputs: PathLike | Sequence[PathLike] | Iterable[str | bytes],
+    inputs: Sequence[PathLike] | Documents,
     *,
     pattern: str,
     special_tokens: Sequence[str],
@@ -147,16 +157,15 @@ def _count_packed(
     stats = CountStats()
     jobs: list[Task] | None = None
     stream: Iterator[bytes] | None = None
-    as_paths = _as_paths(inputs)
-    if as_paths is not None:
-        paths = check_inputs(as_paths)
+    if not isinstance(inputs, Documents):
+        paths = check_inputs(inputs)
         tasks = plan_tasks(paths, n_workers=n_workers, specials=special_tokens)
         if any(t.end < 0 and t.kind != "parquet" and compression_of(Path(t.path)) for t in tasks) and n_workers > 1:
             stream = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, specials=special_tokens))
         else:
             jobs = tasks
     else:
-        stream = documents_from_iterable(cast("Iterable[str | bytes]", inputs), special_tokens)
+        stream = documents_from_iterable(inputs.docs, special_tokens)
 
     if n_workers == 1:
         docs = stream if stream is not None else (
@@ -262,8 +271,8 @@ class TrainStats:
     merge_seconds: float = 0.0
 
 
-def train(
-    inputs: PathLike | Sequence[PathLike] | Iterable[str | bytes],
+def _train(
+    inputs: Sequence[PathLike] | Documents,
     *,
     vocab_size: int = 32768,
     pattern: str = "mnemonic",
@@ -277,14 +286,7 @@ def train(
     progress: Progress | None = None,
     stats: TrainStats | None = None,
 ) -> Tokenizer:
-    """Learn a byte-level BPE vocabulary of `vocab_size` ids from the inputs.
-
-    `inputs`: a path, a list or tuple of paths (.txt, .jsonl, .parquet, optionally compressed with
-    xz, gzip or zstd), or any other iterable of documents (str or bytes).  The vocabulary counts
-    the 256 bytes, the merges and the special tokens (default: the 16 of DEFAULT_SPECIAL_TOKENS,
-    at the top).  Special-token strings in the text split documents and are never learned.
-    Training stops early when no pair occurs twice.
-    """
+    """`train` and `train_from_iterator` once their inputs are known to be paths or documents."""
     specials = list(DEFAULT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
     least = 256 + len(specials)
     if vocab_size < least:
@@ -325,3 +327,161 @@ def train(
         stats.merges = len(merges)
         stats.merge_seconds = time.perf_counter() - t0
     return Tokenizer(merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts)
+
+
+def train(
+    files: PathLike | Iterable[PathLike],
+    *,
+    vocab_size: int = 32768,
+    pattern: str = "mnemonic",
+    special_tokens: Sequence[str] | None = None,
+    tie: str = "id",
+    algorithm: str = "fast",
+    workers: int | None = None,
+    max_chunk_bytes: int = 256,
+    verify: bool = True,
+    text_field: str = "text",
+    progress: Progress | None = None,
+    stats: TrainStats | None = None,
+) -> Tokenizer:
+    """Learn a byte-level BPE vocabulary of `vocab_size` ids from files.
+
+    `files`: a path (str or os.PathLike) or an iterable of paths: .txt, .jsonl, .parquet,
+    optionally compressed with xz, gzip or zstd.  A str is always a path here; documents held in
+    memory go to `train_from_iterator` (Hugging Face's split: `train(files)` and
+    `train_from_iterator(iterator)`), so a list of texts is never read as file names.
+
+    The vocabulary counts the 256 bytes, the merges and the special tokens (default: the 16 of
+    DEFAULT_SPECIAL_TOKENS, at the top).  Special-token strings in the text split documents and
+    are never learned.  Training stops early when no pair occurs twice.  `workers` processes
+    count (default: every CPU); `stats`, when given, is filled with what the run did.
+    """
+    return _train(
+        _file_paths(files),
+        vocab_size=vocab_size,
+        pattern=pattern,
+        special_tokens=special_tokens,
+        tie=tie,
+        algorithm=algorithm,
+        workers=workers,
+        max_chunk_bytes=max_chunk_bytes,
+        verify=verify,
+        text_field=text_field,
+        progress=progress,
+        stats=stats,
+    )
+
+
+def train_from_iterator(
+    iterator: Iterable[str | bytes | Sequence[str | bytes]],
+    *,
+    vocab_size: int = 32768,
+    pattern: str = "mnemonic",
+    special_tokens: Sequence[str] | None = None,
+    tie: str = "id",
+    algorithm: str = "fast",
+    workers: int | None = None,
+    max_chunk_bytes: int = 256,
+    verify: bool = True,
+    progress: Progress | None = None,
+    stats: TrainStats | None = None,
+) -> Tokenizer:
+    """Learn a byte-level BPE vocabulary of `vocab_size` ids from documents held in memory.
+
+    `iterator`: any iterable (a list, a generator, a dataset column) of documents -- str or
+    bytes -- or of batches of documents (lists or tuples of them, as Hugging Face's
+    `train_from_iterator` takes).  It is read once, lazily: a generator is never gathered into a
+    list, and with several workers the documents go to them in batches of about 4 MB.  The same
+    documents in a file given to `train` give the identical tokenizer.  Options as in `train`.
+    """
+    return _train(
+        Documents(_documents(iterator)),
+        vocab_size=vocab_size,
+        pattern=pattern,
+        special_tokens=special_tokens,
+        tie=tie,
+        algorithm=algorithm,
+        workers=workers,
+        max_chunk_bytes=max_chunk_bytes,
+        verify=verify,
+        progress=progress,
+        stats=stats,
+    )
+
+
+#: How much of a document an error message shows.
+SHOW_CHARS = 40
+
+
+def _shorten(text: str) -> str:
+    return repr(text if len(text) <= SHOW_CHARS else text[:SHOW_CHARS] + "...")
+
+
+def _looks_like_text(name: str) -> bool:
+    """A string more likely a document than a file name: it holds white space, or it is longer
+    than a file name can be (255 bytes on common file systems).  It only chooses the wording of
+    the error: a str given to `train` is a path, whatever it looks like."""
+    return len(name.encode("utf-8", "surrogatepass")) > 255 or any(c.isspace() for c in name)
+
+
+def _file_paths(files: object) -> list[PathLike]:
+    """`train`'s inputs as a list of paths; documents passed by mistake are an error naming the
+    first one and `train_from_iterator`."""
+    hint = "to train on documents held in memory, call mnemo.train_from_iterator(documents) instead"
+    if isinstance(files, (str, os.PathLike)):
+        items: list[object] = [files]
+    elif isinstance(files, (bytes, bytearray, memoryview)):
+        raise TypeError(f"files is a {type(files).__name__}; mnemo.train reads files (str or os.PathLike paths): {hint}")
+    elif isinstance(files, Iterable):
+        items = list(files)
+    else:
+        raise TypeError(f"files is a {type(files).__name__}, not a path or an iterable of paths")
+    for i, item in enumerate(items):
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
+    for item in items:
+        if isinstance(item, str) and not os.path.exists(item):
+            if _looks_like_text(item):
+                raise InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {hint}")
+            raise InputError(f"{item}: no such file; check the path ({hint})")
+    return cast("list[PathLike]", items)
+
+
+def _documents(iterator: object) -> Iterator[str | bytes]:
+    """The documents of `train_from_iterator`'s argument, batches flattened, one pass."""
+    if isinstance(iterator, str):
+        raise TypeError(
+            "train_from_iterator takes an iterable of documents and got a single str (it would train "
+            "on its characters one by one); pass [text] for one document"
+        )
+    if isinstance(iterator, (bytes, bytearray, memoryview)):
+        raise TypeError("train_from_iterator takes an iterable of documents and got a single bytes; pass [data]")
+    if isinstance(iterator, os.PathLike):
+        raise TypeError(f"train_from_iterator takes documents and got a path ({os.fspath(iterator)}); pass files to mnemo.train")
+    if not isinstance(iterator, Iterable):
+        raise TypeError(f"train_from_iterator takes an iterable of documents, got a {type(iterator).__name__}")
+    return _flatten(iterator)
+
+
+def _flatten(iterator: Iterable[object]) -> Iterator[str | bytes]:
+    for i, item in enumerate(iterator):
+        if isinstance(item, (str, bytes)):
+            yield item
+        elif isinstance(item, (bytearray, memoryview)):
+            yield bytes(item)
+        elif isinstance(item, (list, tuple)):
+            for j, doc in enumerate(item):
+                if isinstance(doc, (str, bytes)):
+                    yield doc
+                elif isinstance(doc, (bytearray, memoryview)):
+                    yield bytes(doc)
+                else:
+                    raise TypeError(
+                        f"train_from_iterator: item {i} (a batch), element {j} is a {type(doc).__name__}; "
+                        f"documents are str or bytes"
+                    )
+        else:
+            raise TypeError(
+                f"train_from_iterator: item {i} is a {type(item).__name__}; items are documents (str or "
+                f"bytes) or batches of documents (lists or tuples)"
+            )

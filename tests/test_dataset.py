@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo import Tokenizer, dataset, open_tok, sources, train
+from mnemo import Tokenizer, dataset, open_tok, sources, train_from_iterator
 from mnemo.errors import InputError
 from mnemo.sources import plan_tasks
 
@@ -24,7 +24,7 @@ def docs(corpus_docs: Callable[..., list[str]]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def tok(docs: list[str]) -> Tokenizer:
-    return train(iter(docs), vocab_size=600)
+    return train_from_iterator(iter(docs), vocab_size=600)
 
 
 def test_every_input_kind_gives_the_single_process_file(

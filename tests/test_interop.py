@@ -92,10 +92,10 @@ def tiktoken_gpt2(gpt2_paths: tuple[Path, Path], tmp_path_factory: pytest.TempPa
 @pytest.fixture(scope="module")
 def trained(corpus_docs: Callable[..., list[str]]) -> Tokenizer:
     """A mnemo-trained vocabulary (mnemonic pattern, default specials): no id map."""
-    import mnemo.training
+    import mnemo
 
     docs = corpus_docs("english", max_bytes=600_000) + corpus_docs("code", max_bytes=300_000)
-    return mnemo.training.train(iter(docs), vocab_size=2048, workers=1)
+    return mnemo.train_from_iterator(iter(docs), vocab_size=2048, workers=1)
 
 
 def sample(corpus_docs: Callable[..., list[str]], name: str, max_bytes: int = 300_000) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 
 from mnemo import Tokenizer
 from mnemo.errors import ConfigError, InputError
-from mnemo.training import CountStats, TrainStats, train
+from mnemo.training import CountStats, TrainStats, train, train_from_iterator
 
 EOT = "<|endoftext|>"
 
@@ -64,7 +64,7 @@ def test_same_merges_for_any_workers_and_input_form(tmp_path: Path, corpus_docs:
         "2 workers": train([jsonl], vocab_size=1000, workers=2),
         "8 workers": train([jsonl], vocab_size=1000, workers=8),
         "xz, 2 workers": train([xz], vocab_size=1000, workers=2),
-        "documents, shuffled": train(iter(shuffled), vocab_size=1000, workers=2),
+        "documents, shuffled": train_from_iterator(iter(shuffled), vocab_size=1000, workers=2),
     }
     first = runs["1 worker"]
     assert len(first.merges) == 1000 - 256 - 16
@@ -75,8 +75,8 @@ def test_same_merges_for_any_workers_and_input_form(tmp_path: Path, corpus_docs:
 
 def test_naive_and_fast_agree_through_train(corpus_docs: Callable[..., list[str]]) -> None:
     docs = corpus_docs("code", max_bytes=300_000)
-    fast = train(iter(docs), vocab_size=400, workers=1)
-    naive = train(iter(docs), vocab_size=400, workers=1, algorithm="naive")
+    fast = train_from_iterator(iter(docs), vocab_size=400, workers=1)
+    naive = train_from_iterator(iter(docs), vocab_size=400, workers=1, algorithm="naive")
     assert fast.merges == naive.merges and fast.merge_counts == naive.merge_counts
 
 
@@ -88,7 +88,7 @@ def test_train_is_exported() -> None:
 
 def test_default_specials_at_the_top_and_stats() -> None:
     stats = TrainStats(CountStats())
-    tok = train(iter(["the cat sat on the mat " * 50]), vocab_size=300, stats=stats, workers=1)
+    tok = train_from_iterator(iter(["the cat sat on the mat " * 50]), vocab_size=300, stats=stats, workers=1)
     assert isinstance(tok, Tokenizer)
     n = len(tok.merges)
     assert n < 300 - 256 - 16  # this tiny text runs out of pairs that occur twice
@@ -99,23 +99,23 @@ def test_default_specials_at_the_top_and_stats() -> None:
 
 
 def test_stops_when_no_pair_occurs_twice() -> None:
-    tok = train(iter(["abc"]), vocab_size=1000, special_tokens=[], workers=1)
+    tok = train_from_iterator(iter(["abc"]), vocab_size=1000, special_tokens=[], workers=1)
     assert tok.merges == []  # every pair occurs once
-    tok = train(iter(["abab"]), vocab_size=1000, special_tokens=[], workers=1)
+    tok = train_from_iterator(iter(["abab"]), vocab_size=1000, special_tokens=[], workers=1)
     assert [(tok.token_bytes(a), tok.token_bytes(b)) for a, b in tok.merges] == [(b"a", b"b")]
 
 
 def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="training text is empty"):
-        train(iter([""]), vocab_size=300, workers=1)
+        train_from_iterator(iter([""]), vocab_size=300, workers=1)
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     with pytest.raises(InputError, match="training text is empty"):
         train([empty], vocab_size=300)
     with pytest.raises(ConfigError, match=r"vocab_size must be >= 272 \(256 bytes \+ 16 special tokens\), got 271"):
-        train(iter(["abc"]), vocab_size=271)
+        train_from_iterator(iter(["abc"]), vocab_size=271)
     with pytest.raises(ConfigError, match="vocab_size must be <= 65535"):
-        train(iter(["abc"]), vocab_size=70000)
+        train_from_iterator(iter(["abc"]), vocab_size=70000)
     with pytest.raises(InputError, match="no such file"):
         train([tmp_path / "missing.txt"])
     bad = tmp_path / "bad.jsonl"
@@ -123,18 +123,129 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"bad\.jsonl:2: not valid JSON"):
         train([bad], workers=2)
     with pytest.raises(ConfigError, match="unknown algorithm 'smart'"):
-        train(iter(["abc"]), algorithm="smart")
+        train_from_iterator(iter(["abc"]), algorithm="smart")
     with pytest.raises(ConfigError, match="unknown tie rule 'coin'"):
-        train(iter(["abc"]), tie="coin")
+        train_from_iterator(iter(["abc"]), tie="coin")
 
 
 @pytest.mark.parametrize("algorithm", ["fast", "naive"])
 def test_progress_reports_both_phases(algorithm: str) -> None:
     seen: list[tuple[str, int, int]] = []
-    tok = train(iter(["low lower newest widest " * 40]), vocab_size=300, special_tokens=[], workers=1,
+    tok = train_from_iterator(iter(["low lower newest widest " * 40]), vocab_size=300, special_tokens=[], workers=1,
                 algorithm=algorithm, progress=lambda phase, done, total: seen.append((phase, done, total)))
     counting = [s for s in seen if s[0] == "count"]
     merging = [s for s in seen if s[0] == "merge"]
     assert counting and counting[-1][1] == 24 * 40
     assert merging and merging[-1] == ("merge", len(tok.merges), 300 - 256)
     assert [d for _, d, _ in merging] == sorted(d for _, d, _ in merging)
+
+
+# ---- files and documents: two entry points (issue 12) ----
+
+
+def test_documents_and_files_give_the_identical_tokenizer(tmp_path: Path, corpus_docs: Callable[..., list[str]]) -> None:
+    """The same documents, from a JSONL file through `train` and from memory through
+    `train_from_iterator` (str, bytes, HF-style batches, a generator; 1 and 2 workers)."""
+    docs = corpus_docs("english", max_bytes=400_000)
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    from_file = train([jsonl], vocab_size=600, workers=1)
+    assert train(jsonl, vocab_size=600, workers=1) == from_file  # one path, not in a list
+    assert train(str(jsonl), vocab_size=600, workers=1) == from_file
+    runs = {
+        "list of str": train_from_iterator(docs, vocab_size=600, workers=1),
+        "generator of bytes": train_from_iterator((d.encode() for d in docs), vocab_size=600, workers=1),
+        "batches, 2 workers": train_from_iterator(
+            (docs[i : i + 100] for i in range(0, len(docs), 100)), vocab_size=600, workers=2
+        ),
+    }
+    for name, tok in runs.items():
+        assert tok == from_file, name
+
+
+LONG_DOCUMENT = "hello world this is a document " * 200
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [["hello world this is a document", "and a second one"], iter(["hello world this is a document"]), "hello world this is a document"],
+    ids=["list", "iterator", "one str"],
+)
+def test_train_does_not_read_documents_as_paths(inputs: object) -> None:
+    """Documents passed to `train` (which reads files) are an error that names the first one and
+    the function that takes documents -- not a `no such file` that leaves the user guessing."""
+    with pytest.raises(InputError, match=r"'hello world this is a document'.*mnemo\.train_from_iterator"):
+        train(inputs, vocab_size=300, workers=1)  # type: ignore[arg-type]
+
+
+def test_train_names_a_long_document_shortened(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"'hello world this is a document hello w[^']*\.\.\.'.*train_from_iterator") as info:
+        train([LONG_DOCUMENT], vocab_size=300, workers=1)
+    assert len(str(info.value)) < 300
+    # a path that is simply missing: the usual message, still pointing at the other entry point
+    with pytest.raises(InputError, match=r"missing\.txt: no such file; check the path.*train_from_iterator"):
+        train([str(tmp_path / "missing.txt")], vocab_size=300, workers=1)
+
+
+def test_train_refuses_bytes_and_other_objects() -> None:
+    with pytest.raises(TypeError, match=r"files\[0\] is a bytes.*train_from_iterator"):
+        train([b"some text"], vocab_size=300, workers=1)  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"files is a bytes.*train_from_iterator"):
+        train(b"some text", vocab_size=300, workers=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"files is a int"):
+        train(3, vocab_size=300, workers=1)  # type: ignore[arg-type]
+
+
+def test_train_from_iterator_refuses_what_is_not_documents(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"a single str.*\[text\]"):
+        train_from_iterator("one document", vocab_size=300, workers=1)
+    with pytest.raises(TypeError, match=r"a path.*mnemo\.train"):
+        train_from_iterator(tmp_path / "a.txt", vocab_size=300, workers=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"item 1 is a int"):
+        train_from_iterator(["fine", 3], vocab_size=300, workers=1)  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"item 0 \(a batch\), element 1 is a NoneType"):
+        train_from_iterator([["fine", None]], vocab_size=300, workers=1)  # type: ignore[list-item]
+    with pytest.raises(InputError, match="training text is empty"):
+        train_from_iterator([], vocab_size=300, workers=1)
+
+
+class CountingDocuments:
+    """An iterable that counts how often it is iterated and which documents were taken, and
+    notes, for each document, how many bytes the counter had reported when it was taken."""
+
+    def __init__(self, docs: list[str], reported: list[int]) -> None:
+        self.docs = docs
+        self.reported = reported
+        self.iterations = 0
+        self.taken: list[int] = []
+        self.reported_at_take: list[int] = []
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        self.iterations += 1
+        for i, d in enumerate(self.docs):
+            self.taken.append(i)
+            self.reported_at_take.append(self.reported[-1] if self.reported else 0)
+            yield d
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_train_from_iterator_reads_a_stream_once(workers: int) -> None:
+    """One pass over the iterable, each document taken once; with one worker each document is
+    counted before the next is taken (the documents are never gathered in a list first)."""
+    docs = [f"document {i}: the cat sat on the mat number {i % 7} " * 3 for i in range(200)]
+    reported: list[int] = []
+    source = CountingDocuments(docs, reported)
+    tok = train_from_iterator(
+        source, vocab_size=300, workers=workers, progress=lambda phase, done, total: reported.append(done) if phase == "count" else None
+    )
+    assert source.iterations == 1 and source.taken == list(range(200))
+    assert tok == train_from_iterator(docs, vocab_size=300, workers=1)
+    if workers == 1:
+        sizes = [len(d) for d in docs]
+        assert source.reported_at_take == [sum(sizes[:i]) for i in range(200)]
+
+
+def test_train_from_iterator_is_exported() -> None:
+    import mnemo
+
+    assert mnemo.train_from_iterator is train_from_iterator
