@@ -599,7 +599,10 @@ def from_vocab_merges(
     """A Tokenizer from `vocab` (id -> bytes), `merges` (in the order they apply) and special tokens.
 
     A special token whose UTF-8 bytes are already in `vocab` keeps that id; the others get the
-    next free ids, in the order given (as CS336's reference tokenizer does).
+    next free ids, in the order given (as CS336's reference tokenizer does).  Entries of `vocab`
+    that are neither a byte nor made by a merge are special tokens too, named by their UTF-8
+    text, with their ids -- GPT-2's `<|endoftext|>` is one, and CS336's tests pass GPT-2's vocab
+    without naming it (load_gpt2 reads vocab.json the same way).
     """
     source = "from_vocab_merges"
     by_bytes: dict[bytes, int] = {}
@@ -629,7 +632,19 @@ def from_vocab_merges(
         specials=specials,
         merge_where=lambda k: f"merges[{k}]",
         vocab_where=lambda raw: f"vocab[{by_bytes.get(raw)}] {raw!r}",
+        leftover_name=lambda raw: _leftover_name(raw, by_bytes[raw], source),
     )
+
+
+def _leftover_name(raw: bytes, i: int, source: str) -> str:
+    """The special-token name of vocab[i], an entry no merge makes: its UTF-8 text."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(
+            f"{source}: vocab[{i}] {raw!r} is neither a byte nor made by a merge, and not UTF-8 text, so "
+            f"it cannot be a special token either; add the merge that makes it, or drop it from vocab"
+        ) from None
 
 
 # ---- encode_iterable ----

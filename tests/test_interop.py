@@ -377,6 +377,66 @@ def test_cs336_reference_vocab_with_special_at_id_0(cs336_dir: Path) -> None:
     assert [tok.vocab[i] for i in ids] == [tok.token_bytes(i) for i in ids]
 
 
+def cs336_vocab_merges(vocab_path: Path, merges_path: Path) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """GPT-2's files read the way CS336's test helper (`get_tokenizer_from_vocab_merges_path`)
+    reads them with no special tokens: every vocab.json entry, `<|endoftext|>` included, becomes
+    id -> bytes, each merges.txt line a pair of bytes."""
+    decode = {c: b for b, c in bytes_to_unicode().items()}
+    raw = json.loads(vocab_path.read_text(encoding="utf-8"))
+    vocab = {i: bytes(decode[c] for c in s) for s, i in raw.items()}
+    merges = []
+    for line in merges_path.read_text(encoding="utf-8").splitlines():
+        parts = line.rstrip().split(" ")
+        if len(parts) == 2:
+            merges.append((bytes(decode[c] for c in parts[0]), bytes(decode[c] for c in parts[1])))
+    return vocab, merges
+
+
+@pytest.mark.parametrize("entry", ["method", "function"])
+def test_cs336_gpt2_files_without_special_tokens(
+    entry: str, gpt2_paths: tuple[Path, Path], gpt2: Tokenizer, tiktoken_gpt2: Any, cs336_dir: Path
+) -> None:
+    """Issue 12: `from_vocab_merges(gpt2_vocab, gpt2_merges)` with no special tokens, as CS336's
+    tests build it.  `<|endoftext|>`, which no merge makes, is a special token with its own id."""
+    vocab, merges = cs336_vocab_merges(*gpt2_paths)
+    assert vocab[50256] == EOT.encode() and len(merges) == 50000
+    build = Tokenizer.from_vocab_merges if entry == "method" else interop.from_vocab_merges
+    tok = build(vocab, merges)
+    assert tok.special_tokens == {EOT: 50256}
+    assert tok == gpt2  # what load_gpt2 makes of the same files
+    assert tok.vocab == vocab
+    for name in SPECIAL_FIXTURES:
+        text = (cs336_dir / name).read_text(encoding="utf-8")
+        ids = tok.encode(text, allowed_special="all")
+        assert ids == tiktoken_gpt2.encode(text, allowed_special="all"), name
+        assert tok.decode(ids) == text, name
+        plain = tok.encode_ordinary(text)
+        assert plain == tiktoken_gpt2.encode_ordinary(text) and tok.decode(plain) == text, name
+    tiny = (cs336_dir / "tinystories_sample.txt").read_text(encoding="utf-8")
+    assert tok.encode(tiny, allowed_special="all").count(50256) == tiny.count(EOT) == 5
+    with pytest.raises(SpecialTokenError, match="<\\|endoftext\\|>"):
+        tok.encode(tiny)  # tiktoken's contract, as for every special token
+    # with special tokens as well: the leftover keeps its id, a new one comes after it
+    more = build(vocab, merges, ["<|pad|>"])
+    assert more.special_tokens == {EOT: 50256, "<|pad|>": 50257}
+    assert more.encode("a<|pad|>b<|endoftext|>", allowed_special="all") == [64, 50257, 65, 50256]
+
+
+def test_cs336_leftover_entries_keep_their_ids() -> None:
+    """An entry no merge makes, anywhere in the ids (not only at the top), is a special token
+    named by its UTF-8 text; one that is not UTF-8 cannot be named and is an error."""
+    vocab = {i + 1: bytes([i]) for i in range(256)}
+    vocab[0] = b"<|x|>"
+    vocab[257] = b"ab"
+    tok = Tokenizer.from_vocab_merges(vocab, [(b"a", b"b")])
+    assert tok.special_tokens == {"<|x|>": 0} and tok.vocab == vocab
+    assert tok.encode("ab<|x|>a", allowed_special="all") == [257, 0, 98]
+    assert tok.decode([257, 0, 98]) == "ab<|x|>a"
+    bad = {**{i: bytes([i]) for i in range(256)}, 256: b"\xff\xfe"}
+    with pytest.raises(FormatError, match=r"vocab\[256\] b'\\xff\\xfe' is neither a byte nor made by a merge, and not UTF-8"):
+        Tokenizer.from_vocab_merges(bad, [])
+
+
 # ---- encode_iterable ----
 
 
