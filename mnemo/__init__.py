@@ -1,5 +1,26 @@
 """mnemo: a fast, verifiable byte-level BPE tokenizer.
 
+Train a vocabulary on documents held in memory (`mnemo.train` reads files: .txt, .jsonl,
+.parquet, compressed or not), encode, decode, save and load:
+
+>>> import os, tempfile
+>>> import mnemo
+>>> docs = ["the cat sat on the mat", "the dog sat on the log", "a cat and a dog"] * 20
+>>> tok = mnemo.train_from_iterator(docs, vocab_size=300)
+>>> ids = tok.encode("the cat sat on the log")
+>>> tok.decode(ids)
+'the cat sat on the log'
+>>> [tok.decode_single_token_bytes(i) for i in ids]
+[b'the', b' cat', b' sat', b' on', b' the', b' log']
+>>> tok.encode("<|bos|>hi", allowed_special="all")[0] == tok.special_tokens["<|bos|>"]
+True
+>>> with tempfile.TemporaryDirectory() as folder:
+...     tok.save(os.path.join(folder, "tokenizer.bin"))
+...     loaded = mnemo.Tokenizer.load(os.path.join(folder, "tokenizer.bin"))
+>>> loaded == tok and loaded.encode("the cat sat on the log") == ids
+True
+
+More in README.md and docs/ (docs/tiktoken.md: tiktoken's API and mnemo's side by side).
 Re-exports only; each name lives in the module that owns it.
 """
 
@@ -10,6 +31,7 @@ from mnemo.errors import (
     InputError,
     MnemoError,
     SpecialTokenError,
+    UnknownTokenError,
     VerificationError,
 )
 from mnemo.formats import open_tok
@@ -27,9 +49,11 @@ __all__ = [
     "MnemoError",
     "SpecialTokenError",
     "Tokenizer",
+    "UnknownTokenError",
     "VerificationError",
     "__version__",
     "open_tok",
     "split",
     "train",
+    "train_from_iterator",
 ]

@@ -2,7 +2,8 @@
 
 A document is `<|bos|>` + its text.  A conversation is `<|bos|>`, then for each message its role's
 token, its content and `<|end|>`.  MASKBIT (0x8000) marks the tokens the model should learn to
-produce: each assistant message's content and its `<|end|>` (DESIGN.md, "Encoding").
+produce: each assistant message's content and its `<|end|>` (docs/formats.md,
+"Documents and chats").
 """
 
 from __future__ import annotations

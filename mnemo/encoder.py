@@ -1,6 +1,6 @@
 """The compiled BPE encoder: token ids for one pre-tokenized chunk at a time.
 
-The rule (DESIGN.md, "Encoding"): a chunk starts as its bytes (ids 0..255) and repeats one step --
+The rule (docs/formats.md, "Encoder choices"): a chunk starts as its bytes (ids 0..255) and repeats one step --
 find the lowest-numbered merge whose pair occurs anywhere in the chunk, and apply it at every
 occurrence, left to right.  Merge k glues (a, b) into id 256 + k, and both parts are < 256 + k, so
 the new token takes part only in merges numbered above k: applying merge k everywhere in one

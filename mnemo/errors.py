@@ -31,3 +31,11 @@ class SpecialTokenError(MnemoError, ValueError):
 
 class VerificationError(MnemoError):
     """A training run's self-check failed: the maintained pair counts are not the true ones."""
+
+
+class UnknownTokenError(InputError, KeyError):
+    """A token (id, bytes or name) that is not in the vocabulary; a KeyError too, as in tiktoken."""
+
+    def __str__(self) -> str:
+        # KeyError's own __str__ shows the message as a repr, in quotes.
+        return str(self.args[0]) if self.args else ""

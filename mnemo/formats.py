@@ -32,7 +32,7 @@ BIN_VERSION: Final = 1
 BIN_HEADER: Final = struct.Struct("<8sHHIHBBIII")  # 32 bytes
 BIN_FLAG_COUNTS: Final = 1
 BIN_FLAG_ID_MAP: Final = 2  # imported vocabularies: public id of each id (docs/interop.md)
-PATTERNS: Final = ("mnemonic", "gpt4", "gpt2")  # index = pattern id (INTERFACES.md)
+PATTERNS: Final = ("mnemonic", "gpt4", "gpt2")  # index = pattern id (docs/formats.md, tokenizer.bin)
 TIES: Final = ("id", "bytes")  # index = tie id
 MAX_VOCAB: Final = 65536  # ids are stored as uint16
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.encoder import Encoder
-from mnemo.errors import ConfigError, InputError, SpecialTokenError
+from mnemo.errors import ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.formats import (
     MAX_VOCAB,
@@ -40,6 +40,9 @@ DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
 
 AllOr = Literal["all"] | Collection[str]
 
+#: GPT-2's and tiktoken's document separator, which `eot_token` names.
+EOT: Final = "<|endoftext|>"
+
 # encode_batch: batches with more text than this go to worker processes, in blocks of this many.
 BATCH_PARALLEL_BYTES: Final = 4_000_000
 BATCH_BLOCK: Final = 256
@@ -49,7 +52,8 @@ class Tokenizer:
     """A byte-level BPE vocabulary: 256 bytes, merges, then special tokens.
 
     Merge k (0-based) makes id 256 + k from the pair merges[k]; special token j gets id
-    256 + len(merges) + j.  See INTERFACES.md and DESIGN.md.
+    256 + len(merges) + j.  The file is docs/formats.md's tokenizer.bin; tiktoken's
+    names for these methods, and how they differ, are in docs/tiktoken.md.
 
     `id_map` (imported vocabularies, docs/interop.md) renumbers the ids the tokenizer shows:
     id_map[i] is the public id of mnemo's id i, a permutation of 0..n_vocab-1.  `merges` stay in
@@ -150,6 +154,7 @@ class Tokenizer:
         self._encoder = Encoder(checked)
         self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
+        self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
         h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer1")
         h.update(pattern.encode() + b"\0")
         h.update(np.asarray(checked, dtype="<u2").tobytes())
@@ -185,7 +190,7 @@ class Tokenizer:
     def token_bytes(self, token: int) -> bytes:
         """The bytes of one id (a special token's UTF-8 name for specials)."""
         if not 0 <= token < len(self._vocab):
-            raise InputError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
+            raise UnknownTokenError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
         return self._vocab[token]
 
     @property
@@ -461,12 +466,134 @@ class Tokenizer:
             pass
         for t in toks:
             if not isinstance(t, (int, np.integer)) or not 0 <= t < len(vocab):
-                raise InputError(f"token id {t!r} is not in the vocabulary (ids are 0..{len(vocab) - 1})")
+                raise UnknownTokenError(f"token id {t!r} is not in the vocabulary (ids are 0..{len(vocab) - 1})")
         raise AssertionError("unreachable: a bad id was found above")
 
     def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
         """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    # ---- tiktoken's names (docs/tiktoken.md: the whole table, with the differences) ----
+
+    @property
+    def max_token_value(self) -> int:
+        """The largest id (ids are 0..max_token_value, without gaps)."""
+        return len(self._vocab) - 1
+
+    @property
+    def eot_token(self) -> int:
+        """The id of `<|endoftext|>` (GPT-2's and tiktoken's document separator).
+
+        mnemo's own vocabularies have none -- a document starts with `<|bos|>` instead -- so for
+        them this raises UnknownTokenError, a KeyError, as tiktoken does for a vocabulary
+        without it.
+        """
+        eot = self.special_tokens.get(EOT)
+        if eot is None:
+            raise UnknownTokenError(
+                f"this vocabulary has no {EOT!r} token (its special tokens: {', '.join(self.special_tokens) or 'none'}); "
+                f"mnemo's vocabularies start documents with '<|bos|>': use special_tokens['<|bos|>']"
+            )
+        return eot
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        """The special tokens' names (a new set each time: changing it changes nothing here)."""
+        return set(self.special_tokens)
+
+    def is_special_token(self, token: int) -> bool:
+        """Whether the id is a special token's."""
+        return token in self._special_by_id
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of the token whose bytes (or UTF-8 text) these are, special tokens included.
+
+        A token of the byte-level vocabulary wins over a special token of the same text, as in
+        tiktoken.  Raises UnknownTokenError (a KeyError, as tiktoken's) when there is none.
+        """
+        found = self.token_to_id(text_or_bytes)
+        if found is None:
+            shown = text_or_bytes if len(text_or_bytes) <= 60 else text_or_bytes[:60]
+            more = "" if len(text_or_bytes) <= 60 else " (shortened)"
+            raise UnknownTokenError(
+                f"{shown!r}{more} is not a single token of this vocabulary; encode() gives the ids of any text"
+            )
+        return found
+
+    def token_to_id(self, token: str | bytes) -> int | None:
+        """The id of a token given as bytes or UTF-8 text, or None (Hugging Face's `token_to_id`;
+        its str is the UTF-8 text, not GPT-2's printable alphabet).  Where two merges spell the
+        same bytes, the earlier merge's id."""
+        if isinstance(token, str):
+            raw = token.encode("utf-8", "surrogatepass")
+        elif isinstance(token, (bytes, bytearray, memoryview)):
+            raw = bytes(token)
+        else:
+            raise TypeError(f"token must be str or bytes, got {type(token).__name__}")
+        ids = self._ids_by_bytes
+        if ids is None:
+            # Built on first use: bytes, then merges in order, so that the first spelling wins.
+            ids = {}
+            internal = self._internal_vocab
+            public = self._public
+            for i in range(256 + len(self.merges)):
+                ids.setdefault(internal[i], i if public is None else public[i])
+            self._ids_by_bytes = ids
+        found = ids.get(raw)
+        if found is None and isinstance(token, str):
+            found = self.special_tokens.get(token)
+        elif found is None:
+            try:
+                found = self.special_tokens.get(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                pass
+        return found
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """`token_bytes` under tiktoken's name: UnknownTokenError (a KeyError) for an unknown id."""
+        return self.token_bytes(token)
+
+    def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
+        """The bytes of each token, one entry per token (for showing tokens)."""
+        return [self.token_bytes(t) for t in tokens]
+
+    def decode_with_offsets(self, tokens: Iterable[int]) -> tuple[str, list[int]]:
+        """The text of the tokens and, for each token, the index in that text of the character
+        where it starts -- of the first character holding any of its bytes, when a character is
+        split between tokens.  The bytes must be valid UTF-8 (else InputError), as in tiktoken."""
+        parts = self.decode_tokens_bytes(tokens)
+        data = b"".join(parts)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"the tokens decode to invalid UTF-8 (byte {exc.start}), so they have no character "
+                f"offsets; use decode_tokens_bytes, or decode() which replaces invalid bytes"
+            ) from None
+        offsets: list[int] = []
+        chars = 0  # characters started so far
+        for raw in parts:
+            # A token that starts inside a character belongs to that character (started already).
+            offsets.append(chars - 1 if raw and 0x80 <= raw[0] < 0xC0 else chars)
+            chars += sum(1 for c in raw if not 0x80 <= c < 0xC0)
+        return text, offsets
+
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> list[str]:
+        """`decode` of each token sequence."""
+        return [self.decode(tokens, errors=errors) for tokens in batch]
+
+    def decode_bytes_batch(self, batch: Iterable[Iterable[int]]) -> list[bytes]:
+        """`decode_bytes` of each token sequence."""
+        return [self.decode_bytes(tokens) for tokens in batch]
+
+    def encode_ordinary_batch(self, texts: Sequence[str], *, workers: int | None = None) -> list[list[int]]:
+        """`encode_ordinary` of each text (special-token text is plain text); in worker
+        processes for large batches, as `encode_batch`."""
+        return self.encode_batch(texts, disallowed_special=(), workers=workers)
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every token of the byte-level vocabulary (no special tokens), sorted."""
+        return sorted(set(self._internal_vocab[: 256 + len(self.merges)]))
 
 
 # ---- encode_batch workers (module level: spawned processes import them by name) ----
