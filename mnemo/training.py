@@ -1,4 +1,4 @@
-"""`mnemo.train`: from inputs to a trained Tokenizer.
+"""`mnemo.train` (files) and `mnemo.train_from_iterator` (documents): from inputs to a trained Tokenizer.
 
 Phases: (1) count words -- worker processes pre-tokenize their share of the input and count
 chunks in their own table (mnemo/count.py); the parent merges the tables; (2) learn merges
