@@ -418,10 +418,13 @@ def _shorten(text: str) -> str:
 
 
 def _looks_like_text(name: str) -> bool:
-    """A string more likely a document than a file name: it holds white space, or it is longer
-    than a file name can be (255 bytes on common file systems).  It only chooses the wording of
-    the error: a str given to `train` is a path, whatever it looks like."""
-    return len(name.encode("utf-8", "surrogatepass")) > 255 or any(c.isspace() for c in name)
+    """A string more likely a document than a file name: it holds white space, is longer than a
+    file name can be (255 bytes on common file systems), or has neither a directory nor a
+    suffix.  It only chooses the wording of the error (the command line's users see the plain
+    `no such file` for a mistyped path): a str given to `train` is a path, whatever it looks like."""
+    if len(name.encode("utf-8", "surrogatepass")) > 255 or any(c.isspace() for c in name):
+        return True
+    return os.sep not in name and "/" not in name and "." not in name
 
 
 def _file_paths(files: object) -> list[PathLike]:
@@ -443,7 +446,7 @@ def _file_paths(files: object) -> list[PathLike]:
         if isinstance(item, str) and not os.path.exists(item):
             if _looks_like_text(item):
                 raise InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {hint}")
-            raise InputError(f"{item}: no such file; check the path ({hint})")
+            raise InputError(f"{item}: no such file; check the path")
     return cast("list[PathLike]", items)
 
 

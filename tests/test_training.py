@@ -182,8 +182,11 @@ def test_train_names_a_long_document_shortened(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"'hello world this is a document hello w[^']*\.\.\.'.*train_from_iterator") as info:
         train([LONG_DOCUMENT], vocab_size=300, workers=1)
     assert len(str(info.value)) < 300
-    # a path that is simply missing: the usual message, still pointing at the other entry point
-    with pytest.raises(InputError, match=r"missing\.txt: no such file; check the path.*train_from_iterator"):
+    # a one-word document: no white space, but no directory or suffix either
+    with pytest.raises(InputError, match=r"'hello' is not a file.*mnemo\.train_from_iterator"):
+        train(["hello", "world"], vocab_size=300, workers=1)
+    # a path that is simply missing (as the command line passes them): the usual message
+    with pytest.raises(InputError, match=r"missing\.txt: no such file; check the path$"):
         train([str(tmp_path / "missing.txt")], vocab_size=300, workers=1)
 
 
