@@ -213,7 +213,11 @@ class Tokenizer:
         *,
         pattern: str = "gpt2",
     ) -> Tokenizer:
-        """A Tokenizer from CS336's `vocab` (id -> bytes), `merges` and special tokens (mnemo/interop.py)."""
+        """A Tokenizer from CS336's `vocab` (id -> bytes), `merges` and special tokens (mnemo/interop.py).
+
+        Entries of `vocab` that no merge makes (GPT-2's `<|endoftext|>`) are special tokens with
+        their ids, whether `special_tokens` names them or not.
+        """
         from mnemo.interop import from_vocab_merges
 
         return from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)
