@@ -353,7 +353,7 @@ def check_output(output: str | os.PathLike[str], inputs: Sequence[tuple[str, str
                 f"choose another output name"
             )
     if path.is_dir():
-        raise ConfigError(f"{path}: is a folder; give a file name for the output, e.g. {path / 'out.tok'}")
+        raise ConfigError(f"{path}: is a folder; give the output a file name (such as {path / 'NAME'})")
     if path.exists() and not path.is_file():
         raise ConfigError(
             f"{path}: is not a regular file (a device, pipe or socket); outputs are written to a "
