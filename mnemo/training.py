@@ -245,6 +245,8 @@ def _drain(result_q: Any, words: WordCounter, stats: CountStats, progress: Progr
             stats.n_chunks += n_chunks
             stats.n_skipped += skipped
             done += 1
+            if progress is not None:  # adding up the tables is counting time too, as in stats.seconds
+                progress("count", stats.n_bytes, 0)
         if block:
             return done
 
