@@ -111,6 +111,8 @@ class PhaseProgress:
         elapsed = self.last[phase] - self.first[phase]
         final["elapsed"] = elapsed
         final["rate"] = bar.n / elapsed if elapsed > 0 else None
+        if (final.get("ncols") or 0) < 1:  # a terminal of unknown width reports -1: do not trim
+            final["ncols"] = None
         bar.leave = False
         bar.close()
         print(bar.format_meter(**final), file=self.file if self.file is not None else sys.stderr, flush=True)
