@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from mnemo.errors import MnemoError
 
@@ -37,6 +37,15 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with mnemo's error line: `mnemo: error: ...` after the usage, whichever
+    subcommand's option was wrong (argparse's own is `mnemo train: error: ...`)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"mnemo: error: {message} (see `{self.prog} --help`)\n")
+
+
 # ---- progress ----------------------------------------------------------------------------------
 
 
@@ -44,31 +53,73 @@ def _interactive() -> bool:
     return sys.stderr.isatty()
 
 
-class PhaseProgress:
-    """Named phases on one terminal line each: counting shows MB and MB/s, merging shows
-    merges/s and an ETA.  Disabled (no output at all) when stderr is not a terminal."""
+#: Each progress phase (mnemo.parallel.Progress): its label and what it counts.  Bytes are
+#: shown in MB and MB/s, like the summary lines.
+PHASES: dict[str, tuple[str, str]] = {
+    "count": ("counting", "B"),
+    "tokenize": ("tokenizing", "B"),
+    "merge": ("merging", " merges"),
+}
 
-    def __init__(self, enabled: bool) -> None:
+
+class PhaseProgress:
+    """Named phases on one terminal line each: counting and tokenizing show MB and MB/s,
+    merging shows merges/s and an ETA.  Disabled (no output at all) when stderr is not a
+    terminal.
+
+    A phase's line ends with its own figures: the time from its first report (the library
+    reports 0 when a phase starts) to its last, and the average rate over that time -- the
+    same interval the summary line measures.  (tqdm's own last line used the time until the
+    bar was closed, after merging: the counting rate of a training run came out half the
+    summary's.)"""
+
+    def __init__(self, enabled: bool, file: IO[str] | None = None) -> None:
         self.enabled = enabled
+        self.file = file
         self.bars: dict[str, Any] = {}
+        self.first: dict[str, float] = {}
+        self.last: dict[str, float] = {}
+        self.finished: set[str] = set()
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if not self.enabled:
             return
+        now = time.perf_counter()
         bar = self.bars.get(phase)
         if bar is None:
             from tqdm import tqdm
 
-            if phase == "count":
-                bar = tqdm(desc="counting", unit="B", unit_scale=True, unit_divisor=1000, leave=True)
+            for other in self.bars:  # phases run one after the other
+                self._finish(other)
+            label, unit = PHASES.get(phase, (phase, ""))
+            if unit == "B":
+                bar = tqdm(desc=label, unit="B", unit_scale=True, unit_divisor=1000, leave=True, file=self.file)
             else:
-                bar = tqdm(desc="merging ", unit=" merges", total=total or None, leave=True)
+                bar = tqdm(desc=label, unit=unit, total=total or None, leave=True, file=self.file)
             self.bars[phase] = bar
+            self.first[phase] = now
+        self.last[phase] = now
         bar.update(done - bar.n)
 
+    def _finish(self, phase: str) -> None:
+        """Replace the phase's line by its final figures (see the class docstring)."""
+        if phase in self.finished:
+            return
+        self.finished.add(phase)
+        bar = self.bars[phase]
+        final = dict(bar.format_dict)
+        elapsed = self.last[phase] - self.first[phase]
+        final["elapsed"] = elapsed
+        final["rate"] = bar.n / elapsed if elapsed > 0 else None
+        if (final.get("ncols") or 0) < 1:  # a terminal of unknown width reports -1: do not trim
+            final["ncols"] = None
+        bar.leave = False
+        bar.close()
+        print(bar.format_meter(**final), file=self.file if self.file is not None else sys.stderr, flush=True)
+
     def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
+        for phase in self.bars:
+            self._finish(phase)
 
 
 def _peak_rss_mib() -> float:
@@ -113,6 +164,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"(counting {stats.count.seconds:.2f} s, {mb / max(stats.count.seconds, 1e-9):.1f} MB/s; "
         f"merging {stats.merge_seconds:.2f} s); peak RSS {_peak_rss_mib():.0f} MiB"
     )
+    if stats.stopped_early:
+        print(
+            f"  stopped early: {tok.n_vocab} ids of the {args.vocab_size} asked for, because after merge "
+            f"{stats.merges} no pair of adjacent tokens occurs twice in the text any more; more (or more "
+            f"varied) text gives more merges"
+        )
     return 0
 
 
@@ -240,7 +297,23 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     from mnemo.dataset import tokenize_files
     from mnemo.tokenizer import Tokenizer
 
+    from mnemo.dataset import AUTO, document_separators, no_separator_warning
+
     tok = Tokenizer.load(args.tokenizer)
+    bos, eos = _separator_option(args.bos), _separator_option(args.eos)
+    separators = ""
+    if args.chat:
+        if bos != AUTO or eos != AUTO:
+            raise MnemoError("--bos/--eos are for documents; --chat records are delimited by the chat template (<|bos|> ... <|end|>)")
+    else:
+        bos_id, eos_id = document_separators(tok, bos, eos)
+        if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
+            print(f"mnemo: warning: {no_separator_warning(tok)}", file=sys.stderr)
+        # the choice made, passed on explicitly (the library would warn a second time)
+        names = {i: name for name, i in tok.special_tokens.items()}
+        bos = None if bos_id is None else names[bos_id]
+        eos = None if eos_id is None else names[eos_id]
+        separators = ", each " + " + ".join([*([bos] if bos else []), "text", *([eos] if eos else [])])
     progress = PhaseProgress(_interactive() and not args.quiet)
     try:
         stats = tokenize_files(
@@ -251,15 +324,26 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
             workers=args.workers,
             text_field=args.text_field,
             progress=progress,
+            bos=bos,
+            eos=eos,
         )
     finally:
         progress.close()
     print(
-        f"tokenized {args.output}: {stats.n_docs} {'conversations' if args.chat else 'documents'}, "
+        f"tokenized {args.output}: {stats.n_docs} {'conversations' if args.chat else 'documents'}{separators}, "
         f"{stats.n_tokens} tokens, {stats.n_bytes / 1e6:.1f} MB in {stats.seconds:.2f} s "
         f"({stats.mb_per_s:.1f} MB/s, {stats.bytes_per_token:.2f} bytes/token)"
     )
     return 0
+
+
+def _separator_option(value: str | None) -> str | None:
+    """--bos/--eos: None (not given: the default rule), 'none' (no token), or a token's name."""
+    from mnemo.dataset import AUTO
+
+    if value is None:
+        return AUTO
+    return None if value == "none" else value
 
 
 # ---- tokshow -----------------------------------------------------------------------------------
@@ -292,7 +376,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         ids, mask = split_mask(render_conversation(tok, messages))
     else:
         if args.file is not None:
-            text = Path(args.file).read_text(encoding="utf-8", errors="surrogateescape") if args.file != "-" else sys.stdin.read()
+            text = _read_text(Path(args.file)) if args.file != "-" else sys.stdin.read()
         elif args.text:
             text = " ".join(args.text)
         elif not sys.stdin.isatty():
@@ -305,6 +389,19 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     print(f"{len(ids)} tokens, {n_bytes} bytes, {n_bytes / max(len(ids), 1):.2f} bytes/token"
           + (f", {sum(mask)} masked (learned)" if mask is not None else ""))
     return 0
+
+
+def _read_text(path: Path) -> str:
+    from mnemo.errors import InputError
+
+    try:
+        return path.read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; check the path") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory; give a text file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
 
 
 # ---- pretrain ----------------------------------------------------------------------------------
@@ -372,43 +469,58 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mnemo", description="Fast, verifiable byte-level BPE tokenizer.")
+    parser = _Parser(prog="mnemo", description="Fast, verifiable byte-level BPE tokenizer.",
+                                     epilog="`mnemo COMMAND --help` describes each command.")
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("train", help="learn a vocabulary from text files", description="Learn a byte-level BPE vocabulary.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl or .parquet, optionally .xz/.gz/.zst")
-    p.add_argument("-o", "--output", required=True, type=Path, help="where to write tokenizer.bin")
+    p = sub.add_parser("train", help="learn a vocabulary from text files", description=(
+        "Learn a byte-level BPE vocabulary from text files and write it as a tokenizer.bin.  Training "
+        "stops early, with a note, when no pair of tokens occurs twice any more."))
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help=".txt (documents separated by <|endoftext|>), .jsonl or .parquet, optionally .xz/.gz/.zst")
+    p.add_argument("-o", "--output", required=True, type=Path, help="the tokenizer.bin to write (required)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
     p.add_argument("--pattern", default="mnemonic", choices=["mnemonic", "gpt4", "gpt2"], help="split pattern (default mnemonic)")
-    p.add_argument("--tie", default="id", choices=["id", "bytes"], help="tie rule: smaller pair ids, or greatest bytes (CS336)")
-    p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking)")
+    p.add_argument("--tie", default="id", choices=["id", "bytes"],
+                   help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires (default id)")
+    p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")
     p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
     p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
-    p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
     p.set_defaults(handler=cmd_train)
 
-    p = sub.add_parser("tokenize", help="encode datasets into a .tok file", description="Encode documents into a .tok file.")
+    p = sub.add_parser("tokenize", help="encode datasets into a .tok file", description=(
+        "Encode every document of the inputs into one .tok file, stamped with the tokenizer's "
+        "fingerprint.  Documents stay apart: <|bos|> before each one when the vocabulary has it, "
+        "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl or .parquet, optionally .xz/.gz/.zst")
-    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="tokenizer.bin")
-    p.add_argument("-o", "--output", required=True, type=Path, help="the .tok file to write")
+    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin to encode with (required)")
+    p.add_argument("-o", "--output", required=True, type=Path, help="the .tok file to write (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
+    p.add_argument("--bos", metavar="TOKEN", default=None,
+                   help="special token before each document, or 'none' (default: <|bos|> if the vocabulary has it)")
+    p.add_argument("--eos", metavar="TOKEN", default=None,
+                   help="special token after each document, or 'none' (default: <|endoftext|> when the vocabulary "
+                        "has it and no <|bos|>); giving either option turns the default off")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
     p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
     p.set_defaults(handler=cmd_tokenize)
 
-    p = sub.add_parser("tokshow", help="show text split into tokens, in colour", description="Show tokens in colour.")
+    p = sub.add_parser("tokshow", help="show text split into tokens, in colour", description=(
+        "Show how a tokenizer splits text: each token on its own background colour on a terminal, "
+        "separated by | otherwise; bytes that are not whole UTF-8 characters show as <0xC3>."))
     p.add_argument("text", nargs="*", help="text to show (or --file, --chat, or standard input)")
-    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="tokenizer.bin")
+    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin (required)")
     p.add_argument("-f", "--file", help="read the text from this file ('-' for standard input)")
     p.add_argument("--chat", metavar="JSONL", help="render a conversation record from this file, masked tokens marked")
     p.add_argument("--index", type=int, default=0, help="which record of --chat (default 0)")
-    p.add_argument("--ids", action="store_true", help="print each token's id after it")
-    p.add_argument("--no-color", action="store_true", help="plain output even on a terminal")
+    p.add_argument("--ids", action="store_true", help="print each token's id after it (default: off)")
+    p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
     p.set_defaults(handler=cmd_tokshow)
 
     p = sub.add_parser("pretrain", help="train a bigram language model on .tok files", description=(
@@ -446,20 +558,64 @@ def build_parser() -> argparse.ArgumentParser:
         "Convert a byte-level BPE vocabulary.  Formats: mnemo (tokenizer.bin), gpt2 (a folder with vocab.json "
         "and merges.txt, or a vocab .json with --merges), tiktoken (a .tiktoken rank file; reading one needs "
         "--pattern and --special), hf (a Hugging Face tokenizer.json).  Ids are kept exactly."))
-    p.add_argument("input", type=Path, metavar="IN")
-    p.add_argument("output", type=Path, metavar="OUT")
-    p.add_argument("--from", dest="from_format", required=True, choices=CONVERT_FORMATS)
-    p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS)
-    p.add_argument("--merges", type=Path, default=None, help="--from gpt2 with IN a vocab .json: its merges.txt")
+    p.add_argument("input", type=Path, metavar="IN", help="the file to read (a folder for --from gpt2 without --merges)")
+    p.add_argument("output", type=Path, metavar="OUT", help="the file to write (a folder for --to gpt2, created if missing)")
+    p.add_argument("--from", dest="from_format", required=True, choices=CONVERT_FORMATS, help="format of IN (required)")
+    p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
+    p.add_argument("--merges", type=Path, default=None,
+                   help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
     p.add_argument("--pattern", choices=["mnemonic", "gpt4", "gpt2"], default=None,
                    help="split pattern of a .tiktoken input (required) or a gpt2 input (default gpt2)")
-    p.add_argument("--special", action="append", metavar="NAME=ID", help="a .tiktoken input's special token (repeat)")
+    p.add_argument("--special", action="append", metavar="NAME=ID",
+                   help="a .tiktoken input's special token (repeat; default: none)")
     p.set_defaults(handler=cmd_convert)
 
-    p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds", description=(
+        "Describe mnemo files: a tokenizer.bin's vocabulary, pattern, tie rule, special tokens and "
+        "fingerprint; a .tok file's tokens, documents and the fingerprint of the tokenizer that wrote it."))
+    p.add_argument("files", nargs="+", metavar="FILE", help="tokenizer.bin or .tok files (known by their first bytes)")
     p.set_defaults(handler=cmd_info)
     return parser
+
+
+# ---- outputs, checked before any work -----------------------------------------------------------
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Refuse, before the command does any work, an output that cannot be written or that is
+    one of the command's inputs (however spelled: mnemo.dataset.same_file).  Without this,
+    `train -o /no/such/dir/x.bin` trained to the end and then died, and
+    `tokenize -t tok.bin IN -o tok.bin` replaced the tokenizer with the token file."""
+    from mnemo.dataset import check_output, check_output_folder, same_file
+
+    inputs: list[tuple[str, Path]] = []
+    command = args.command
+    if command in ("train", "tokenize"):
+        inputs += [("input", Path(p)) for p in args.inputs]
+    if command in ("tokenize", "pretrain"):
+        inputs.append(("tokenizer (-t)", args.tokenizer))
+    if command == "pretrain":
+        inputs += [("input", Path(p)) for p in [*args.data, *(args.val or [])]]
+    if command == "convert":
+        inputs.append(("input", args.input))
+        if args.merges is not None:
+            inputs.append(("input (--merges)", args.merges))
+        elif args.from_format == "gpt2":
+            inputs += [("input", args.input / "vocab.json"), ("input", args.input / "merges.txt")]
+        if args.to_format == "gpt2":
+            check_output_folder(args.output)
+            for name in ("vocab.json", "merges.txt"):
+                for label, other in inputs:
+                    if same_file(args.output / name, other):
+                        raise MnemoError(
+                            f"{args.output / name}: the output is also the {label} {other}; writing it would "
+                            f"destroy the {label}: choose another output folder"
+                        )
+            return
+    if command == "demo":
+        check_output_folder(args.out)
+    elif getattr(args, "output", None) is not None:
+        check_output(args.output, inputs)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -468,6 +624,16 @@ class _Terminated(KeyboardInterrupt):
 
 def _on_sigterm(signum: int, frame: object) -> None:
     raise _Terminated()
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's own flush at exit does not
+    fail a second time on what is still buffered (Python's advice for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's captured stdout)
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -483,7 +649,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return handler(args)
+        check_paths(args)
+        code = handler(args)
+        sys.stdout.flush()  # here, where a full disk is an error line, not a message at exit
+        return code
     except MnemoError as exc:
         print(f"mnemo: error: {exc}", file=sys.stderr)
         return 1
@@ -494,4 +663,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("mnemo: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+    except OSError as exc:
+        # The last resort for what the environment does to a run the checks let through (a full
+        # disk, a file removed mid-run): name the file rather than print a traceback.
+        if exc.filename is not None:
+            print(f"mnemo: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        else:  # a write to an open file: an output being written, or standard output
+            _silence_stdout()
+            print(f"mnemo: error: cannot write the output or standard output ({exc.strerror or exc})", file=sys.stderr)
+        return 1

@@ -12,8 +12,9 @@ The parent writes the tokens in input order through a TokWriter (temporary name,
 end: an interrupted run leaves no output file).  At most 2 x workers pieces of work are in
 flight, so memory stays bounded whatever the input size.
 
-A document becomes <|bos|> + its tokens when the tokenizer has <|bos|> (mnemo's default
-specials); otherwise its tokens alone.  Special-token text inside a document is encoded as plain
+Documents stay apart (document_separators): <|bos|> before each document when the vocabulary
+has it (mnemo's default specials), else <|endoftext|> after each one when it has that (GPT-2's
+convention), or the tokens the caller names; with neither, a warning.  Special-token text inside a document is encoded as plain
 text (`encode_ordinary`): datasets are data, not instructions.  With `chat=True`, each record's
 `messages` are rendered by mnemo.chat.render_conversation, with MASKBIT on what the model learns.
 """
@@ -22,13 +23,15 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
+import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.context import ForkContext, SpawnContext
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +52,8 @@ from mnemo.sources import (
 from mnemo.tokenizer import Tokenizer
 
 BLOCK_DOCS = 256
+#: `bos` / `eos` of tokenize_files: choose by document_separators' rule.
+AUTO: Final = "auto"
 #: The size of a worker's byte range of a plain file (smaller than training's: a tokenize run
 #: is short, and the last task runs alone).
 TASK_BYTES = 4 << 20
@@ -95,10 +100,13 @@ def _init_worker(tokenizer_bytes: bytes | None) -> None:
         _worker_tok = Tokenizer.from_bytes(tokenizer_bytes, "<parent>")
 
 
-def encode_block(tok: Tokenizer, docs: Sequence[bytes], chat: bool) -> npt.NDArray[np.unsignedinteger]:
-    """The tokens of a block of documents (raw text bytes, or JSON chat records when `chat`)."""
+def encode_block(
+    tok: Tokenizer, docs: Sequence[bytes], chat: bool, bos: int | None = None, eos: int | None = None
+) -> npt.NDArray[np.unsignedinteger]:
+    """The tokens of a block of documents (raw text bytes, each between `bos` and `eos` when
+    given; or JSON chat records when `chat`, which the chat template delimits)."""
     if not chat:
-        return tok.encode_documents(docs, bos=tok.special_tokens.get("<|bos|>"))
+        return tok.encode_documents(docs, bos=bos, eos=eos)
     from mnemo.chat import render_conversation
 
     flat: list[int] = []
@@ -107,12 +115,16 @@ def encode_block(tok: Tokenizer, docs: Sequence[bytes], chat: bool) -> npt.NDArr
     return np.array(flat, dtype=np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32)
 
 
-def _encode_block_in_worker(docs: list[bytes], chat: bool) -> tuple[npt.NDArray[np.unsignedinteger], int, int]:
+def _encode_block_in_worker(
+    docs: list[bytes], chat: bool, bos: int | None, eos: int | None
+) -> tuple[npt.NDArray[np.unsignedinteger], int, int]:
     assert _worker_tok is not None
-    return encode_block(_worker_tok, docs, chat), len(docs), sum(len(d) for d in docs)
+    return encode_block(_worker_tok, docs, chat, bos, eos), len(docs), sum(len(d) for d in docs)
 
 
-def _encode_tasks_in_worker(tasks: list[Task], text_field: str) -> tuple[npt.NDArray[np.unsignedinteger], int, int]:
+def _encode_tasks_in_worker(
+    tasks: list[Task], text_field: str, bos: int | None, eos: int | None
+) -> tuple[npt.NDArray[np.unsignedinteger], int, int]:
     """Read, parse and encode a group of tasks, in order: (tokens, documents, text bytes)."""
     assert _worker_tok is not None
     parts: list[npt.NDArray[np.unsignedinteger]] = []
@@ -120,7 +132,7 @@ def _encode_tasks_in_worker(tasks: list[Task], text_field: str) -> tuple[npt.NDA
     n_bytes = 0
     docs_of_tasks = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, whole_documents=True))
     for docs in _blocks(docs_of_tasks):
-        parts.append(encode_block(_worker_tok, docs, False))
+        parts.append(encode_block(_worker_tok, docs, False, bos, eos))
         n_docs += len(docs)
         n_bytes += sum(len(d) for d in docs)
     return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint16)), n_docs, n_bytes  # ids < MAX_VOCAB
@@ -213,13 +225,31 @@ def tokenize_files(
     workers: int | None = None,
     text_field: str = "text",
     progress: Progress | None = None,
+    bos: str | None = AUTO,
+    eos: str | None = AUTO,
 ) -> TokenizeStats:
-    """Encode every document of the inputs into the .tok file `output`."""
+    """Encode every document of the inputs into the .tok file `output`.
+
+    `bos` / `eos`: the names of the special tokens put before / after each document, None for
+    no token, or AUTO (see document_separators).  Chats (`chat=True`) are delimited by the chat
+    template and take neither.  `output` is checked before any work starts (check_output)."""
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     if n_workers < 1:
         raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    if chat:
+        if bos != AUTO or eos != AUTO:
+            raise ConfigError("bos/eos are for documents; chats are delimited by the chat template (<|bos|> ... <|end|>)")
+        bos_id: int | None = None
+        eos_id: int | None = None
+    else:
+        bos_id, eos_id = document_separators(tokenizer, bos, eos)
+        if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
+            warnings.warn(no_separator_warning(tokenizer), stacklevel=2)
+    check_output(output, [("input", p) for p in inputs])
     stats = TokenizeStats()
     t0 = time.perf_counter()
+    if progress is not None:
+        progress("tokenize", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
     with TokWriter(output, tokenizer, chat=chat) as writer:
 
         def emit(ids: npt.NDArray[np.unsignedinteger], n_docs: int, n_bytes: int) -> None:
@@ -232,7 +262,7 @@ def tokenize_files(
 
         if n_workers == 1:
             for docs in _blocks(_documents(inputs, text_field, chat)):
-                emit(encode_block(tokenizer, docs, chat), len(docs), sum(len(d) for d in docs))
+                emit(encode_block(tokenizer, docs, chat, bos_id, eos_id), len(docs), sum(len(d) for d in docs))
         else:
             ctx = worker_context()
             with ctx.Pool(n_workers, initializer=_init_worker, initargs=(_worker_image(ctx, tokenizer),)) as pool:
@@ -245,10 +275,117 @@ def tokenize_files(
 
                 for tasks, docs in _work(inputs, text_field, chat, n_workers):
                     if tasks:
-                        submit(pool.apply_async(_encode_tasks_in_worker, (tasks, text_field)))
+                        submit(pool.apply_async(_encode_tasks_in_worker, (tasks, text_field, bos_id, eos_id)))
                     else:
-                        submit(pool.apply_async(_encode_block_in_worker, (docs, chat)))
+                        submit(pool.apply_async(_encode_block_in_worker, (docs, chat, bos_id, eos_id)))
                 while pending:
                     emit(*pending.popleft().get())
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+# ---- document separators ---------------------------------------------------------------------------
+
+
+def document_separators(tok: Tokenizer, bos: str | None = AUTO, eos: str | None = AUTO) -> tuple[int | None, int | None]:
+    """The ids put before and after each document: (bos, eos), None for none.
+
+    With both AUTO: <|bos|> before each document when the vocabulary has it (mnemo's default
+    specials), else <|endoftext|> after each one when it has that (GPT-2's and tiktoken's
+    convention: a document ends with it), else none -- and the documents run together, which
+    tokenize_files warns about.  Naming either token replaces the rule: the one left AUTO is
+    then none (`bos="<|endoftext|>"` alone gives that token before each document and nothing
+    after).  Names must be special tokens of the vocabulary: ConfigError otherwise."""
+    if bos == AUTO and eos == AUTO:
+        specials = tok.special_tokens
+        if "<|bos|>" in specials:
+            return specials["<|bos|>"], None
+        if "<|endoftext|>" in specials:
+            return None, specials["<|endoftext|>"]
+        return None, None
+    return _special_id(tok, "bos", bos), _special_id(tok, "eos", eos)
+
+
+def _special_id(tok: Tokenizer, option: str, name: str | None) -> int | None:
+    if name is None or name == AUTO:
+        return None
+    found = tok.special_tokens.get(name)
+    if found is None:
+        have = ", ".join(tok.special_tokens) or "none"
+        raise ConfigError(f"{option} {name!r} is not a special token of this vocabulary (it has: {have}); name one of those, or none")
+    return found
+
+
+def no_separator_warning(tok: Tokenizer) -> str:
+    have = ", ".join(tok.special_tokens) or "none"
+    return (
+        f"the vocabulary has neither <|bos|> nor <|endoftext|> (special tokens: {have}): documents "
+        f"are joined with nothing between them; choose a separator with --bos TOKEN / --eos TOKEN "
+        f"(bos=/eos= in tokenize_files), or pass --bos none --eos none to silence this"
+    )
+
+
+# ---- outputs ----------------------------------------------------------------------------------------
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file, however they are spelled: the same device and inode
+    when both exist (symlinks, hard links, ./x against x), the same resolved path otherwise."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def check_output(output: str | os.PathLike[str], inputs: Sequence[tuple[str, str | os.PathLike[str]]] = ()) -> None:
+    """ConfigError, before any work starts, when the output file cannot be written: it is one
+    of the `inputs` (label, path) -- the atomic rename at the end would replace it --, a folder
+    or another non-regular file (renaming onto /dev/null would replace the device), or its
+    folder is missing or not writable (tried by creating and removing a file in it, which is
+    what the writers' temporary name needs; permission bits say nothing for root).  Without
+    this a run worked to its end and then died on the write."""
+    path = Path(output)
+    for label, other in inputs:
+        if same_file(path, other):
+            raise ConfigError(
+                f"{path}: the output is also the {label} {other}; writing it would destroy the {label}: "
+                f"choose another output name"
+            )
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; give the output a file name (such as {path / 'NAME'})")
+    if path.exists() and not path.is_file():
+        raise ConfigError(
+            f"{path}: is not a regular file (a device, pipe or socket); outputs are written to a "
+            f"temporary name and renamed, which would replace it: give a file name"
+        )
+    _check_folder_writable(path, path.parent)
+
+
+def check_output_folder(output: str | os.PathLike[str]) -> None:
+    """ConfigError when `output` cannot be (or be made) a folder to write files in: it is an
+    existing file, or the nearest existing folder on its path is not writable."""
+    path = Path(output)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{path}: is a file, but the output is a folder; give a folder name (it is created if missing)")
+    folder = path
+    while not folder.exists():
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{path}: {folder} is a file, not a folder; give a folder name under an existing folder")
+    _check_folder_writable(path, folder)
+
+
+def _check_folder_writable(path: Path, where: Path) -> None:
+    if not where.exists():
+        raise ConfigError(f"{path}: the folder {where} does not exist; create it first (mkdir -p {where}) or choose another path")
+    if not where.is_dir():
+        raise ConfigError(f"{path}: {where} is a file, not a folder; choose another path")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".mnemo-probe-", dir=where)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write in {where} ({exc.strerror}); choose a folder you can write to") from None
+    os.close(fd)
+    os.unlink(probe)

@@ -41,15 +41,17 @@ def encode_bytes(enc: Encoder, data: bytes, pattern: i64) -> list[int]:
     return ids_of(dst.getvalue())
 
 
-def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64) -> bytes:
-    """The ids of every document, each preceded by `bos` (none when bos < 0), packed as
-    little-endian uint16 (every id is below 65,536: formats.MAX_VOCAB): the array a .tok file
-    stores, without a list of every id of the block and its conversion to numpy (measured: that
-    conversion alone cost 0.9 s per 100 MB of English, bench/breakdown.py).  The encoder writes
-    the ids straight into the array: no id is ever a Python int on the way."""
+def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64, eos: i64) -> bytes:
+    """The ids of every document, each preceded by `bos` and followed by `eos` (none when < 0),
+    packed as little-endian uint16 (every id is below 65,536: formats.MAX_VOCAB): the array a
+    .tok file stores, without a list of every id of the block and its conversion to numpy
+    (measured: that conversion alone cost 0.9 s per 100 MB of English, bench/breakdown.py).  The
+    encoder writes the ids straight into the array: no id is ever a Python int on the way."""
     dst = BytesWriter()
     for data in docs:
         if bos >= 0:
             put(dst, bos)
         encode_range_packed(enc, data, 0, len(data), pattern, dst)
+        if eos >= 0:
+            put(dst, eos)
     return dst.getvalue()

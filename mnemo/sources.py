@@ -172,7 +172,41 @@ def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
     paths = [Path(p) for p in inputs]
     for p in paths:
         compression_of(p)  # raises InputError for missing, unreadable or directory
+        _refuse_binary(p)
     return paths
+
+
+#: Bytes (after decompression) looked at for a NUL: git's rule for telling binary from text.
+SNIFF_BYTES: Final = 8000
+
+
+def _refuse_binary(path: Path) -> None:
+    """InputError for a text or JSONL input that is one of mnemo's own files (tokenizer.bin,
+    .tok) or binary (a NUL byte in its first SNIFF_BYTES, after decompression): training on
+    a .tok file as if it were text ran for 38 s and gave a vocabulary of noise.  Only regular
+    files are looked at: a read from a pipe would take bytes that the real read then misses."""
+    if kind_of(path) == "parquet" or not path.is_file():
+        return
+    from mnemo.formats import BIN_MAGIC, TOK_MAGIC
+
+    try:
+        with open_binary(path) as f:
+            head = f.read(SNIFF_BYTES)
+    except read_errors():
+        return  # a damaged compressed file: the real read reports it, with its offset
+    nul = head.find(b"\0")
+    if head.startswith(BIN_MAGIC):
+        what = "a mnemo tokenizer.bin"
+    elif head.startswith(TOK_MAGIC):
+        what = "a mnemo .tok token file"
+    elif nul >= 0:
+        what = f"binary (a NUL byte at offset {nul}{' of its decompressed text' if compression_of(path) else ''})"
+    else:
+        return
+    raise InputError(
+        f"{path}: is {what}, not text; inputs are UTF-8 text (.txt), JSON Lines (.jsonl) or "
+        f"Parquet files, optionally compressed"
+    )
 
 
 # ---- planning ---------------------------------------------------------------------------------

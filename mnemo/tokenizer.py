@@ -281,18 +281,24 @@ class Tokenizer:
 
         return self._to_public(encode_bytes(self._encoder, bytes(data), self._pattern_id))
 
-    def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
+    def encode_documents(
+        self, docs: Iterable[bytes], *, bos: int | None = None, eos: int | None = None
+    ) -> npt.NDArray[np.unsignedinteger]:
         """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
-        when given, as one uint16 array: the .tok writer's unit of work.  The ids are packed in
-        compiled code (encode_text.encode_documents_packed).  `bos` and the result are public
-        ids: with an id map (an imported vocabulary) `bos` is mapped in and the array out."""
+        and followed by `eos` when given (GPT-2's vocabulary has no <|bos|>: its documents end
+        with <|endoftext|>), as one uint16 array: the .tok writer's unit of work.  The ids are
+        packed in compiled code (encode_text.encode_documents_packed).  `bos`, `eos` and the
+        result are public ids: with an id map (an imported vocabulary) they are mapped in and
+        the array out."""
         from mnemo.encode_text import encode_documents_packed
 
-        if bos is not None and not 0 <= bos < self.n_vocab:
-            raise ConfigError(f"bos={bos} is not an id of this tokenizer (n_vocab {self.n_vocab})")
+        for name, value in (("bos", bos), ("eos", eos)):
+            if value is not None and not 0 <= value < self.n_vocab:
+                raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
         public = self._public
         internal_bos = -1 if bos is None else bos if public is None else public.index(bos)
-        packed = encode_documents_packed(self._encoder, list(docs), self._pattern_id, internal_bos)
+        internal_eos = -1 if eos is None else eos if public is None else public.index(eos)
+        packed = encode_documents_packed(self._encoder, list(docs), self._pattern_id, internal_bos, internal_eos)
         ids: npt.NDArray[np.uint16] = np.frombuffer(packed, dtype="<u2")
         if public is not None:
             ids = np.asarray(public, dtype=np.uint16)[ids]

@@ -3,18 +3,31 @@ plain with separators when the output is not a terminal."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from mnemo.tokenizer import Tokenizer
 
 _PLAIN_BG = (60, 22, 52, 17, 94, 23)
 _MASKED_BG = (28, 130, 90, 25, 166, 30)
+#: Shown as <0xNN>: what surrogateescape makes of the bytes 0x80-0xFF that are not valid UTF-8,
+#: and control characters other than the escaped \n \r \t (an ESC would drive the terminal).
+_AS_BYTE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\udc80-\udcff]")
 
 
 def _token_text(raw: bytes) -> str:
-    """A token's bytes as visible text: invalid UTF-8 replaced, newlines and tabs escaped."""
-    text = raw.decode("utf-8", "replace")
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    """A token's bytes as visible text: newlines and tabs escaped, and each byte that is not
+    part of valid UTF-8 (a fragment of a character the next token completes) shown as `<0xC3>`,
+    the byte-fallback spelling of sentencepiece and Hugging Face tokenizers -- a U+FFFD in its
+    place would not say which byte the token holds."""
+    text = raw.decode("utf-8", "surrogateescape")
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return _AS_BYTE.sub(_byte_name, text)
+
+
+def _byte_name(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"<0x{c - 0xDC00 if c >= 0xDC00 else c:02X}>"
 
 
 def render_tokens(tok: Tokenizer, ids: Sequence[int], mask: Sequence[bool] | None, *, color: bool, show_ids: bool) -> str:

@@ -154,6 +154,8 @@ def _count_packed(
     if n_workers < 1:
         raise ConfigError(f"workers must be >= 1, got {n_workers}")
     t0 = time.perf_counter()
+    if progress is not None:
+        progress("count", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
     stats = CountStats()
     jobs: list[Task] | None = None
     stream: Iterator[bytes] | None = None
@@ -252,6 +254,8 @@ def _drain(result_q: Any, words: WordCounter, stats: CountStats, progress: Progr
             stats.n_chunks += n_chunks
             stats.n_skipped += skipped
             done += 1
+            if progress is not None:  # adding up the tables is counting time too, as in stats.seconds
+                progress("count", stats.n_bytes, 0)
         if block:
             return done
 
@@ -269,6 +273,15 @@ class TrainStats:
     unique_words: int = 0
     merges: int = 0
     merge_seconds: float = 0.0
+    #: The merges vocab_size asked for; `merges` is smaller when training stopped early.
+    requested_merges: int = 0
+
+    @property
+    def stopped_early(self) -> bool:
+        """Training ran out of pairs before vocab_size: after the last merge no adjacent pair
+        occurs twice in the words (the only reason the trainers stop short), so the vocabulary
+        is smaller than asked -- more text would give more merges."""
+        return self.merges < self.requested_merges
 
 
 def _train(
@@ -325,6 +338,7 @@ def _train(
         stats.count = count_stats
         stats.unique_words = len(meta) // 16
         stats.merges = len(merges)
+        stats.requested_merges = n_merges
         stats.merge_seconds = time.perf_counter() - t0
     return Tokenizer(merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts)
 

@@ -181,3 +181,190 @@ def test_truncated_input_is_an_error_in_every_command(tmp_path: Path, workdir: P
         assert ".jsonl.gz: cannot be read to the end" in err and "Traceback" not in err, (argv, err)
     assert not (tmp_path / "t.bin").exists() and not (tmp_path / "t.tok").exists()
     assert not list(tmp_path.glob(".t.tok.tmp-*"))
+
+
+# ---- issue 12: no lost work, documents apart, honest summaries ---------------------------------
+
+
+def test_output_that_is_an_input_is_refused_however_spelled(tmp_path: Path, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tokenize -t tok.bin IN -o tok.bin` replaced the tokenizer with the token file.  Now the
+    same file is refused under any spelling -- relative, absolute, a symlink, a hard link -- and
+    left as it was."""
+    tok_bin = tmp_path / "tok.bin"
+    tok_bin.write_bytes((workdir / "tok.bin").read_bytes())
+    original = tok_bin.read_bytes()
+    (tmp_path / "link.bin").symlink_to(tok_bin)
+    os.link(tok_bin, tmp_path / "hard.bin")
+    src = workdir / "en.jsonl"
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for out in ("tok.bin", "./tok.bin", str(tok_bin), "link.bin", "hard.bin", "../" + tmp_path.name + "/tok.bin"):
+            assert main(["tokenize", "-t", "tok.bin", str(src), "-o", out, "-q"]) == 1, out
+            err = capsys.readouterr().err
+            assert err.startswith(f"mnemo: error: {Path(out)}: the output is also the tokenizer (-t) tok.bin"), err
+        assert main(["train", str(src), "-o", str(src), "-q"]) == 1
+        assert "the output is also the input" in capsys.readouterr().err
+        assert main(["convert", "tok.bin", "hard.bin", "--from", "mnemo", "--to", "mnemo"]) == 1
+        assert "the output is also the input" in capsys.readouterr().err
+        (tmp_path / "g").mkdir()
+        assert main(["convert", "tok.bin", "g", "--from", "mnemo", "--to", "gpt2"]) == 0
+        capsys.readouterr()
+        assert main(["convert", "g", "g", "--from", "gpt2", "--to", "gpt2"]) == 1
+        assert "g/vocab.json: the output is also the input" in capsys.readouterr().err
+    finally:
+        os.chdir(cwd)
+    assert tok_bin.read_bytes() == original and src.stat().st_size > 0
+
+
+def test_unwritable_output_fails_before_the_work(tmp_path: Path, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`train -o /nonexistent/dir/x.bin` trained to the end, then died with a traceback.  Now
+    it stops at once (a 2,000,000-id run would take minutes) with the path and what to do."""
+    big = tmp_path / "big.jsonl"
+    big.write_text((workdir / "en.jsonl").read_text() * 4)
+    t0 = time.perf_counter()
+    assert main(["train", str(big), "-o", str(tmp_path / "no" / "dir" / "x.bin"), "--vocab-size", "60000", "-q"]) == 1
+    assert time.perf_counter() - t0 < 1.0
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'no' / 'dir' / 'x.bin'}: the folder {tmp_path / 'no' / 'dir'} does not exist; create it first" in err
+    assert main(["tokenize", "-t", str(workdir / "tok.bin"), str(big), "-o", str(tmp_path), "-q"]) == 1
+    assert f"{tmp_path}: is a folder; give the output a file name" in capsys.readouterr().err
+    assert main(["convert", str(workdir / "tok.bin"), str(big), "--from", "mnemo", "--to", "gpt2"]) == 1
+    assert "is a file, but the output is a folder" in capsys.readouterr().err
+
+
+def test_mnemo_files_and_binary_files_are_not_text(tmp_path: Path, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`train eng100.tok` trained on the token file as if it were text (38 s, 801 MiB).  mnemo's
+    own files are known by their magic bytes, other binary files by a NUL byte in their first
+    8,000 bytes after decompression; the check reads only that much."""
+    import gzip
+
+    tok_file = tmp_path / "en.tok"
+    assert main(["tokenize", "-t", str(workdir / "tok.bin"), str(workdir / "en.jsonl"), "-o", str(tok_file), "-q"]) == 0
+    packed = tmp_path / "packed.txt.gz"
+    packed.write_bytes(gzip.compress(b"some text" * 10 + b"\0" + b"more"))
+    late_nul = tmp_path / "late.txt"
+    late_nul.write_bytes(b"a" * 9000 + b"\0")  # past the sniffed block: read as text, no second pass
+    capsys.readouterr()
+    for path, what in [
+        (tok_file, "is a mnemo .tok token file, not text"),
+        (workdir / "tok.bin", "is a mnemo tokenizer.bin, not text"),
+        (packed, "is binary (a NUL byte at offset 90 of its decompressed text), not text"),
+    ]:
+        for command in (["train", str(path), "-o", str(tmp_path / "t.bin")], ["tokenize", "-t", str(workdir / "tok.bin"), str(path), "-o", str(tmp_path / "t.tok")]):
+            assert main([*command, "-q"]) == 1, command
+            err = capsys.readouterr().err
+            assert f"mnemo: error: {path}: {what}; inputs are UTF-8 text (.txt), JSON Lines (.jsonl)" in err, err
+    assert main(["train", str(late_nul), "-o", str(tmp_path / "t.bin"), "--vocab-size", "300", "--special", "<|x|>", "-q"]) == 0
+    assert not (tmp_path / "t.tok").exists()
+
+
+def test_train_summary_says_why_it_stopped_short(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "a.txt"
+    src.write_text("low lower newest widest " * 100)
+    assert main(["train", str(src), "-o", str(tmp_path / "t.bin"), "--vocab-size", "60000", "-q"]) == 0
+    tok = Tokenizer.load(tmp_path / "t.bin")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"trained {tmp_path / 't.bin'}: {tok.n_vocab} ids")
+    assert out[1] == (
+        f"  stopped early: {tok.n_vocab} ids of the 60000 asked for, because after merge {len(tok.merges)} no pair "
+        f"of adjacent tokens occurs twice in the text any more; more (or more varied) text gives more merges"
+    )
+    assert main(["train", str(src), "-o", str(tmp_path / "t.bin"), "--vocab-size", "280", "-q"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1  # reached the size asked for: no note
+
+
+def test_tokenize_gpt2_vocabulary_separates_documents(tmp_path: Path, cs336_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's case through the command: `first doc<|endoftext|>second doc` with GPT-2's
+    vocabulary gave [11085, 2205, 12227, 2205, 198]; now each document ends with <|endoftext|>."""
+    from mnemo.interop import load_gpt2
+
+    gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
+    gpt2.save(tmp_path / "gpt2.bin")
+    src = tmp_path / "d.txt"
+    src.write_text("first doc<|endoftext|>second doc\n")
+    outs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}.tok"
+        assert main(["tokenize", "-t", str(tmp_path / "gpt2.bin"), str(src), "-o", str(out), "--workers", workers, "-q"]) == 0
+        captured = capsys.readouterr()
+        assert "2 documents, each text + <|endoftext|>" in captured.out and captured.err == ""
+        outs.append(out.read_bytes())
+        assert open_tok(out, gpt2).tokens.tolist() == [11085, 2205, 50256, 12227, 2205, 198, 50256]
+    assert outs[0] == outs[1]
+    out = tmp_path / "b.tok"
+    assert main(["tokenize", "-t", str(tmp_path / "gpt2.bin"), str(src), "-o", str(out), "--bos", "<|endoftext|>", "--eos", "none", "-q"]) == 0
+    assert open_tok(out, gpt2).tokens.tolist() == [50256, 11085, 2205, 50256, 12227, 2205, 198]
+    assert "each <|endoftext|> + text" in capsys.readouterr().out
+
+
+def test_tokenize_without_any_separator_warns_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "d.txt"
+    src.write_text("first doc<|endoftext|>second doc")
+    assert main(["train", str(src), "-o", str(tmp_path / "t.bin"), "--vocab-size", "270", "--special", "<|user|>", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["tokenize", "-t", str(tmp_path / "t.bin"), str(src), "-o", str(tmp_path / "t.tok"), "--workers", "2", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("mnemo: warning: the vocabulary has neither <|bos|> nor <|endoftext|> (special tokens: <|user|>)") == 1, err
+    assert "Warning" not in err  # the command's own line, not Python's warnings machinery
+    assert main(["tokenize", "-t", str(tmp_path / "t.bin"), str(src), "-o", str(tmp_path / "t.tok"), "--bos", "none", "--eos", "none", "-q"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_phase_progress_labels_units_and_final_rate() -> None:
+    """tokenize's bar was labelled `merging: 43493002 merges` (bytes); the counting bar of
+    train ended at 27.6 MB/s where the summary said 55.0 MB/s, because tqdm's last line divided
+    by the time until the bar was closed, after merging.  Each phase now ends with its own
+    time: 50 MB in ~0.3 s must not come out as 50 MB in ~1.3 s."""
+    import io
+    import re
+
+    from mnemo.cli import PhaseProgress
+
+    out = io.StringIO()
+    progress = PhaseProgress(True, file=out)
+    progress("count", 0, 0)
+    for k in range(1, 6):
+        time.sleep(0.06)
+        progress("count", k * 10_000_000, 0)
+    counted = time.perf_counter()
+    time.sleep(1.0)  # the trainer lays out its arrays, then merges
+    progress("merge", 0, 100)
+    progress("merge", 100, 100)
+    progress.close()
+    lines = [part for part in re.split(r"[\r\n]", out.getvalue()) if part.strip()]
+    count_line = [line for line in lines if line.startswith("counting")][-1]
+    merge_line = [line for line in lines if line.startswith("merging")][-1]
+    assert "50.0MB" in count_line and "merges" not in count_line
+    rate = float(re.search(r"([\d.]+)MB/s", count_line).group(1))  # type: ignore[union-attr]
+    assert 50 / 0.45 < rate < 50 / 0.25, count_line  # ~0.3 s; the old line said ~38 MB/s
+    assert "100/100" in merge_line and "merges/s" in merge_line
+    assert counted > 0
+
+    out = io.StringIO()
+    progress = PhaseProgress(True, file=out)
+    progress("tokenize", 0, 0)
+    progress("tokenize", 43_493_002, 0)
+    progress.close()
+    last = [part for part in re.split(r"[\r\n]", out.getvalue()) if part.strip()][-1]
+    assert last.startswith("tokenizing: 43.5MB") and "merge" not in last, last
+
+
+def test_every_option_has_help_with_its_default() -> None:
+    """`convert` and `info` had no description; options had no help or no default shown.  (The
+    pretrain and demo blocks are another branch's.)"""
+    import argparse
+
+    from mnemo.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        if name in ("pretrain", "demo"):
+            continue
+        assert p.description, name
+        for action in p._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, (name, action.dest)
+            if action.option_strings and action.default not in (None, False) and not action.required:
+                assert "default" in action.help or "(" in action.help, (name, action.dest, action.help)

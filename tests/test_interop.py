@@ -221,8 +221,8 @@ def test_imported_vocabulary_in_a_tok_file_has_its_own_ids(gpt2: Tokenizer, tmp_
     src = tmp_path / "a.jsonl"
     src.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
     tokenize_files([src], gpt2, tmp_path / "a.tok", workers=2)
-    # no <|bos|> in GPT-2's specials: documents are their tokens alone
-    assert open_tok(tmp_path / "a.tok", gpt2).tokens.tolist() == [i for d in docs for i in gpt2.encode_ordinary(d)]
+    # no <|bos|> in GPT-2's specials: each document ends with <|endoftext|> (docs/cli.md)
+    assert open_tok(tmp_path / "a.tok", gpt2).tokens.tolist() == [i for d in docs for i in [*gpt2.encode_ordinary(d), eot]]
     with pytest.raises(ConfigError, match="bos=99999 is not an id"):
         gpt2.encode_documents([b"x"], bos=99999)
 

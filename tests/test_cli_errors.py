@@ -1,0 +1,135 @@
+"""Every subcommand against a missing input, an unwritable output, a file of the wrong kind and a
+bad option value, each as a real `python -m mnemo` process started outside the checkout (so that
+the installed package runs).  Each must end with one `mnemo: error:` line that names the file or
+value, exit non-zero, print no traceback, and leave no output file behind (issue 12, issue 13
+item 6).
+
+`/proc` stands for an unwritable folder: the tests run as root on CI, where permission bits do
+not stop a write, but no file can be created in /proc.  A full standard output is /dev/full.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mnemo import Tokenizer
+from mnemo.dataset import tokenize_files
+from mnemo.training import train
+
+TEXT = "the cat sat on the mat. " * 200
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("cli-errors")
+    (d / "text.txt").write_text(TEXT + "<|endoftext|>" + TEXT)
+    tok = train(iter([TEXT]), vocab_size=300, workers=1)
+    tok.save(d / "tok.bin")
+    tokenize_files([d / "text.txt"], tok, d / "data.tok", workers=1)
+    (d / "afile").write_text("not a folder")
+    (d / "nul.txt").write_bytes(b"text\0with a NUL")
+    return d
+
+
+def run(folder: Path, *args: str, stdout: int | None = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
+    """`python -m mnemo ARGS` with the working folder `folder` (never the checkout: its `mnemo/`
+    would shadow the installed package)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mnemo", *args], cwd=folder, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=300
+    )
+
+
+# (subcommand, case, argv, what the error line must name); argv in the fixture folder.
+CASES: list[tuple[str, str, list[str], str]] = [
+    # train
+    ("train", "missing input", ["train", "nothere.txt", "-o", "t.bin"], "nothere.txt"),
+    ("train", "output folder missing", ["train", "text.txt", "-o", "no/such/dir/t.bin"], "no/such/dir"),
+    ("train", "unwritable output", ["train", "text.txt", "-o", "/proc/t.bin"], "/proc/t.bin"),
+    ("train", "output is a folder", ["train", "text.txt", "-o", "."], "."),
+    ("train", "output is the input", ["train", "text.txt", "-o", "./text.txt"], "text.txt"),
+    ("train", "a .tok as text", ["train", "data.tok", "-o", "t.bin"], "data.tok"),
+    ("train", "a tokenizer.bin as text", ["train", "tok.bin", "-o", "t.bin"], "tok.bin"),
+    ("train", "binary text", ["train", "nul.txt", "-o", "t.bin"], "nul.txt"),
+    ("train", "bad vocab size", ["train", "text.txt", "-o", "t.bin", "--vocab-size", "100"], "100"),
+    ("train", "vocab size not a number", ["train", "text.txt", "-o", "t.bin", "--vocab-size", "lots"], "lots"),
+    # tokenize
+    ("tokenize", "missing input", ["tokenize", "-t", "tok.bin", "nothere.txt", "-o", "t.tok"], "nothere.txt"),
+    ("tokenize", "missing tokenizer", ["tokenize", "-t", "nothere.bin", "text.txt", "-o", "t.tok"], "nothere.bin"),
+    ("tokenize", "output folder missing", ["tokenize", "-t", "tok.bin", "text.txt", "-o", "no/dir/t.tok"], "no/dir"),
+    ("tokenize", "unwritable output", ["tokenize", "-t", "tok.bin", "text.txt", "-o", "/proc/t.tok"], "/proc/t.tok"),
+    ("tokenize", "output is the tokenizer", ["tokenize", "-t", "tok.bin", "text.txt", "-o", "tok.bin"], "tok.bin"),
+    ("tokenize", "tokenizer is text", ["tokenize", "-t", "text.txt", "text.txt", "-o", "t.tok"], "text.txt"),
+    ("tokenize", "a .tok as text", ["tokenize", "-t", "tok.bin", "data.tok", "-o", "t.tok"], "data.tok"),
+    ("tokenize", "unknown --bos", ["tokenize", "-t", "tok.bin", "text.txt", "-o", "t.tok", "--bos", "<|nope|>"], "<|nope|>"),
+    ("tokenize", "workers 0", ["tokenize", "-t", "tok.bin", "text.txt", "-o", "t.tok", "--workers", "0"], "0"),
+    # tokshow
+    ("tokshow", "missing --file", ["tokshow", "-t", "tok.bin", "--file", "nothere.txt"], "nothere.txt"),
+    ("tokshow", "missing tokenizer", ["tokshow", "-t", "nothere.bin", "hello"], "nothere.bin"),
+    ("tokshow", "missing --chat", ["tokshow", "-t", "tok.bin", "--chat", "nothere.jsonl"], "nothere.jsonl"),
+    ("tokshow", "tokenizer is a .tok", ["tokshow", "-t", "data.tok", "hello"], "data.tok"),
+    ("tokshow", "--file is a folder", ["tokshow", "-t", "tok.bin", "--file", "."], "."),
+    ("tokshow", "bad --index", ["tokshow", "-t", "tok.bin", "--chat", "text.txt", "--index", "99"], "99"),
+    # info
+    ("info", "missing file", ["info", "nothere.bin"], "nothere.bin"),
+    ("info", "text file", ["info", "text.txt"], "text.txt"),
+    ("info", "unknown option", ["info", "tok.bin", "--bogus"], "--bogus"),
+    # convert
+    ("convert", "missing input", ["convert", "nothere.bin", "o.json", "--from", "mnemo", "--to", "hf"], "nothere.bin"),
+    ("convert", "unwritable output", ["convert", "tok.bin", "/proc/o.json", "--from", "mnemo", "--to", "hf"], "/proc/o.json"),
+    ("convert", "output folder missing", ["convert", "tok.bin", "no/dir/o.json", "--from", "mnemo", "--to", "hf"], "no/dir"),
+    ("convert", "output is a folder", ["convert", "tok.bin", ".", "--from", "mnemo", "--to", "hf"], "."),
+    ("convert", "gpt2 output is a file", ["convert", "tok.bin", "afile", "--from", "mnemo", "--to", "gpt2"], "afile"),
+    ("convert", "output is the input", ["convert", "tok.bin", "tok.bin", "--from", "mnemo", "--to", "mnemo"], "tok.bin"),
+    ("convert", "input of the wrong kind", ["convert", "text.txt", "o.json", "--from", "mnemo", "--to", "hf"], "text.txt"),
+    ("convert", "bad --special", ["convert", "tok.bin", "o.bin", "--from", "tiktoken", "--to", "mnemo", "--pattern", "gpt2",
+                                 "--special", "oops"], "oops"),
+    ("convert", "unknown format", ["convert", "tok.bin", "o.bin", "--from", "mnemo", "--to", "yaml"], "yaml"),
+    # pretrain
+    ("pretrain", "missing data", ["pretrain", "-t", "tok.bin", "nothere.tok"], "nothere.tok"),
+    ("pretrain", "unwritable output", ["pretrain", "-t", "tok.bin", "data.tok", "-o", "/proc/w.npz"], "/proc/w.npz"),
+    ("pretrain", "output is the data", ["pretrain", "-t", "tok.bin", "data.tok", "-o", "data.tok"], "data.tok"),
+    ("pretrain", "data is text", ["pretrain", "-t", "tok.bin", "text.txt"], "text.txt"),
+    ("pretrain", "bad --val-fraction", ["pretrain", "-t", "tok.bin", "data.tok", "--val-fraction", "2"], "2"),
+    # demo
+    ("demo", "unwritable output", ["demo", "--out", "/proc/mnemo-demo"], "/proc/mnemo-demo"),
+    ("demo", "output is a file", ["demo", "--out", "afile"], "afile"),
+    ("demo", "bad --vocab-size", ["demo", "--out", "demo-out", "--vocab-size", "100"], "100"),
+]
+
+
+@pytest.mark.parametrize(("command", "case", "argv", "names"), CASES, ids=[f"{c}-{k}" for c, k, _, _ in CASES])
+def test_error_is_one_mnemo_line_naming_the_culprit(files: Path, command: str, case: str, argv: list[str], names: str) -> None:
+    before = sorted(p.name for p in files.iterdir())
+    proc = run(files, *argv)
+    err = proc.stderr
+    assert proc.returncode != 0, (argv, err)
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("mnemo: error: "), err
+    assert names in lines[-1], (names, err)
+    for line in lines[:-1]:  # only argparse's usage may come before it
+        assert line.startswith(("usage:", " ")), err
+    assert sorted(p.name for p in files.iterdir()) == before, f"{argv} left files behind"
+
+
+def test_every_subcommand_is_covered() -> None:
+    from mnemo.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert set(getattr(sub, "choices")) == {c for c, _, _, _ in CASES}
+
+
+@pytest.mark.parametrize("argv", [["info", "tok.bin"], ["tokshow", "-t", "tok.bin", "hello"]])
+def test_full_standard_output(files: Path, argv: list[str]) -> None:
+    """Output to a full disk (or a closed pipe's cousin, /dev/full) is an error line, not an
+    'Exception ignored' traceback at exit."""
+    with open("/dev/full", "w") as full:
+        proc = run(files, *argv, stdout=full.fileno())
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["mnemo: error: cannot write the output or standard output (No space left on device)"]
