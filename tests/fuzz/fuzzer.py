@@ -36,6 +36,7 @@ import os
 import random
 import re
 import select
+import shutil
 import struct
 import subprocess
 import sys
@@ -142,6 +143,7 @@ class _Env:
 
         self.tokenizer = Tokenizer.load(seed_dir / "tokenizer.bin")
         self.scratch = Path(tempfile.mkdtemp(prefix="mnemo-fuzz-"))
+        self.cases = 0
 
     def write(self, name: str, data: bytes) -> Path:
         path = self.scratch / name
@@ -197,11 +199,18 @@ def run_case(env: _Env, target: str, data: bytes) -> None:
         ids = tok.encode_ordinary("Hello, world! 123 ÄÖÜ 😀")
         tok.decode(ids)
     elif target == "tok":
-        path = env.write("input.tok", data)
-        formats.read_tok_header(path)
-        f = formats.open_tok(path, env.tokenizer)
-        int(f.tokens.sum()) if len(f.tokens) else 0
-        del f
+        # a new name per case: rewriting a file that an earlier case's memory map (kept alive by a
+        # traceback) still maps would make a later touch of that map a SIGBUS -- the harness's
+        # crash, not mnemo's
+        env.cases += 1
+        path = env.write(f"input-{env.cases}.tok", data)
+        try:
+            formats.read_tok_header(path)
+            f = formats.open_tok(path, env.tokenizer)
+            int(f.tokens.sum()) if len(f.tokens) else 0
+            del f
+        finally:
+            path.unlink()
     elif target == "gpt2":
         vocab, merges = (unpack_parts(data) + [b"", b""])[:2]
         tok = interop.load_gpt2(env.write("vocab.json", vocab), env.write("merges.txt", merges))
@@ -262,7 +271,6 @@ def worker_main(seed_dir: str) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = WORKER_MEMORY if hard == resource.RLIM_INFINITY else min(WORKER_MEMORY, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
     env = _Env(Path(seed_dir))
     os.chdir(env.scratch)  # relative names a case passes land in the scratch folder
     proto.write("ready\n")
@@ -308,6 +316,7 @@ class Worker:
 
     def __init__(self, seed_dir: Path) -> None:
         self.errlog = tempfile.TemporaryFile()
+        self.err_mark = 0
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", str(seed_dir)],
             stdin=subprocess.PIPE,
@@ -320,14 +329,14 @@ class Worker:
             raise RuntimeError(f"the fuzz worker did not start: {self._stderr_tail()}")
 
     def _stderr_tail(self) -> str:
-        self.errlog.seek(0)
+        """What the worker wrote to stderr since the current case began (faulthandler's trace)."""
+        self.errlog.seek(self.err_mark)
         return self.errlog.read()[-1500:].decode("utf-8", "replace")
 
     def run(self, target: str, data: bytes, timeout: float = CASE_TIMEOUT) -> Outcome:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         t0 = time.monotonic()
-        self.errlog.seek(0)
-        self.errlog.truncate()
+        self.err_mark = os.fstat(self.errlog.fileno()).st_size
         body = target.encode() + b"\0" + data
         try:
             self.proc.stdin.write(struct.pack("<I", len(body)) + body)
@@ -908,7 +917,7 @@ def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, lo
     rng = random.Random(rng_seed)
     end = time.monotonic() + seconds
     last_report = time.monotonic()
-    written: set[str] = set()
+    written: dict[str, Path] = {}
     try:
         round_no = 0
         while time.monotonic() < end:
@@ -925,9 +934,12 @@ def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, lo
             if out is not None:
                 for sig, finding in runner.findings.items():
                     if sig not in written:
-                        written.add(sig)
                         log(f"finding: {finding.describe()[:300]}")
-                    write_reproducer(out, finding)
+                    folder = write_reproducer(out, finding)
+                    old = written.get(sig)
+                    if old is not None and old != folder:  # a smaller input took its place
+                        shutil.rmtree(old, ignore_errors=True)
+                    written[sig] = folder
             if time.monotonic() - last_report > 30:
                 last_report = time.monotonic()
                 log(f"{runner.cases} cases, {len(runner.findings)} distinct findings, {runner.restarts} restarts")
