@@ -37,6 +37,7 @@ import random
 import re
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -138,11 +139,11 @@ def _buffer_arg(value: Any) -> Any:
 class _Env:
     """What the worker's cases share: the seed tokenizer and a scratch folder."""
 
-    def __init__(self, seed_dir: Path) -> None:
+    def __init__(self, seed_dir: Path, scratch: Path) -> None:
         from mnemo import Tokenizer
 
         self.tokenizer = Tokenizer.load(seed_dir / "tokenizer.bin")
-        self.scratch = Path(tempfile.mkdtemp(prefix="mnemo-fuzz-"))
+        self.scratch = scratch
         self.cases = 0
 
     def write(self, name: str, data: bytes) -> Path:
@@ -260,18 +261,34 @@ def classify(target: str, data: bytes, exc: BaseException | None) -> tuple[str, 
     return "bad", f"{text} (at {where})"
 
 
-def worker_main(seed_dir: str) -> None:
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the parent dies (else a worker stuck in a hanging
+    case would outlive a killed `make fuzz`)."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def worker_main(seed_dir: str, scratch: str, parent: int) -> None:
     """Read framed cases on stdin, answer one JSON line per case on the original stdout."""
     import faulthandler
     import resource
 
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        return
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything mnemo prints goes to stderr, never into the protocol
     faulthandler.enable()
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = WORKER_MEMORY if hard == resource.RLIM_INFINITY else min(WORKER_MEMORY, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    env = _Env(Path(seed_dir))
+    env = _Env(Path(seed_dir), Path(scratch))
     os.chdir(env.scratch)  # relative names a case passes land in the scratch folder
     proto.write("ready\n")
     proto.flush()
@@ -317,8 +334,10 @@ class Worker:
     def __init__(self, seed_dir: Path) -> None:
         self.errlog = tempfile.TemporaryFile()
         self.err_mark = 0
+        self.scratch = tempfile.mkdtemp(prefix="mnemo-fuzz-worker-")
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker", str(seed_dir)],
+            [sys.executable, str(Path(__file__).resolve()), "--worker", str(seed_dir), self.scratch,
+             str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errlog,
@@ -374,6 +393,7 @@ class Worker:
                 except BrokenPipeError:
                     pass
         self.errlog.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 @dataclass
@@ -918,47 +938,59 @@ def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, lo
     end = time.monotonic() + seconds
     last_report = time.monotonic()
     written: dict[str, Path] = {}
+
+    def save() -> None:
+        for sig, finding in runner.findings.items():
+            if sig not in written:
+                log(f"finding: {finding.describe()[:300]}")
+            if out is None:
+                written[sig] = Path()
+                continue
+            folder = write_reproducer(out, finding)
+            old = written.get(sig)
+            if old is not None and old != folder:  # a smaller input took its place
+                shutil.rmtree(old, ignore_errors=True)
+            written[sig] = folder
+
+    def tick() -> None:
+        nonlocal last_report
+        if time.monotonic() - last_report > 30:
+            last_report = time.monotonic()
+            save()
+            log(f"{runner.cases} cases, {len(runner.findings)} distinct findings, {runner.restarts} restarts")
+
     try:
-        round_no = 0
         while time.monotonic() < end:
-            round_no += 1
             # alternate: a burst of mutation cases, then a burst of hypothesis cases per target
             for _ in range(500):
                 if time.monotonic() >= end:
                     break
                 runner.run(*random_case(rng, seeds))
+                tick()
             for target in TARGETS:
                 if time.monotonic() >= end:
                     break
                 run_hypothesis(runner, seeds, target, 40, derandomize=False)
-            if out is not None:
-                for sig, finding in runner.findings.items():
-                    if sig not in written:
-                        log(f"finding: {finding.describe()[:300]}")
-                    folder = write_reproducer(out, finding)
-                    old = written.get(sig)
-                    if old is not None and old != folder:  # a smaller input took its place
-                        shutil.rmtree(old, ignore_errors=True)
-                    written[sig] = folder
-            if time.monotonic() - last_report > 30:
-                last_report = time.monotonic()
-                log(f"{runner.cases} cases, {len(runner.findings)} distinct findings, {runner.restarts} restarts")
+                tick()
     finally:
         runner.close()
+        save()
     return runner
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", metavar="SEED_DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=3, metavar=("SEED_DIR", "SCRATCH", "PARENT_PID"), help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=600.0, help="how long to fuzz (default 600)")
     parser.add_argument("--out", type=Path, default=Path("fuzz-findings"), help="where reproducers go")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from the clock)")
     parser.add_argument("--replay", type=Path, nargs="*", help="run these reproducer folders once and report")
     args = parser.parse_args(argv)
     if args.worker:
-        worker_main(args.worker)
+        worker_main(args.worker[0], args.worker[1], int(args.worker[2]))
         return 0
+    # SIGTERM (a killed `make fuzz`) unwinds like Ctrl-C: the worker is closed, the seeds removed
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     seed = args.seed if args.seed is not None else int(time.time())
     log = lambda msg: print(f"[fuzz {time.strftime('%H:%M:%S')}] {msg}", flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="mnemo-fuzz-seeds-") as tmp:
