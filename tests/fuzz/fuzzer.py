@@ -251,12 +251,15 @@ def classify(target: str, data: bytes, exc: BaseException | None) -> tuple[str, 
     text = f"{type(exc).__name__}: {str(exc)[:300]}"
     if isinstance(exc, MnemoError):
         return "error", text
-    if target == "api" and type(exc) in (TypeError, ValueError):
+    if target == "api":
         try:
-            fn = ast.literal_eval(data.decode("utf-8"))[0]
-        except (ValueError, SyntaxError, UnicodeDecodeError, IndexError):
-            fn = ""
-        if _names_argument(str(fn), str(exc)):
+            fn, _, kwargs = ast.literal_eval(data.decode("utf-8"))
+        except (ValueError, SyntaxError, UnicodeDecodeError, TypeError):
+            fn, kwargs = "", {}
+        if type(exc) in (TypeError, ValueError) and _names_argument(str(fn), str(exc)):
+            return "error", text
+        # decode(errors="strict") asks for bytes.decode's own error, as tiktoken's decode does
+        if fn == "decode" and isinstance(exc, UnicodeDecodeError) and kwargs.get("errors") == "strict":
             return "error", text
     return "bad", f"{text} (at {where})"
 

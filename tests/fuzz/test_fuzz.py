@@ -221,6 +221,18 @@ REGRESSIONS: dict[str, Case] = {
         "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "pattern": 1.5, "workers": 1})),
     "train-special_tokens-bool": ("api", lambda s: fuzzer.api_payload(
         "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "special_tokens": False, "workers": 1})),
+    "train-special_tokens-bytes": ("api", lambda s: fuzzer.api_payload(
+        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "special_tokens": [b"x"], "workers": 1})),
+    "train-max_chunk_bytes-bytes": ("api", lambda s: fuzzer.api_payload(
+        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "max_chunk_bytes": b"x", "workers": 1})),
+    "train-verify-2**63": ("api", lambda s: fuzzer.api_payload(
+        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "verify": 2**63, "workers": 1})),
+    "train-inputs-int": ("api", lambda s: fuzzer.api_payload("train", [256], {"vocab_size": 300, "workers": 1})),
+    "encode-disallowed_special-list-of-int": ("api", lambda s: fuzzer.api_payload(
+        "encode", ["hi"], {"disallowed_special": [1, 2]})),
+    "encode-disallowed_special-lone-surrogate": ("api", lambda s: fuzzer.api_payload(
+        "encode", ["hi"], {"disallowed_special": ["\ud800"]})),
+    "hf-added-tokens-float": ("hf", lambda s: json.dumps({**hf_json(s), "added_tokens": 1.5}).encode()),
 }
 
 
