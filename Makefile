@@ -7,7 +7,7 @@ export MNEMO_REQUIRE_ASM ?= 1
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SOURCES := pyproject.toml setup.py $(wildcard mnemo/*.py mnemo/*.pyi asm/*.asm asm/*.c asm/*.h)
 
-.PHONY: test install typecheck pytest bench demo nasm clean
+.PHONY: test install typecheck pytest bench demo fuzz nasm clean
 
 test: install typecheck pytest
 
@@ -30,6 +30,14 @@ typecheck: install
 
 pytest: install
 	$(BIN)/pytest
+
+# Fuzz the loaders and the API for FUZZ_SECONDS (docs/fuzzing.md); reproducers go to FUZZ_OUT/,
+# and the target fails when anything was found.  FUZZ_SEED replays a run's random choices.
+FUZZ_SECONDS ?= 600
+FUZZ_OUT     ?= fuzz-findings
+FUZZ_SEED    ?=
+fuzz: install
+	$(BIN)/python tests/fuzz/fuzzer.py --seconds $(FUZZ_SECONDS) --out $(FUZZ_OUT) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 bench: install
 	$(BIN)/pytest bench -p no:randomly --benchmark-columns=min,median,mean,rounds --benchmark-sort=name

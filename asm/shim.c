@@ -4,6 +4,7 @@
  * (asm/*.asm, or their C twins in kernels_portable.c). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,14 +66,20 @@ static PyObject *asm_built(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *set_backend(PyObject *self, PyObject *arg) {
-    const char *name = PyUnicode_AsUTF8(arg);
+    if (!PyUnicode_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "set_backend(): name must be a str, got %s",
+                            Py_TYPE(arg)->tp_name);
+    Py_ssize_t size;
+    const char *name = PyUnicode_AsUTF8AndSize(arg, &size);
     if (name == NULL) return NULL;
-    if (strcmp(name, "c") == 0) {
+    /* strcmp stops at a NUL: "c\0x" must not pass for "c" */
+    if ((size_t)size != strlen(name)) size = -1;
+    if (size >= 0 && strcmp(name, "c") == 0) {
         active = &BACKEND_C;
         Py_RETURN_NONE;
     }
 #ifdef MNEMO_HAVE_ASM
-    if (strcmp(name, "avx2") == 0 && cpu_has_avx2) {
+    if (size >= 0 && strcmp(name, "avx2") == 0 && cpu_has_avx2) {
         active = &BACKEND_AVX2;
         Py_RETURN_NONE;
     }
@@ -93,24 +100,74 @@ static int format_is(const Py_buffer *v, const char *allowed) {
     return f[0] != '\0' && f[1] == '\0' && strchr(allowed, f[0]) != NULL;
 }
 
-static int get_tokens(PyObject *obj, Py_buffer *v) {
-    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+/* PyObject_GetBuffer's own errors ("a bytes-like object is required") do not say which
+ * argument was wrong: say it, and keep the reason. */
+static int get_buffer(PyObject *obj, Py_buffer *v, int flags, const char *fname,
+                      const char *what, const char *need) {
+    if (PyObject_GetBuffer(obj, v, flags) == 0) return 0;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyErr_Format(PyExc_TypeError, "%s(): %s must be %s, got %s (%S)", fname, what, need,
+                 Py_TYPE(obj)->tp_name, value ? value : Py_None);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return -1;
+}
+
+static int get_tokens(PyObject *obj, const char *fname, Py_buffer *v) {
+    if (get_buffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, fname, "tokens",
+                   "a contiguous buffer of 16-bit integers") < 0)
+        return -1;
     if (v->itemsize != 2 || !format_is(v, "hH")) {
         PyErr_Format(PyExc_TypeError,
-                     "tokens must be a contiguous buffer of 16-bit integers (format 'H' or "
+                     "%s(): tokens must be a contiguous buffer of 16-bit integers (format 'H' or "
                      "'h'), got format %s with item size %zd",
-                     v->format ? v->format : "B", v->itemsize);
+                     fname, v->format ? v->format : "B", v->itemsize);
         PyBuffer_Release(v);
         return -1;
     }
     return 0;
 }
 
-static int get_i64(PyObject *obj, const char *what, long long *out) {
-    *out = PyLong_AsLongLong(obj);
-    if (*out == -1 && PyErr_Occurred()) return -1;
-    (void)what;
+/* An integer argument as a C long long.  Not an int: TypeError naming the argument.  Outside
+ * the 64-bit range: ValueError naming it (every such offset or id is out of bounds anyway;
+ * Python's OverflowError would not say which argument) -- except for the limits `cap` and
+ * `threads` (saturate = 1), where any huge value means "no limit" and becomes LLONG_MAX. */
+static int get_i64_sat(PyObject *obj, const char *fname, const char *what, long long *out,
+                       int saturate) {
+    PyObject *index = PyNumber_Index(obj);
+    if (index == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s(): %s must be an int, got %s", fname, what,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    *out = PyLong_AsLongLongAndOverflow(index, &overflow);
+    if (*out == -1 && PyErr_Occurred()) {
+        Py_DECREF(index);
+        return -1;
+    }
+    if (overflow > 0 && saturate) *out = LLONG_MAX;
+    else if (overflow) {
+        PyErr_Format(PyExc_ValueError, "%s(): %s=%S is out of range", fname, what, index);
+        Py_DECREF(index);
+        return -1;
+    }
+    Py_DECREF(index);
     return 0;
+}
+
+static int get_i64(PyObject *obj, const char *fname, const char *what, long long *out) {
+    return get_i64_sat(obj, fname, what, out, 0);
+}
+
+/* The range [off, off + n) lies inside a buffer of len bytes.  Written so that nothing can
+ * overflow for any 64-bit off and n: `off + n > len` wrapped around for off = 2**63 - 1 and let
+ * memeq read far outside its buffers (a segfault; test_every_argument_at_its_extremes). */
+static int range_ok(long long off, long long n, Py_ssize_t len) {
+    return off >= 0 && n >= 0 && off <= (long long)len && n <= (long long)len - off;
 }
 
 /* ---- pair scan ----------------------------------------------------------------------- */
@@ -208,6 +265,11 @@ static size_t scan(const uint16_t *tok, size_t start, size_t stop, uint32_t a, u
     return hits;
 }
 
+/* The one negative stop that means "to the end of tokens": it lets a caller give `threads`
+ * positionally without knowing the length.  Any other negative stop is an error (it used to
+ * mean the end too, which hid arithmetic mistakes in callers). */
+#define STOP_AT_END (-1LL)
+
 /* Parse (tokens, a, b, <out or cap>, [start, [stop, [threads]]]) shared by both entry points. */
 static int parse_scan_args(PyObject *const *args, Py_ssize_t nargs, const char *fname,
                            Py_buffer *tv, uint32_t *a, uint32_t *b, size_t *start,
@@ -217,19 +279,25 @@ static int parse_scan_args(PyObject *const *args, Py_ssize_t nargs, const char *
                      fname, nargs);
         return -1;
     }
-    long long va, vb, vstart = 0, vstop = -1, vthreads = 1;
-    if (get_i64(args[1], "a", &va) < 0 || get_i64(args[2], "b", &vb) < 0) return -1;
+    long long va, vb, vstart = 0, vstop = STOP_AT_END, vthreads = 1;
+    if (get_i64(args[1], fname, "a", &va) < 0 || get_i64(args[2], fname, "b", &vb) < 0) return -1;
     if (va < 0 || va > 0xffff || vb < 0 || vb > 0xffff) {
         PyErr_Format(PyExc_ValueError, "%s(): token ids must be in 0..65535, got a=%lld b=%lld",
                      fname, va, vb);
         return -1;
     }
-    if (nargs > 4 && get_i64(args[4], "start", &vstart) < 0) return -1;
-    if (nargs > 5 && get_i64(args[5], "stop", &vstop) < 0) return -1;
-    if (nargs > 6 && get_i64(args[6], "threads", &vthreads) < 0) return -1;
-    if (get_tokens(args[0], tv) < 0) return -1;
+    if (nargs > 4 && get_i64(args[4], fname, "start", &vstart) < 0) return -1;
+    if (nargs > 5 && get_i64(args[5], fname, "stop", &vstop) < 0) return -1;
+    if (nargs > 6 && get_i64_sat(args[6], fname, "threads", &vthreads, 1) < 0) return -1;
+    if (vstop < 0 && vstop != STOP_AT_END) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): stop=%lld is negative; give 0 <= stop <= len(tokens), or -1 for the "
+                     "end", fname, vstop);
+        return -1;
+    }
+    if (get_tokens(args[0], fname, tv) < 0) return -1;
     long long len = (long long)(tv->len / 2);
-    if (vstop < 0) vstop = len;
+    if (vstop == STOP_AT_END) vstop = len;
     if (vstart < 0 || vstart > vstop || vstop > len) {
         PyErr_Format(PyExc_ValueError,
                      "%s(): need 0 <= start <= stop <= len(tokens), got start=%lld stop=%lld "
@@ -257,14 +325,15 @@ static PyObject *pair_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
     int threads;
     if (parse_scan_args(args, nargs, "pair_scan", &tv, &a, &b, &start, &stop, &threads) < 0)
         return NULL;
-    if (PyObject_GetBuffer(args[3], &ov, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    if (get_buffer(args[3], &ov, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "pair_scan",
+                   "out", "a writable contiguous buffer of 64-bit integers") < 0) {
         PyBuffer_Release(&tv);
         return NULL;
     }
     if (ov.itemsize != 8 || !format_is(&ov, "qlQL")) {
         PyErr_Format(PyExc_TypeError,
-                     "out must be a writable contiguous buffer of 64-bit integers, got format "
-                     "%s with item size %zd", ov.format ? ov.format : "B", ov.itemsize);
+                     "pair_scan(): out must be a writable contiguous buffer of 64-bit integers, "
+                     "got format %s with item size %zd", ov.format ? ov.format : "B", ov.itemsize);
         PyBuffer_Release(&ov);
         PyBuffer_Release(&tv);
         return NULL;
@@ -285,16 +354,17 @@ static PyObject *pair_positions(PyObject *self, PyObject *const *args, Py_ssize_
     if (parse_scan_args(args, nargs, "pair_positions", &tv, &a, &b, &start, &stop, &threads) < 0)
         return NULL;
     long long vcap;
-    if (get_i64(args[3], "cap", &vcap) < 0) {
+    if (get_i64_sat(args[3], "pair_positions", "cap", &vcap, 1) < 0) {
         PyBuffer_Release(&tv);
         return NULL;
     }
     if (vcap < 0) {
         PyBuffer_Release(&tv);
-        return PyErr_Format(PyExc_ValueError, "pair_positions(): cap must be >= 0, got %lld", vcap);
+        return PyErr_Format(PyExc_ValueError, "pair_positions(): cap=%lld must be >= 0", vcap);
     }
     size_t cap = (size_t)vcap, most = stop > start ? stop - start - 1 : 0;
     if (cap > most) cap = most;
+    if (cap > (size_t)PY_SSIZE_T_MAX / 8) cap = (size_t)PY_SSIZE_T_MAX / 8; /* cap * 8 below */
     PyObject *res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap * 8));
     if (res == NULL) {
         PyBuffer_Release(&tv);
@@ -318,21 +388,23 @@ static PyObject *memeq(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         return PyErr_Format(PyExc_TypeError, "memeq() takes 5 positional arguments, got %zd",
                             nargs);
     long long aoff, boff, n;
-    if (get_i64(args[1], "a_off", &aoff) < 0 || get_i64(args[3], "b_off", &boff) < 0 ||
-        get_i64(args[4], "n", &n) < 0)
+    if (get_i64(args[1], "memeq", "a_off", &aoff) < 0 ||
+        get_i64(args[3], "memeq", "b_off", &boff) < 0 || get_i64(args[4], "memeq", "n", &n) < 0)
         return NULL;
     Py_buffer av, bv;
-    if (PyObject_GetBuffer(args[0], &av, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    if (PyObject_GetBuffer(args[2], &bv, PyBUF_C_CONTIGUOUS) < 0) {
+    if (get_buffer(args[0], &av, PyBUF_C_CONTIGUOUS, "memeq", "a", "a contiguous buffer") < 0)
+        return NULL;
+    if (get_buffer(args[2], &bv, PyBUF_C_CONTIGUOUS, "memeq", "b", "a contiguous buffer") < 0) {
         PyBuffer_Release(&av);
         return NULL;
     }
     PyObject *res = NULL;
-    if (n < 0 || aoff < 0 || boff < 0 || aoff + n > (long long)av.len ||
-        boff + n > (long long)bv.len) {
+    if (!range_ok(aoff, n, av.len) || !range_ok(boff, n, bv.len)) {
+        /* no `aoff + n` here either: it is the overflow this check exists for */
         PyErr_Format(PyExc_ValueError,
-                     "memeq(): ranges out of bounds: a[%lld:%lld] of %zd bytes, b[%lld:%lld] "
-                     "of %zd bytes", aoff, aoff + n, av.len, boff, boff + n, bv.len);
+                     "memeq(): ranges out of bounds: a_off=%lld b_off=%lld n=%lld with len(a)=%zd "
+                     "len(b)=%zd; need 0 <= a_off, b_off, n and a_off + n <= len(a), "
+                     "b_off + n <= len(b)", aoff, boff, n, av.len, bv.len);
     } else {
         size_t room = (size_t)(aoff < boff ? aoff : boff);
         int eq = active->memeq((const uint8_t *)av.buf + aoff, (const uint8_t *)bv.buf + boff,

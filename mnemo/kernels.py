@@ -3,25 +3,32 @@ the extension mnemo._kernels (asm/shim.c); everything else imports from here.
 
 Kernels (NASM in asm/*.asm, portable C twins in asm/kernels_portable.c):
 
-pair_scan(tokens, a, b, out, start=0, stop=len, threads=1) -> int
+pair_scan(tokens, a, b, out, start=0, stop=-1, threads=1) -> int
     Every i in [start, stop - 1) with tokens[i] == a and tokens[i + 1] == b, in increasing
     order, written to `out` (a writable buffer of int64) as absolute indices; returns how
-    many were written.  It stops when `out` is full: resume from out[-1] + 1.  `tokens` is
+    many were written.  Needs 0 <= start <= stop <= len(tokens); stop=-1 (the default) is the
+    one value that means len(tokens), so that `threads` can be given positionally, and every
+    other negative stop is a ValueError.  It stops when `out` is full: resume from out[-1] + 1.  `tokens` is
     any contiguous buffer of 16-bit items (numpy uint16, array('H'), librt vec[i16]).
     With threads > 1 and more than a million tokens per thread, the scan is split across
     threads with the GIL released.
 
-pair_positions(tokens, a, b, cap, start=0, stop=len, threads=1) -> bytes
+pair_positions(tokens, a, b, cap, start=0, stop=-1, threads=1) -> bytes
     The same scan, returning at most `cap` positions packed as little-endian int64 in a bytes
     object (mypyc-compiled code reads them with librt.strings.read_i64_le at ~1 ns each).
 
 memeq(a, a_off, b, b_off, n) -> bool
-    a[a_off:a_off+n] == b[b_off:b_off+n] without reading outside either range.  A call costs
+    a[a_off:a_off+n] == b[b_off:b_off+n] without reading outside either range.  A range not
+    inside its buffer (any offset or n negative, or past the end) is a ValueError, for every
+    64-bit value (the check cannot overflow; see asm/shim.c range_ok).  A call costs
     about 50 ns from compiled code: worth it only for long ranges (see count.py).
 
 backend() names the kernels in use ("avx2" or "c"); backends() lists those this build can
 run on this CPU; set_backend(name) switches (tests and benchmarks do); asm_built() says
 whether the NASM objects were linked in at all.
+
+Argument errors name the argument: TypeError for a non-int or a non-buffer, ValueError for an
+int out of range (also beyond 64 bits, where Python itself would raise OverflowError).
 """
 
 from mnemo._kernels import (

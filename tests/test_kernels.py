@@ -232,3 +232,166 @@ def test_memeq_at_guard_pages(backend: str, guarded: Guarded) -> None:
         assert kernels.memeq(data, 0, data, half, n)
         if n:
             assert not kernels.memeq(data, 0, data, 1, n)
+
+
+# ---- every argument at its extremes, in a child process ---------------------------------------
+#
+# An overflowing bounds check (`a_off + n > len` with a_off = 2**63 - 1) let memeq read far outside
+# its buffers and kill the interpreter.  These calls run in a child so that a crash fails the test
+# (naming the call) instead of killing pytest.  Each call must return the oracle's answer or raise
+# TypeError/ValueError naming the argument.
+
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+EXTREMES = (0, 1, 2, 7, 8, 9, 15, 16, 17, -1, -2, 2**31 - 1, 2**31, 2**32, 2**32 + 1, 2**63 - 1,
+            -(2**63), 2**63, 2**64, -(2**63) - 1, 10**30)
+
+_CHILD = r'''
+import json, sys
+import numpy as np
+from mnemo import kernels
+kernels.set_backend(sys.argv[1])
+for line in sys.stdin:
+    name, args = json.loads(line)
+    tok = np.array([1, 2, 1, 2, 2, 1, 2, 0, 1, 2], dtype=np.uint16)
+    real = {"tok": tok, "out": np.full(16, -7, dtype=np.int64), "a8": b"abcdefgh", "b8": b"abcdefgh",
+            "x8": b"abcdefgX"}
+    call = [real.get(x, x) if isinstance(x, str) else x for x in args]
+    try:
+        res = getattr(kernels, name)(*call)
+        if isinstance(res, bytes):
+            res = np.frombuffer(res, dtype="<i8").tolist()
+        elif name == "pair_scan":
+            out = call[3]
+            assert (out[res:] == -7).all(), "wrote past its hits"
+            res = out[:res].tolist()
+        out_line = ["ok", res]
+    except (TypeError, ValueError) as exc:
+        out_line = [type(exc).__name__, str(exc)]
+    except BaseException as exc:
+        out_line = ["other", f"{type(exc).__name__}: {exc}"]
+    print(json.dumps(out_line), flush=True)
+'''
+
+
+def _memeq_oracle(args: list[object]) -> object:
+    data = {"a8": b"abcdefgh", "b8": b"abcdefgh", "x8": b"abcdefgX"}
+    a, aoff, b, boff, n = args
+    assert isinstance(a, str) and isinstance(b, str)
+    assert isinstance(aoff, int) and isinstance(boff, int) and isinstance(n, int)
+    la, lb = len(data[a]), len(data[b])
+    if not (0 <= aoff <= la and 0 <= boff <= lb and 0 <= n <= la - aoff and n <= lb - boff):
+        return None  # must be an error
+    return data[a][aoff : aoff + n] == data[b][boff : boff + n]
+
+
+TOK = [1, 2, 1, 2, 2, 1, 2, 0, 1, 2]
+
+
+def _scan_oracle(name: str, args: list[object]) -> object:
+    a, b, cap = args[1], args[2], args[3]
+    start = args[4] if len(args) > 4 else 0
+    stop = args[5] if len(args) > 5 else -1
+    threads = args[6] if len(args) > 6 else 1
+    assert isinstance(a, int) and isinstance(b, int) and isinstance(start, int)
+    assert isinstance(stop, int) and isinstance(threads, int)
+    if name == "pair_scan":
+        cap = 16
+    assert isinstance(cap, int)
+    if stop == -1:
+        stop = len(TOK)
+    # cap and threads are limits: beyond 64 bits they mean "no limit" (start, stop, a, b are
+    # positions and ids: out of range there is an error)
+    if not (0 <= a <= 0xFFFF and 0 <= b <= 0xFFFF and 0 <= start <= stop <= len(TOK) and threads >= 1 and cap >= 0):
+        return None
+    hits = [i for i in range(start, stop - 1) if TOK[i] == a and TOK[i + 1] == b]
+    return hits[:cap]
+
+
+def _extreme_calls() -> list[tuple[str, list[object]]]:
+    calls: list[tuple[str, list[object]]] = []
+    memeq_base: list[object] = ["a8", 0, "b8", 0, 8]
+    for pos in (1, 3, 4):
+        for v in EXTREMES:
+            for base in (memeq_base, ["a8", 1, "b8", 1, 7], ["a8", 0, "x8", 0, 7]):
+                args = list(base)
+                args[pos] = v
+                calls.append(("memeq", args))
+    # the two calls of the issue, and both offsets at the end with n = 0
+    calls += [("memeq", ["a8", 2**63 - 1, "b8", 0, 1]), ("memeq", ["a8", 1, "b8", 1, 2**63 - 1]),
+              ("memeq", ["a8", 8, "b8", 8, 0]), ("memeq", ["a8", 2**63 - 1, "b8", 2**63 - 1, 2**63 - 1])]
+    for name, fourth in (("pair_scan", "out"), ("pair_positions", 16)):
+        base: list[object] = ["tok", 1, 2, fourth, 0, -1, 1]
+        for pos in (1, 2, 4, 5, 6) + ((3,) if name == "pair_positions" else ()):
+            for v in EXTREMES:
+                args = list(base)
+                args[pos] = v
+                calls.append((name, args))
+                if pos in (4, 5):  # also with the other end of the range set
+                    args = list(base)
+                    args[pos] = v
+                    args[9 - pos] = 3 if pos == 4 else 10
+                    calls.append((name, args))
+    return calls
+
+
+def test_every_argument_at_its_extremes(backend: str, tmp_path: Path) -> None:
+    calls = _extreme_calls()
+    payload = "".join(json.dumps(c) + "\n" for c in calls)
+    # -P and a scratch cwd: the child imports the installed mnemo, never this checkout's files
+    proc = subprocess.run([sys.executable, "-P", "-c", _CHILD, backend], input=payload, capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    if len(results) < len(calls):
+        crashed = calls[len(results)]
+        pytest.fail(f"the child died (exit {proc.returncode}) on {crashed[0]}{tuple(crashed[1])}: {proc.stderr[-500:]}")
+    argnames = {"memeq": ["a", "a_off", "b", "b_off", "n"],
+                "pair_scan": ["tokens", "a", "b", "out", "start", "stop", "threads"],
+                "pair_positions": ["tokens", "a", "b", "cap", "start", "stop", "threads"]}
+    bad = []
+    for (name, args), (kind, value) in zip(calls, results):
+        want = _memeq_oracle(args) if name == "memeq" else _scan_oracle(name, args)
+        if want is None:
+            # an error naming one of the arguments that is out of range
+            named = any(f"{arg}=" in value or f"{arg} " in value for arg in argnames[name])
+            if kind not in ("ValueError", "TypeError") or not named:
+                bad.append((name, args, kind, value))
+        elif kind != "ok" or value != want:
+            bad.append((name, args, kind, value, want))
+    assert not bad, "\n".join(map(str, bad[:20]))
+
+
+def test_pair_scan_negative_stop_other_than_minus_one_is_an_error(backend: str) -> None:
+    """-1 is the one documented "to the end" value of stop (it lets callers give `threads`
+    positionally); every other negative stop used to be read as "the end" too."""
+    tok = np.array([1, 2, 1, 2], dtype=np.uint16)
+    out = np.zeros(4, dtype=np.int64)
+    assert kernels.pair_scan(tok, 1, 2, out, 0, -1) == 2
+    assert kernels.pair_positions(tok, 1, 2, 4, 0, -1) == np.array([0, 2], dtype="<i8").tobytes()
+    for stop in (-2, -5, -(2**63)):
+        with pytest.raises(ValueError, match=f"stop={stop}"):
+            kernels.pair_scan(tok, 1, 2, out, 0, stop)
+        with pytest.raises(ValueError, match=f"stop={stop}"):
+            kernels.pair_positions(tok, 1, 2, 4, 0, stop)
+
+
+def test_kernel_arguments_of_wrong_type_name_the_argument() -> None:
+    tok = np.zeros(4, dtype=np.uint16)
+    out = np.zeros(4, dtype=np.int64)
+    with pytest.raises(TypeError, match="a_off"):
+        kernels.memeq(b"ab", 1.5, b"ab", 0, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="n "):
+        kernels.memeq(b"ab", 0, b"ab", 0, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"\bb\b"):
+        kernels.memeq(b"ab", 0, 5, 0, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="threads"):
+        kernels.pair_scan(tok, 1, 2, out, 0, -1, "2")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tokens"):
+        kernels.pair_scan(None, 1, 2, out)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="name"):
+        kernels.set_backend(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not available"):
+        kernels.set_backend("c\x00x")
