@@ -151,7 +151,7 @@ def _count_packed(
     if as_paths is not None:
         paths = check_inputs(as_paths)
         tasks = plan_tasks(paths, n_workers=n_workers, specials=special_tokens)
-        if any(t.end < 0 and t.kind != "parquet" and compression_of(Path(t.path)) for t in tasks) and n_workers > 1:
+        if any(t.sequential for t in tasks) and n_workers > 1:
             stream = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, specials=special_tokens))
         else:
             jobs = tasks
