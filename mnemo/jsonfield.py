@@ -100,7 +100,8 @@ _HEX: Final[bytes] = _hex_table()
 def string_field(line: bytes, key: bytes) -> bytes | None:
     """The value of member `key` (UTF-8 bytes of the name, as field.encode("utf-8",
     "surrogatepass")) when `line` is a JSON object whose members are all strings, as
-    json.loads(line)[key].encode("utf-8", "surrogatepass") would give it; else None."""
+    json.loads(line)[key].encode("utf-8") would give it; else None (also when a string holds a
+    lone surrogate, which has no UTF-8: sources.py then applies its rule)."""
     n: i64 = len(line)
     i = _skip_space(line, 0, n)
     if i >= n or line[i] != 0x7B:  # "{"
@@ -338,8 +339,8 @@ def _hex4(line: bytes, i: i64, n: i64) -> i64:
 
 
 def _put_utf8(out: BytesWriter, cp: i64) -> None:
-    """Append code point cp (0 to 0x10FFFF; a surrogate as its three bytes) as UTF-8, in as few
-    writes as possible (each write updates the writer's length in memory)."""
+    """Append code point cp (0 to 0x10FFFF, never a surrogate: _u_escape declines those) as
+    UTF-8, in as few writes as possible (each write updates the writer's length in memory)."""
     if cp < 0x80:
         out.append(u8(cp))
     elif cp < 0x800:
