@@ -49,19 +49,9 @@ def render_conversation(tokenizer: Tokenizer, messages: Sequence[Mapping[str, ob
             f"chat rendering needs every id below MASKBIT = {MASKBIT}, but the vocabulary has {tokenizer.n_vocab} ids"
         )
     ids = {name: _special(tokenizer, name) for name in CHAT_SPECIALS}
-    given: object = messages  # checked at run time: callers pass parsed JSON
-    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
-        raise InputError(f"a conversation is a list of messages, got {type(given).__name__}")
     out = [ids["<|bos|>"]]
-    for i, message in enumerate(given):
-        if not isinstance(message, Mapping):
-            raise InputError(f"message {i} is a {type(message).__name__}, not a dict with 'role' and 'content'")
-        role = message.get("role")
-        if not isinstance(role, str) or role not in ROLE_TOKENS:
-            raise InputError(f"message {i} has role {role!r}; roles are {', '.join(ROLE_TOKENS)}")
-        content = message.get("content")
-        if not isinstance(content, str):
-            raise InputError(f"message {i} ({role}) has content of type {type(content).__name__}, not str")
+    for i, message in enumerate(_messages(messages)):
+        role, content = _checked_message(i, message)
         try:
             body = tokenizer.encode(content)
         except SpecialTokenError as exc:
@@ -74,6 +64,43 @@ def render_conversation(tokenizer: Tokenizer, messages: Sequence[Mapping[str, ob
             out.extend(body)
             out.append(ids["<|end|>"])
     return out
+
+
+def check_conversation(messages: object, special_tokens: Iterable[str] = ()) -> None:
+    """Raise the InputError that render_conversation would raise for `messages` (parsed JSON),
+    naming the message, without encoding anything: a reader of chat files runs it on each
+    record, where it knows the file and the line to put in front of the message (the encoding
+    happens later, in a worker that does not).  `special_tokens`: the names whose text a
+    message may not hold (the tokenizer's)."""
+    names = [n for n in special_tokens if n]
+    for i, message in enumerate(_messages(messages)):
+        role, content = _checked_message(i, message)
+        for name in names:
+            at = content.find(name)
+            if at >= 0:
+                raise InputError(
+                    f"message {i} ({role}): the text contains the special token {name!r} at character {at}; "
+                    f"chat messages cannot hold special-token text"
+                )
+
+
+def _messages(messages: object) -> Sequence[object]:
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InputError(f"a conversation is a list of messages, got {type(messages).__name__}")
+    return messages
+
+
+def _checked_message(i: int, message: object) -> tuple[str, str]:
+    """(role, content) of message `i`, or the InputError naming it."""
+    if not isinstance(message, Mapping):
+        raise InputError(f"message {i} is a {type(message).__name__}, not a dict with 'role' and 'content'")
+    role = message.get("role")
+    if not isinstance(role, str) or role not in ROLE_TOKENS:
+        raise InputError(f"message {i} has role {role!r}; roles are {', '.join(ROLE_TOKENS)}")
+    content = message.get("content")
+    if not isinstance(content, str):
+        raise InputError(f"message {i} ({role}) has content of type {type(content).__name__}, not str")
+    return role, content
 
 
 def split_mask(ids: Iterable[int]) -> tuple[list[int], list[bool]]:

@@ -36,13 +36,14 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from mnemo.chat import check_conversation
 from mnemo.errors import ConfigError, InputError
 from mnemo.formats import TokWriter
 from mnemo.parallel import Progress, init_worker_signals, worker_context
 from mnemo.sources import (
     Task,
     check_inputs,
-    compression_of,
+    display_name,
     iter_task_documents,
     kind_of,
     open_binary,
@@ -141,19 +142,24 @@ def _encode_tasks_in_worker(
 # ---- parent side ----------------------------------------------------------------------------------
 
 
-def _documents(inputs: Sequence[str | os.PathLike[str]], text_field: str, chat: bool) -> Iterator[bytes]:
+def _documents(
+    inputs: Sequence[str | os.PathLike[str]], text_field: str, chat: bool, specials: Sequence[str] = ()
+) -> Iterator[bytes]:
+    """The documents (chat: the raw records, checked against `specials`, the tokenizer's)."""
     for path in check_inputs(inputs):
         kind = kind_of(path)
         if chat:
-            if kind != "jsonl":
+            if kind not in ("jsonl", "auto"):  # "auto": standard input, JSON Lines for --chat
                 raise InputError(f"{path}: --chat reads JSON Lines records with a 'messages' list; this is {kind}")
-            yield from _jsonl_raw_lines(path)
+            yield from _jsonl_raw_lines(path, specials)
         else:
             yield from iter_task_documents(Task(str(path), kind), text_field=text_field, whole_documents=True)
 
 
-def _jsonl_raw_lines(path: Path) -> Iterator[bytes]:
-    """The raw lines of a chat JSONL file, each checked to be a record with a `messages` list."""
+def _jsonl_raw_lines(path: Path, specials: Sequence[str] = ()) -> Iterator[bytes]:
+    """The raw lines of a chat JSONL file, each checked here, where the file and line are known,
+    to be a record that render_conversation accepts (the workers that render it know neither)."""
+    name = display_name(path)
     try:
         with open_binary(path) as f:
             for number, line in enumerate(f, 1):
@@ -162,16 +168,22 @@ def _jsonl_raw_lines(path: Path) -> Iterator[bytes]:
                 try:
                     record = json.loads(line)
                 except ValueError as exc:
-                    raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
+                    raise InputError(f"{name}:{number}: not valid JSON ({exc})") from None
+                except RecursionError:
+                    raise InputError(f"{name}:{number}: the JSON is nested too deeply to read") from None
                 if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
-                    raise InputError(f"{path}:{number}: a chat record needs a 'messages' list")
+                    raise InputError(f"{name}:{number}: a chat record needs a 'messages' list")
+                try:
+                    check_conversation(record["messages"], specials)
+                except InputError as exc:
+                    raise InputError(f"{name}:{number}: {exc}") from None
                 yield line
     except read_errors() as exc:
-        raise InputError(f"{path}: cannot be read to the end ({type(exc).__name__}: {exc}); the file may be truncated or corrupt") from None
+        raise InputError(f"{name}: cannot be read to the end ({type(exc).__name__}: {exc}); the file may be truncated or corrupt") from None
 
 
 def _work(
-    inputs: Sequence[str | os.PathLike[str]], text_field: str, chat: bool, n_workers: int
+    inputs: Sequence[str | os.PathLike[str]], text_field: str, chat: bool, n_workers: int, specials: Sequence[str] = ()
 ) -> Iterator[tuple[list[Task], list[bytes]]]:
     """The pieces of work for the workers, in input order, each (tasks, documents) with one of
     the two empty: groups of tasks that a worker reads itself (byte ranges of plain files, whole
@@ -179,14 +191,14 @@ def _work(
     otherwise cost a round trip each -- and Parquet row groups), or blocks of documents read
     here (compressed files, chats)."""
     if chat:
-        for block in _blocks(_documents(inputs, text_field, chat)):
+        for block in _blocks(_documents(inputs, text_field, chat, specials)):
             yield [], block
         return
     group: list[Task] = []
     size = 0
     for task in plan_tasks(check_inputs(inputs), n_workers=n_workers, min_task_bytes=TASK_BYTES, max_task_bytes=TASK_BYTES, whole_documents=True):
-        if task.kind != "parquet" and compression_of(Path(task.path)):
-            # a compressed file, readable only from its start: read it here, hand out blocks
+        if task.sequential:
+            # a compressed file or a stream, readable only from its start: read it here, hand out blocks
             if group:
                 yield group, []
                 group, size = [], 0
@@ -261,7 +273,7 @@ def tokenize_files(
                 progress("tokenize", stats.n_bytes, 0)
 
         if n_workers == 1:
-            for docs in _blocks(_documents(inputs, text_field, chat)):
+            for docs in _blocks(_documents(inputs, text_field, chat, list(tokenizer.special_tokens))):
                 emit(encode_block(tokenizer, docs, chat, bos_id, eos_id), len(docs), sum(len(d) for d in docs))
         else:
             ctx = worker_context()
@@ -273,7 +285,7 @@ def tokenize_files(
                     if len(pending) >= 2 * n_workers:
                         emit(*pending.popleft().get())
 
-                for tasks, docs in _work(inputs, text_field, chat, n_workers):
+                for tasks, docs in _work(inputs, text_field, chat, n_workers, list(tokenizer.special_tokens)):
                     if tasks:
                         submit(pool.apply_async(_encode_tasks_in_worker, (tasks, text_field, bos_id, eos_id)))
                     else:

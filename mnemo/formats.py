@@ -35,6 +35,12 @@ BIN_FLAG_ID_MAP: Final = 2  # imported vocabularies: public id of each id (docs/
 PATTERNS: Final = ("mnemonic", "gpt4", "gpt2")  # index = pattern id (docs/formats.md, tokenizer.bin)
 TIES: Final = ("id", "bytes")  # index = tie id
 MAX_VOCAB: Final = 65536  # ids are stored as uint16
+MAX_SPECIAL_BYTES: Final = 255  # a special token's name: one length byte, then its UTF-8
+#: The largest valid tokenizer.bin: the header, then with m merges and s specials (256 + m + s
+#: <= MAX_VOCAB) 4 bytes a merge, at most 1 + 255 bytes a special, 8 bytes a merge count and 2 bytes
+#: an id of the id map.  A special costs more than a merge, so the most specials make the largest
+#: file: 32 + 65,280 x 256 + 2 x 65,536 = 16,842,784 bytes.  Loaders read at most one byte more.
+MAX_BIN_BYTES: Final = 32 + (MAX_VOCAB - 256) * max(4 + 8, 1 + MAX_SPECIAL_BYTES) + 2 * MAX_VOCAB
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,7 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
             raise fail(merges_at + 4 * k, f"merge {k} repeats the pair {pair} of merge {first}")
 
     specials: list[str] = []
+    listed: dict[str, int] = {}  # name -> index: a list's `in` made 65,280 specials take 45 s
     pos = specials_at
     for j in range(n_specials):
         if pos >= counts_at:
@@ -157,8 +164,9 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
             name = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise fail(pos + 1, f"special token {j} name {raw!r} is not valid UTF-8") from None
-        if name in specials:
-            raise fail(pos, f"special token {j} {name!r} is listed twice")
+        first_j = listed.setdefault(name, j)
+        if first_j != j:
+            raise fail(pos, f"special token {j} {name!r} is listed twice (first as special token {first_j})")
         specials.append(name)
         pos += 1 + length
     if pos != counts_at:
@@ -195,12 +203,21 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
-def read_file(path: str | os.PathLike[str]) -> bytes:
+def read_file(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
+    """The whole file, which must be at most `limit` bytes: at most limit + 1 bytes are read, so
+    /dev/zero, a FIFO or a huge file costs that much and no more.  A larger file is a
+    FormatError naming the file and the bound."""
     try:
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read(limit + 1)
     except OSError as exc:
         raise InputError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise FormatError(
+            f"{os.fspath(path)}: larger than {limit:,} bytes, the most mnemo reads as a {what}: "
+            f"check that the path names one"
+        )
+    return data
 
 
 # ---- .tok ----

@@ -6,12 +6,12 @@ sure -- another shape, a value that is not a string, the key absent, anything ma
 the caller then runs json.loads, which gives the same answer or the proper error.  So this module
 needs no error messages and can never be the reason a file is rejected.
 
-When it answers, the answer is exactly json.loads(line)[key].encode("utf-8", "surrogatepass"):
+When it answers, the answer is exactly json.loads(line)[key].encode("utf-8"):
 
 * escapes \\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX (hex digits in either case);
 * a \\uD800-\\uDBFF escape directly followed by a \\uDC00-\\uDFFF escape is one code point (four
-  UTF-8 bytes); any other surrogate escape stays a lone surrogate, written as its three bytes
-  (what "surrogatepass" does);
+  UTF-8 bytes); any other surrogate escape (a lone surrogate, which has no UTF-8 form) gives None,
+  and sources.py applies its rule for lone surrogates (U+FFFD) to what json.loads returns;
 * of duplicate keys the last one wins (as in a dict); a key may itself contain escapes;
 * raw bytes: below 0x20 inside a string is invalid JSON (None); bytes from 0x80 must form
   well-formed UTF-8 as Python's strict decoder defines it -- no overlong forms, no encoded
@@ -100,7 +100,8 @@ _HEX: Final[bytes] = _hex_table()
 def string_field(line: bytes, key: bytes) -> bytes | None:
     """The value of member `key` (UTF-8 bytes of the name, as field.encode("utf-8",
     "surrogatepass")) when `line` is a JSON object whose members are all strings, as
-    json.loads(line)[key].encode("utf-8", "surrogatepass") would give it; else None."""
+    json.loads(line)[key].encode("utf-8") would give it; else None (also when a string holds a
+    lone surrogate, which has no UTF-8: sources.py then applies its rule)."""
     n: i64 = len(line)
     i = _skip_space(line, 0, n)
     if i >= n or line[i] != 0x7B:  # "{"
@@ -308,13 +309,17 @@ def _u_escape(line: bytes, i: i64, n: i64, out: BytesWriter, decode: bool) -> i6
         return -1
     i += 6
     # A high surrogate directly followed by a low one is one code point, as json.loads joins
-    # them; otherwise each surrogate stays alone (json.loads keeps it; "surrogatepass" writes
-    # its three bytes).
-    if 0xD800 <= cp < 0xDC00 and i + 6 <= n and line[i] == _BACKSLASH and line[i + 1] == _LETTER_U:
+    # them.  A lone surrogate is declined: the caller's rule (U+FFFD, as Tokenizer.encode)
+    # belongs to sources.py, and a key holding one must compare as json.loads keeps it.  Rare,
+    # so json.loads reading those lines costs nothing measurable.
+    if 0xD800 <= cp < 0xE000:
+        if cp >= 0xDC00 or i + 6 > n or line[i] != _BACKSLASH or line[i + 1] != _LETTER_U:
+            return -1
         low = _hex4(line, i + 2, n)
-        if 0xDC00 <= low < 0xE000:
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-            i += 6
+        if not 0xDC00 <= low < 0xE000:
+            return -1
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+        i += 6
     if decode:
         _put_utf8(out, cp)
     return i
@@ -334,8 +339,8 @@ def _hex4(line: bytes, i: i64, n: i64) -> i64:
 
 
 def _put_utf8(out: BytesWriter, cp: i64) -> None:
-    """Append code point cp (0 to 0x10FFFF; a surrogate as its three bytes) as UTF-8, in as few
-    writes as possible (each write updates the writer's length in memory)."""
+    """Append code point cp (0 to 0x10FFFF, never a surrogate: _u_escape declines those) as
+    UTF-8, in as few writes as possible (each write updates the writer's length in memory)."""
     if cp < 0x80:
         out.append(u8(cp))
     elif cp < 0x800:

@@ -16,6 +16,16 @@ Formats, chosen by the file name once a compression suffix is removed:
 Compression is recognised by its magic bytes, whatever the suffix: xz, gzip and zstd (zstd
 needs the ``zstandard`` package).
 
+Special-token strings split documents of every format when `specials` are given (training: they
+are document boundaries, never counted as text); ``<|endoftext|>`` also separates documents of
+text files whatever the specials.  A ``str`` document (in memory, a JSON string, a Parquet value)
+becomes UTF-8 with each lone surrogate replaced by U+FFFD, as `Tokenizer.encode` does.
+
+Pipes, FIFOs, character devices and ``-`` (standard input) are *streams*: each is opened once
+and read once from its start, its compression sniffed on that one handle; nothing opens them
+before (no check, no stat of a size) and nothing seeks in them.  ``-`` is JSON Lines when its
+first non-blank byte (after decompression) is ``{``, else text (docs/formats.md).
+
 Work is planned as *tasks* so that worker processes read their own share of the input and the
 parent never holds a corpus in memory: an uncompressed text or JSONL file larger than
 ``min_task_bytes`` is cut into byte ranges at document boundaries (a JSONL line end; in text, the
@@ -28,9 +38,13 @@ from __future__ import annotations
 import gzip
 import importlib
 import io
+import itertools
 import json
 import lzma
 import os
+import re
+import stat
+import sys
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -49,6 +63,13 @@ JSONL_SUFFIXES: Final = (".jsonl", ".ndjson", ".json")
 #: Always a document separator in text files, whatever the special tokens.
 TEXT_DOCUMENT_SEPARATOR: Final = "<|endoftext|>"
 
+#: The path that names standard input.
+STDIN: Final = "-"
+#: How standard input is named in messages.
+STDIN_NAME: Final = "<stdin>"
+#: Bytes read to recognise a compression format (the longest magic).
+SNIFF_BYTES: Final = 6
+
 #: How far past a planned cut to look for a document boundary before giving up on that cut.
 CUT_SEARCH_BYTES: Final = 1 << 20
 
@@ -56,26 +77,48 @@ CUT_SEARCH_BYTES: Final = 1 << 20
 @dataclass(frozen=True)
 class Task:
     """One worker's share of one input: bytes [start, end) of a plain file, one Parquet row
-    group, or a whole compressed file (start = 0, end = -1)."""
+    group, or a whole compressed file or stream (start = 0, end = -1).  `sequential`: the input
+    can only be read from its start, by one reader (compressed, or a pipe, FIFO or standard
+    input, which only the process that plans may open)."""
 
     path: str
-    kind: str  # "text" | "jsonl" | "parquet"
+    kind: str  # "text" | "jsonl" | "parquet" | "auto" (standard input: decided by its content)
     start: int = 0
     end: int = -1  # -1: to the end of the (decompressed) stream
     row_group: int = -1  # -1: every row group
+    sequential: bool = False
 
 
-def compression_of(path: Path) -> str:
-    """"xz", "gzip", "zstd" or "" -- from the file's first bytes."""
+def is_stdin(path: str | os.PathLike[str]) -> bool:
+    return os.fspath(path) == STDIN
+
+
+def display_name(path: str | os.PathLike[str]) -> str:
+    """The input as messages name it."""
+    return STDIN_NAME if is_stdin(path) else os.fspath(path)
+
+
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """Whether the input is standard input or not a regular file (a pipe, a FIFO, a device):
+    something to open once and read once, from its start."""
+    if is_stdin(path):
+        return True
+    return not stat.S_ISREG(_stat(path).st_mode)
+
+
+def _stat(path: str | os.PathLike[str]) -> os.stat_result:
     try:
-        with open(path, "rb") as f:
-            head = f.read(6)
+        st = os.stat(path)
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file; check the path") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory; pass the files inside it") from None
+        raise InputError(f"{os.fspath(path)}: no such file; check the path") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+        raise InputError(f"{os.fspath(path)}: cannot be read ({exc.strerror}); check its permissions") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{os.fspath(path)}: is a directory; pass the files inside it")
+    return st
+
+
+def _magic(head: bytes) -> str:
     if head.startswith(XZ_MAGIC):
         return "xz"
     if head.startswith(GZIP_MAGIC):
@@ -85,8 +128,26 @@ def compression_of(path: Path) -> str:
     return ""
 
 
+def compression_of(path: Path) -> str:
+    """"xz", "gzip", "zstd" or "" -- from the first bytes of a regular file (a stream cannot be
+    looked at twice: open_binary sniffs it on the handle it reads)."""
+    if is_stream(path):
+        raise InputError(f"{display_name(path)}: is a stream; its compression is known only once it is read")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory; pass the files inside it") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+    return _magic(head)
+
+
 def kind_of(path: Path) -> str:
-    """"jsonl", "parquet" or "text", from the name with any compression suffix removed."""
+    """"jsonl", "parquet" or "text", from the name with any compression suffix removed; "auto"
+    for standard input, which has no name (its content decides, see _sniff_kind)."""
+    if is_stdin(path):
+        return "auto"
     name = path.name.lower()
     for suffix in COMPRESSION_SUFFIXES:
         if name.endswith(suffix):
@@ -99,20 +160,133 @@ def kind_of(path: Path) -> str:
     return "text"
 
 
-def open_binary(path: Path) -> io.BufferedIOBase:
-    """The file's decompressed bytes as a stream."""
-    comp = compression_of(path)
-    if comp == "xz":
-        return lzma.LZMAFile(path, "rb")
-    if comp == "gzip":
-        return gzip.GzipFile(path, "rb")
-    if comp == "zstd":
+def open_binary(path: str | os.PathLike[str]) -> io.BufferedIOBase:
+    """The input's decompressed bytes as a stream, through ONE open of it (`-`: standard input,
+    left open at the end).  The magic bytes are read from that handle; a seekable file goes
+    back to where it was, a pipe gets them served again before the rest -- a second open or a
+    seek would lose what the first read took from a pipe (once 153 of 2,000 documents)."""
+    name = display_name(path)
+    raw: Any  # a file, or standard input borrowed
+    if is_stdin(path):
+        raw = _Borrowed(sys.stdin.buffer)
+    else:
         try:
-            zstandard = _zstandard()
-        except ImportError:
-            raise InputError(f"{path}: is zstd-compressed; install the 'zstandard' package to read it") from None
-        return io.BufferedReader(_ZstdReader(open(path, "rb"), zstandard.ZstdDecompressor()), 1 << 20)
-    return open(path, "rb")
+            raw = open(path, "rb")
+        except FileNotFoundError:
+            raise InputError(f"{name}: no such file; check the path") from None
+        except IsADirectoryError:
+            raise InputError(f"{name}: is a directory; pass the files inside it") from None
+        except OSError as exc:
+            raise InputError(f"{name}: cannot be read ({exc.strerror}); check its permissions") from None
+    try:
+        head, source = _sniff(raw)
+        comp = _magic(head)
+        if comp == "xz":
+            return io.BufferedReader(_Owning(lzma.LZMAFile(source, "rb"), source), 1 << 20)
+        if comp == "gzip":
+            return io.BufferedReader(_Owning(gzip.GzipFile(fileobj=source, mode="rb"), source), 1 << 20)
+        if comp == "zstd":
+            try:
+                zstandard = _zstandard()
+            except ImportError:
+                raise InputError(f"{name}: is zstd-compressed; install the 'zstandard' package to read it") from None
+            return io.BufferedReader(_ZstdReader(source, zstandard.ZstdDecompressor()), 1 << 20)
+        if isinstance(source, io.BufferedIOBase):
+            return source  # a plain regular file: seekable, for the byte ranges of tasks
+        return io.BufferedReader(source, 1 << 20)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _sniff(raw: Any) -> tuple[bytes, Any]:
+    """The first SNIFF_BYTES bytes of `raw` (fewer at its end), and a stream of all of it."""
+    start = raw.tell() if raw.seekable() else -1
+    head = b""
+    while len(head) < SNIFF_BYTES:
+        more = raw.read(SNIFF_BYTES - len(head))
+        if not more:
+            break
+        head += more
+    if start >= 0:
+        raw.seek(start)
+        return head, raw
+    return head, _Prefixed(head, raw)
+
+
+class _Borrowed(io.RawIOBase):
+    """A stream we read but do not own (standard input): closing it leaves the stream open."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return bool(self.inner.seekable())
+
+    def tell(self) -> int:
+        return int(self.inner.tell())
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self.inner.seek(offset, whence))
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.inner.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _Prefixed(io.RawIOBase):
+    """`head`, then the rest of `inner` (which `head` was read from): a pipe read once."""
+
+    def __init__(self, head: bytes, inner: Any) -> None:
+        super().__init__()
+        self.head = head
+        self.inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.head:
+            n = min(len(buffer), len(self.head))
+            buffer[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        data = self.inner.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+class _Owning(io.RawIOBase):
+    """Reads `inner` and closes it and `also` (the file a decompressor reads) when closed."""
+
+    def __init__(self, inner: Any, also: Any) -> None:
+        super().__init__()
+        self.inner = inner
+        self.also = also
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.inner.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            self.also.close()
+            super().close()
 
 
 def _zstandard() -> ModuleType:
@@ -126,7 +300,7 @@ class _ZstdReader(io.RawIOBase):
     inside a frame.  (zstandard's own stream_reader returns a truncated stream's bytes and then a
     quiet end of file: a cut-off file would be read as a shorter one.)"""
 
-    def __init__(self, raw: io.BufferedReader, dctx: Any) -> None:
+    def __init__(self, raw: Any, dctx: Any) -> None:
         super().__init__()
         self.raw = raw
         self.dctx = dctx
@@ -166,23 +340,35 @@ class _ZstdReader(io.RawIOBase):
 
 
 def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """The inputs as paths, each checked to be a readable file (else InputError)."""
+    """The inputs as paths, each checked to be a readable file (else InputError).  Streams are
+    checked without being opened: opening a FIFO takes its writer, and a pipe's bytes once read
+    are gone."""
     if not inputs:
         raise InputError("no input files given; pass at least one .txt, .jsonl or .parquet file")
+    if sum(1 for p in inputs if is_stdin(p)) > 1:
+        raise InputError(f"standard input ('{STDIN}') is given more than once; it can be read only once")
     paths = [Path(p) for p in inputs]
     for p in paths:
-        compression_of(p)  # raises InputError for missing, unreadable or directory
-        _refuse_binary(p)
+        if is_stdin(p):
+            continue
+        if is_stream(p):  # also raises InputError for missing or directory
+            if not os.access(p, os.R_OK):
+                raise InputError(f"{p}: cannot be read (permission denied); check its permissions")
+            if kind_of(p) == "parquet":
+                raise InputError(_parquet_stream_message(str(p)))
+        else:
+            compression_of(p)  # raises InputError for unreadable
+            _refuse_binary(p)
     return paths
 
 
 #: Bytes (after decompression) looked at for a NUL: git's rule for telling binary from text.
-SNIFF_BYTES: Final = 8000
+TEXT_SNIFF_BYTES: Final = 8000
 
 
 def _refuse_binary(path: Path) -> None:
     """InputError for a text or JSONL input that is one of mnemo's own files (tokenizer.bin,
-    .tok) or binary (a NUL byte in its first SNIFF_BYTES, after decompression): training on
+    .tok) or binary (a NUL byte in its first TEXT_SNIFF_BYTES, after decompression): training on
     a .tok file as if it were text ran for 38 s and gave a vocabulary of noise.  Only regular
     files are looked at: a read from a pipe would take bytes that the real read then misses."""
     if kind_of(path) == "parquet" or not path.is_file():
@@ -191,7 +377,7 @@ def _refuse_binary(path: Path) -> None:
 
     try:
         with open_binary(path) as f:
-            head = f.read(SNIFF_BYTES)
+            head = f.read(TEXT_SNIFF_BYTES)
     except read_errors():
         return  # a damaged compressed file: the real read reports it, with its offset
     nul = head.find(b"\0")
@@ -206,6 +392,13 @@ def _refuse_binary(path: Path) -> None:
     raise InputError(
         f"{path}: is {what}, not text; inputs are UTF-8 text (.txt), JSON Lines (.jsonl) or "
         f"Parquet files, optionally compressed"
+    )
+
+
+def _parquet_stream_message(name: str) -> str:
+    return (
+        f"{name}: Parquet cannot be read from a pipe or standard input (its index is at the end of "
+        f"the file); save it to a file and pass that"
     )
 
 
@@ -232,15 +425,22 @@ def plan_tasks(
     With `whole_documents` (encoding: every document gets its own <|bos|>), a text file is cut
     only at special tokens; otherwise (counting) also at a space between two ASCII letters."""
     tasks: list[Task] = []
-    total = sum(p.stat().st_size for p in paths)
+    streams = {p for p in paths if is_stream(p)}
+    total = sum(p.stat().st_size for p in paths if p not in streams)
     target = max(min_task_bytes, total // max(1, TASKS_PER_WORKER * n_workers))
     if max_task_bytes is not None:
         target = min(target, max_task_bytes)
     for p in paths:
         kind = kind_of(p)
-        if kind == "parquet":
+        if p in streams:  # never opened here: the reader opens it once
+            if kind == "parquet":
+                raise InputError(_parquet_stream_message(display_name(p)))
+            tasks.append(Task(str(p), kind, sequential=True))
+        elif kind == "parquet":
             tasks += [Task(str(p), kind, row_group=g) for g in range(_parquet_row_groups(p))]
-        elif compression_of(p) or p.stat().st_size <= target:
+        elif compression_of(p):
+            tasks.append(Task(str(p), kind, sequential=True))
+        elif p.stat().st_size <= target:
             tasks.append(Task(str(p), kind))
         else:
             tasks += [Task(str(p), kind, s, e) for s, e in _cut_points(p, kind, target, specials, whole_documents)]
@@ -275,23 +475,52 @@ def _boundary_in(window: bytes, kind: str, specials: Sequence[str], whole_docume
     if kind == "jsonl":
         i = window.find(b"\n")
         return -1 if i < 0 else i + 1
-    best = -1
-    for s in [*specials, TEXT_DOCUMENT_SEPARATOR]:
-        i = window.find(s.encode("utf-8"))
-        if i >= 0 and (best < 0 or i < best):
-            best = i
-    if best >= 0 or whole_documents:
-        return best
-    # A space between two ASCII letters: the letters before it end a chunk in every pattern
-    # (letters run maximally), and the space starts the next one (" word").
-    for i in range(1, len(window) - 1):
-        if window[i] == 0x20 and _is_ascii_letter(window[i - 1]) and _is_ascii_letter(window[i + 1]):
-            return i
-    return -1
+    m = separator_re([*specials, TEXT_DOCUMENT_SEPARATOR]).search(window)
+    if m is not None or whole_documents:
+        return -1 if m is None else m.start()
+    return _word_gap(window)
 
 
-def _is_ascii_letter(c: int) -> bool:
-    return 0x61 <= (c | 0x20) <= 0x7A
+#: A space between two ASCII letters: the letters before it end a chunk in every pattern
+#: (letters run maximally), and the space starts the next one (" word").
+_WORD_GAP: Final = re.compile(rb"[A-Za-z] [A-Za-z]")
+
+
+def _word_gap(window: bytes) -> int:
+    """Offset of the first space between two ASCII letters in `window`, or -1."""
+    m = _WORD_GAP.search(window)
+    return -1 if m is None else m.start() + 1
+
+
+def separator_re(specials: Iterable[str]) -> re.Pattern[bytes]:
+    """One regular expression for the separators (UTF-8), longest first: a search finds the
+    leftmost one and, of those starting there, the longest -- one pass over the text (searching
+    each separator in turn from every document start was quadratic: 30 MB of text took 117 s).
+    With no separator it matches nothing."""
+    seps = sorted({s.encode("utf-8") for s in specials if s}, key=lambda b: (-len(b), b))
+    if not seps:
+        return re.compile(rb"(?!)")
+    return re.compile(b"|".join(re.escape(s) for s in seps))
+
+
+def str_to_utf8(text: str) -> bytes:
+    """`text` as UTF-8, each lone surrogate as U+FFFD (a surrogate pair as its character): the
+    rule of `Tokenizer.encode` and of tiktoken, for every str that becomes training text."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
+def split_at(data: bytes, seps: re.Pattern[bytes]) -> Iterator[bytes]:
+    """The non-empty pieces of `data` between separators."""
+    at = 0
+    for m in seps.finditer(data):
+        if m.start() > at:
+            yield data[at : m.start()]
+        at = m.end()
+    if at < len(data):
+        yield data[at:] if at else data
 
 
 def _parquet_row_groups(path: Path) -> int:
@@ -326,7 +555,7 @@ def iter_task_documents(
         yield from _task_documents(task, text_field, specials, whole_documents)
     except read_errors() as exc:
         raise InputError(
-            f"{task.path}: cannot be read to the end ({type(exc).__name__}: {exc}); "
+            f"{display_name(task.path)}: cannot be read to the end ({type(exc).__name__}: {exc}); "
             f"the file may be truncated or corrupt"
         ) from None
 
@@ -344,7 +573,7 @@ def read_errors() -> tuple[type[BaseException], ...]:
 def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_documents: bool) -> Iterator[bytes]:
     path = Path(task.path)
     if task.kind == "parquet":
-        yield from _parquet_documents(path, task.row_group, text_field)
+        yield from _parquet_documents(path, task.row_group, text_field, specials)
         return
     stream = open_binary(path)
     with stream:
@@ -353,10 +582,31 @@ def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_
             raw: Iterable[bytes] = _limited(stream, task.end - task.start)
         else:
             raw = _blocks(stream)
-        if task.kind == "jsonl":
-            yield from _jsonl_documents(raw, path, task.start, text_field)
+        kind = task.kind
+        if kind == "auto":
+            kind, raw = _sniff_kind(raw, path)
+        if kind == "jsonl":
+            yield from _jsonl_documents(raw, path, task.start, text_field, specials)
         else:
             yield from _text_documents(raw, specials, whole_documents)
+
+
+def _sniff_kind(raw: Iterable[bytes], path: Path) -> tuple[str, Iterable[bytes]]:
+    """The format of standard input, from its first bytes: "jsonl" when the first byte that is
+    not white space is "{", else "text" (a text that starts with "{" then fails as JSON on a
+    named line, never silently; /dev/stdin reads it as text).  Parquet cannot be streamed."""
+    blocks = iter(raw)
+    seen: list[bytes] = []
+    kind = "text"
+    for block in blocks:
+        seen.append(block)
+        stripped = block.lstrip()
+        if stripped:
+            if stripped.startswith(b"PAR1"):
+                raise InputError(_parquet_stream_message(display_name(path)))
+            kind = "jsonl" if stripped.startswith(b"{") else "text"
+            break
+    return kind, itertools.chain(seen, blocks)
 
 
 def iter_documents(
@@ -384,48 +634,74 @@ def _limited(stream: io.BufferedIOBase, n: int) -> Iterator[bytes]:
         yield block
 
 
-def _jsonl_documents(raw: Iterable[bytes], path: Path, start: int, field: str) -> Iterator[bytes]:
+def _jsonl_documents(
+    raw: Iterable[bytes], path: Path, start: int, field: str, specials: Sequence[str] = ()
+) -> Iterator[bytes]:
+    """The documents of JSON Lines, split at the special tokens' strings when there are any.
+    Lines are counted as they go by, for messages: a stream cannot be read again to count them."""
     key = field.encode("utf-8", "surrogatepass")
-    offset = start
+    seps = separator_re(specials) if specials else None
+    line_no = 0  # lines of this task before the current one
     rest = b""
     for block in raw:
         data = rest + block
         lines = data.split(b"\n")
         rest = lines.pop()
         for line in lines:
-            yield from _jsonl_line(line, path, offset, field, key)
-            offset += len(line) + 1
+            yield from _jsonl_line(line, path, start, line_no, field, key, seps)
+            line_no += 1
     if rest:
-        yield from _jsonl_line(rest, path, offset, field, key)
+        yield from _jsonl_line(rest, path, start, line_no, field, key, seps)
 
 
-def _jsonl_line(line: bytes, path: Path, offset: int, field: str, key: bytes) -> Iterator[bytes]:
-    """The document of one line; `key` is `field` as UTF-8 ("surrogatepass")."""
+def _jsonl_line(
+    line: bytes, path: Path, start: int, line_no: int, field: str, key: bytes, seps: re.Pattern[bytes] | None
+) -> Iterator[bytes]:
+    """The document of one line (line `line_no` of a task starting at byte `start`); `key` is
+    `field` as UTF-8 ("surrogatepass")."""
     if not line.strip():
         return
     text_bytes = string_field(line, key)  # the compiled fast path: None when it is not sure
-    if text_bytes is not None:
+    if text_bytes is None:
+        text_bytes = _json_field(line, path, start, line_no, field)
+    if seps is None:
         yield text_bytes
-        return
+    else:
+        yield from split_at(text_bytes, seps)
+
+
+def _json_field(line: bytes, path: Path, start: int, line_no: int, field: str) -> bytes:
+    """The field through json.loads: what string_field declined, with the errors."""
     try:
         record = json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(
-            f"{path}:{_line_number(path, offset)}: not valid JSON ({exc}); each line of a .jsonl file "
-            f"must be one JSON object"
+            f"{_where(path, start, line_no)}: not valid JSON ({exc}); each line of a .jsonl file must be one JSON object"
+        ) from None
+    except RecursionError:
+        raise InputError(
+            f"{_where(path, start, line_no)}: the JSON is nested too deeply to read; each line of a .jsonl "
+            f"file must be one JSON object with a text field"
         ) from None
     text = record.get(field) if isinstance(record, dict) else None
     if not isinstance(text, str):
         got = "no such field" if not isinstance(record, dict) or field not in record else type(text).__name__
         raise InputError(
-            f"{path}:{_line_number(path, offset)}: field {field!r} must be a string ({got}); "
+            f"{_where(path, start, line_no)}: field {field!r} must be a string ({got}); "
             f"choose the text field with text_field= / --text-field"
         )
-    yield text.encode("utf-8", "surrogatepass")
+    return str_to_utf8(text)
+
+
+def _where(path: Path, start: int, line_no: int) -> str:
+    """"FILE:LINE" of line `line_no` of the task that starts at byte `start` of the file."""
+    first = 1 if start == 0 else _line_number(path, start)  # start > 0: a regular file
+    return f"{display_name(path)}:{first + line_no}"
 
 
 def _line_number(path: Path, offset: int) -> int:
-    """1-based line number of the byte at `offset` (counted only when reporting an error)."""
+    """1-based line number of the byte at `offset` of a plain file (counted only when reporting
+    an error)."""
     count = 1
     with open_binary(path) as f:
         remaining = offset
@@ -442,42 +718,53 @@ def _text_documents(raw: Iterable[bytes], specials: Sequence[str], whole_documen
     """Documents separated by <|endoftext|> and the special tokens' strings.  Unless
     `whole_documents`, a document longer than 32 MB is handed on in pieces cut at a space between
     two ASCII letters (where every split pattern ends a chunk, so counting the pieces counts the
-    document), to keep memory bounded."""
-    seps = sorted({s.encode("utf-8") for s in [*specials, TEXT_DOCUMENT_SEPARATOR] if s}, key=len, reverse=True)
-    longest = max((len(s) for s in seps), default=0)
-    pending = b""
-    for block in raw:
-        pending += block
-        while True:
-            at, sep = _find_first(pending, seps)
-            if at < 0:
+    document), to keep memory bounded.
+
+    One pass: each block is searched once, from where the last search stopped.  A separator
+    found within `longest` bytes of the end of what has arrived is left for the next block,
+    which may complete a longer one starting at the same place (or earlier)."""
+    seps = separator_re([*specials, TEXT_DOCUMENT_SEPARATOR])
+    longest = max(len(s.encode("utf-8")) for s in [*specials, TEXT_DOCUMENT_SEPARATOR] if s)
+    doc: list[bytes] = []  # the current document's bytes, searched already
+    size = 0
+    tail = b""  # bytes not searched to the end yet (the last longest - 1 of what arrived)
+    for block in itertools.chain(raw, [b""]):
+        last = not block
+        buf = tail + block
+        safe = len(buf) if last else max(0, len(buf) - longest + 1)  # a match from here may be cut
+        at = 0
+        for m in seps.finditer(buf):
+            if m.start() >= safe:
                 break
-            if at:
-                yield pending[:at]
-            pending = pending[at + len(sep) :]
-        if not whole_documents and len(pending) > 4 * BLOCK:
-            # search before the last `longest` bytes: they may hold the start of a separator
-            tail = pending[len(pending) - BLOCK : len(pending) - longest]
-            cut = _boundary_in(tail, "text", ())
+            if m.start() > at or doc:
+                doc.append(buf[at : m.start()])
+                piece = b"".join(doc)
+                if piece:
+                    yield piece
+            doc, size = [], 0
+            at = m.end()
+        keep = max(at, safe)
+        if keep > at:
+            doc.append(buf[at:keep])
+            size += keep - at
+        tail = buf[keep:]
+        if not whole_documents and size > 4 * BLOCK:
+            # hand on all but the last piece, cut where a chunk certainly ends
+            last_part = doc[-1]
+            cut = _word_gap(last_part)
             if cut > 0:
-                cut += len(pending) - BLOCK
-                yield pending[:cut]
-                pending = pending[cut:]
-    if pending:
-        yield pending
+                doc[-1] = last_part[:cut]
+                yield b"".join(doc)
+                doc, size = [last_part[cut:]], len(last_part) - cut
+    if doc:
+        piece = b"".join(doc)
+        if piece:
+            yield piece
 
 
-def _find_first(data: bytes, seps: Sequence[bytes]) -> tuple[int, bytes]:
-    best, which = -1, b""
-    for s in seps:  # longest first, so that at equal positions the longest special wins
-        i = data.find(s)
-        if i >= 0 and (best < 0 or i < best):
-            best, which = i, s
-    return best, which
-
-
-def _parquet_documents(path: Path, row_group: int, field: str) -> Iterator[bytes]:
+def _parquet_documents(path: Path, row_group: int, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
     pq = _pyarrow_parquet(path)
+    seps = separator_re(specials) if specials else None
     try:
         pf = pq.ParquetFile(path)
         if field not in pf.schema_arrow.names:
@@ -493,7 +780,11 @@ def _parquet_documents(path: Path, row_group: int, field: str) -> Iterator[bytes
                     continue
                 if not isinstance(value, str):
                     raise InputError(f"{path}: column {field!r} holds {type(value).__name__}, not text")
-                yield value.encode("utf-8", "surrogatepass")
+                data = str_to_utf8(value)
+                if seps is None:
+                    yield data
+                else:
+                    yield from split_at(data, seps)
     except InputError:
         raise
     except Exception as exc:  # pyarrow raises its own error types
@@ -501,22 +792,17 @@ def _parquet_documents(path: Path, row_group: int, field: str) -> Iterator[bytes
 
 
 def documents_from_iterable(docs: Iterable[str | bytes], specials: Sequence[str] = ()) -> Iterator[bytes]:
-    """In-memory documents as bytes, split at special tokens like text files."""
-    seps = sorted({s.encode("utf-8") for s in specials if s}, key=len, reverse=True)
+    """In-memory documents as bytes, split at special tokens like text files (a str's lone
+    surrogates become U+FFFD, as Tokenizer.encode makes them)."""
+    seps = separator_re(specials) if specials else None
     for i, doc in enumerate(docs):
         if isinstance(doc, str):
-            data = doc.encode("utf-8", "surrogatepass")
+            data = str_to_utf8(doc)
         elif isinstance(doc, (bytes, bytearray, memoryview)):
             data = bytes(doc)
         else:
             raise ConfigError(f"document {i} is a {type(doc).__name__}; documents must be str or bytes")
-        if not seps:
+        if seps is None:
             yield data
-            continue
-        while True:
-            at, sep = _find_first(data, seps)
-            if at < 0:
-                break
-            yield data[:at]
-            data = data[at + len(sep) :]
-        yield data
+        else:
+            yield from split_at(data, seps)

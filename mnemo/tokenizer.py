@@ -20,6 +20,7 @@ from mnemo.encoder import Encoder
 from mnemo.errors import ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.formats import (
+    MAX_BIN_BYTES,
     MAX_VOCAB,
     PATTERNS,
     TIES,
@@ -259,7 +260,7 @@ class Tokenizer:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
         """Read and validate a tokenizer.bin; FormatError (with the offset) when it is bad."""
-        return cls.from_bytes(read_file(path), os.fspath(path))
+        return cls.from_bytes(read_file(path, MAX_BIN_BYTES, "tokenizer.bin"), os.fspath(path))
 
     # ---- encoding ----
 

@@ -29,8 +29,8 @@ from mnemo.trainer import train_merges_packed
 from mnemo.sources import (
     Task,
     check_inputs,
-    compression_of,
     documents_from_iterable,
+    is_stdin,
     iter_task_documents,
     plan_tasks,
 )
@@ -162,7 +162,7 @@ def _count_packed(
     if not isinstance(inputs, Documents):
         paths = check_inputs(inputs)
         tasks = plan_tasks(paths, n_workers=n_workers, specials=special_tokens)
-        if any(t.end < 0 and t.kind != "parquet" and compression_of(Path(t.path)) for t in tasks) and n_workers > 1:
+        if any(t.sequential for t in tasks) and n_workers > 1:
             stream = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, specials=special_tokens))
         else:
             jobs = tasks
@@ -457,7 +457,7 @@ def _file_paths(files: object) -> list[PathLike]:
         if not isinstance(item, (str, os.PathLike)):
             raise TypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
     for item in items:
-        if isinstance(item, str) and not os.path.exists(item):
+        if isinstance(item, str) and not is_stdin(item) and not os.path.exists(item):
             if _looks_like_text(item):
                 raise InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {hint}")
             raise InputError(f"{item}: no such file; check the path")

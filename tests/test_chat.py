@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mnemo import ConfigError, InputError, Tokenizer
-from mnemo.chat import MASKBIT, split_mask, strip_mask, strip_mask_array
+from mnemo.chat import MASKBIT, check_conversation, split_mask, strip_mask, strip_mask_array
 
 @pytest.fixture(scope="module")
 def tok() -> Tokenizer:
@@ -72,6 +72,10 @@ def test_conversation_ids_and_mask(tok: Tokenizer) -> None:
 def test_malformed_messages(tok: Tokenizer, messages: object, message: str) -> None:
     with pytest.raises(InputError, match=message):
         tok.render_conversation(messages)  # type: ignore[arg-type]
+    # the check a chat-file reader runs where it knows the file and line: the same message
+    with pytest.raises(InputError, match=message):
+        check_conversation(messages, tok.special_tokens)
+    check_conversation([{"role": "user", "content": "x<|end|>"}])  # no specials given: no special-token check
 
 
 def test_needs_chat_specials_and_small_ids() -> None:

@@ -128,3 +128,39 @@ def test_small_files_go_to_the_workers_in_groups(
     dataset.tokenize_files(files, tok, tmp_path / "two.tok", workers=2)
     assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
     assert open_tok(tmp_path / "two.tok", tok).header.n_docs == 60
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ({"role": "robot", "content": "x"}, r"message 1 has role 'robot'"),
+        ({"role": "user", "content": 5}, r"message 1 \(user\) has content of type int"),
+        ({"role": "user", "content": "a <|end|> b"}, r"message 1 \(user\): the text contains the special token '<\|end\|>'"),
+        ("hello", r"message 1 is a str"),
+    ],
+)
+def test_a_chat_error_names_the_file_and_the_record(
+    tmp_path: Path, tok: Tokenizer, message: object, error: str, workers: int
+) -> None:
+    """A bad message once gave "message 1 ..." of no record in particular: the error names the
+    file and the line of the record, whichever process renders it."""
+    good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    bad = {"messages": [{"role": "user", "content": "hi"}, message]}
+    src = tmp_path / "chat.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in [good, good, good, bad, good]) + "\n")
+    out = tmp_path / "out.tok"
+    with pytest.raises(InputError, match=rf"^{src}:4: {error}"):
+        dataset.tokenize_files([src], tok, out, chat=True, workers=workers)
+    assert not out.exists()
+
+
+def test_a_nested_record_is_an_error_naming_its_line(tmp_path: Path, tok: Tokenizer) -> None:
+    src = tmp_path / "deep.jsonl"
+    src.write_text('{"text": "ok"}\n' + "[" * 100_000 + "\n")
+    with pytest.raises(InputError, match=rf"{src}:2: the JSON is nested too deeply"):
+        dataset.tokenize_files([src], tok, tmp_path / "out.tok", workers=1)
+    chat = tmp_path / "deep-chat.jsonl"
+    chat.write_text('{"messages": []}\n' + '{"messages": ' + "[" * 100_000 + "\n")
+    with pytest.raises(InputError, match=rf"{chat}:2: the JSON is nested too deeply"):
+        dataset.tokenize_files([chat], tok, tmp_path / "out.tok", chat=True, workers=1)

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from mnemo import FingerprintError, FormatError, Tokenizer, open_tok
 from mnemo.formats import (
     MASKBIT,
+    MAX_BIN_BYTES,
+    MAX_VOCAB,
     TokWriter,
     encode_tokenizer_bin,
     parse_tokenizer_bin,
@@ -109,6 +111,65 @@ def test_specials_duplicate_and_slack() -> None:
     data[16:18] = struct.pack("<H", 1)
     with pytest.raises(FormatError, match=r"offset 42: 6 unused bytes at the end of the specials section"):
         parse_tokenizer_bin(bytes(data), "x")
+
+
+def largest_bin() -> bytes:
+    """The largest valid tokenizer.bin: no merges, 65,280 specials of 255 bytes, an id map."""
+    n = MAX_VOCAB - 256
+    names = [f"<|{j:05d}|>".ljust(255, "x") for j in range(n)]
+    return encode_tokenizer_bin([], "mnemonic", names, "id", [], list(range(MAX_VOCAB))[::-1])
+
+
+def test_the_size_bound_is_the_largest_valid_file(tmp_path: Path) -> None:
+    """MAX_BIN_BYTES is computed from the layout; the largest file it allows loads, in time
+    linear in its size (a list's `in` for repeated specials once made 65,280 of them take 45 s
+    at 446 KB, 129 s at this size), and one byte more is refused before it is parsed."""
+    import threading
+
+    data = largest_bin()
+    assert len(data) == MAX_BIN_BYTES == 16_842_784
+    path = tmp_path / "largest.bin"
+    path.write_bytes(data)
+    loaded: list[Tokenizer] = []
+    t = threading.Thread(target=lambda: loaded.append(Tokenizer.load(path)), daemon=True)
+    t.start()
+    t.join(30)
+    assert loaded, "loading the largest tokenizer.bin took more than 30 s"
+    assert loaded[0].n_vocab == MAX_VOCAB
+    path.write_bytes(data + b"\0")
+    with pytest.raises(FormatError, match=rf"{path}: larger than 16,842,784 bytes, the most mnemo reads as a tokenizer.bin"):
+        Tokenizer.load(path)
+
+
+def test_many_short_specials_load_fast() -> None:
+    """The issue's 446 KB file: 65,280 short specials."""
+    import time
+
+    names = [f"<|{j}|>" for j in range(MAX_VOCAB - 256)]
+    data = encode_tokenizer_bin([], "mnemonic", names, "id", None)
+    t0 = time.perf_counter()
+    fields = parse_tokenizer_bin(data, "x")
+    assert time.perf_counter() - t0 < 5 and len(fields.special_tokens) == len(names)
+
+
+def test_an_endless_input_is_read_to_the_bound_only(tmp_path: Path) -> None:
+    """`-t /dev/zero` once read without end.  In a child with 1 GiB of address space and a
+    time limit: a FormatError naming the bound, not an out-of-memory death or a hang."""
+    code = textwrap.dedent(
+        """
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        from mnemo import FormatError, Tokenizer
+        try:
+            Tokenizer.load("/dev/zero")
+        except FormatError as exc:
+            print(exc)
+        """
+    )
+    # cwd: away from the checkout, whose mnemo/ would shadow the installed package
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("/dev/zero: larger than 16,842,784 bytes")
 
 
 def test_every_truncation_is_a_format_error() -> None:

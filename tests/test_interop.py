@@ -734,3 +734,225 @@ def test_no_pickle_in_interop() -> None:
     for module in ("interop", "tokenizer", "formats"):
         source = Path(interop.__file__).with_name(f"{module}.py").read_text(encoding="utf-8")
         assert not re.search(r"^\s*(import|from)\s+(c?pickle|marshal|shelve)\b", source, re.M), module
+
+
+# ---- hostile files: bounded time and memory, and errors instead of tracebacks ----------------
+
+
+def in_child(code: str, cwd: Path, timeout: float = 120) -> str:
+    """Run `code` in a child Python with 2 GiB of address space and a time limit; its output.
+    A loader that builds a huge set or loops for ever fails the test instead of the machine."""
+    import textwrap
+
+    prelude = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd,  # not the checkout's mnemo/
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def timed(fn: Callable[[], object], seconds: float) -> object:
+    """fn() in a thread: the test fails, not hangs, when it takes longer than `seconds`."""
+    import threading
+
+    out: list[object] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            out.append(fn())
+        except BaseException as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"took more than {seconds} s"
+    if errors:
+        raise errors[0]
+    return out[0]
+
+
+def test_a_huge_tiktoken_rank_is_an_error_not_a_huge_set(tmp_path: Path) -> None:
+    """Rank 100000000000 once built set(range(top + 1)): ten billion ints."""
+    path = tmp_path / "big.tiktoken"
+    path.write_text(tiktoken_lines(["YWI= 100000000000"]), encoding="ascii")
+    out = in_child(
+        f"""
+        from mnemo import FormatError
+        from mnemo.interop import load_tiktoken
+        try:
+            load_tiktoken({str(path)!r}, "gpt2")
+        except FormatError as exc:
+            print(exc)
+        """,
+        tmp_path,
+    )
+    assert "no token has rank 256 but ranks go up to 100000000000" in out
+    path.write_text(tiktoken_lines(["YWI= " + "9" * 5000]), encoding="ascii")  # int() refuses > 4300 digits
+    with pytest.raises(FormatError, match=r"line 257: rank '9{20}' is not a non-negative integer of at most 18 digits"):
+        load_tiktoken(path, "gpt2")
+
+
+@pytest.mark.parametrize("rank", ["²", "٣", "1²", "𝟙"])
+def test_a_tiktoken_rank_of_unicode_digits_is_an_error(tmp_path: Path, rank: str) -> None:
+    """str.isdigit() takes "²" and int() does not: a ValueError traceback once."""
+    path = tmp_path / "d.tiktoken"
+    path.write_text(tiktoken_lines([f"YWI= {rank}"]), encoding="utf-8")
+    with pytest.raises(FormatError, match=rf"d.tiktoken: line 257: rank '{rank}' is not a non-negative integer"):
+        load_tiktoken(path, "gpt2")
+
+
+def test_a_long_tiktoken_token_is_split_in_n_log_n(tmp_path: Path) -> None:
+    """Rescanning every pair for every merge was quadratic: one 8,000-byte token took 5.5 s.
+    Tokens 'a' * 2**k up to 32,768 bytes (and one of 32,768 + 16,384) load in a few seconds."""
+    import base64
+
+    extra = []
+    rank = 256
+    for k in range(1, 16):
+        extra.append(f"{base64.b64encode(b'a' * 2**k).decode()} {rank}")
+        rank += 1
+    extra.append(f"{base64.b64encode(b'a' * (2**15 + 2**14)).decode()} {rank}")
+    path = tmp_path / "long.tiktoken"
+    path.write_text(tiktoken_lines(extra), encoding="ascii")
+    tok = timed(lambda: load_tiktoken(path, "gpt2"), 20)
+    assert isinstance(tok, Tokenizer)
+    assert tok.merges[-1] == (256 + 14, 256 + 13)  # 32,768 + 16,384 bytes = 'a'*2**15 + 'a'*2**14
+    assert tok.encode("a" * 64) == [256 + 5]
+
+
+def test_split_by_ranks_is_tiktokens_merge() -> None:
+    """The heap version against the obvious loop (lowest rank first, the leftmost of equals)."""
+    rng = random.Random(7)
+
+    def obvious(raw: bytes, ranks: dict[bytes, int], limit: int) -> list[bytes]:
+        parts = [raw[i : i + 1] for i in range(len(raw))]
+        while len(parts) > 1:
+            best, at = limit, -1
+            for i in range(len(parts) - 1):
+                r = ranks.get(parts[i] + parts[i + 1], limit)
+                if r < best:
+                    best, at = r, i
+            if at < 0:
+                break
+            parts[at : at + 2] = [parts[at] + parts[at + 1]]
+        return parts
+
+    for _ in range(300):
+        alphabet = b"abc"[: rng.randint(1, 3)]
+        ranks = {bytes([b]): b for b in range(256)}
+        for _ in range(rng.randint(0, 30)):
+            tok = bytes(rng.choice(alphabet) for _ in range(rng.randint(2, 6)))
+            ranks.setdefault(tok, len(ranks))
+        raw = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        limit = rng.randint(256, len(ranks) + 1)
+        assert interop._split_by_ranks(raw, ranks, limit) == obvious(raw, ranks, limit), (raw, limit)
+
+
+def test_many_added_tokens_load_in_linear_time(tmp_path: Path) -> None:
+    """interop.assemble checked repeated specials with a list's `in`: 40,000 HF added_tokens
+    took 15.6 s."""
+    obj = to_hf_json(Tokenizer([(97, 98)], pattern="gpt2", special_tokens=[]))
+    n = len(obj["model"]["vocab"])
+    obj["added_tokens"] = [{"id": n + j, "content": f"<|t{j}|>", "special": True} for j in range(40_000)]
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    tok = timed(lambda: load_hf(path), 10)
+    assert isinstance(tok, Tokenizer) and len(tok.special_tokens) == 40_000
+
+
+@pytest.mark.parametrize("loader", ["hf", "vocab", "merges-vocab"])
+def test_deeply_nested_json_is_a_format_error(tmp_path: Path, loader: str) -> None:
+    """'[' * 100000 raised RecursionError from json.loads."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000, encoding="utf-8")
+    other = tmp_path / "m.txt"
+    other.write_text("", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"deep.json: the JSON is nested too deeply to read"):
+        if loader == "hf":
+            load_hf(deep)
+        else:
+            load_gpt2(deep, other)
+    nested = tmp_path / "nested.json"  # deep, but inside a valid object
+    nested.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"nested.json: the JSON is nested too deeply"):
+        load_hf(nested) if loader == "hf" else load_gpt2(nested, other)
+
+
+def test_a_huge_interop_file_is_refused_by_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as f:
+        f.truncate(interop.MAX_TEXT_FILE_BYTES + 1)  # sparse
+    with pytest.raises(FormatError, match=r"huge.json: larger than 67,108,864 bytes, the most mnemo reads as a tokenizer.json"):
+        load_hf(path)
+
+
+WRONG_TYPES: list[Any] = [5, -1, 1.5, True, None, "x", "", [], [5], {}, {"a": 1}, [[[]]]]
+
+
+def json_paths(obj: Any, prefix: tuple[Any, ...] = (), depth: int = 4) -> Iterator[tuple[Any, ...]]:
+    """Every key path of a parsed JSON value down to `depth`, with only the first few entries
+    of each list and of the vocabulary (the structure, not every token)."""
+    if depth == 0:
+        return
+    if isinstance(obj, dict):
+        items: list[tuple[Any, Any]] = list(obj.items())
+        if prefix[-1:] == ("vocab",):
+            items = items[:2] + items[-2:]
+        for k, v in items:
+            yield (*prefix, k)
+            yield from json_paths(v, (*prefix, k), depth - 1)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:2]):
+            yield (*prefix, i)
+            yield from json_paths(v, (*prefix, i), depth - 1)
+
+
+def with_value(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
+    copy = json.loads(json.dumps(obj))
+    node = copy
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    return copy
+
+
+def test_every_json_value_of_a_wrong_type_is_a_format_error(tmp_path: Path) -> None:
+    """The audit of interop's JSON readers: each key of a tokenizer.json (and a vocab.json
+    entry), given each wrong type in turn, loads or is a FormatError -- never a TypeError,
+    KeyError, AttributeError or the like (`"added_tokens": 5` was a TypeError)."""
+    tok = Tokenizer([(97, 98), (256, 99)], pattern="gpt2", special_tokens=["<|x|>"])
+    obj = to_hf_json(tok)
+    paths = list(json_paths(obj))
+    assert ("added_tokens",) in paths and ("model", "merges", 0, 1) in paths
+    assert [p for p in paths if p[:2] == ("model", "vocab") and len(p) == 3]
+    tried = 0
+    for path in paths:
+        for value in WRONG_TYPES:
+            bad = with_value(obj, path, value)
+            target = tmp_path / "t.json"
+            target.write_text(json.dumps(bad), encoding="utf-8")
+            try:
+                load_hf(target)
+            except FormatError:
+                pass
+            tried += 1
+    assert tried > 400
+    # vocab.json: the whole file, and one entry
+    merges = tmp_path / "merges.txt"
+    merges.write_text("a b\n", encoding="utf-8")
+    vocab = {BYTE_TO_CHAR[b]: b for b in range(256)} | {"ab": 256}
+    for bad_vocab in [*WRONG_TYPES, *({**vocab, "ab": v} for v in WRONG_TYPES)]:
+        (tmp_path / "v.json").write_text(json.dumps(bad_vocab), encoding="utf-8")
+        try:
+            load_gpt2(tmp_path / "v.json", merges)
+        except FormatError:
+            pass
+    with pytest.raises(FormatError, match=r"key 'added_tokens' is 5, not a list"):
+        from_hf_json(with_value(obj, ("added_tokens",), 5), "t.json")
+    twice = with_value(obj, ("added_tokens",), obj["added_tokens"] * 2)
+    with pytest.raises(FormatError, match=r"key 'added_tokens\[1\]': the content '<\|x\|>' is listed twice"):
+        from_hf_json(twice, "t.json")

@@ -1,8 +1,9 @@
 """The JSON Lines fast path (mnemo/jsonfield.py) against json.loads.
 
 `string_field(line, key)` may decline (None) whenever it is not sure; when it answers, the answer
-must be what sources.py's json.loads path yields for the line:
-json.loads(line)[field].encode("utf-8", "surrogatepass").  The tests check both halves: it never
+must be what sources.py's json.loads path yields for the line: json.loads(line)[field] as UTF-8,
+each lone surrogate as U+FFFD (sources.str_to_utf8, Tokenizer.encode's rule).  Lines with a lone
+surrogate anywhere are declined, and the json.loads path applies the rule.  The tests check both halves: it never
 answers wrongly (generated records, mutated bytes, hand-picked edge cases, the real corpus) and it
 does answer for the plain shape -- an object of string members, as strict UTF-8 -- so a version
 that always declined would fail.
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 import mnemo.sources
 from mnemo.jsonfield import string_field
-from mnemo.sources import iter_documents
+from mnemo.sources import iter_documents, str_to_utf8
 
 
 def via_json(line: bytes, field: str) -> bytes | None:
@@ -36,7 +37,25 @@ def via_json(line: bytes, field: str) -> bytes | None:
     text = record.get(field)
     if not isinstance(text, str):
         return None
-    return text.encode("utf-8", "surrogatepass")
+    return str_to_utf8(text)
+
+
+def has_lone_surrogate(line: bytes) -> bool:
+    """Whether a key or string value of the JSON object `line` holds a lone surrogate."""
+    strings: list[str] = []
+
+    def collect(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        for k, v in pairs:
+            strings.append(k)
+            if isinstance(v, str):
+                strings.append(v)
+        return dict(pairs)
+
+    try:
+        json.loads(line, object_pairs_hook=collect)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return any(not s.isascii() and any("\ud800" <= c <= "\udfff" for c in s) for s in strings)
 
 
 def fast(line: bytes, field: str) -> bytes | None:
@@ -67,15 +86,6 @@ ANSWERED = [
     (rb'{"text":"\ud83d\ude00"}', "\U0001f600".encode()),  # a surrogate pair is one code point
     (rb'{"text":"\uD83D\uDE00"}', "\U0001f600".encode()),
     (rb'{"text":"\udbff\udfff"}', "\U0010ffff".encode()),
-    (rb'{"text":"\ud800"}', b"\xed\xa0\x80"),  # lone high surrogate: its three bytes
-    (rb'{"text":"\udc00"}', b"\xed\xb0\x80"),  # lone low surrogate
-    (rb'{"text":"\udc00\ud800"}', b"\xed\xb0\x80\xed\xa0\x80"),  # low then high: two lone ones
-    (rb'{"text":"\ud800\u0041"}', b"\xed\xa0\x80A"),
-    (rb'{"text":"\ud800\ud800"}', b"\xed\xa0\x80\xed\xa0\x80"),
-    (rb'{"text":"\ud800\ud800\udc00"}', b"\xed\xa0\x80\xf0\x90\x80\x80"),
-    (rb'{"text":"\ud800\n"}', b"\xed\xa0\x80\n"),
-    (rb'{"text":"\ud800\\u"}', b"\xed\xa0\x80\\u"),
-    (rb'{"text":"\ud800x"}', b"\xed\xa0\x80x"),
     (rb'{"text":"a\/b"}', b"a/b"),
     (b'{"text":"\x7f"}', b"\x7f"),  # DEL is not a control character for JSON
     ('{"text":"héllo € ܐ ¢ \U0001f600"}'.encode(), "héllo € ܐ ¢ \U0001f600".encode()),
@@ -86,6 +96,33 @@ ANSWERED = [
     (b' \t\r\n{ \t"text"\r\n:\n "y" \t,\r"a":"b"\n} \t\r\n', b"y"),  # JSON white space anywhere
     (b'{"text":"a\\"b"}\r', b'a"b'),
 ]
+
+#: Lone surrogates (escaped): declined, and what sources.py reads instead -- U+FFFD for each, as
+#: Tokenizer.encode gives it (they were once learned as the three bytes of the surrogate).
+FFFD = "\ufffd".encode()
+LONE_SURROGATES = [
+    (rb'{"text":"\ud800"}', FFFD),  # lone high surrogate
+    (rb'{"text":"\udc00"}', FFFD),  # lone low surrogate
+    (rb'{"text":"\udc00\ud800"}', FFFD + FFFD),  # low then high: two lone ones
+    (rb'{"text":"\ud800\u0041"}', FFFD + b"A"),
+    (rb'{"text":"\ud800\ud800"}', FFFD + FFFD),
+    (rb'{"text":"\ud800\ud800\udc00"}', FFFD + b"\xf0\x90\x80\x80"),
+    (rb'{"text":"\ud800\n"}', FFFD + b"\n"),
+    (rb'{"text":"\ud800\\u"}', FFFD + b"\\u"),
+    (rb'{"text":"\ud800x"}', FFFD + b"x"),
+    (rb'{"text":"ok","other":"\ud800"}', b"ok"),  # in another member: declined all the same
+    (rb'{"\ud800":"x","text":"ok"}', b"ok"),  # in a key
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), LONE_SURROGATES)
+def test_lone_surrogates_are_declined_and_read_as_fffd(tmp_path: Path, line: bytes, expected: bytes) -> None:
+    assert string_field(line, b"text") is None
+    assert via_json(line, "text") == expected
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(line + b"\n")
+    assert list(iter_documents([p])) == [expected]
+
 
 DECLINED = [
     # not valid JSON strings
@@ -190,9 +227,13 @@ def test_declined(line: bytes) -> None:
 
 
 def test_key_with_escapes_and_other_names() -> None:
-    line = rb'{"a\"b":"1","\u00e9":"2","\ud83d\ude00":"3","\ud800":"4","":"5","a\\b":"6"}'
-    for field, expected in [('a"b', b"1"), ("é", b"2"), ("\U0001f600", b"3"), ("\ud800", b"4"), ("", b"5"), ("a\\b", b"6")]:
+    line = rb'{"a\"b":"1","\u00e9":"2","\ud83d\ude00":"3","":"5","a\\b":"6"}'
+    for field, expected in [('a"b', b"1"), ("é", b"2"), ("\U0001f600", b"3"), ("", b"5"), ("a\\b", b"6")]:
         assert fast(line, field) == expected
+    # a key that is a lone surrogate: declined (json.loads reads it, by its exact name)
+    lone = rb'{"\ud800":"4","text":"x"}'
+    assert fast(lone, "\ud800") is None and fast(lone, "\ufffd") is None and fast(lone, "text") is None
+    assert via_json(lone, "\ud800") == b"4" and via_json(lone, "\ufffd") is None
     # the raw bytes of a key are not its name: "a\"b" is not the key 'a\\"b'
     assert fast(line, 'a\\"b') is None
     assert fast(line, "\\u00e9") is None
@@ -297,7 +338,7 @@ def test_generated_records(case: tuple[bytes, str]) -> None:
     line, field = case
     got = fast(line, field)
     expected = via_json(line, field)
-    if expected is not None and is_strict_utf8(line):
+    if expected is not None and is_strict_utf8(line) and not has_lone_surrogate(line):
         # the plain shape: string_field must answer, not leave it to json.loads
         assert got == expected, line
 
@@ -360,7 +401,7 @@ def test_every_byte_in_an_escape() -> None:
             b'{"text":"\\ud83d\\ude0' + x + b'"}',
             b'{"text":"\\ud83d\\' + x + b'de00"}',
         ):
-            expected = via_json(line, "text") if is_strict_utf8(line) else None
+            expected = via_json(line, "text") if is_strict_utf8(line) and not has_lone_surrogate(line) else None
             assert fast(line, "text") == expected, line
 
 
@@ -395,7 +436,7 @@ def test_sources_answers_plain_lines_and_falls_back(tmp_path: Path, monkeypatch:
         b"",
         b'\xef\xbb\xbf{"text":"three"}',  # declined: the BOM (json.loads reads it)
         '{"text":"fou\\u0072 \U0001f600"}'.encode(),
-        b'{"text":"\xed\xa0\x80"}',  # declined: an encoded surrogate (json.loads reads it)
+        b'{"text":"\xed\xa0\x80"}',  # declined: an encoded surrogate (json.loads reads it, U+FFFD)
     ]
     p = tmp_path / "mixed.jsonl"
     p.write_bytes(b"\n".join(lines) + b"\n")
@@ -407,7 +448,7 @@ def test_sources_answers_plain_lines_and_falls_back(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(mnemo.sources, "string_field", spy)
     docs = list(iter_documents([p]))
-    assert docs == [b"one\n", b"two", b"three", "four \U0001f600".encode(), b"\xed\xa0\x80"]
+    assert docs == [b"one\n", b"two", b"three", "four \U0001f600".encode(), "\ufffd".encode()]
     assert answers == [b"one\n", None, None, "four \U0001f600".encode(), None]
 
 
@@ -429,6 +470,6 @@ def test_corpus_lines(name: str, corpus_path: Callable[[str], Path], full_corpus
             record = json.loads(line)
             for field in ("text", "source"):
                 got = string_field(line, field.encode())
-                assert got == record[field].encode("utf-8", "surrogatepass"), f"{name}.jsonl.xz line {n + 1}, {field!r}"
+                assert got == str_to_utf8(record[field]), f"{name}.jsonl.xz line {n + 1}, {field!r}"
             n += 1
     assert n > 0

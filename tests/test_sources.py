@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import lzma
+import os
+import random
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from mnemo import Tokenizer, open_tok, train
+from mnemo.dataset import tokenize_files
 from mnemo.errors import ConfigError, InputError
 from mnemo.sources import (
+    Task,
     check_inputs,
     documents_from_iterable,
     iter_documents,
@@ -172,3 +183,329 @@ def test_truncated_compressed_input_is_a_clear_error(tmp_path: Path, compress: s
     p.write_bytes(packed[: len(packed) // 2])
     with pytest.raises(InputError, match=rf"cut\.jsonl\.{compress}: cannot be read to the end .*truncated or corrupt"):
         list(iter_documents([p]))
+
+
+# ---- streams: pipes, FIFOs, standard input ------------------------------------------------------
+# The compression sniff once read the first bytes through one handle and reopened the file: a
+# pipe lost what the first read took (`printf 'Hello world' | mnemo tokenize ... /dev/stdin` gave
+# 0 documents, a 108 KB piped corpus 1,847 of 2,000), and a FIFO with a writer hung.
+
+MNEMO = str(Path(sys.executable).parent / "mnemo")
+WORDS = ["alpha", "beta", "gamma", "delta", "épée", "naïve", "日本", "quote\"d", "back\\slash", "tab\there", "x"]
+
+
+def stream_docs(n: int = 2000, seed: int = 13) -> list[str]:
+    """`n` small documents (about 108 KB in all) with non-ASCII text and characters JSON escapes."""
+    rng = random.Random(seed)
+    docs = []
+    for i in range(n):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(1, 12))]
+        docs.append(f"doc {i}: " + " ".join(words) + ("\n" if i % 7 == 0 else ""))
+    return docs
+
+
+def pack(data: bytes, compress: str) -> bytes:
+    if compress == "xz":
+        return lzma.compress(data)
+    if compress == "gz":
+        return gzip.compress(data)
+    if compress == "zst":
+        zstandard = pytest.importorskip("zstandard")
+        return bytes(zstandard.ZstdCompressor().compress(data))
+    return data
+
+
+def corpus_bytes(docs: list[str], kind: str, compress: str) -> bytes:
+    if kind == "jsonl":
+        raw = "".join(json.dumps({"text": d}, ensure_ascii=bool(len(d) % 2)) + "\n" for d in docs).encode()
+    else:
+        raw = EOT.join(docs).encode()
+    return pack(raw, compress)
+
+
+def feed_fifo(path: Path, data: bytes) -> threading.Thread:
+    """A writer thread that opens the FIFO (blocking until a reader opens it) and writes `data`."""
+
+    def write() -> None:
+        with open(path, "wb") as f:
+            f.write(data)
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    return t
+
+
+def bounded(fn: Callable[[], object], seconds: float) -> object:
+    """fn() in a thread: the test fails, not hangs, when it does not return in time."""
+    result: list[object] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(fn())
+        except BaseException as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"did not return within {seconds} s"
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+STREAM_CASES = [(k, c) for k in ("txt", "jsonl") for c in ("", "xz", "gz", "zst")]
+
+
+@pytest.mark.parametrize(("kind", "compress"), STREAM_CASES)
+def test_a_fifo_reads_every_document(tmp_path: Path, kind: str, compress: str) -> None:
+    """A FIFO (a writer thread feeds it) gives exactly the documents of the same bytes in a
+    regular file, compressed or not."""
+    docs = stream_docs()
+    data = corpus_bytes(docs, kind, compress)
+    name = f"c.{kind}" + (f".{compress}" if compress else "")
+    regular = tmp_path / name
+    regular.write_bytes(data)
+    fifo = tmp_path / "fifo" / name
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    writer = feed_fifo(fifo, data)
+    got = bounded(lambda: list(iter_documents([fifo], specials=["<|bos|>"])), 60)
+    writer.join(10)
+    expected = list(iter_documents([regular], specials=["<|bos|>"]))
+    assert got == expected and len(expected) == len(docs) == 2000
+    assert expected == [d.encode() for d in docs]
+    assert plan_tasks([regular], n_workers=2)[0].sequential == bool(compress)
+
+
+def test_streams_are_checked_and_planned_without_being_opened(tmp_path: Path) -> None:
+    """Opening a FIFO takes its writer (and blocks without one): checking and planning must not."""
+    fifo = tmp_path / "f.jsonl"
+    os.mkfifo(fifo)
+    tasks = bounded(lambda: (check_inputs([fifo, "-"]), plan_tasks([fifo, Path("-")], n_workers=2)), 10)
+    assert tasks[1] == [Task(str(fifo), "jsonl", sequential=True), Task("-", "auto", sequential=True)]  # type: ignore[index]
+    with pytest.raises(InputError, match="standard input .* more than once"):
+        check_inputs(["-", "-"])
+    pq_fifo = tmp_path / "g.parquet"
+    os.mkfifo(pq_fifo)
+    with pytest.raises(InputError, match=r"g\.parquet: Parquet cannot be read from a pipe"):
+        check_inputs([pq_fifo])
+
+
+def run_mnemo(args: list[str], stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([MNEMO, *args], input=stdin, capture_output=True, timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def stream_tok(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("streams") / "tok.bin"
+    train(iter(stream_docs(300, seed=5)), vocab_size=400, workers=1).save(path)
+    return path
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize(("kind", "compress"), STREAM_CASES)
+def test_tokenize_from_standard_input(tmp_path: Path, stream_tok: Path, kind: str, compress: str, workers: str) -> None:
+    """`mnemo tokenize -t tok.bin - -o out.tok` from a real pipe: the .tok file of the same
+    bytes in a regular file, every document (jsonl: standard input starting with "{")."""
+    docs = stream_docs()
+    data = corpus_bytes(docs, kind, compress)
+    regular = tmp_path / (f"c.{kind}" + (f".{compress}" if compress else ""))
+    regular.write_bytes(data)
+    tok = Tokenizer.load(stream_tok)
+    tokenize_files([regular], tok, tmp_path / "file.tok", workers=1)
+    done = run_mnemo(["tokenize", "-t", str(stream_tok), "-", "-o", str(tmp_path / "pipe.tok"), "--workers", workers, "-q"], data)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"2000 documents" in done.stdout
+    pipe, file = open_tok(tmp_path / "pipe.tok", tok), open_tok(tmp_path / "file.tok", tok)
+    assert pipe.header.n_docs == file.header.n_docs == 2000
+    assert np.array_equal(pipe.tokens, file.tokens)
+
+
+@pytest.mark.parametrize(("kind", "compress", "workers"), [("txt", "", "2"), ("jsonl", "", "1"), ("jsonl", "xz", "2"), ("jsonl", "gz", "1"), ("txt", "zst", "2")])
+def test_train_from_standard_input(tmp_path: Path, kind: str, compress: str, workers: str) -> None:
+    """`mnemo train - -o tok.bin` from a real pipe: the tokenizer.bin of the same bytes in a
+    regular file, byte for byte."""
+    data = corpus_bytes(stream_docs(), kind, compress)
+    regular = tmp_path / (f"c.{kind}" + (f".{compress}" if compress else ""))
+    regular.write_bytes(data)
+    expected = train(regular, vocab_size=400, workers=1).to_bytes()
+    done = run_mnemo(["train", "-", "-o", str(tmp_path / "pipe.bin"), "--vocab-size", "400", "--workers", workers, "-q"], data)
+    assert done.returncode == 0, done.stderr.decode()
+    assert (tmp_path / "pipe.bin").read_bytes() == expected
+
+
+def test_dev_stdin_and_fifos_on_the_command_line(tmp_path: Path, stream_tok: Path) -> None:
+    """The issue's cases: /dev/stdin from printf (was 0 documents), and FIFOs with a writer
+    (was a hang) for train and tokenize."""
+    done = run_mnemo(["tokenize", "-t", str(stream_tok), "/dev/stdin", "-o", str(tmp_path / "p.tok")], b"Hello world")
+    assert done.returncode == 0, done.stderr.decode()
+    tok = Tokenizer.load(stream_tok)
+    bos = tok.special_tokens["<|bos|>"]
+    assert open_tok(tmp_path / "p.tok", tok).tokens.tolist() == [bos, *tok.encode("Hello world")]
+
+    docs = stream_docs()
+    data = corpus_bytes(docs, "jsonl", "gz")
+    (tmp_path / "c.jsonl.gz").write_bytes(data)
+    os.mkfifo(tmp_path / "f.jsonl.gz")
+    writer = feed_fifo(tmp_path / "f.jsonl.gz", data)
+    done = run_mnemo(["train", str(tmp_path / "f.jsonl.gz"), "-o", str(tmp_path / "f.bin"), "--vocab-size", "400", "-q", "--workers", "2"])
+    writer.join(10)
+    assert done.returncode == 0, done.stderr.decode()
+    assert (tmp_path / "f.bin").read_bytes() == train(tmp_path / "c.jsonl.gz", vocab_size=400, workers=1).to_bytes()
+
+    os.mkfifo(tmp_path / "g.txt")
+    writer = feed_fifo(tmp_path / "g.txt", corpus_bytes(docs, "txt", ""))
+    done = run_mnemo(["tokenize", "-t", str(stream_tok), str(tmp_path / "g.txt"), "-o", str(tmp_path / "g.tok"), "-q", "--workers", "2"])
+    writer.join(10)
+    assert done.returncode == 0, done.stderr.decode()
+    assert open_tok(tmp_path / "g.tok", tok).header.n_docs == 2000
+
+
+def test_standard_input_in_the_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-` is standard input wherever a path is taken: its bytes are read once, from a pipe."""
+    docs = stream_docs(50)
+    r, w = os.pipe()
+    data = corpus_bytes(docs, "jsonl", "xz")
+    os.write(w, data)  # fits in the pipe's buffer
+    os.close(w)
+    with os.fdopen(r, "rb") as pipe:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(pipe))
+        assert list(iter_documents(["-"])) == [d.encode() for d in docs]
+
+
+def test_a_text_stdin_that_starts_like_json_is_an_error_naming_it(tmp_path: Path) -> None:
+    done = run_mnemo(["train", "-", "-o", str(tmp_path / "t.bin"), "--vocab-size", "300"], b'{"a": 1} is not a record\nmore text\n')
+    assert done.returncode == 1 and not (tmp_path / "t.bin").exists()
+    assert "<stdin>:1: not valid JSON" in done.stderr.decode()
+
+
+# ---- special-token text is a document boundary in every format ----------------------------------
+# JSONL and Parquet documents once had their special-token text counted: 300 documents gave 43
+# merges including `<|`, `|>`, `bos`, `|><|` as JSONL, 35 and none of those as .txt or in memory.
+
+SPECIAL_DOCS_SEED = 3
+
+
+def special_docs(n: int = 300) -> list[str]:
+    """Documents with the default specials' text inside them (never <|endoftext|>, which
+    separates the .txt form), some of them several in a row."""
+    rng = random.Random(SPECIAL_DOCS_SEED)
+    names = ["<|bos|>", "<|end|>", "<|user|>", "<|assistant|>", "<|reserved_3|>"]
+    docs = []
+    for i in range(n):
+        parts = []
+        for _ in range(rng.randint(2, 9)):
+            parts.append(" ".join(rng.choice(WORDS[:6]) for _ in range(rng.randint(0, 5))))
+            parts.append("".join(rng.choice(names) for _ in range(rng.randint(1, 2))))
+        docs.append(f"item {i} " + "".join(parts))
+    return docs
+
+
+def every_format(tmp_path: Path, docs: list[str]) -> dict[str, object]:
+    """The same documents as each input form mnemo.train takes."""
+    jsonl = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+    raw_jsonl = "".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs).encode("utf-8", "surrogatepass")
+    text = EOT.join(docs).encode("utf-8", "surrogatepass")
+    forms: dict[str, object] = {"memory": iter(docs)}  # a list of str would be paths
+    files = {
+        "a.txt": text,
+        "a.txt.gz": pack(text, "gz"),
+        "a.jsonl": jsonl,
+        "raw.jsonl": raw_jsonl,
+        "a.jsonl.xz": pack(jsonl, "xz"),
+        "a.jsonl.zst": pack(jsonl, "zst"),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        forms[name] = tmp_path / name
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        pass
+    else:
+        try:
+            table = pa.table({"text": docs})
+        except (UnicodeError, pa.ArrowException):
+            pass  # Arrow strings are UTF-8: no lone surrogates
+        else:
+            pq.write_table(table, tmp_path / "a.parquet", row_group_size=100)
+            forms["a.parquet"] = tmp_path / "a.parquet"
+    return forms
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_special_token_text_is_never_learned_in_any_format(tmp_path: Path, workers: int) -> None:
+    docs = special_docs()
+    forms = every_format(tmp_path, docs)
+    images = {name: train(form, vocab_size=400, workers=workers).to_bytes() for name, form in forms.items()}  # type: ignore[arg-type]
+    reference = images["memory"]
+    assert {name for name, image in images.items() if image != reference} == set()
+    tok = Tokenizer.from_bytes(reference)
+    learned = [tok.token_bytes(256 + k) for k in range(len(tok.merges))]
+    assert len(learned) > 30
+    for piece in (b"<|", b"|>", b"bos", b"<", b">"):
+        assert not [t for t in learned if piece in t], piece
+
+
+def test_in_memory_jsonl_and_parquet_documents_split_at_specials(tmp_path: Path) -> None:
+    docs = ["a<|bos|>b<|end|><|end|>c", "<|bos|>", "d<|endoftext|>e"]
+    specials = ["<|bos|>", "<|end|>"]
+    expected = [b"a", b"b", b"c", b"d<|endoftext|>e"]  # <|endoftext|> separates text files only
+    assert list(documents_from_iterable(docs, specials)) == expected
+    forms = every_format(tmp_path, docs)
+    for name in ("a.jsonl", "raw.jsonl", "a.jsonl.xz", "a.parquet"):
+        if name in forms:
+            assert list(iter_documents([forms[name]], specials=specials)) == expected, name  # type: ignore[list-item]
+    assert list(iter_documents([forms["a.jsonl"]])) == [d.encode() for d in docs]  # type: ignore[list-item]
+
+
+def test_separators_cut_across_read_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A separator that straddles two read blocks is found; of two that start at the same place
+    the longest wins even when the shorter one is complete in the first block."""
+    import mnemo.sources as sources
+
+    specials = ["<|a|>", "<|a|>x|>", "|>"]
+    text = "one<|a|>x|>two<|a|>three|>four" * 50
+    expected = list(documents_from_iterable([text], specials))
+    p = tmp_path / "a.txt"
+    p.write_text(text)
+    for block in (1, 2, 3, 5, 7, 64):
+        monkeypatch.setattr(sources, "BLOCK", block)
+        assert list(iter_documents([p], specials=specials)) == expected, block
+    assert expected[:4] == [b"one", b"two", b"three", b"fourone"]
+
+
+def test_text_with_many_documents_reads_in_linear_time(tmp_path: Path) -> None:
+    """Every document start once searched the rest of its block for each of the 17 separators
+    (30 MB of English took 117 s).  8 MB of 20,000 documents must take well under a second a MB."""
+    from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
+
+    docs = [f"document {i} " + "some words here " * 25 for i in range(20_000)]
+    p = tmp_path / "many.txt"
+    p.write_text(EOT.join(docs))
+    got = bounded(lambda: sum(1 for _ in iter_documents([p], specials=list(DEFAULT_SPECIAL_TOKENS))), 20)
+    assert got == len(docs)
+
+
+# ---- lone surrogates: one rule, tiktoken's -------------------------------------------------------
+
+
+def test_lone_surrogates_are_trained_as_encode_sees_them(tmp_path: Path) -> None:
+    """A lone surrogate in a str is U+FFFD for Tokenizer.encode (as in tiktoken); training once
+    learned it as the bytes ED A0 80.  Every input path now trains on U+FFFD: the tokenizer is
+    byte for byte the one trained on the text with U+FFFD written in, and it encodes the
+    training text with the merges it learned from it."""
+    base = [f"w{i % 7}\ud800x \udc01y{i % 5} z\ud83d" + "\ufffd" * (i % 3) for i in range(200)]
+    replaced = [d.replace("\ud800", "\ufffd").replace("\udc01", "\ufffd").replace("\ud83d", "\ufffd") for d in base]
+    reference = train(iter(replaced), vocab_size=330, workers=1).to_bytes()
+    forms = every_format(tmp_path, base)
+    for name in ("memory", "a.jsonl", "raw.jsonl", "a.jsonl.xz"):
+        assert train(forms[name], vocab_size=330, workers=1).to_bytes() == reference, name  # type: ignore[arg-type]
+    tok = Tokenizer.from_bytes(reference)
+    learned = [tok.token_bytes(256 + k) for k in range(len(tok.merges))]
+    assert not [t for t in learned if b"\xed" in t] and [t for t in learned if "\ufffd".encode() in t]
+    assert tok.encode(base[5]) == tok.encode(replaced[5])
+    assert len(tok.encode(base[5])) < len(replaced[5].encode()) // 2  # merges of U+FFFD's bytes apply
