@@ -18,7 +18,7 @@ import pytest
 
 from mnemo import Tokenizer
 from mnemo.dataset import tokenize_files
-from mnemo.training import train
+from mnemo.training import train_from_iterator
 
 TEXT = "the cat sat on the mat. " * 200
 
@@ -27,7 +27,7 @@ TEXT = "the cat sat on the mat. " * 200
 def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("cli-errors")
     (d / "text.txt").write_text(TEXT + "<|endoftext|>" + TEXT)
-    tok = train(iter([TEXT]), vocab_size=300, workers=1)
+    tok = train_from_iterator([TEXT], vocab_size=300, workers=1)
     tok.save(d / "tok.bin")
     tokenize_files([d / "text.txt"], tok, d / "data.tok", workers=1)
     (d / "afile").write_text("not a folder")

@@ -15,7 +15,7 @@ from mnemo import Tokenizer, open_tok
 from mnemo.dataset import document_separators, tokenize_files
 from mnemo.errors import ConfigError
 from mnemo.interop import load_gpt2
-from mnemo.training import train
+from mnemo.training import train_from_iterator
 
 DOCS = ["first doc", "second doc\n", "a third, longer document with some words in it."]
 
@@ -27,7 +27,7 @@ def gpt2(cs336_dir: Path) -> Tokenizer:
 
 @pytest.fixture(scope="module")
 def mnemo_tok() -> Tokenizer:
-    return train(iter([" ".join(DOCS) * 20]), vocab_size=300, workers=1)
+    return train_from_iterator([" ".join(DOCS) * 20], vocab_size=300, workers=1)
 
 
 def _corpus(tmp_path: Path) -> Path:
@@ -96,7 +96,7 @@ def test_unknown_separator_names_the_token_and_the_choices(gpt2: Tokenizer, tmp_
 
 
 def test_no_separator_at_all_warns_once(tmp_path: Path) -> None:
-    tok = train(iter([" ".join(DOCS) * 20]), vocab_size=300, workers=1, special_tokens=["<|user|>"])
+    tok = train_from_iterator([" ".join(DOCS) * 20], vocab_size=300, workers=1, special_tokens=["<|user|>"])
     assert document_separators(tok) == (None, None)
     with pytest.warns(UserWarning, match="neither <\\|bos\\|> nor <\\|endoftext\\|>") as caught:
         got = _tokens(tok, _corpus(tmp_path), tmp_path / "w.tok", 2)

@@ -11,13 +11,14 @@ import random
 import subprocess
 import sys
 import threading
+from typing import Any
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mnemo import Tokenizer, open_tok, train
+from mnemo import Tokenizer, open_tok, train, train_from_iterator
 from mnemo.dataset import tokenize_files
 from mnemo.errors import ConfigError, InputError
 from mnemo.sources import (
@@ -300,7 +301,7 @@ def run_mnemo(args: list[str], stdin: bytes | None = None, timeout: float = 120)
 @pytest.fixture(scope="module")
 def stream_tok(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("streams") / "tok.bin"
-    train(iter(stream_docs(300, seed=5)), vocab_size=400, workers=1).save(path)
+    train_from_iterator(stream_docs(300, seed=5), vocab_size=400, workers=1).save(path)
     return path
 
 
@@ -408,7 +409,7 @@ def every_format(tmp_path: Path, docs: list[str]) -> dict[str, object]:
     jsonl = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
     raw_jsonl = "".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs).encode("utf-8", "surrogatepass")
     text = EOT.join(docs).encode("utf-8", "surrogatepass")
-    forms: dict[str, object] = {"memory": iter(docs)}  # a list of str would be paths
+    forms: dict[str, object] = {"memory": list(docs)}
     files = {
         "a.txt": text,
         "a.txt.gz": pack(text, "gz"),
@@ -436,11 +437,19 @@ def every_format(tmp_path: Path, docs: list[str]) -> dict[str, object]:
     return forms
 
 
+def _train_form(form: object, **kw: Any) -> Tokenizer:
+    """A file goes to `train`, documents held in memory to `train_from_iterator`."""
+    if isinstance(form, Path):
+        return train(form, **kw)
+    assert isinstance(form, list)
+    return train_from_iterator(form, **kw)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_special_token_text_is_never_learned_in_any_format(tmp_path: Path, workers: int) -> None:
     docs = special_docs()
     forms = every_format(tmp_path, docs)
-    images = {name: train(form, vocab_size=400, workers=workers).to_bytes() for name, form in forms.items()}  # type: ignore[arg-type]
+    images = {name: _train_form(form, vocab_size=400, workers=workers).to_bytes() for name, form in forms.items()}
     reference = images["memory"]
     assert {name for name, image in images.items() if image != reference} == set()
     tok = Tokenizer.from_bytes(reference)
@@ -500,10 +509,10 @@ def test_lone_surrogates_are_trained_as_encode_sees_them(tmp_path: Path) -> None
     training text with the merges it learned from it."""
     base = [f"w{i % 7}\ud800x \udc01y{i % 5} z\ud83d" + "\ufffd" * (i % 3) for i in range(200)]
     replaced = [d.replace("\ud800", "\ufffd").replace("\udc01", "\ufffd").replace("\ud83d", "\ufffd") for d in base]
-    reference = train(iter(replaced), vocab_size=330, workers=1).to_bytes()
+    reference = train_from_iterator(replaced, vocab_size=330, workers=1).to_bytes()
     forms = every_format(tmp_path, base)
     for name in ("memory", "a.jsonl", "raw.jsonl", "a.jsonl.xz"):
-        assert train(forms[name], vocab_size=330, workers=1).to_bytes() == reference, name  # type: ignore[arg-type]
+        assert _train_form(forms[name], vocab_size=330, workers=1).to_bytes() == reference, name
     tok = Tokenizer.from_bytes(reference)
     learned = [tok.token_bytes(256 + k) for k in range(len(tok.merges))]
     assert not [t for t in learned if b"\xed" in t] and [t for t in learned if "\ufffd".encode() in t]
