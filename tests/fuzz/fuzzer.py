@@ -94,8 +94,10 @@ API_PARAMS: dict[str, tuple[str, ...]] = {
     "decode": ("tokens", "errors"),
     "decode_bytes": ("tokens",),
     "token_bytes": ("token",),
-    "train": ("inputs", "vocab_size", "pattern", "special_tokens", "tie", "algorithm", "workers",
+    "train": ("files", "vocab_size", "pattern", "special_tokens", "tie", "algorithm", "workers",
               "max_chunk_bytes", "verify", "text_field"),
+    "train_from_iterator": ("iterator", "vocab_size", "pattern", "special_tokens", "tie", "algorithm",
+                            "workers", "max_chunk_bytes", "verify"),
     "memeq": ("a", "a_off", "b", "b_off", "n"),
     "pair_scan": ("tokens", "a", "b", "out", "start", "stop", "threads"),
     "pair_positions": ("tokens", "a", "b", "cap", "start", "stop", "threads"),
@@ -106,7 +108,7 @@ def api_payload(fn: str, args: Sequence[Any] = (), kwargs: dict[str, Any] | None
     """An api case: the literal text `(fn, args, kwargs)`.  Buffers for the kernels are written
     as {"$u16": bytes} (a uint16 array), {"$i64": n} (a writable int64 array of n items) and
     {"$strided": bytes} (a non-contiguous view); {"$iter": [...]} is an iterator over the list
-    (mnemo.train reads a list of str as paths, an iterator as documents); {"$float": "inf"} is
+    (documents for mnemo.train_from_iterator, read once); {"$float": "inf"} is
     float("inf") (whose repr is not a literal)."""
     return repr((fn, tuple(args), dict(kwargs or {}))).encode("utf-8")
 
@@ -177,10 +179,10 @@ def _run_api(env: _Env, data: bytes) -> None:
         from mnemo import kernels
 
         getattr(kernels, fn)(*args, **kwargs)
-    elif fn == "train":
+    elif fn in ("train", "train_from_iterator"):
         import mnemo
 
-        mnemo.train(*args, **kwargs)
+        getattr(mnemo, fn)(*args, **kwargs)
     elif fn == "encode_batch":
         kwargs.setdefault("workers", 1)  # no process pool inside the worker unless the case asks
         env.tokenizer.encode_batch(*args, **kwargs)
@@ -515,7 +517,7 @@ def make_seeds(seed_dir: Path) -> None:
     from mnemo import formats, interop
 
     seed_dir.mkdir(parents=True, exist_ok=True)
-    tok = mnemo.train(iter(SEED_DOCS), vocab_size=256 + 60 + 16, workers=1)
+    tok = mnemo.train_from_iterator(SEED_DOCS, vocab_size=256 + 60 + 16, workers=1)
     tok.save(seed_dir / "tokenizer.bin")
     interop.save_gpt2(tok, seed_dir / "vocab.json", seed_dir / "merges.txt")
     interop.save_tiktoken(tok, seed_dir / "seed.tiktoken")
@@ -788,15 +790,19 @@ def random_api_call(rng: random.Random) -> bytes:
         docs = rng.choice([[b"hello", b"world"], h(), [h(), b"x"], ["text"]])
         kwargs = {"bos": pick(rng.choice([None, 0, 316]))} if rng.random() < 0.7 else {}
         return api_payload(fn, [docs], kwargs)
-    if fn == "train":
+    if fn in ("train", "train_from_iterator"):
         inputs = rng.choice([{"$iter": ["hello world hello world"] * 3}, {"$iter": [b"abc abc abc"]},
                              {"$iter": [h(), "hello hello"]}, {"$iter": []}, h(), [h()], []])
         if isinstance(inputs, str) or (isinstance(inputs, list) and inputs and isinstance(inputs[0], str)):
             # a str is a path: only names that do not exist in the worker's scratch folder
             inputs = ["no-such-file-" + str(inputs)[:50]]
+        # documents go to train_from_iterator, anything else to train (files), as a user would
+        fn = "train_from_iterator" if isinstance(inputs, dict) and "$iter" in inputs else "train"
         kwargs = {"vocab_size": pick(rng.choice([280, 300]))}
         for key, sane in (("pattern", "gpt2"), ("special_tokens", ["<|x|>"]), ("tie", "bytes"),
                           ("algorithm", "naive"), ("max_chunk_bytes", 16), ("verify", False), ("text_field", "t")):
+            if key not in API_PARAMS[fn]:
+                continue
             if rng.random() < 0.25:
                 kwargs[key] = pick(sane)
         kwargs["workers"] = rng.choice([1, 1, 1, 0, -1, 1.5, "2", 2**63])

@@ -196,9 +196,9 @@ REGRESSIONS: dict[str, Case] = {
     "encode-bytes": ("api", lambda s: fuzzer.api_payload("encode", [b"x"])),
     "encode_documents-bos-float": ("api", lambda s: fuzzer.api_payload("encode_documents", [[b"x"]], {"bos": 1.5})),
     "train-vocab_size-float": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 1500.0, "workers": 1})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 1500.0, "workers": 1})),
     "train-special-lone-surrogate": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "special_tokens": ["\ud800"], "workers": 1})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "special_tokens": ["\ud800"], "workers": 1})),
     # found by this fuzzer (not in issue 13): more API arguments of the wrong type
     "encode-int": ("api", lambda s: fuzzer.api_payload("encode", [5])),
     "encode-allowed_special-bool": ("api", lambda s: fuzzer.api_payload("encode", ["hi"], {"allowed_special": True})),
@@ -213,21 +213,21 @@ REGRESSIONS: dict[str, Case] = {
     "decode_bytes-int": ("api", lambda s: fuzzer.api_payload("decode_bytes", [5])),
     "token_bytes-list": ("api", lambda s: fuzzer.api_payload("token_bytes", [[1]])),
     "train-vocab_size-list": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": [1], "workers": 1})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": [1], "workers": 1})),
     "train-workers-float": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "workers": 1.5})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "workers": 1.5})),
     "train-workers-2**63": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "workers": 2**63})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "workers": 2**63})),
     "train-pattern-float": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "pattern": 1.5, "workers": 1})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "pattern": 1.5, "workers": 1})),
     "train-special_tokens-bool": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "special_tokens": False, "workers": 1})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "special_tokens": False, "workers": 1})),
     "train-special_tokens-bytes": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "special_tokens": [b"x"], "workers": 1})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "special_tokens": [b"x"], "workers": 1})),
     "train-max_chunk_bytes-bytes": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "max_chunk_bytes": b"x", "workers": 1})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "max_chunk_bytes": b"x", "workers": 1})),
     "train-verify-2**63": ("api", lambda s: fuzzer.api_payload(
-        "train", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "verify": 2**63, "workers": 1})),
+        "train_from_iterator", [{"$iter": ["hello world"] * 3}], {"vocab_size": 300, "verify": 2**63, "workers": 1})),
     "train-inputs-int": ("api", lambda s: fuzzer.api_payload("train", [256], {"vocab_size": 300, "workers": 1})),
     "encode-disallowed_special-list-of-int": ("api", lambda s: fuzzer.api_payload(
         "encode", ["hi"], {"disallowed_special": [1, 2]})),
