@@ -526,11 +526,20 @@ class Adam:
 Optimizer = SGD | Adam
 
 
+ADAM_BETA1: Final = 0.5
+ADAM_EPS: Final = 1e-6
+
+
 def make_optimizer(name: str, model: BigramModel, lr: float) -> Optimizer:
+    """The optimizer `pretrain` uses.  Adam with beta1 0.5 and eps 1e-6, not 0.9 and 1e-8: runs are
+    tens of steps of 2,048 positions, whose gradients are already averages, and momentum 0.9 lags
+    ~10 steps behind them; and the W columns and biases of ids a batch barely touches have
+    gradients ~1e-7 that eps 1e-8 lets Adam blow up into full lr steps of noise.  Measured on the
+    demo's data (docs/pretraining.md): validation 7.06 -> 6.91 after 12 steps, 6.78 -> 6.68 after 60."""
     if lr <= 0:
         raise ConfigError(f"learning rate must be > 0, got {lr}")
     if name == "adam":
-        return Adam(model.params(), lr)
+        return Adam(model.params(), lr, beta1=ADAM_BETA1, eps=ADAM_EPS)
     if name == "sgd":
         return SGD(model.params(), lr)
     raise ConfigError(f"optimizer must be 'adam' or 'sgd', got {name!r}")

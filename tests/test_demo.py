@@ -192,9 +192,11 @@ def test_pretrain_defaults_beat_the_unigram_on_the_demo_data(tmp_path: Path) -> 
     tok.save(tmp_path / "tok.bin")
     tokenize_files(inputs, tok, tmp_path / "stdlib.tok", workers=2)
     run = subprocess.run([sys.executable, "-m", "mnemo", "pretrain", "-t", str(tmp_path / "tok.bin"),
-                          str(tmp_path / "stdlib.tok")], capture_output=True, text=True, check=False)
+                          str(tmp_path / "stdlib.tok")], capture_output=True, text=True, check=False,
+                         cwd=tmp_path)  # not the checkout, whose mnemo/ is not built
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""  # piped: no progress display
     unigram, vals = _losses(run.stdout)
     assert vals[-1] < unigram - 0.2, run.stdout
+    assert vals[-1] < vals[0] - 0.3, run.stdout  # step 0 is the add-one unigram
     assert np.isfinite(vals).all()
