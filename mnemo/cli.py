@@ -359,6 +359,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         workers=args.workers,
         pretrain_steps=args.pretrain_steps,
         color=sys.stdout.isatty() and not args.no_color,
+        progress=_interactive(),
     )
     return 0
 

@@ -134,7 +134,9 @@ def run_demo(
     pretrain_steps: int = DEMO_PRETRAIN_STEPS,
     log: Callable[[str], None] = print,
     color: bool = False,
+    progress: bool = False,
 ) -> None:
+    """`progress` (a terminal): the bigram phase's step bar on stderr, as `mnemo pretrain` shows it."""
     from mnemo.bigram import pretrain
     from mnemo.buildinfo import describe
     from mnemo.tokshow import render_tokens
@@ -194,6 +196,7 @@ def run_demo(
         decode=tok.decode,
         out=out_dir / "bigram.npz",
         log=log,
+        progress=progress,
     )
     log(f"    (bigram model: {time.perf_counter() - t_pre:.1f} s)")
     total = time.perf_counter() - t0
