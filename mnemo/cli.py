@@ -412,6 +412,10 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     from mnemo.data import TokenStream
     from mnemo.tokenizer import Tokenizer
 
+    progress = _interactive() and not args.quiet
+    if progress:
+        print(f"loading {args.tokenizer} and {len(args.data) + len(args.val or [])} token files...",
+              file=sys.stderr, flush=True)
     tok = Tokenizer.load(args.tokenizer)
     train_stream = TokenStream.from_tok_files(args.data, tok)
     val_stream = TokenStream.from_tok_files(args.val, tok) if args.val else None
@@ -435,6 +439,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         stop_id=bos,
         decode=lambda ids: tok.decode(ids),
         out=args.output,
+        progress=progress,
     )
     return 0
 
@@ -451,6 +456,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         workers=args.workers,
         pretrain_steps=args.pretrain_steps,
         color=sys.stdout.isatty() and not args.no_color,
+        progress=_interactive(),
     )
     return 0
 
@@ -523,34 +529,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
     p.set_defaults(handler=cmd_tokshow)
 
+    from mnemo import bigram
+    from mnemo.demo import DEMO_PRETRAIN_STEPS
+
     p = sub.add_parser("pretrain", help="train a bigram language model on .tok files", description=(
-        "Train the smallest language model, a neural bigram, on token files; report train and validation "
-        "loss against the uniform and unigram baselines, and a greedy continuation."))
+        "Train the smallest language model, a neural bigram (logits = E[x] W + b, hand-written gradients), "
+        "on token files; report train and validation loss against the uniform and unigram baselines, and "
+        "a greedy continuation.  The model starts as the training data's unigram; on a terminal a progress "
+        "bar shows the steps (stderr), and only the results go to stdout."))
     p.add_argument("data", nargs="+", metavar="DATA.tok", help="training token files")
     p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin that wrote them")
     p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
-    p.add_argument("--val-fraction", type=float, default=0.1, help="tail of each file held out when there is no --val (0.1)")
-    p.add_argument("--steps", type=_positive, default=1000)
-    p.add_argument("--batch", type=_positive, default=8, help="windows per step (8)")
-    p.add_argument("--context", type=_positive, default=64, help="tokens per window (64)")
-    p.add_argument("--dim", type=_positive, default=64, help="embedding size (64)")
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=_positive, default=100)
-    p.add_argument("--prompt", default="The", help="text to continue greedily at the end")
-    p.add_argument("--generate", type=_positive, default=40, help="tokens to generate (40)")
-    p.add_argument("-o", "--output", type=Path, default=None, help="save the weights here (.npz, no pickle)")
+    p.add_argument("--val-fraction", type=float, default=0.1,
+                   help="tail of each file held out when there is no --val (default 0.1)")
+    p.add_argument("--steps", type=_positive, default=bigram.DEFAULT_STEPS,
+                   help=f"training steps, one batch each (default {bigram.DEFAULT_STEPS})")
+    p.add_argument("--batch", type=_positive, default=bigram.DEFAULT_BATCH,
+                   help=f"windows per step (default {bigram.DEFAULT_BATCH})")
+    p.add_argument("--context", type=_positive, default=bigram.DEFAULT_CONTEXT,
+                   help=f"tokens per window (default {bigram.DEFAULT_CONTEXT})")
+    p.add_argument("--dim", type=_positive, default=bigram.DEFAULT_DIM,
+                   help=f"embedding size (default {bigram.DEFAULT_DIM})")
+    p.add_argument("--lr", type=float, default=bigram.DEFAULT_LR,
+                   help=f"learning rate (default {bigram.DEFAULT_LR})")
+    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
+                   help="adam (rows of E not in a batch keep their weights and state) or plain sgd (default adam)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the batch order (default 0)")
+    p.add_argument("--eval-every", type=_positive, default=bigram.DEFAULT_EVAL_EVERY,
+                   help=f"report train and validation loss every N steps, and at the last (default {bigram.DEFAULT_EVAL_EVERY})")
+    p.add_argument("--prompt", default="The", help="text to continue greedily at the end, after <|bos|> (default 'The')")
+    p.add_argument("--generate", type=_positive, default=40, help="tokens to generate (default 40)")
+    p.add_argument("-o", "--output", type=Path, default=None, help="save the weights here (.npz, no pickle; default: not saved)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: shown on a terminal)")
     p.set_defaults(handler=cmd_pretrain)
 
     p = sub.add_parser("demo", help="the main job end to end on Python's own standard library", description=(
         "Train a tokenizer on the running Python's standard library sources and documentation, tokenize "
-        "them, show a few sentences, train a bigram model briefly, and print the figures."))
+        "them, show a few sentences, compare encoding speed with tiktoken and Hugging Face tokenizers "
+        "(when installed), train a bigram model briefly, and print the figures."))
     p.add_argument("--out", type=Path, default=Path("mnemo-demo"), help="output folder (default ./mnemo-demo)")
-    p.add_argument("--vocab-size", type=_positive, default=32768)
+    p.add_argument("--vocab-size", type=_positive, default=32768, help="ids of the trained tokenizer (default 32768)")
     p.add_argument("--workers", type=_positive, default=None, help="processes (default: all cores)")
-    p.add_argument("--pretrain-steps", type=_positive, default=60)
-    p.add_argument("--no-color", action="store_true")
+    p.add_argument("--pretrain-steps", type=_positive, default=DEMO_PRETRAIN_STEPS,
+                   help=f"steps of the bigram model (default {DEMO_PRETRAIN_STEPS})")
+    p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
     p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("convert", help="convert a vocabulary between mnemo, GPT-2, tiktoken and Hugging Face files",
