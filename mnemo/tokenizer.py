@@ -410,7 +410,7 @@ class Tokenizer:
             max_workers=min(workers, len(blocks)),
             mp_context=context,
             initializer=_batch_worker_init,
-            initargs=(self.to_bytes(),),
+            initargs=(self.to_bytes(), os.getpid()),
         ) as pool:
             for lengths, flat in pool.map(
                 _batch_worker_encode, blocks, [sorted(allowed)] * len(blocks), [sorted(disallowed)] * len(blocks)
@@ -474,8 +474,11 @@ class Tokenizer:
 _worker_tokenizer: Tokenizer | None = None
 
 
-def _batch_worker_init(image: bytes) -> None:
+def _batch_worker_init(image: bytes, parent_pid: int) -> None:
     global _worker_tokenizer
+    from mnemo.parallel import die_with_parent
+
+    die_with_parent(parent_pid)
     _worker_tokenizer = Tokenizer.from_bytes(image, "<encode_batch>")
 
 

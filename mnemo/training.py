@@ -71,10 +71,16 @@ def _count_documents(docs: Iterable[bytes], pattern: int, max_chunk_bytes: int) 
 
 
 def _worker(
-    jobs: Any, results: Any, pattern: int, max_chunk_bytes: int, specials: Sequence[str], text_field: str
+    jobs: Any,
+    results: Any,
+    pattern: int,
+    max_chunk_bytes: int,
+    specials: Sequence[str],
+    text_field: str,
+    parent_pid: int,
 ) -> None:
     """A counting process: takes Tasks or lists of documents until None, then sends its table."""
-    init_worker_signals()
+    init_worker_signals(parent_pid)
     counter = WordCounter(pattern, max_chunk_bytes)
     try:
         while (job := jobs.get()) is not None:
@@ -190,7 +196,11 @@ def _count_in_workers(
     job_q: Any = ctx.Queue(maxsize=2 * n_workers)
     result_q: Any = ctx.Queue()
     procs = [
-        ctx.Process(target=_worker, args=(job_q, result_q, pid, max_chunk_bytes, tuple(specials), text_field), daemon=True)
+        ctx.Process(
+            target=_worker,
+            args=(job_q, result_q, pid, max_chunk_bytes, tuple(specials), text_field, os.getpid()),
+            daemon=True,
+        )
         for _ in range(n_workers)
     ]
     for p in procs:
