@@ -4,6 +4,7 @@ Re-exports only; each name lives in the module that owns it.
 """
 
 from mnemo.errors import (
+    ArgumentTypeError,
     ConfigError,
     FingerprintError,
     FormatError,
@@ -20,6 +21,7 @@ from mnemo.training import train
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentTypeError",
     "ConfigError",
     "FingerprintError",
     "FormatError",

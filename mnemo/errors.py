@@ -31,3 +31,7 @@ class SpecialTokenError(MnemoError, ValueError):
 
 class VerificationError(MnemoError):
     """A training run's self-check failed: the maintained pair counts are not the true ones."""
+
+
+class ArgumentTypeError(MnemoError, TypeError):
+    """An argument of a mnemo function has the wrong Python type (a TypeError, as Python expects)."""

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.encoder import Encoder
-from mnemo.errors import ConfigError, InputError, SpecialTokenError
+from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.formats import (
     MAX_VOCAB,
@@ -45,6 +45,71 @@ BATCH_PARALLEL_BYTES: Final = 4_000_000
 BATCH_BLOCK: Final = 256
 
 
+# ---- argument checks (shared with mnemo/training.py) ----
+
+
+def type_error(name: str, expected: str, value: object) -> ArgumentTypeError:
+    """The error for an API argument of the wrong Python type: it names the argument, the type
+    expected and the value given (a TypeError, as Python users expect, and a MnemoError)."""
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return ArgumentTypeError(f"{name} must be {expected}, got {type(value).__name__} {shown}")
+
+
+def check_int(name: str, value: object) -> int:
+    """`value` when it is an int (numpy integers too); bool and float are type errors, not ids."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise type_error(name, "an int", value)
+    return int(value)
+
+
+def _text_type_error(name: str, value: object) -> ArgumentTypeError:
+    err = type_error(name, "a str", value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        err.args = (f"{err.args[0]}; use encode_bytes for bytes",)
+    return err
+
+
+def _name_set(name: str, value: object) -> set[str]:
+    """allowed_special / disallowed_special other than "all", as a set of str."""
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        raise type_error(name, "'all' or a set of str", value)
+    names = set(value)
+    if not all(isinstance(x, str) for x in names):
+        raise type_error(name, "'all' or a set of str", value)
+    return names
+
+
+def check_special_tokens(special_tokens: object) -> list[str]:
+    """The special tokens (None: DEFAULT_SPECIAL_TOKENS) as a list, each a non-empty str that is
+    valid UTF-8 (no lone surrogate) of at most 255 bytes, none listed twice.  One rule for the
+    Tokenizer and for training, which checks them before counting a byte of text."""
+    if special_tokens is None:
+        return list(DEFAULT_SPECIAL_TOKENS)
+    if isinstance(special_tokens, (str, bytes, bytearray)) or not isinstance(special_tokens, Iterable):
+        raise type_error("special_tokens", "a list of str", special_tokens)
+    specials = list(special_tokens)
+    seen: set[str] = set()
+    for j, name in enumerate(specials):
+        if not isinstance(name, str):
+            raise type_error(f"special_tokens[{j}]", "a str", name)
+        if not name:
+            raise ConfigError(f"special token {j} is {name!r}, not a non-empty string")
+        try:
+            raw = name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(
+                f"special token {j} {name[:20]!r} is not encodable as UTF-8 (it holds a lone surrogate)"
+            ) from None
+        if len(raw) > 255:
+            raise ConfigError(f"special token {j} {name[:20]!r}... is longer than 255 UTF-8 bytes ({len(raw)})")
+        if name in seen:
+            raise ConfigError(f"special token {name!r} is listed twice")
+        seen.add(name)
+    return specials
+
+
 class Tokenizer:
     """A byte-level BPE vocabulary: 256 bytes, merges, then special tokens.
 
@@ -67,11 +132,18 @@ class Tokenizer:
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
     ) -> None:
+        if not isinstance(pattern, str):
+            raise type_error("pattern", "a str", pattern)
+        if not isinstance(tie, str):
+            raise type_error("tie", "a str", tie)
         if pattern not in PATTERNS:
             raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
         if tie not in TIES:
             raise ConfigError(f"unknown tie rule {tie!r}; choose one of {', '.join(TIES)}")
-        specials = list(DEFAULT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+        specials = check_special_tokens(special_tokens)
+        given: object = merges  # typed, but callers of a Python API pass anything
+        if isinstance(given, (str, bytes, bytearray)) or not hasattr(given, "__len__"):
+            raise type_error("merges", "a sequence of (int, int) pairs", merges)
         n_vocab = 256 + len(merges) + len(specials)
         if n_vocab > MAX_VOCAB:
             raise ConfigError(f"vocabulary of {n_vocab} ids is larger than {MAX_VOCAB} (ids are stored as uint16)")
@@ -81,11 +153,19 @@ class Tokenizer:
         for k, pair in enumerate(merges):
             own = 256 + k
             try:
-                a, b = (int(pair[0]), int(pair[1]))
                 if len(pair) != 2:
                     raise ValueError
-            except (TypeError, ValueError, IndexError):
+                x, y = pair
+            except (TypeError, ValueError):
                 raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids") from None
+            if (
+                isinstance(x, bool)
+                or isinstance(y, bool)
+                or not isinstance(x, (int, np.integer))
+                or not isinstance(y, (int, np.integer))
+            ):
+                raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids")
+            a, b = int(x), int(y)
             if not (0 <= a < own and 0 <= b < own):
                 raise ConfigError(f"merge {k} (id {own}) is {(a, b)}: both parts must be in 0..{own - 1}")
             first = seen.setdefault((a, b), k)
@@ -95,21 +175,13 @@ class Tokenizer:
             vocab.append(vocab[a] + vocab[b])
         names: dict[str, int] = {}
         for j, name in enumerate(specials):
-            if not isinstance(name, str) or not name:
-                raise ConfigError(f"special token {j} is {name!r}, not a non-empty string")
-            if len(name.encode("utf-8", "surrogatepass")) > 255:
-                raise ConfigError(f"special token {j} {name[:20]!r}... is longer than 255 UTF-8 bytes")
-            try:
-                name.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ConfigError(f"special token {j} {name!r} is not encodable as UTF-8") from None
-            if name in names:
-                raise ConfigError(f"special token {name!r} is listed twice")
             names[name] = 256 + len(checked) + j
             vocab.append(name.encode("utf-8"))
         counts: list[int] | None = None
         if merge_counts is not None:
-            counts = [int(c) for c in merge_counts]
+            if isinstance(merge_counts, (str, bytes, bytearray)) or not isinstance(merge_counts, Iterable):
+                raise type_error("merge_counts", "a sequence of int", merge_counts)
+            counts = [check_int(f"merge_counts[{k}]", c) for k, c in enumerate(merge_counts)]
             if len(counts) != len(checked):
                 raise ConfigError(f"{len(counts)} merge counts for {len(checked)} merges")
             if any(c < 0 or c >= 1 << 64 for c in counts):
@@ -117,7 +189,9 @@ class Tokenizer:
 
         public: list[int] | None = None
         if id_map is not None:
-            public = [int(i) for i in id_map]
+            if isinstance(id_map, (str, bytes, bytearray)) or not isinstance(id_map, Iterable):
+                raise type_error("id_map", "a sequence of int", id_map)
+            public = [check_int(f"id_map[{k}]", i) for k, i in enumerate(id_map)]
             if len(public) != n_vocab:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
             owner: dict[int, int] = {}
@@ -184,6 +258,7 @@ class Tokenizer:
 
     def token_bytes(self, token: int) -> bytes:
         """The bytes of one id (a special token's UTF-8 name for specials)."""
+        token = check_int("token", token)
         if not 0 <= token < len(self._vocab):
             raise InputError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
         return self._vocab[token]
@@ -233,7 +308,11 @@ class Tokenizer:
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<bytes>") -> Tokenizer:
-        fields = parse_tokenizer_bin(data, source)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise type_error("data", "bytes (a tokenizer.bin image)", data)
+        if not isinstance(source, str):
+            raise type_error("source", "a str", source)
+        fields = parse_tokenizer_bin(bytes(data), source)
         return cls(
             fields.merges,
             pattern=fields.pattern,
@@ -245,11 +324,15 @@ class Tokenizer:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write tokenizer.bin (through a temporary name and a rename)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise type_error("path", "a str or os.PathLike", path)
         write_atomic(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
         """Read and validate a tokenizer.bin; FormatError (with the offset) when it is bad."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise type_error("path", "a str or os.PathLike", path)
         return cls.from_bytes(read_file(path), os.fspath(path))
 
     # ---- encoding ----
@@ -270,6 +353,8 @@ class Tokenizer:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
         from mnemo.encode_text import encode_bytes
 
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise type_error("data", "bytes", data)
         return self._to_public(encode_bytes(self._encoder, bytes(data), self._pattern_id))
 
     def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
@@ -279,11 +364,23 @@ class Tokenizer:
         ids: with an id map (an imported vocabulary) `bos` is mapped in and the array out."""
         from mnemo.encode_text import encode_documents_packed
 
-        if bos is not None and not 0 <= bos < self.n_vocab:
-            raise ConfigError(f"bos={bos} is not an id of this tokenizer (n_vocab {self.n_vocab})")
+        if bos is not None:
+            bos = check_int("bos", bos)
+            if not 0 <= bos < self.n_vocab:
+                raise ConfigError(f"bos={bos} is not an id of this tokenizer (n_vocab {self.n_vocab})")
+        if isinstance(docs, (str, bytes, bytearray, memoryview)) or not isinstance(docs, Iterable):
+            raise type_error("docs", "an iterable of bytes documents", docs)
         public = self._public
         internal_bos = -1 if bos is None else bos if public is None else public.index(bos)
-        packed = encode_documents_packed(self._encoder, list(docs), self._pattern_id, internal_bos)
+        doc_list = list(docs)
+        try:
+            packed = encode_documents_packed(self._encoder, doc_list, self._pattern_id, internal_bos)
+        except TypeError:
+            # the compiled code takes bytes only; looking for the culprit costs nothing until then
+            for i, doc in enumerate(doc_list):
+                if not isinstance(doc, bytes):
+                    raise type_error(f"docs[{i}]", "bytes", doc) from None
+            raise
         ids: npt.NDArray[np.uint16] = np.frombuffer(packed, dtype="<u2")
         if public is not None:
             ids = np.asarray(public, dtype=np.uint16)[ids]
@@ -293,6 +390,8 @@ class Tokenizer:
         """Ids of `text`, with special-token text encoded as plain text."""
         from mnemo.encode_text import encode_bytes
 
+        if not isinstance(text, str):
+            raise _text_type_error("text", text)
         return self._to_public(encode_bytes(self._encoder, self._text_bytes(text), self._pattern_id))
 
     def _to_public(self, ids: list[int]) -> list[int]:
@@ -328,14 +427,14 @@ class Tokenizer:
         if allowed_special == "all":
             allowed = set(self.special_tokens)
         else:
-            allowed = set(allowed_special)
+            allowed = _name_set("allowed_special", allowed_special)
             unknown = allowed - set(self.special_tokens)
             if unknown:
                 raise ConfigError(f"allowed_special names {sorted(unknown)}, which are not special tokens here")
         if disallowed_special == "all":
             disallowed = set(self.special_tokens) - allowed
         else:
-            disallowed = set(disallowed_special)
+            disallowed = _name_set("disallowed_special", disallowed_special)
         return allowed, disallowed
 
     def encode(
@@ -350,6 +449,8 @@ class Tokenizer:
         Special-token text raises SpecialTokenError unless it is in `allowed_special` (then it
         becomes its single id) or left out of `disallowed_special` (then it is plain text).
         """
+        if not isinstance(text, str):
+            raise _text_type_error("text", text)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         data = self._text_bytes(text)
         return self._encode_data(data, allowed, disallowed)
@@ -393,9 +494,15 @@ class Tokenizer:
         rebuilds the tokenizer from its tokenizer.bin image, and sends ids back as uint16/uint32
         arrays.  workers=1 always encodes in this process.
         """
+        if isinstance(texts, (str, bytes, bytearray)) or not isinstance(texts, Sequence):
+            raise type_error("texts", "a sequence of str", texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise _text_type_error(f"texts[{i}]", t)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         if workers is None:
             workers = os.cpu_count() or 1
+        workers = check_int("workers", workers)
         if workers < 1:
             raise ConfigError(f"workers must be >= 1, got {workers}")
         if workers == 1 or len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
@@ -453,19 +560,27 @@ class Tokenizer:
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:
         """The bytes of a token sequence (special tokens as their names)."""
         vocab = self._vocab
-        toks = tokens if isinstance(tokens, list) else list(tokens)
+        if isinstance(tokens, list):
+            toks = tokens
+        elif isinstance(tokens, (str, bytes, bytearray)) or not isinstance(tokens, Iterable):
+            raise type_error("tokens", "a sequence of int ids", tokens)
+        else:
+            toks = list(tokens)
         try:
             if not toks or min(toks) >= 0:
                 return b"".join([vocab[t] for t in toks])
         except (IndexError, TypeError):
             pass
-        for t in toks:
-            if not isinstance(t, (int, np.integer)) or not 0 <= t < len(vocab):
+        for i, t in enumerate(toks):
+            check_int(f"tokens[{i}]", t)
+            if not 0 <= t < len(vocab):
                 raise InputError(f"token id {t!r} is not in the vocabulary (ids are 0..{len(vocab) - 1})")
         raise AssertionError("unreachable: a bad id was found above")
 
     def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
         """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
+        if not isinstance(errors, str):
+            raise type_error("errors", "a str (a codec error handler such as 'replace')", errors)
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
 

@@ -21,10 +21,11 @@ from typing import Any, Union, cast
 
 from mnemo.count import WordCounter, packed_to_dict
 from mnemo.errors import ConfigError, InputError
+from mnemo.formats import PATTERNS
 from mnemo.parallel import Progress, init_worker_signals, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
-from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer
+from mnemo.tokenizer import Tokenizer, check_int, check_special_tokens, type_error
 from mnemo.trainer import train_merges_packed
 from mnemo.sources import (
     Task,
@@ -38,6 +39,8 @@ from mnemo.sources import (
 PathLike = Union[str, "os.PathLike[str]"]
 #: Ids are uint16 in the trainer's word array, where 0xFFFF separates words.
 MAX_TRAIN_VOCAB = 0xFFFF
+#: Longest chunk a word count can hold (count.py keeps its length in 31 bits).
+MAX_CHUNK_BYTES = (1 << 31) - 1
 #: Documents handed to a worker at a time when the parent reads a stream.
 BATCH_BYTES = 4 << 20
 
@@ -61,6 +64,40 @@ def _as_paths(inputs: object) -> list[PathLike] | None:
     if isinstance(inputs, (list, tuple)) and all(isinstance(x, (str, os.PathLike)) for x in inputs):
         return list(inputs)
     return None
+
+
+def check_count_args(
+    inputs: object,
+    pattern: object,
+    special_tokens: object,
+    max_chunk_bytes: object,
+    workers: object,
+    text_field: object,
+    progress: object,
+) -> tuple[int, list[str], int, int]:
+    """The checks of every counting argument, done before a byte is read (a bad argument must
+    not cost a training run): (pattern id, special tokens, max_chunk_bytes, workers).  A wrong
+    type is an ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError."""
+    if isinstance(inputs, (bytes, bytearray, memoryview)) or not isinstance(inputs, (str, os.PathLike, Iterable)):
+        raise type_error("inputs", "a path, a list of paths, or an iterable of str/bytes documents", inputs)
+    if not isinstance(pattern, str):
+        raise type_error("pattern", "a str", pattern)
+    if pattern not in PATTERNS:
+        raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    specials = check_special_tokens(special_tokens)
+    chunk = check_int("max_chunk_bytes", max_chunk_bytes)
+    if not 1 <= chunk <= MAX_CHUNK_BYTES:
+        raise ConfigError(f"max_chunk_bytes must be in 1..{MAX_CHUNK_BYTES}, got {chunk}")
+    n_workers = (os.cpu_count() or 1) if workers is None else check_int("workers", workers)
+    if n_workers < 1:
+        raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    if not isinstance(text_field, str):
+        raise type_error("text_field", "a str", text_field)
+    if not text_field:
+        raise ConfigError("text_field must name a JSONL field / Parquet column, got ''")
+    if progress is not None and not callable(progress):
+        raise type_error("progress", "a callable progress(phase, done, total) or None", progress)
+    return pattern_id(pattern), specials, chunk, n_workers
 
 
 def _count_documents(docs: Iterable[bytes], pattern: int, max_chunk_bytes: int) -> WordCounter:
@@ -143,12 +180,10 @@ def _count_packed(
 ) -> tuple[tuple[bytes, bytes], CountStats]:
     """count_words, with the counts packed as WordCounter.to_packed packs them (the trainer lays
     them out directly; a dict of every word is never built)."""
-    pid = pattern_id(pattern)
-    if max_chunk_bytes < 1:
-        raise ConfigError(f"max_chunk_bytes must be >= 1, got {max_chunk_bytes}")
-    n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if n_workers < 1:
-        raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    pid, specials, max_chunk_bytes, n_workers = check_count_args(
+        inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress
+    )
+    special_tokens = specials
     t0 = time.perf_counter()
     stats = CountStats()
     jobs: list[Task] | None = None
@@ -294,8 +329,12 @@ def train(
     the 256 bytes, the merges and the special tokens (default: the 16 of DEFAULT_SPECIAL_TOKENS,
     at the top).  Special-token strings in the text split documents and are never learned.
     Training stops early when no pair occurs twice.
+
+    Every argument is checked before the first byte is counted: a wrong type is an
+    ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError.
     """
-    specials = list(DEFAULT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+    _, specials, _, _ = check_count_args(inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress)
+    vocab_size = check_int("vocab_size", vocab_size)
     least = 256 + len(specials)
     if vocab_size < least:
         raise ConfigError(
@@ -305,6 +344,14 @@ def train(
         raise ConfigError(
             f"vocab_size must be <= {MAX_TRAIN_VOCAB} (token ids are 16-bit and 0xFFFF separates words), got {vocab_size}"
         )
+    if not isinstance(algorithm, str):
+        raise type_error("algorithm", "a str", algorithm)
+    if not isinstance(tie, str):
+        raise type_error("tie", "a str", tie)
+    if not isinstance(verify, bool):
+        raise type_error("verify", "a bool", verify)
+    if stats is not None and not isinstance(stats, TrainStats):
+        raise type_error("stats", "a TrainStats or None", stats)
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     if tie not in ("id", "bytes"):

@@ -309,3 +309,90 @@ def test_encode_documents_packs_every_id_width() -> None:
     assert tok.encode_documents(docs).tolist() == [i for d in docs for i in tok.encode_bytes(d)]
     with pytest.raises(ConfigError, match="bos=70000 is not an id"):
         tok.encode_documents(docs, bos=70_000)
+
+
+# ---- wrong argument types: a named error, never a traceback from deep inside ----
+
+
+def _api_calls(tok: Tokenizer, tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
+    """(what, call, the argument its message must name) for every public method of Tokenizer."""
+    return [
+        ("token_bytes(1.5)", lambda: tok.token_bytes(1.5), "token"),  # type: ignore[arg-type]
+        ("token_bytes('1')", lambda: tok.token_bytes("1"), "token"),  # type: ignore[arg-type]
+        ("encode(None)", lambda: tok.encode(None), "text"),  # type: ignore[arg-type]
+        ("encode(b'x')", lambda: tok.encode(b"x"), "text"),  # type: ignore[arg-type]
+        ("encode(['a'])", lambda: tok.encode(["a"]), "text"),  # type: ignore[arg-type]
+        ("encode(allowed_special=5)", lambda: tok.encode("a", allowed_special=5), "allowed_special"),  # type: ignore[arg-type]
+        ("encode(allowed_special={1})", lambda: tok.encode("a", allowed_special={1}), "allowed_special"),  # type: ignore[arg-type]
+        ("encode(disallowed_special=[None])", lambda: tok.encode("a", disallowed_special=[None]), "disallowed_special"),  # type: ignore[list-item]
+        ("encode_ordinary(None)", lambda: tok.encode_ordinary(None), "text"),  # type: ignore[arg-type]
+        ("encode_ordinary(b'x')", lambda: tok.encode_ordinary(b"x"), "text"),  # type: ignore[arg-type]
+        ("encode_to_numpy(3)", lambda: tok.encode_to_numpy(3), "text"),  # type: ignore[arg-type]
+        ("encode_bytes('x')", lambda: tok.encode_bytes("x"), "data"),  # type: ignore[arg-type]
+        ("encode_bytes(5)", lambda: tok.encode_bytes(5), "data"),  # type: ignore[arg-type]
+        ("encode_documents(bos=1.5)", lambda: tok.encode_documents([b"x"], bos=1.5), "bos"),  # type: ignore[arg-type]
+        ("encode_documents(['x'])", lambda: tok.encode_documents([b"a", "x"]), r"docs\[1\]"),  # type: ignore[list-item]
+        ("encode_documents(b'x')", lambda: tok.encode_documents(b"x"), "docs"),
+        ("encode_documents(7)", lambda: tok.encode_documents(7), "docs"),  # type: ignore[arg-type]
+        ("encode_batch('ab')", lambda: tok.encode_batch("ab"), "texts"),
+        ("encode_batch([b'a'])", lambda: tok.encode_batch(["a", b"a"]), r"texts\[1\]"),  # type: ignore[list-item]
+        ("encode_batch(workers=1.5)", lambda: tok.encode_batch(["a"], workers=1.5), "workers"),  # type: ignore[arg-type]
+        ("render_document(None)", lambda: tok.render_document(None), "text"),  # type: ignore[arg-type]
+        ("decode(None)", lambda: tok.decode(None), "tokens"),  # type: ignore[arg-type]
+        ("decode('ab')", lambda: tok.decode("ab"), "tokens"),  # type: ignore[arg-type]
+        ("decode([1.5])", lambda: tok.decode([104, 1.5]), r"tokens\[1\]"),  # type: ignore[list-item]
+        ("decode(['a'])", lambda: tok.decode(["a"]), r"tokens\[0\]"),  # type: ignore[list-item]
+        ("decode(errors=1)", lambda: tok.decode([104], errors=1), "errors"),  # type: ignore[arg-type]
+        ("decode_bytes(5)", lambda: tok.decode_bytes(5), "tokens"),  # type: ignore[arg-type]
+        ("save(None)", lambda: tok.save(None), "path"),  # type: ignore[arg-type]
+        ("load(5)", lambda: Tokenizer.load(5), "path"),  # type: ignore[arg-type]
+        ("from_bytes('x')", lambda: Tokenizer.from_bytes("x"), "data"),  # type: ignore[arg-type]
+        ("Tokenizer(5)", lambda: Tokenizer(5), "merges"),  # type: ignore[arg-type]
+        ("Tokenizer(pattern=1)", lambda: Tokenizer([], pattern=1), "pattern"),  # type: ignore[arg-type]
+        ("Tokenizer(tie=None)", lambda: Tokenizer([], tie=None), "tie"),  # type: ignore[arg-type]
+        ("Tokenizer(special_tokens='ab')", lambda: Tokenizer([], special_tokens="ab"), "special_tokens"),
+        ("Tokenizer(special_tokens=[1])", lambda: Tokenizer([], special_tokens=[1]), r"special_tokens\[0\]"),  # type: ignore[list-item]
+        ("Tokenizer(merge_counts=[1.5])", lambda: Tokenizer([(97, 98)], merge_counts=[1.5]), r"merge_counts\[0\]"),  # type: ignore[list-item]
+        ("Tokenizer(id_map=['0'])", lambda: Tokenizer([], special_tokens=[], id_map=["0"] * 256), r"id_map\[0\]"),  # type: ignore[list-item]
+    ]
+
+
+def test_wrong_argument_types_are_named_type_errors(small: Tokenizer, tmp_path: Path) -> None:
+    """Each call with a wrong Python type raises a TypeError (mnemo's ArgumentTypeError, also a
+    MnemoError) whose message names the argument and the type expected."""
+    from mnemo import ArgumentTypeError, MnemoError
+
+    for what, call, name in _api_calls(small, tmp_path):
+        with pytest.raises(TypeError, match=rf"^{name} must be ") as info:
+            call()
+        assert isinstance(info.value, ArgumentTypeError) and isinstance(info.value, MnemoError), what
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda t: t.decode([10**30]), InputError, r"token id 10{30} is not in the vocabulary"),
+        (lambda t: t.decode([-5]), InputError, "token id -5 is not in the vocabulary"),
+        (lambda t: t.token_bytes(-1), InputError, "token id -1 is not in the vocabulary"),
+        (lambda t: t.encode_documents([b"x"], bos=10**6), ConfigError, "bos=1000000 is not an id"),
+        (lambda t: t.encode_batch(["a"], workers=0), ConfigError, "workers must be >= 1"),
+        (lambda t: Tokenizer([(97, 98.5)]), ConfigError, "not a pair of token ids"),
+        (lambda t: Tokenizer([("97", 98)]), ConfigError, "not a pair of token ids"),
+        (lambda t: Tokenizer([], special_tokens=["\ud800"]), ConfigError, "lone surrogate"),
+    ],
+)
+def test_bad_argument_values_are_mnemo_errors(
+    small: Tokenizer, call: Callable[[Tokenizer], object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        call(small)
+
+
+def test_right_types_still_work(small: Tokenizer) -> None:
+    """numpy integers are ids; bytearray and memoryview are bytes; any iterable of ids decodes."""
+    assert small.token_bytes(np.uint16(104)) == b"h"
+    assert small.encode_bytes(bytearray(b"hello")) == small.encode_bytes(memoryview(b"hello")) == [259]
+    assert small.decode(np.array([259], dtype=np.uint16)) == small.decode(iter([259])) == "hello"
+    assert small.encode_documents((d for d in [b"hello"]), bos=np.int64(0)).tolist() == [0, 259]
+    assert small.encode("hello", allowed_special=["<|end|>"], disallowed_special=()) == [259]
