@@ -10,13 +10,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+from librt.strings import BytesWriter
 
-from mnemo.encoder import Encoder
+from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range
+from mnemo.encoder import Encoder, ids_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.formats import (
@@ -28,6 +32,7 @@ from mnemo.formats import (
     read_file,
     write_atomic,
 )
+from mnemo.pretokenize import chunk_end
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
     "<|bos|>",
@@ -43,6 +48,15 @@ AllOr = Literal["all"] | Collection[str]
 # encode_batch: batches with more text than this go to worker processes, in blocks of this many.
 BATCH_PARALLEL_BYTES: Final = 4_000_000
 BATCH_BLOCK: Final = 256
+
+# Texts longer than this are encoded in pieces of about this size (see Tokenizer._encode_pieces).
+PIECE_BYTES: Final = 1 << 20
+# Where every pattern ends a chunk, whatever precedes: before a space followed by an ASCII
+# letter (the space opens the next chunk, " word"; no alternative of the three patterns holds
+# a space together with what precedes it and a letter after it).  The text before such a cut,
+# split on its own, gives the same chunks: the only lookahead, (?!\S), sees a space there
+# and the end of the text alike.  tests/test_tokenizer.py checks both against `regex`.
+_SURE_CUT: Final = re.compile(rb" [A-Za-z]")
 
 
 # ---- argument checks (shared with mnemo/training.py) ----
@@ -345,25 +359,67 @@ class Tokenizer:
             return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
     def _encode_range(self, data: bytes, start: int, end: int, out: list[int]) -> None:
-        from mnemo.encode_text import encode_range
+        if end - start > PIECE_BYTES and _python_handles_signals():
+            self._encode_pieces(data, start, end, out)
+        else:
+            encode_range(self._encoder, data, start, end, self._pattern_id, out)
 
-        encode_range(self._encoder, data, start, end, self._pattern_id, out)
+    def _encode_all(self, data: bytes) -> list[int]:
+        """mnemo's ids of a whole text: one compiled call, or pieces for a long text."""
+        if len(data) <= PIECE_BYTES or not _python_handles_signals():
+            return encode_bytes(self._encoder, data, self._pattern_id)
+        out: list[int] = []
+        self._encode_pieces(data, 0, len(data), out)
+        return out
+
+    def _encode_pieces(self, data: bytes, start: int, end: int, out: list[int]) -> None:
+        """Append the ids of data[start:end] as encode_range does, in pieces of about PIECE_BYTES.
+
+        Compiled code never lets Python run a signal handler, so one call on a long text kept
+        Ctrl-C and SIGTERM waiting until it ended.  Between pieces they take effect.  Pieces end
+        where the pattern ends a chunk, and BPE never crosses a chunk, so the ids are those of
+        one call: at a _SURE_CUT when there is one near; else the chunks are walked here
+        (chunk_end against the whole text, so every lookahead sees what it would see) and
+        encoded one by one up to PIECE_BYTES.  A single chunk longer than that (16 MB of spaces
+        is one chunk) cannot be cut; _encode_long_chunk encodes it."""
+        enc = self._encoder
+        pid = self._pattern_id
+        pos = start
+        while end - pos > PIECE_BYTES:
+            m = _SURE_CUT.search(data, pos + PIECE_BYTES, min(end, pos + 2 * PIECE_BYTES))
+            if m is not None:
+                encode_range(enc, data, pos, m.start(), pid, out)
+                pos = m.start()
+                continue
+            e = chunk_end(data, pos, end, pid)
+            if e - pos > PIECE_BYTES:
+                _encode_long_chunk(enc, data, pos, e, out)
+                pos = e
+                continue
+            dst = BytesWriter()
+            stop = pos + PIECE_BYTES
+            while True:
+                enc.encode_span(data, pos, e, dst)
+                pos = e
+                if pos >= stop or pos >= end:
+                    break
+                e = chunk_end(data, pos, end, pid)
+                if e - pos > PIECE_BYTES:
+                    break  # a long chunk: the next step's
+            out.extend(ids_of(dst.getvalue()))
+        encode_range(enc, data, pos, end, pid, out)
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
-        from mnemo.encode_text import encode_bytes
-
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise type_error("data", "bytes", data)
-        return self._to_public(encode_bytes(self._encoder, bytes(data), self._pattern_id))
+        return self._to_public(self._encode_all(bytes(data)))
 
     def encode_documents(self, docs: Iterable[bytes], *, bos: int | None = None) -> npt.NDArray[np.unsignedinteger]:
         """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
         when given, as one uint16 array: the .tok writer's unit of work.  The ids are packed in
         compiled code (encode_text.encode_documents_packed).  `bos` and the result are public
         ids: with an id map (an imported vocabulary) `bos` is mapped in and the array out."""
-        from mnemo.encode_text import encode_documents_packed
-
         if bos is not None:
             bos = check_int("bos", bos)
             if not 0 <= bos < self.n_vocab:
@@ -374,7 +430,15 @@ class Tokenizer:
         internal_bos = -1 if bos is None else bos if public is None else public.index(bos)
         doc_list = list(docs)
         try:
-            packed = encode_documents_packed(self._encoder, doc_list, self._pattern_id, internal_bos)
+            if max(map(len, doc_list), default=0) <= PIECE_BYTES or not _python_handles_signals():
+                packed = encode_documents_packed(self._encoder, doc_list, self._pattern_id, internal_bos)
+            else:  # a long document: in pieces, so that Ctrl-C is not kept waiting
+                flat: list[int] = []
+                for doc in doc_list:
+                    if internal_bos >= 0:
+                        flat.append(internal_bos)
+                    self._encode_range(doc, 0, len(doc), flat)
+                packed = np.asarray(flat, dtype="<u2").tobytes()
         except TypeError:
             # the compiled code takes bytes only; looking for the culprit costs nothing until then
             for i, doc in enumerate(doc_list):
@@ -388,11 +452,9 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""
-        from mnemo.encode_text import encode_bytes
-
         if not isinstance(text, str):
             raise _text_type_error("text", text)
-        return self._to_public(encode_bytes(self._encoder, self._text_bytes(text), self._pattern_id))
+        return self._to_public(self._encode_all(self._text_bytes(text)))
 
     def _to_public(self, ids: list[int]) -> list[int]:
         """mnemo's ids -> the public ids, in place (only when an id_map renumbers them)."""
@@ -465,10 +527,8 @@ class Tokenizer:
                     f"pass allowed_special={{{name!r}}} (or 'all') to encode it as its id, "
                     f"or disallowed_special=() / encode_ordinary to encode it as plain text"
                 )
-        from mnemo.encode_text import encode_bytes
-
         if not (allowed and self._find_special(allowed, data) is not None):
-            return self._to_public(encode_bytes(self._encoder, data, self._pattern_id))
+            return self._to_public(self._encode_all(data))
         out: list[int] = []
         pos = 0
         ids = self._internal_specials
@@ -582,6 +642,72 @@ class Tokenizer:
         if not isinstance(errors, str):
             raise type_error("errors", "a str (a codec error handler such as 'replace')", errors)
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+
+def _python_handles_signals() -> bool:
+    """Whether Ctrl-C or SIGTERM would run a Python handler, which waits for compiled code to
+    return (the default KeyboardInterrupt, the CLI's cleanup).  Workers ignore SIGINT and die of
+    SIGTERM in the kernel: encoding them in pieces would buy nothing (and cost up to 2x on long
+    texts that must be walked chunk by chunk, such as CJK without spaces)."""
+    return callable(signal.getsignal(signal.SIGINT)) or callable(signal.getsignal(signal.SIGTERM))
+
+
+def _encode_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
+    dst = BytesWriter()
+    enc.encode_span(data, start, end, dst)
+    out.extend(ids_of(dst.getvalue()))
+
+
+def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
+    """Append the ids of one chunk longer than PIECE_BYTES, data[start:end].
+
+    BPE cannot be cut inside a chunk without changing the ids, and the compiled encoder took
+    11 s on the one chunk of 16 MB of spaces, deaf to Ctrl-C all along.  Where this process can
+    fork safely (the main thread, no other thread), a child process encodes the chunk and
+    this one waits on a pipe, where a signal handler runs at once: its exception kills the
+    child and goes on.  Elsewhere, and if the child fails, the chunk is encoded here."""
+    if (
+        not hasattr(os, "fork")
+        or threading.active_count() != 1
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        _encode_chunk(enc, data, start, end, out)
+        return
+    parent = os.getpid()
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child leaves by os._exit
+        code = 1
+        try:
+            from mnemo.parallel import die_with_parent
+
+            os.close(r)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides
+            die_with_parent(parent)
+            dst = BytesWriter()
+            enc.encode_span(data, start, end, dst)  # the chunk alone: no pre-tokenizer
+            view = memoryview(dst.getvalue())  # mnemo's ids, little-endian uint16
+            while view:
+                view = view[os.write(w, view) :]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    parts: list[bytes] = []
+    try:
+        while block := os.read(r, 1 << 20):
+            parts.append(block)
+        _, status = os.waitpid(child, 0)
+    except BaseException:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        raise
+    finally:
+        os.close(r)
+    if status != 0:
+        _encode_chunk(enc, data, start, end, out)
+        return
+    out.extend(ids_of(b"".join(parts)))
 
 
 # ---- encode_batch workers (module level: spawned processes import them by name) ----

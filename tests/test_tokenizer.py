@@ -4,6 +4,11 @@ merges against tiktoken."""
 from __future__ import annotations
 
 import json
+import random
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer
+import mnemo.tokenizer as tokenizer_module
 from mnemo import interop
+from mnemo.encode_text import encode_bytes as encode_in_one_call
+from mnemo.formats import PATTERNS
 from mnemo.interop import bytes_to_unicode
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
@@ -396,3 +404,125 @@ def test_right_types_still_work(small: Tokenizer) -> None:
     assert small.decode(np.array([259], dtype=np.uint16)) == small.decode(iter([259])) == "hello"
     assert small.encode_documents((d for d in [b"hello"]), bos=np.int64(0)).tolist() == [0, 259]
     assert small.encode("hello", allowed_special=["<|end|>"], disallowed_special=()) == [259]
+
+
+# ---- long texts are encoded in pieces: Ctrl-C takes effect, the ids do not change ----
+
+def _spacy_tokenizer(pattern: str = "mnemonic") -> Tokenizer:
+    """Merges for runs of spaces up to a few hundred (deep BPE inside one long white-space
+    chunk) and for words."""
+    from mnemo import train
+
+    rng = random.Random(3)
+    docs = ["word" + " " * rng.randint(1, 300) + "x\n" for _ in range(3000)]
+    docs += ["the quick brown fox jumps\n\n over the lazy dog's back 123 " * 50] * 50
+    return train(iter(docs), vocab_size=1000, pattern=pattern, workers=1)
+
+
+_PIECES = ["", " ", "  ", "\n", "\n\n", "\r\n", "\t", " \n ", "a", "Ab", "word", " word", "'s", "1", "123",
+           "!!", "(", "é", "中文", "\u00a0", "\u3000", "x" * 40, " " * 40, "\n" * 3 + " " * 5, "\n\n\n     1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.sampled_from(PATTERNS))
+def test_sure_cuts_are_chunk_boundaries_of_every_pattern(parts: list[str], pattern: str) -> None:
+    """Every place _SURE_CUT finds is a chunk boundary of the `regex` module's own split, and the
+    text before it, split on its own, gives the same chunks (its last chunk's lookahead sees the
+    end of the text instead of the space)."""
+    import regex
+
+    text = "".join(parts)
+    chunks = regex.findall(PATTERN_REGEX[pattern], text)
+    bounds = {0}
+    pos = 0
+    for chunk in chunks:
+        pos += len(chunk.encode("utf-8"))
+        bounds.add(pos)
+    data = text.encode("utf-8")
+    for m in tokenizer_module._SURE_CUT.finditer(data):
+        cut = m.start()
+        assert cut in bounds, (text, cut)
+        before = regex.findall(PATTERN_REGEX[pattern], data[:cut].decode("utf-8"))
+        assert before == chunks[: len(before)] and "".join(before).encode("utf-8") == data[:cut]
+
+
+@pytest.fixture(scope="module", params=PATTERNS)
+def spacy(request: pytest.FixtureRequest) -> Tokenizer:
+    return _spacy_tokenizer(request.param)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=80), st.sampled_from([8, 16, 50]))
+def test_pieces_give_the_ids_of_one_call(spacy: Tokenizer, parts: list[str], piece: int) -> None:
+    """With pieces of a few bytes (so that every way of cutting is exercised: sure cuts, walked
+    chunks, chunks longer than a piece encoded by a child process), the ids are those of one
+    compiled call on the whole text."""
+    text = "".join(parts)
+    data = text.encode("utf-8")
+    expected = encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
+    old = tokenizer_module.PIECE_BYTES
+    tokenizer_module.PIECE_BYTES = piece  # type: ignore[misc]
+    try:
+        assert spacy.encode_ordinary(text) == expected
+        assert spacy.encode_bytes(data) == expected
+        assert spacy.encode(text, disallowed_special=()) == expected
+        assert spacy.encode_documents([data, data], bos=1).tolist() == [1, *expected, 1, *expected]
+        broken = data + b"\xff \xe2\x82" + data  # invalid UTF-8: one-byte "other" characters
+        assert spacy.encode_bytes(broken) == encode_in_one_call(spacy._encoder, broken, spacy._pattern_id)
+    finally:
+        tokenizer_module.PIECE_BYTES = old  # type: ignore[misc]
+
+
+def test_long_texts_give_the_ids_of_one_call(spacy: Tokenizer) -> None:
+    """At the real piece size: English-like text cut at sure cuts, a text without one (walked
+    chunks), and one chunk of 3 MB of spaces (encoded by a child process)."""
+    rng = random.Random(5)
+    words = ["the", "Quick", "brown", "fox", "1234", "don't", "(x)", "中文", "\n", "\n\n", "   ", "é"]
+    texts = [
+        " ".join(rng.choices(words, k=700_000)),
+        "".join(rng.choices(["中文", "。", "1", " ", "\n"], k=1_500_000)),
+        "a" + " " * (3 << 20) + "b",
+    ]
+    for text in texts:
+        data = text.encode("utf-8")
+        assert len(data) > 2 * tokenizer_module.PIECE_BYTES
+        assert spacy.encode_ordinary(text) == encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
+
+
+INTERRUPTED = """
+import sys, time
+from mnemo import Tokenizer
+tok = Tokenizer.load(sys.argv[1])
+text = sys.argv[2] * int(sys.argv[3])
+print("encoding", flush=True)
+try:
+    tok.encode(text)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("unit", "times"), [(" ", 16 << 20), ("\n", 16 << 20)])
+def test_ctrl_c_interrupts_a_long_encode(tmp_path: Path, unit: str, times: int) -> None:
+    """SIGINT during the encoding of one 16 MB chunk of white space (about 10 s in one compiled
+    call on a 2-vCPU VM) ends the process within a couple of seconds, through a
+    KeyboardInterrupt the program can catch."""
+    tok = _spacy_tokenizer()
+    path = tmp_path / "t.bin"
+    tok.save(path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED, str(path), unit, str(times)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "encoding"
+    time.sleep(1.0)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    waited = time.monotonic() - sent
+    assert "finished" not in out, "the encode ended before the signal: make the text longer"
+    assert proc.returncode == 130 and "interrupted" in out, (proc.returncode, out, err)
+    assert waited < 2.0, f"Ctrl-C took {waited:.1f} s to take effect"
