@@ -300,6 +300,11 @@ class Tokenizer:
         """A Tokenizer from CS336's `vocab` (id -> bytes), `merges` and special tokens (mnemo/interop.py)."""
         from mnemo.interop import from_vocab_merges
 
+        if not isinstance(vocab, Mapping):
+            raise type_error("vocab", "a mapping of int ids to bytes", vocab)
+        given: object = merges  # typed, but callers of a Python API pass anything
+        if isinstance(given, (str, bytes, bytearray)) or not isinstance(given, Iterable):
+            raise type_error("merges", "a sequence of (bytes, bytes) pairs", merges)
         return from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)
 
     def encode_iterable(
@@ -311,6 +316,9 @@ class Tokenizer:
     ) -> Iterator[int]:
         """`encode` of "".join(texts), ids yielded lazily with bounded memory (mnemo/interop.py)."""
         from mnemo.interop import encode_iterable
+
+        if isinstance(texts, (bytes, bytearray, memoryview)) or not isinstance(texts, Iterable):
+            raise type_error("texts", "an iterable of str", texts)
 
         return encode_iterable(self, texts, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
@@ -675,7 +683,13 @@ def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: lis
         return
     parent = os.getpid()
     r, w = os.pipe()
-    child = os.fork()
+    try:
+        child = os.fork()
+    except OSError:  # no memory or process left for a child: encode here
+        os.close(r)
+        os.close(w)
+        _encode_chunk(enc, data, start, end, out)
+        return
     if child == 0:  # pragma: no cover - the child leaves by os._exit
         code = 1
         try:

@@ -86,8 +86,10 @@ def check_count_args(
         raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
     specials = check_special_tokens(special_tokens)
     chunk = check_int("max_chunk_bytes", max_chunk_bytes)
-    if not 1 <= chunk <= MAX_CHUNK_BYTES:
-        raise ConfigError(f"max_chunk_bytes must be in 1..{MAX_CHUNK_BYTES}, got {chunk}")
+    if chunk < 1:
+        raise ConfigError(f"max_chunk_bytes must be >= 1, got {chunk}")
+    if chunk > MAX_CHUNK_BYTES:
+        raise ConfigError(f"max_chunk_bytes must be <= {MAX_CHUNK_BYTES}, got {chunk}")
     n_workers = (os.cpu_count() or 1) if workers is None else check_int("workers", workers)
     if n_workers < 1:
         raise ConfigError(f"workers must be >= 1, got {n_workers}")
