@@ -529,3 +529,26 @@ def test_ctrl_c_interrupts_a_long_encode(tmp_path: Path, unit: str, times: int) 
     assert "finished" not in out, "the encode ended before the signal: make the text longer"
     assert proc.returncode == 130 and "interrupted" in out, (proc.returncode, out, err)
     assert waited < 2.0, f"Ctrl-C took {waited:.1f} s to take effect"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_tokenize_in_process_stops_at_once(tmp_path: Path, sig: int) -> None:
+    """`mnemo tokenize --workers 1` encodes in its own process (encode_documents): a signal during
+    a 16 MB chunk of spaces stops it at once, cleanly, with no output left behind."""
+    tok = _spacy_tokenizer()
+    tok.save(tmp_path / "t.bin")
+    (tmp_path / "ws.txt").write_bytes(b" " * (16 << 20) + b"x\n")
+    mnemo = str(Path(sys.executable).parent / "mnemo")
+    proc = subprocess.Popen(
+        [mnemo, "tokenize", "-t", "t.bin", "ws.txt", "-o", "out.tok", "--workers", "1", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    time.sleep(2.5)  # loading, reading, then well inside the encode (about 10 s in one call)
+    assert proc.poll() is None, proc.communicate()
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    waited = time.monotonic() - sent
+    assert proc.returncode == 128 + sig, (proc.returncode, err)
+    assert waited < 2.0, f"the signal took {waited:.1f} s to take effect"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.bin", "ws.txt"]
