@@ -121,7 +121,8 @@ def test_killed_encode_batch_leaves_no_workers(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-c", ENCODE_BATCH], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path
     )
-    _kill_and_check(proc, _wait_for_workers(proc, 2))
+    # spawned lazily: wait for both workers and multiprocessing's resource tracker
+    _kill_and_check(proc, _wait_for_workers(proc, 3))
 
 
 WATCHDOG = """
