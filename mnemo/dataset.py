@@ -92,11 +92,11 @@ def _worker_image(ctx: ForkContext | SpawnContext, tokenizer: Tokenizer) -> byte
     return tokenizer.to_bytes()
 
 
-def _init_worker(tokenizer_bytes: bytes | None) -> None:
+def _init_worker(tokenizer_bytes: bytes | None, parent_pid: int) -> None:
     """A tokenize worker: rebuild the tokenizer from its tokenizer.bin image, or (None, forked
     workers) keep the parent's, which the fork copied: rebuilding it took ~0.15 s per worker."""
     global _worker_tok
-    init_worker_signals()
+    init_worker_signals(parent_pid)
     if tokenizer_bytes is not None:
         _worker_tok = Tokenizer.from_bytes(tokenizer_bytes, "<parent>")
 
@@ -277,7 +277,7 @@ def tokenize_files(
                 emit(encode_block(tokenizer, docs, chat, bos_id, eos_id), len(docs), sum(len(d) for d in docs))
         else:
             ctx = worker_context()
-            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(_worker_image(ctx, tokenizer),)) as pool:
+            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(_worker_image(ctx, tokenizer), os.getpid())) as pool:
                 pending: deque[Any] = deque()
 
                 def submit(result: Any) -> None:

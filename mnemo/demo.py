@@ -19,6 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+
+from mnemo.errors import InputError
+
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
 
@@ -142,9 +145,13 @@ def run_demo(
     from mnemo.tokshow import render_tokens
     from mnemo.data import TokenStream
     from mnemo.dataset import tokenize_files
-    from mnemo.training import CountStats, TrainStats, train
+    from mnemo.training import CountStats, TrainStats, check_vocab_size, train
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_vocab_size(vocab_size)  # before anything is written: a bad value must leave no folder behind
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out_dir}: the output folder cannot be made ({exc.strerror}); choose another --out") from None
     log(describe())
     inputs = demo_corpus(out_dir)
     size = sum(p.stat().st_size for p in inputs)
