@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-
 from mnemo.errors import InputError
 
 if TYPE_CHECKING:

@@ -395,7 +395,7 @@ def _train(
             f"the training text is empty ({count_stats.n_bytes} bytes, no chunk of at most "
             f"{max_chunk_bytes} bytes); give it some text"
         )
-    n_merges = vocab_size - least
+    n_merges = vocab_size - 256 - len(specials)
     t0 = time.perf_counter()
     if algorithm == "naive":
         merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress)
