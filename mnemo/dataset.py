@@ -39,7 +39,7 @@ import numpy.typing as npt
 from mnemo.chat import check_conversation
 from mnemo.errors import ConfigError, InputError
 from mnemo.formats import TokWriter
-from mnemo.parallel import Progress, init_worker_signals, worker_context
+from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -245,9 +245,7 @@ def tokenize_files(
     `bos` / `eos`: the names of the special tokens put before / after each document, None for
     no token, or AUTO (see document_separators).  Chats (`chat=True`) are delimited by the chat
     template and take neither.  `output` is checked before any work starts (check_output)."""
-    n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if n_workers < 1:
-        raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    n_workers = resolve_workers(workers)
     if chat:
         if bos != AUTO or eos != AUTO:
             raise ConfigError("bos/eos are for documents; chats are delimited by the chat template (<|bos|> ... <|end|>)")

@@ -13,6 +13,9 @@ import threading
 import time
 from collections.abc import Callable
 from multiprocessing.context import ForkContext, SpawnContext
+from typing import Final
+
+from mnemo.errors import ArgumentTypeError, ConfigError
 
 Progress = Callable[[str, int, int], None]
 """progress(phase, done, total): phase "count" (bytes), "merge" (merges) or "tokenize" (bytes);
@@ -89,3 +92,20 @@ def watch_parent(parent_pid: int, interval: float = WATCHDOG_SECONDS) -> threadi
     thread = threading.Thread(target=watch, name="mnemo-parent-watchdog", daemon=True)
     thread.start()
     return thread
+
+
+MAX_WORKERS: Final = 1024
+"""More worker processes than this is a mistake, not a plan (each holds a tokenizer or a count
+table): refused before anything starts, instead of an OverflowError deep in multiprocessing."""
+
+
+def resolve_workers(workers: object) -> int:
+    """The `workers` argument of every parallel entry point: None means every CPU; else an int
+    from 1 to MAX_WORKERS (the one place this is checked)."""
+    if workers is None:
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise ArgumentTypeError(f"workers must be an int or None, got {type(workers).__name__} {workers!r:.40}")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"workers must be from 1 to {MAX_WORKERS}, got {workers}")
+    return workers

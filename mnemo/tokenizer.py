@@ -23,6 +23,7 @@ from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_rang
 from mnemo.encoder import Encoder, ids_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
+from mnemo.parallel import resolve_workers
 from mnemo.formats import (
     MAX_BIN_BYTES,
     MAX_VOCAB,
@@ -494,7 +495,8 @@ class Tokenizer:
         key = frozenset(names)
         found = self._special_re.get(key)
         if found is None:
-            raw = [s.encode("utf-8") for s in key]
+            # A name is matched as its text would be encoded (lone surrogates as U+FFFD).
+            raw = [self._text_bytes(s) for s in key]
             # Longest first: where two specials match at one place, the longer wins.
             ordered = sorted(raw, key=lambda b: (-len(b), b))
             first, last = min(raw), max(raw)
@@ -513,14 +515,14 @@ class Tokenizer:
         return pattern.search(data)
 
     def _resolve_specials(self, allowed_special: AllOr, disallowed_special: AllOr) -> tuple[set[str], set[str]]:
-        if allowed_special == "all":
+        if isinstance(allowed_special, str) and allowed_special == "all":
             allowed = set(self.special_tokens)
         else:
             allowed = _name_set("allowed_special", allowed_special)
             unknown = allowed - set(self.special_tokens)
             if unknown:
                 raise ConfigError(f"allowed_special names {sorted(unknown)}, which are not special tokens here")
-        if disallowed_special == "all":
+        if isinstance(disallowed_special, str) and disallowed_special == "all":
             disallowed = set(self.special_tokens) - allowed
         else:
             disallowed = _name_set("disallowed_special", disallowed_special)
@@ -587,11 +589,7 @@ class Tokenizer:
             if not isinstance(t, str):
                 raise _text_type_error(f"texts[{i}]", t)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
-        if workers is None:
-            workers = os.cpu_count() or 1
-        workers = check_int("workers", workers)
-        if workers < 1:
-            raise ConfigError(f"workers must be >= 1, got {workers}")
+        workers = resolve_workers(workers)
         if workers == 1 or len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
             return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in texts]
         import concurrent.futures

@@ -22,7 +22,7 @@ from typing import Any, Union, cast
 from mnemo.count import WordCounter, packed_to_dict
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.formats import PATTERNS
-from mnemo.parallel import Progress, init_worker_signals, worker_context
+from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer, check_int, check_special_tokens, type_error
@@ -115,9 +115,7 @@ def check_count_args(
         raise ConfigError(f"max_chunk_bytes must be >= 1, got {chunk}")
     if chunk > MAX_CHUNK_BYTES:
         raise ConfigError(f"max_chunk_bytes must be <= {MAX_CHUNK_BYTES}, got {chunk}")
-    n_workers = (os.cpu_count() or 1) if workers is None else check_int("workers", workers)
-    if n_workers < 1:
-        raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    n_workers = resolve_workers(workers)
     if not isinstance(text_field, str):
         raise type_error("text_field", "a str", text_field)
     if not text_field:

@@ -110,7 +110,7 @@ def test_killed_tokenize_leaves_no_workers(corpus_gz: Path, tmp_path: Path) -> N
 
 ENCODE_BATCH = """
 import mnemo
-tok = mnemo.train(iter(["the quick brown fox jumps over the lazy dog"] * 100), vocab_size=300, workers=1)
+tok = mnemo.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 100, vocab_size=300, workers=1)
 texts = ["the quick brown fox jumps over the lazy dog " * 50] * 2_000_000
 tok.encode_batch(texts, workers=2)
 """
