@@ -302,17 +302,23 @@ class _Watched:
 )
 @pytest.mark.parametrize("workers", [1, 2])
 def test_arguments_are_checked_before_counting(
-    kwargs: dict[str, object], error: type[Exception], message: str, workers: int
+    kwargs: dict[str, object], error: type[Exception], message: str, workers: int, tmp_path: Path
 ) -> None:
     """A bad argument fails at once: no document is read and no progress is reported (the bad
-    special tokens used to fail only after the whole run, when the Tokenizer was built)."""
+    special tokens used to fail only after the whole run, when the Tokenizer was built).
+    Documents go through train_from_iterator; text_field, which only files have, through train."""
     docs = _Watched()
     calls: list[tuple[str, int, int]] = []
     options: dict[str, object] = {"vocab_size": 1000, "workers": workers, "progress": lambda *a: calls.append(a)}
     options.update(kwargs)
     t0 = time.perf_counter()
     with pytest.raises(error, match=message):
-        train(docs, **options)  # type: ignore[arg-type]
+        if "text_field" in kwargs:
+            path = tmp_path / "a.jsonl"
+            path.write_text('{"text": "some text to count"}\n' * 20)
+            train(path, **options)  # type: ignore[arg-type]
+        else:
+            train_from_iterator(docs, **options)  # type: ignore[arg-type]
     assert docs.pulled == 0 and calls == []
     assert time.perf_counter() - t0 < 1.0
 
@@ -320,8 +326,8 @@ def test_arguments_are_checked_before_counting(
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
-        (b"raw bytes", "inputs must be a path, a list of paths, or an iterable"),
-        (5, "inputs must be a path"),
+        (b"raw bytes", "files is a bytes; mnemo.train reads files"),
+        (5, "files is a int, not a path or an iterable of paths"),
     ],
 )
 def test_inputs_of_a_wrong_type(inputs: object, message: str) -> None:
@@ -332,5 +338,5 @@ def test_inputs_of_a_wrong_type(inputs: object, message: str) -> None:
 def test_progress_must_be_callable() -> None:
     docs = _Watched()
     with pytest.raises(TypeError, match="progress must be a callable"):
-        train(docs, vocab_size=300, progress=5)  # type: ignore[arg-type]
+        train_from_iterator(docs, vocab_size=300, progress=5)  # type: ignore[arg-type]
     assert docs.pulled == 0
