@@ -360,19 +360,20 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     if args.chat is not None:
         import json
 
-        from mnemo.sources import open_binary
+        from mnemo.dataset import chat_lines
 
-        with open_binary(Path(args.chat)) as f:
-            lines = [line for line in f if line.strip()]
-        if not 0 <= args.index < len(lines):
-            raise MnemoError(f"{args.chat}: has {len(lines)} records; --index {args.index} is out of range")
-        try:
-            record = json.loads(lines[args.index])
-        except ValueError as exc:
-            raise MnemoError(f"{args.chat}: record {args.index} is not valid JSON ({exc})") from None
-        messages = record.get("messages") if isinstance(record, dict) else None
-        if not isinstance(messages, list):
-            raise MnemoError(f"{args.chat}: record {args.index} has no 'messages' list")
+        if args.index < 0:
+            raise MnemoError(f"--index must be >= 0, got {args.index}")
+        found: tuple[int, bytes] | None = None
+        count = 0
+        # Records are checked as tokenize checks them (file:line in every message) up to the one shown.
+        for count, numbered in enumerate(chat_lines(Path(args.chat), list(tok.special_tokens)), 1):
+            if count - 1 == args.index:
+                found = numbered
+                break
+        if found is None:
+            raise MnemoError(f"{args.chat}: has {count} records; --index {args.index} is out of range")
+        messages = json.loads(found[1])["messages"]
         ids, mask = split_mask(render_conversation(tok, messages))
     else:
         if args.file is not None:

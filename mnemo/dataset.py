@@ -151,14 +151,15 @@ def _documents(
         if chat:
             if kind not in ("jsonl", "auto"):  # "auto": standard input, JSON Lines for --chat
                 raise InputError(f"{path}: --chat reads JSON Lines records with a 'messages' list; this is {kind}")
-            yield from _jsonl_raw_lines(path, specials)
+            yield from (line for _, line in chat_lines(path, specials))
         else:
             yield from iter_task_documents(Task(str(path), kind), text_field=text_field, whole_documents=True)
 
 
-def _jsonl_raw_lines(path: Path, specials: Sequence[str] = ()) -> Iterator[bytes]:
-    """The raw lines of a chat JSONL file, each checked here, where the file and line are known,
-    to be a record that render_conversation accepts (the workers that render it know neither)."""
+def chat_lines(path: Path, specials: Sequence[str] = ()) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line) of each record of a chat JSONL file, each checked here, where the
+    file and line are known, to be a record that render_conversation accepts (the workers that
+    render it know neither; `mnemo tokshow --chat` reads its record through here too)."""
     name = display_name(path)
     try:
         with open_binary(path) as f:
@@ -177,7 +178,7 @@ def _jsonl_raw_lines(path: Path, specials: Sequence[str] = ()) -> Iterator[bytes
                     check_conversation(record["messages"], specials)
                 except InputError as exc:
                     raise InputError(f"{name}:{number}: {exc}") from None
-                yield line
+                yield number, line
     except read_errors() as exc:
         raise InputError(f"{name}: cannot be read to the end ({type(exc).__name__}: {exc}); the file may be truncated or corrupt") from None
 
