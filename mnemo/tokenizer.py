@@ -94,10 +94,10 @@ def _name_set(name: str, value: object) -> set[str]:
     """allowed_special / disallowed_special other than "all", as a set of str."""
     if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
         raise type_error(name, "'all' or a set of str", value)
-    names = set(value)
-    if not all(isinstance(x, str) for x in names):
+    items = list(value)
+    if not all(isinstance(x, str) for x in items):  # before set(): an unhashable item is a TypeError there
         raise type_error(name, "'all' or a set of str", value)
-    return names
+    return set(items)
 
 
 def check_special_tokens(special_tokens: object) -> list[str]:
