@@ -68,15 +68,27 @@ def die_with_parent(parent_pid: int) -> None:
     watch_parent(parent_pid)
 
 
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up once, in the parent, at import: a worker forked while another
+    thread of the parent held the dynamic loader's lock would hang for ever in its own dlopen
+    (ctypes.CDLL) -- a forked child must not load libraries, only call what is loaded."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+_PRCTL: Final = _load_prctl()
+
+
 def _set_parent_death_signal() -> bool:
     """prctl(PR_SET_PDEATHSIG, SIGKILL) for this process; False where there is no prctl."""
-    if not sys.platform.startswith("linux"):
+    if _PRCTL is None:
         return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
+    return int(_PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
 
 
 def watch_parent(parent_pid: int, interval: float = WATCHDOG_SECONDS) -> threading.Thread:
