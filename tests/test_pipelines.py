@@ -16,6 +16,7 @@ import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,3 +229,227 @@ def test_dataloader_style_workers(tok: Tokenizer, english: list[str], tmp_path: 
         p.join(timeout=60)
         assert p.exitcode == 0
     assert [got[i] for i in range(len(texts))] == [tok.encode(t) for t in texts]
+
+
+# ---- training from a datasets.Dataset ------------------------------------------------------------
+
+
+def _write_jsonl(path: Path, texts: list[str]) -> Path:
+    import json
+
+    with open(path, "w", encoding="utf-8") as f:
+        for t in texts:
+            f.write(json.dumps({"text": t}) + "\n")
+    return path
+
+
+def test_train_from_a_dataset_column_and_from_batches(english: list[str], tmp_path: Path) -> None:
+    """A `datasets.Dataset` column, and its batches (`ds.iter` yields dicts: the one-liner takes
+    each batch's "text" list), train the same tokenizer as the same documents in a file."""
+    import datasets
+
+    import mnemo
+
+    texts = english[:300]
+    from_file = mnemo.train(_write_jsonl(tmp_path / "docs.jsonl", texts), vocab_size=700, workers=1)
+    ds = datasets.Dataset.from_dict({"text": texts, "n": list(range(len(texts)))})
+    column = train_from_iterator(ds["text"], vocab_size=700, workers=1)
+    batches = train_from_iterator((b["text"] for b in ds.iter(batch_size=64)), vocab_size=700, workers=2)
+    assert column.to_bytes() == from_file.to_bytes()
+    assert batches.to_bytes() == from_file.to_bytes()
+
+
+# ---- Arrow inputs: datasets' save_to_disk folders and Arrow IPC files ----------------------------
+
+
+@pytest.fixture(scope="module")
+def same_docs(english: list[str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The same 400 documents as JSONL, Parquet, Arrow IPC (file and stream format, several
+    record batches) and a datasets save_to_disk folder of 3 shards."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = english[:400]
+    folder = tmp_path_factory.mktemp("same_docs")
+    table = pa.table({"id": list(range(len(texts))), "text": texts})
+    pq.write_table(table, folder / "docs.parquet", row_group_size=150)
+    for name, writer in (("file.arrow", pa.ipc.new_file), ("stream.arrow", pa.ipc.new_stream)):
+        with writer(str(folder / name), table.schema) as w:
+            for batch in table.to_batches(max_chunksize=70):
+                w.write_batch(batch)
+    datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(folder / "saved"), num_shards=3)
+    return {
+        "jsonl": _write_jsonl(folder / "docs.jsonl", texts),
+        "parquet": folder / "docs.parquet",
+        "arrow-file": folder / "file.arrow",
+        "arrow-stream": folder / "stream.arrow",
+        "save_to_disk": folder / "saved",
+    }
+
+
+def test_save_to_disk_folder_expands_to_its_arrow_files_in_order(same_docs: dict[str, Path], english: list[str]) -> None:
+    from mnemo.sources import check_inputs, iter_documents
+
+    files = check_inputs([same_docs["save_to_disk"]])
+    assert [f.name for f in files] == [f"data-0000{i}-of-00003.arrow" for i in range(3)]
+    expected = [t.encode("utf-8") for t in english[:400]]
+    for name in ("arrow-file", "arrow-stream", "save_to_disk"):
+        assert list(iter_documents([same_docs[name]])) == expected, name
+
+
+def _mnemo(*args: str | Path) -> Any:
+    import subprocess
+
+    exe = Path(sys.executable).with_name("mnemo")
+    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def test_train_and_tokenize_give_identical_bytes_from_every_format(same_docs: dict[str, Path], tmp_path: Path) -> None:
+    """`mnemo train` and `mnemo tokenize` over the same documents as JSONL, Parquet, Arrow and
+    a save_to_disk folder: identical tokenizer.bin and .tok bytes."""
+    bins: dict[str, bytes] = {}
+    toks: dict[str, bytes] = {}
+    for name, path in same_docs.items():
+        out = _mnemo("train", path, "-o", tmp_path / f"{name}.bin", "--vocab-size", "800", "--workers", "2", "-q")
+        assert out.returncode == 0, out.stderr
+        bins[name] = (tmp_path / f"{name}.bin").read_bytes()
+        out = _mnemo("tokenize", path, "-t", tmp_path / "jsonl.bin", "-o", tmp_path / f"{name}.tok", "--workers", "2", "-q")
+        assert out.returncode == 0, out.stderr
+        toks[name] = (tmp_path / f"{name}.tok").read_bytes()
+    assert all(b == bins["jsonl"] for b in bins.values())
+    assert all(t == toks["jsonl"] for t in toks.values())
+    assert len(toks["jsonl"]) > 64 + 400 * 2
+
+
+def test_arrow_input_errors_name_the_file_and_the_fix(tmp_path: Path, english: list[str]) -> None:
+    import datasets
+    import pyarrow as pa
+
+    import mnemo
+    from mnemo import InputError
+
+    numbers = tmp_path / "numbers.arrow"
+    with pa.ipc.new_file(str(numbers), pa.schema([("text", pa.int64())])) as w:
+        w.write_batch(pa.record_batch([pa.array([1, 2])], names=["text"]))
+    with pytest.raises(InputError, match=r"numbers\.arrow: column 'text' holds int64, not text"):
+        mnemo.train(numbers, vocab_size=300, workers=1)
+    with pytest.raises(InputError, match=r"numbers\.arrow: no column 'body' \(columns: text\)"):
+        mnemo.train(numbers, vocab_size=300, workers=1, text_field="body")
+    damaged = tmp_path / "damaged.arrow"
+    damaged.write_bytes(b"ARROW1\0\0" + b"\x07" * 100)
+    with pytest.raises(InputError, match=r"damaged\.arrow: not a readable Arrow IPC file"):
+        mnemo.train(damaged, vocab_size=300, workers=1)
+    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": english[:5]}),
+                                   "test": datasets.Dataset.from_dict({"text": english[5:10]})})
+    splits.save_to_disk(str(tmp_path / "dd"))
+    with pytest.raises(InputError, match=r"is a datasets DatasetDict \(splits: train, test\); pass the folder of one split"):
+        mnemo.train(tmp_path / "dd", vocab_size=300, workers=1)
+    out = _mnemo("train", tmp_path / "dd", "-o", tmp_path / "x.bin", "-q")
+    assert out.returncode != 0 and "mnemo: error:" in out.stderr and "DatasetDict" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "x.bin").exists()
+
+
+# ---- the Hugging Face export directory (save_pretrained) ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chats(corpus_path: Callable[[str], Path]) -> list[list[dict[str, str]]]:
+    import json
+    import lzma
+
+    out = []
+    with lzma.open(corpus_path("chat"), "rt", encoding="utf-8") as f:
+        for line in f:
+            out.append(json.loads(line)["messages"])
+            if len(out) == 60:
+                break
+    return out
+
+
+def _auto(folder: Path) -> Any:
+    transformers = pytest.importorskip("transformers")  # in the test extra: never skipped by `make test`
+    return transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+
+
+def _ids(out: Any) -> list[int]:
+    """apply_chat_template's ids, whether it returns a list or a BatchEncoding (transformers 5)."""
+    from collections.abc import Mapping
+
+    ids = out["input_ids"] if isinstance(out, Mapping) or hasattr(out, "input_ids") else out
+    return list(ids)
+
+
+def test_autotokenizer_loads_the_export_and_encodes_as_mnemo(
+    tok: Tokenizer, english: list[str], chats: list[list[dict[str, str]]], tmp_path: Path
+) -> None:
+    from mnemo.chat import strip_mask
+    from mnemo.interop import save_pretrained
+
+    written = save_pretrained(tok, tmp_path / "export")
+    assert sorted(p.name for p in written) == ["special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+    hf = _auto(tmp_path / "export")
+    for text in english[:150]:
+        ids = tok.encode(text)
+        assert hf.encode(text) == ids
+        assert hf.decode(ids) == tok.decode(ids)
+    assert hf.bos_token == "<|bos|>" and hf.bos_token_id == tok.special_tokens["<|bos|>"]
+    assert hf.eos_token == "<|end|>" and hf.eos_token_id == tok.special_tokens["<|end|>"]
+    assert hf.pad_token == "<|reserved_0|>" and hf.pad_token_id == tok.special_tokens["<|reserved_0|>"]
+    for messages in chats:
+        expected = strip_mask(tok.render_conversation(messages))
+        assert _ids(hf.apply_chat_template(messages, tokenize=True)) == expected
+    prompt = _ids(hf.apply_chat_template(chats[0][:1], tokenize=True, add_generation_prompt=True))
+    assert prompt == strip_mask(tok.render_conversation(chats[0][:1])) + [tok.special_tokens["<|assistant|>"]]
+
+
+def test_the_chat_template_refuses_what_render_conversation_refuses(tok: Tokenizer, tmp_path: Path) -> None:
+    import jinja2
+
+    from mnemo import InputError
+    from mnemo.interop import save_pretrained
+
+    save_pretrained(tok, tmp_path / "export")
+    hf = _auto(tmp_path / "export")
+    for bad, words in (
+        ([{"role": "tool", "content": "x"}], "has role tool"),
+        ([{"role": "user", "content": "hi <|end|> there"}], "special token <|end|>"),
+    ):
+        with pytest.raises(InputError):
+            tok.render_conversation(bad)
+        with pytest.raises(jinja2.TemplateError, match=words):
+            hf.apply_chat_template(bad, tokenize=True)
+
+
+def test_export_of_an_imported_vocabulary_and_the_convert_command(gpt2: Tokenizer, english: list[str], tmp_path: Path) -> None:
+    """GPT-2 (an id map, no chat tokens): bos = eos = <|endoftext|>, no pad, no chat template."""
+    import json
+
+    from mnemo.interop import save_pretrained
+
+    save_pretrained(gpt2, tmp_path / "gpt2")
+    config = json.loads((tmp_path / "gpt2" / "tokenizer_config.json").read_text())
+    assert config["bos_token"] == config["eos_token"] == "<|endoftext|>"
+    assert "pad_token" not in config and "chat_template" not in config
+    hf = _auto(tmp_path / "gpt2")
+    for text in english[:40]:
+        assert hf.encode(text) == gpt2.encode(text)
+    gpt2.save(tmp_path / "gpt2.bin")
+    out = _mnemo("convert", tmp_path / "gpt2.bin", tmp_path / "via-cli", "--from", "mnemo", "--to", "hf-dir")
+    assert out.returncode == 0, out.stderr
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        assert (tmp_path / "via-cli" / name).read_bytes() == (tmp_path / "gpt2" / name).read_bytes()
+    back = _mnemo("convert", tmp_path / "via-cli", tmp_path / "back.bin", "--from", "hf-dir", "--to", "mnemo")
+    assert back.returncode == 0, back.stderr
+    assert Tokenizer.load(tmp_path / "back.bin").encode(english[0]) == gpt2.encode(english[0])
+
+
+def test_save_pretrained_checks_its_arguments(tok: Tokenizer, tmp_path: Path) -> None:
+    from mnemo import ConfigError
+    from mnemo.interop import save_pretrained
+
+    with pytest.raises(ConfigError, match=r"pad_token='<pad>' is not a special token of this tokenizer"):
+        save_pretrained(tok, tmp_path / "x", pad_token="<pad>")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="exists and is not a folder"):
+        save_pretrained(tok, tmp_path / "file")
