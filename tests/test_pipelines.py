@@ -381,7 +381,11 @@ def _ids(out: Any) -> list[int]:
 
 
 def test_autotokenizer_loads_the_export_and_encodes_as_mnemo(
-    tok: Tokenizer, english: list[str], chats: list[list[dict[str, str]]], tmp_path: Path
+    tok: Tokenizer,
+    english: list[str],
+    corpus_docs: Callable[..., list[str]],
+    chats: list[list[dict[str, str]]],
+    tmp_path: Path,
 ) -> None:
     from mnemo.chat import strip_mask
     from mnemo.interop import save_pretrained
@@ -389,7 +393,8 @@ def test_autotokenizer_loads_the_export_and_encodes_as_mnemo(
     written = save_pretrained(tok, tmp_path / "export")
     assert sorted(p.name for p in written) == ["special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
     hf = _auto(tmp_path / "export")
-    for text in english[:150]:
+    texts = english[:150] + corpus_docs("code", 300_000)[:60] + corpus_docs("multilingual", 300_000)[:60]
+    for text in texts:
         ids = tok.encode(text)
         assert hf.encode(text) == ids
         assert hf.decode(ids) == tok.decode(ids)
