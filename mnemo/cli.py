@@ -491,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")
-    p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
+    p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
     p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
@@ -511,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="special token after each document, or 'none' (default: <|endoftext|> when the vocabulary "
                         "has it and no <|bos|>); giving either option turns the default off")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
-    p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
+    p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
     p.set_defaults(handler=cmd_tokenize)
 

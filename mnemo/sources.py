@@ -351,7 +351,7 @@ def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
     checked without being opened: opening a FIFO takes its writer, and a pipe's bytes once read
     are gone."""
     if not inputs:
-        raise InputError("no input files given; pass at least one .txt, .jsonl or .parquet file")
+        raise InputError("no input files given; pass at least one .txt, .jsonl, .parquet or .arrow file")
     if sum(1 for p in inputs if is_stdin(p)) > 1:
         raise InputError(f"standard input ('{STDIN}') is given more than once; it can be read only once")
     paths = [q for p in inputs for q in _dataset_folder_files(Path(p))]
@@ -868,7 +868,8 @@ def _arrow_documents(path: Path, field: str, specials: Sequence[str] = ()) -> It
                     f"{path}: no column {field!r} (columns: {', '.join(names)}); choose one with text_field= / --text-field"
                 )
             kind = reader.schema.field(field).type
-            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            is_view = getattr(pa.types, "is_string_view", None)  # pyarrow >= 16
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or (is_view and is_view(kind))):
                 raise InputError(f"{path}: column {field!r} holds {kind}, not text")
             index = names.index(field)
             for batch in batches:

@@ -322,6 +322,20 @@ def test_train_and_tokenize_give_identical_bytes_from_every_format(same_docs: di
     assert len(toks["jsonl"]) > 64 + 400 * 2
 
 
+def test_arrow_large_string_and_null_values(tmp_path: Path) -> None:
+    """`datasets` writes large_string columns for big texts; nulls are skipped, as in Parquet."""
+    import pyarrow as pa
+
+    from mnemo.sources import iter_documents
+
+    path = tmp_path / "large.arrow"
+    schema = pa.schema([("text", pa.large_string())])
+    with pa.ipc.new_stream(str(path), schema) as w:
+        w.write_batch(pa.record_batch([pa.array(["a b", None, "c"], pa.large_string())], schema=schema))
+        w.write_batch(pa.record_batch([pa.array(["é"], pa.large_string())], schema=schema))
+    assert list(iter_documents([path])) == [b"a b", b"c", "é".encode()]
+
+
 def test_arrow_input_errors_name_the_file_and_the_fix(tmp_path: Path, english: list[str]) -> None:
     import datasets
     import pyarrow as pa
