@@ -78,7 +78,7 @@ class Encoder:
     (no call into interpreted code, no allocation of a GC-tracked object that could run a
     collection), so no other thread runs in between.  Keep it so (docs/pipelines.md, "Threads").
     An interpreted build (MNEMO_NO_MYPYC=1) or a free-threaded Python is not safe: there a thread
-    switch mid-chunk corrupts tk (measured: wrong ids and IndexError with 8 threads).
+    switch mid-chunk corrupts tk (measured with 8 threads: wrong ids for 114 of 160 documents).
     """
 
     n_merges: i64

@@ -22,8 +22,9 @@ import pytest
 
 from mnemo import Tokenizer, train_from_iterator
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# Nothing from the hub, ever: the export folder and the datasets are made here.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
 
 
 @pytest.fixture(scope="module")
