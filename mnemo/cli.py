@@ -269,6 +269,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     elif args.from_format == "tiktoken":
         tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
     elif args.from_format == "hf-dir":
+        if not src.is_dir():
+            raise MnemoError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
         tok = interop.load_hf(src / "tokenizer.json")
     else:
         tok = interop.load_hf(src)

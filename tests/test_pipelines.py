@@ -470,6 +470,9 @@ def test_export_of_an_imported_vocabulary_and_the_convert_command(gpt2: Tokenize
     back = _mnemo("convert", tmp_path / "via-cli", tmp_path / "back.bin", "--from", "hf-dir", "--to", "mnemo")
     assert back.returncode == 0, back.stderr
     assert Tokenizer.load(tmp_path / "back.bin").encode(english[0]) == gpt2.encode(english[0])
+    not_a_folder = _mnemo("convert", tmp_path / "gpt2.bin", tmp_path / "x.bin", "--from", "hf-dir", "--to", "mnemo")
+    assert not_a_folder.returncode != 0 and "Traceback" not in not_a_folder.stderr
+    assert not_a_folder.stderr.strip().endswith("--from hf-dir reads a save_pretrained folder holding tokenizer.json")
 
 
 def test_save_pretrained_checks_its_arguments(tok: Tokenizer, tmp_path: Path) -> None:
