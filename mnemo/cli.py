@@ -219,7 +219,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # ---- convert -----------------------------------------------------------------------------------
 
-CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "mnemo")
+CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "hf-dir", "mnemo")
 
 
 def _gpt2_paths(path: Path, merges: Path | None, reading: bool) -> tuple[Path, Path]:
@@ -268,6 +268,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         tok = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
     elif args.from_format == "tiktoken":
         tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
+    elif args.from_format == "hf-dir":
+        if not src.is_dir():
+            raise MnemoError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
+        tok = interop.load_hf(src / "tokenizer.json")
     else:
         tok = interop.load_hf(src)
     if args.to_format == "mnemo":
@@ -277,6 +281,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         interop.save_gpt2(tok, vocab_path, merges_path)
     elif args.to_format == "tiktoken":
         interop.save_tiktoken(tok, dst)
+    elif args.to_format == "hf-dir":
+        interop.save_pretrained(tok, dst)
     else:
         interop.save_hf(tok, dst)
     specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items()) or "none"
@@ -485,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Learn a byte-level BPE vocabulary from text files and write it as a tokenizer.bin.  Training "
         "stops early, with a note, when no pair of tokens occurs twice any more."))
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help=".txt (documents separated by <|endoftext|>), .jsonl or .parquet, optionally .xz/.gz/.zst")
+                   help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=Path, help="the tokenizer.bin to write (required)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
     p.add_argument("--pattern", default="mnemonic", choices=["mnemonic", "gpt4", "gpt2"], help="split pattern (default mnemonic)")
@@ -494,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")
-    p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
+    p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
     p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
@@ -504,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Encode every document of the inputs into one .tok file, stamped with the tokenizer's "
         "fingerprint.  Documents stay apart: <|bos|> before each one when the vocabulary has it, "
         "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl or .parquet, optionally .xz/.gz/.zst")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin to encode with (required)")
     p.add_argument("-o", "--output", required=True, type=Path, help="the .tok file to write (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
@@ -514,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="special token after each document, or 'none' (default: <|endoftext|> when the vocabulary "
                         "has it and no <|bos|>); giving either option turns the default off")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
-    p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
+    p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
     p.set_defaults(handler=cmd_tokenize)
 
@@ -580,9 +586,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description=(
         "Convert a byte-level BPE vocabulary.  Formats: mnemo (tokenizer.bin), gpt2 (a folder with vocab.json "
         "and merges.txt, or a vocab .json with --merges), tiktoken (a .tiktoken rank file; reading one needs "
-        "--pattern and --special), hf (a Hugging Face tokenizer.json).  Ids are kept exactly."))
+        "--pattern and --special), hf (a Hugging Face tokenizer.json), hf-dir (a save_pretrained folder that "
+        "transformers.AutoTokenizer.from_pretrained loads: tokenizer.json, tokenizer_config.json with bos/eos/pad "
+        "and the chat template, special_tokens_map.json; docs/pipelines.md).  Ids are kept exactly."))
     p.add_argument("input", type=Path, metavar="IN", help="the file to read (a folder for --from gpt2 without --merges)")
-    p.add_argument("output", type=Path, metavar="OUT", help="the file to write (a folder for --to gpt2, created if missing)")
+    p.add_argument("output", type=Path, metavar="OUT", help="the file to write (a folder for --to gpt2 and hf-dir, created if missing)")
     p.add_argument("--from", dest="from_format", required=True, choices=CONVERT_FORMATS, help="format of IN (required)")
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
     p.add_argument("--merges", type=Path, default=None,

@@ -355,6 +355,29 @@ class Tokenizer:
             id_map=fields.id_map,
         )
 
+    # ---- pickle and copy (docs/pipelines.md) ----
+
+    def __reduce__(self) -> tuple[object, tuple[bytes, str]]:
+        """Pickle as the tokenizer.bin image (id map and merge counts included): `datasets.map`
+        with num_proc, DataLoader workers and `multiprocessing` send tokenizers by pickle, and
+        the image is both the smallest form and the one whose loader validates everything.  The
+        encoder's caches are not sent: the receiver starts with empty ones.  Pickle is only the
+        transport Python's tools use; no mnemo file holds a pickle."""
+        return (type(self).from_bytes, (self.to_bytes(), "<pickled Tokenizer>"))
+
+    def __copy__(self) -> Tokenizer:
+        """A Tokenizer is immutable by contract, so a copy is the tokenizer itself (as for
+        tuple or str): no 9 MB of new encoder caches for nothing."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Tokenizer:
+        """Rebuilt from its tokenizer.bin image, as a pickle round trip: a deep copy promises
+        containers that share nothing with the original (`merges`, `special_tokens` are
+        plain lists and dicts a caller can reach)."""
+        copied = type(self).from_bytes(self.to_bytes(), "<copied Tokenizer>")
+        memo[id(self)] = copied
+        return copied
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write tokenizer.bin (through a temporary name and a rename)."""
         if not isinstance(path, (str, os.PathLike)):
