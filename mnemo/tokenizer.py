@@ -7,6 +7,7 @@ disallowed_special contract), error wording -- and is plain Python.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import re
@@ -689,6 +690,13 @@ class Tokenizer:
         """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
         if not isinstance(errors, str):
             raise type_error("errors", "a str (a codec error handler such as 'replace')", errors)
+        try:
+            codecs.lookup_error(errors)
+        except (LookupError, UnicodeError):
+            raise ConfigError(
+                f"errors={errors!r} is not a codec error handler; use 'replace', 'strict', 'ignore', "
+                f"'backslashreplace' or 'surrogateescape'"
+            ) from None
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     # ---- tiktoken's names (docs/tiktoken.md: the whole table, with the differences) ----
