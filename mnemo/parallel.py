@@ -28,10 +28,20 @@ WATCHDOG_SECONDS = 0.5
 
 
 def worker_context() -> ForkContext | SpawnContext:
-    """`fork` where the platform has it (workers start in milliseconds and inherit the loaded
-    compiled modules), else `spawn`.  mnemo's parents hold no threads and no locks when they
-    fork: the workers only read files or the batches they are handed."""
-    if "fork" in multiprocessing.get_all_start_methods():
+    """`fork` where the platform has it and this process runs no other thread (workers start in
+    milliseconds and inherit the loaded compiled modules); else `spawn`.
+
+    A forked child holds a copy of every lock as it was at the fork, and only the forking thread:
+    a lock another thread held then (an I/O thread such as fsspec's, a caller's thread pool, a
+    logging handler) stays held in the child for ever, and a worker that needs it hangs.  A
+    spawned worker starts clean and gets the tokenizer as its image.  (CPython 3.12 warns about
+    fork in a threaded process; 3.14 stops using it by default for this reason.)  Not
+    `forkserver`: its workers are the server's children, so they could not die with their parent
+    (die_with_parent).  Spawned workers import the caller's main module, as multiprocessing
+    documents: a script that trains or tokenizes with several workers while other threads run
+    needs the `if __name__ == "__main__":` guard."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
 
