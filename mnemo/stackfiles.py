@@ -489,9 +489,12 @@ def metric(value: int, unit: str) -> str:
     """A count with a metric prefix and 3 significant digits ('1.23 kT'): the third line of
     datatrove's .ds.metadata, which it writes with humanize.metric."""
     exponent = int(math.floor(math.log10(abs(value)))) if value else 0
+    digits = max(0, 2 - exponent % 3)
+    if round(abs(value) / 10 ** (exponent // 3 * 3), digits) >= 10 ** (exponent % 3 + 1):  # 999,999: 1.00 M, not 1000 k
+        exponent += 1
+        digits = max(0, 2 - exponent % 3)
     scaled = value / 10 ** (exponent // 3 * 3)
     prefix = "kMGTPEZYRQ"[exponent // 3 - 1] if exponent >= 3 else ""
-    digits = max(0, 3 - (exponent % 3) - 1)
     return f"{scaled:.{digits}f} {prefix}{unit}"
 
 
