@@ -332,8 +332,9 @@ class StackWriter:
         key = order[-1].final
         done: list[Path] = []
         try:
-            if key.is_file() or key.is_symlink():
-                key.unlink()
+            for old in (key, *self._stale()):
+                if old.is_file() or old.is_symlink():
+                    old.unlink()
             for part in order:
                 os.replace(part.tmp, part.final)
                 done.append(part.final)
@@ -346,6 +347,11 @@ class StackWriter:
                 path.unlink(missing_ok=True)
             raise
         self.parts = []
+
+    def _stale(self) -> list[Path]:
+        """Parts an older set of the same name may have that this one has not (removed with
+        the old key, so that no reader pairs them with the new files)."""
+        return []
 
     def _discard(self) -> None:
         for part in self.parts:
@@ -432,6 +438,9 @@ class DatatroveWriter(StackWriter):
         self.index.write((self.n_tokens + np.cumsum(lengths)).astype("<u8").tobytes())
         if self.loss is not None and mask is not None:
             self.loss.write(mask.astype(np.uint8).tobytes())
+
+    def _stale(self) -> list[Path]:
+        return [] if self.chat else [_with(self.paths[-1], ".loss")]
 
     def _close(self) -> None:
         name = f"mnemo-{self.fingerprint}" if self.fingerprint else "mnemo"

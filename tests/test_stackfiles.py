@@ -435,3 +435,27 @@ def test_cli_refuses_an_output_part_that_is_an_input(tok: Tokenizer, tmp_path: P
     assert main(["tokenize", "-t", str(tmp_path / "tok.bin"), str(src), "-o", str(tmp_path / "data"), "--format", "megatron", "-q"]) != 0
     assert "the output is also the input" in capsys.readouterr().err
     assert src.read_text() == "some text\n"
+
+
+def test_a_new_set_replaces_every_part_of_an_old_one(tok: Tokenizer, tmp_path: Path) -> None:
+    """Documents written over an earlier chat set of the same name: its .ds.loss goes too, or
+    datatrove's merger would pair the old mask with the new tokens."""
+    chats = tmp_path / "chat.jsonl"
+    chats.write_text("".join(json.dumps(c) + "\n" for c in CHATS))
+    tokenize_files([chats], tok, tmp_path / "o.ds", workers=1, chat=True, format="datatrove")
+    assert (tmp_path / "o.ds.loss").exists()
+    tokenize_files([_jsonl(tmp_path / "in.jsonl", DOCS)], tok, tmp_path / "o.ds", workers=1, format="datatrove")
+    assert not (tmp_path / "o.ds.loss").exists()
+    f = read_datatrove(tmp_path / "o.ds")
+    assert f.loss_mask is None and f.n_docs == len(DOCS)
+
+
+@pytest.mark.parametrize("fmt", ["megatron", "datatrove", "nanogpt"])
+def test_no_documents_at_all(tok: Tokenizer, tmp_path: Path, fmt: str) -> None:
+    src = tmp_path / "empty.jsonl"
+    src.write_text("")
+    tokenize_files([src], tok, tmp_path / "o.bin", workers=1, format=fmt)
+    f = read_stack_file(tmp_path / ("o.idx" if fmt == "megatron" else "o.bin.ds" if fmt == "datatrove" else "o.bin"), fmt)
+    assert f.tokens.size == 0 and f.documents() == []
+    if fmt == "megatron":
+        assert (tmp_path / "o.idx").read_bytes() == _megatron_by_hand([], 8, "<u2")[1]
