@@ -217,8 +217,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             _info_stack_file(path)
         else:
             raise MnemoError(
-                f"{path}: neither a tokenizer.bin, a .tok file nor a training stack's token file (it starts "
-                f"with {magic!r}; Megatron's .bin/.idx, datatrove's .ds and nanoGPT's .bin are known by their names)"
+                f"{path}: neither a tokenizer.bin nor a .tok file (it starts with {magic!r}), nor a training "
+                f"stack's token file (Megatron's .bin/.idx, datatrove's .ds, nanoGPT's .bin, known by their names)"
             )
     return 0
 
@@ -535,7 +535,8 @@ def build_parser() -> argparse.ArgumentParser:
         "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl or .parquet, optionally .xz/.gz/.zst")
     p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin to encode with (required)")
-    p.add_argument("-o", "--output", required=True, type=Path, help="the .tok file to write (required)")
+    p.add_argument("-o", "--output", required=True, type=Path,
+                   help="the .tok file to write, or the name/prefix of a --format's files (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
     p.add_argument("--bos", metavar="TOKEN", default=None,
                    help="special token before each document, or 'none' (default: <|bos|> if the vocabulary has it)")
@@ -609,10 +610,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a .tiktoken input's special token (repeat; default: none)")
     p.set_defaults(handler=cmd_convert)
 
-    p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds", description=(
+    p = sub.add_parser("info", help="what a tokenizer.bin, .tok or stack token file holds", description=(
         "Describe mnemo files: a tokenizer.bin's vocabulary, pattern, tie rule, special tokens and "
-        "fingerprint; a .tok file's tokens, documents and the fingerprint of the tokenizer that wrote it."))
-    p.add_argument("files", nargs="+", metavar="FILE", help="tokenizer.bin or .tok files (known by their first bytes)")
+        "fingerprint; a .tok file's tokens, documents and the fingerprint of the tokenizer that wrote it; "
+        "Megatron (.bin/.idx), datatrove (.ds) and nanoGPT (.bin) token files, read back and checked."))
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="tokenizer.bin or .tok files (known by their first bytes), or stack token files (by their names)")
     p.set_defaults(handler=cmd_info)
     return parser
 
