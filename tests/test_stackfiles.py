@@ -13,12 +13,14 @@ The expected ids are always `encode_ordinary` of each document with its separato
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
 import struct
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -88,8 +90,32 @@ def _megatron_by_hand(docs: list[list[int]], code: int, dtype: str) -> tuple[byt
     return data, idx
 
 
+def _in_datatrove_child(code: str, **values: Any) -> Any:
+    """Run `code` in a child Python, with `values` as JSON in `V`; it prints its answer as JSON.
+    datatrove's file layer (fsspec) starts an I/O thread, and a process with threads must not
+    fork mnemo's workers afterwards (a forked worker can inherit a held lock and hang: that
+    hung test_cli in this same pytest process), so datatrove never runs in the test process."""
+    if importlib.util.find_spec("datatrove") is None:
+        pytest.skip("datatrove is not installed (it is in the test extra)")
+    prelude = "import json, sys\nimport numpy as np\nV = json.loads(sys.argv[1])\n"
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code), json.dumps(values)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _leftovers(folder: Path, keep: set[str]) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name not in keep)
+
+
+READ_DATATROVE = """
+from datatrove.pipeline.tokens.merger import get_data_reader, load_doc_ends
+ends = load_doc_ends(open(V["ds"] + ".index", "rb"))
+dtype = "<u2" if V["size"] == 2 else "<u4"
+docs = [np.frombuffer(b, dtype).tolist() for b in get_data_reader(open(V["ds"], "rb"), ends, nb_bytes=V["size"])]
+print(json.dumps([ends.tolist(), docs]))
+"""
 
 
 # ---- Megatron ------------------------------------------------------------------------------------
@@ -125,16 +151,20 @@ def test_megatron_without_separators_keeps_boundaries_and_empty_documents(tok: T
 def test_megatron_matches_datatroves_megatron_writer(tmp_path: Path) -> None:
     """datatrove's MegatronTokenizedFile, written apart from Megatron, gives the same bytes --
     with uint16 (code 8) and, for a vocabulary of 65,500 ids or more, int32 (code 4)."""
-    pytest.importorskip("datatrove")
-    from datatrove.pipeline.tokens.megatron_tokenizer import MegatronTokenizedFile
-
     rng = np.random.default_rng(0)
     for n_vocab, token_size in ((50257, 2), (65500, 4), (100277, 4)):
         docs = [rng.integers(0, n_vocab, size=int(n)).tolist() for n in rng.integers(1, 50, size=40)]
-        theirs = MegatronTokenizedFile(str(tmp_path), f"dt{n_vocab}", token_size=token_size)
-        for d in docs:
-            theirs.write(d)
-        theirs.close()
+        _in_datatrove_child(
+            """
+            from datatrove.pipeline.tokens.megatron_tokenizer import MegatronTokenizedFile
+            theirs = MegatronTokenizedFile(V["folder"], V["name"], token_size=V["token_size"])
+            for d in V["docs"]:
+                theirs.write(d)
+            theirs.close()
+            print("true")
+            """,
+            folder=str(tmp_path), name=f"dt{n_vocab}", token_size=token_size, docs=docs,
+        )
         with MegatronWriter(tmp_path / f"mn{n_vocab}", n_vocab=n_vocab) as w:
             for d in docs:
                 w.write_doc(d)
@@ -169,15 +199,11 @@ def test_megatron_reader_refuses_damage(tok: Tokenizer, tmp_path: Path) -> None:
 def test_datatrove_is_read_by_datatrove(gpt2: Tokenizer, tmp_path: Path, workers: int) -> None:
     """datatrove's own readers (the merger's load_doc_ends and get_data_reader) give back each
     document; GPT-2's vocabulary ends each with <|endoftext|>."""
-    pytest.importorskip("datatrove")
-    from datatrove.pipeline.tokens.merger import get_data_reader, load_doc_ends
-
     src = _jsonl(tmp_path / "in.jsonl", DOCS)
     tokenize_files([src], gpt2, tmp_path / "train", workers=workers, format="datatrove")
     ds = tmp_path / "train.ds"
     docs = _expected(gpt2, DOCS, None, gpt2.special_tokens["<|endoftext|>"])
-    ends = load_doc_ends(open(str(ds) + ".index", "rb"))
-    got = [np.frombuffer(b, "<u2").tolist() for b in get_data_reader(open(ds, "rb"), ends, nb_bytes=2)]
+    _, got = _in_datatrove_child(READ_DATATROVE, ds=str(ds), size=2)
     assert got == docs
     assert (tmp_path / "train.ds.metadata").read_text().split("\n")[0] == f"mnemo-{gpt2.fingerprint}|2"
     assert not (tmp_path / "train.ds.loss").exists()
@@ -189,17 +215,18 @@ def test_datatrove_merger_copies_mnemos_files_exactly(tok: Tokenizer, tmp_path: 
     """datatrove's DocumentTokenizerMerger (no shuffling) reads a folder of mnemo's files --
     tokens, index, loss mask and the metadata's token size -- and writes them out again:
     the same bytes."""
-    pytest.importorskip("datatrove")
-    from datatrove.pipeline.tokens.merger import DocumentTokenizerMerger
-
     src = tmp_path / "chat.jsonl"
     src.write_text("".join(json.dumps(c) + "\n" for c in CHATS * 3))
     (tmp_path / "in").mkdir()
     tokenize_files([src], tok, tmp_path / "in" / "part", workers=1, format="datatrove", chat=True)
-    merger = DocumentTokenizerMerger(
-        str(tmp_path / "in"), str(tmp_path / "merged"), "all", shuffle=False, save_loss_metadata=True, progress=False
+    _in_datatrove_child(
+        """
+        from datatrove.pipeline.tokens.merger import DocumentTokenizerMerger
+        DocumentTokenizerMerger(V["src"], V["dst"], "all", shuffle=False, save_loss_metadata=True, progress=False).run()
+        print("true")
+        """,
+        src=str(tmp_path / "in"), dst=str(tmp_path / "merged"),
     )
-    merger.run()
     for ext in ("", ".index", ".loss"):
         assert (tmp_path / "merged" / f"000_all.ds{ext}").read_bytes() == (tmp_path / "in" / f"part.ds{ext}").read_bytes()
 
@@ -224,18 +251,14 @@ def test_datatrove_chat_loss_is_the_tok_mask(tok: Tokenizer, tmp_path: Path) -> 
 def test_datatrove_uint32_tokens(tmp_path: Path) -> None:
     """Above 65,536 ids datatrove stores 4-byte tokens and says so in .ds.metadata ('|4'),
     which its merger reads."""
-    pytest.importorskip("datatrove")
-    from datatrove.pipeline.tokens.merger import get_data_reader, load_doc_ends
-
     docs = [[70000, 1, 65536], [], [99999]]
     with DatatroveWriter(tmp_path / "w.ds", n_vocab=100000) as w:
         for d in docs:
             w.write_doc(d)
     assert (tmp_path / "w.ds").read_bytes() == np.array([70000, 1, 65536, 99999], "<u4").tobytes()
     assert (tmp_path / "w.ds.metadata").read_text().split("\n")[:2] == ["mnemo|4", "4"]
-    ends = load_doc_ends(open(tmp_path / "w.ds.index", "rb"))
-    assert ends.tolist() == [3, 3, 4]
-    assert [np.frombuffer(b, "<u4").tolist() for b in get_data_reader(open(tmp_path / "w.ds", "rb"), ends, nb_bytes=4)] == docs
+    ends, got = _in_datatrove_child(READ_DATATROVE, ds=str(tmp_path / "w.ds"), size=4)
+    assert ends == [3, 3, 4] and got == docs
     assert [d.tolist() for d in read_datatrove(tmp_path / "w.ds.index").documents()] == docs
 
 
