@@ -23,7 +23,7 @@ $(VENV)/.installed: $(SOURCES) | nasm
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q '.[test]'
-	touch $@
+	touch $@ $(VENV)/.installed-runtime
 
 typecheck: install
 	$(BIN)/mypy
@@ -43,8 +43,17 @@ bench: install
 	$(BIN)/pytest bench -p no:randomly --benchmark-columns=min,median,mean,rounds --benchmark-sort=name
 
 
-# The main job in one command: set-up, then train/tokenize/show/pretrain on Python's stdlib.
-demo: install
+# The demo needs mnemo and its runtime dependencies only, not the test extras (mypy, pytest,
+# pyarrow, the peers: ~435 MB): its own stamp.  A test install includes it and touches it too.
+$(VENV)/.installed-runtime: $(SOURCES) | nasm
+	@echo "building mnemo (nasm + mypyc), about a minute..."
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip
+	@$(BIN)/python -m pip install -q .
+	@touch $@
+
+# The main job in one command: set-up, then train/tokenize/show/compare/pretrain on Python's stdlib.
+demo: $(VENV)/.installed-runtime
 	$(BIN)/mnemo demo --out mnemo-demo
 
 clean:

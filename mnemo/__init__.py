@@ -25,6 +25,7 @@ Re-exports only; each name lives in the module that owns it.
 """
 
 from mnemo.errors import (
+    ArgumentTypeError,
     ConfigError,
     FingerprintError,
     FormatError,
@@ -42,6 +43,7 @@ from mnemo.training import train, train_from_iterator
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentTypeError",
     "ConfigError",
     "FingerprintError",
     "FormatError",

@@ -247,7 +247,7 @@ def _info_stack_file(path: str) -> None:
 
 # ---- convert -----------------------------------------------------------------------------------
 
-CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "mnemo")
+CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "hf-dir", "mnemo")
 
 
 def _gpt2_paths(path: Path, merges: Path | None, reading: bool) -> tuple[Path, Path]:
@@ -296,6 +296,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         tok = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
     elif args.from_format == "tiktoken":
         tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
+    elif args.from_format == "hf-dir":
+        if not src.is_dir():
+            raise MnemoError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
+        tok = interop.load_hf(src / "tokenizer.json")
     else:
         tok = interop.load_hf(src)
     if args.to_format == "mnemo":
@@ -305,6 +309,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         interop.save_gpt2(tok, vocab_path, merges_path)
     elif args.to_format == "tiktoken":
         interop.save_tiktoken(tok, dst)
+    elif args.to_format == "hf-dir":
+        interop.save_pretrained(tok, dst)
     else:
         interop.save_hf(tok, dst)
     specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items()) or "none"
@@ -396,19 +402,20 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     if args.chat is not None:
         import json
 
-        from mnemo.sources import open_binary
+        from mnemo.dataset import chat_lines
 
-        with open_binary(Path(args.chat)) as f:
-            lines = [line for line in f if line.strip()]
-        if not 0 <= args.index < len(lines):
-            raise MnemoError(f"{args.chat}: has {len(lines)} records; --index {args.index} is out of range")
-        try:
-            record = json.loads(lines[args.index])
-        except ValueError as exc:
-            raise MnemoError(f"{args.chat}: record {args.index} is not valid JSON ({exc})") from None
-        messages = record.get("messages") if isinstance(record, dict) else None
-        if not isinstance(messages, list):
-            raise MnemoError(f"{args.chat}: record {args.index} has no 'messages' list")
+        if args.index < 0:
+            raise MnemoError(f"--index must be >= 0, got {args.index}")
+        found: tuple[int, bytes] | None = None
+        count = 0
+        # Records are checked as tokenize checks them (file:line in every message) up to the one shown.
+        for count, numbered in enumerate(chat_lines(Path(args.chat), list(tok.special_tokens)), 1):
+            if count - 1 == args.index:
+                found = numbered
+                break
+        if found is None:
+            raise MnemoError(f"{args.chat}: has {count} records; --index {args.index} is out of range")
+        messages = json.loads(found[1])["messages"]
         ids, mask = split_mask(render_conversation(tok, messages))
     else:
         if args.file is not None:
@@ -448,6 +455,10 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     from mnemo.data import TokenStream
     from mnemo.tokenizer import Tokenizer
 
+    progress = _interactive() and not args.quiet
+    if progress:
+        print(f"loading {args.tokenizer} and {len(args.data) + len(args.val or [])} token files...",
+              file=sys.stderr, flush=True)
     tok = Tokenizer.load(args.tokenizer)
     train_stream = TokenStream.from_tok_files(args.data, tok)
     val_stream = TokenStream.from_tok_files(args.val, tok) if args.val else None
@@ -471,6 +482,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         stop_id=bos,
         decode=lambda ids: tok.decode(ids),
         out=args.output,
+        progress=progress,
     )
     return 0
 
@@ -487,6 +499,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         workers=args.workers,
         pretrain_steps=args.pretrain_steps,
         color=sys.stdout.isatty() and not args.no_color,
+        progress=_interactive(),
     )
     return 0
 
@@ -514,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Learn a byte-level BPE vocabulary from text files and write it as a tokenizer.bin.  Training "
         "stops early, with a note, when no pair of tokens occurs twice any more."))
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help=".txt (documents separated by <|endoftext|>), .jsonl or .parquet, optionally .xz/.gz/.zst")
+                   help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=Path, help="the tokenizer.bin to write (required)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
     p.add_argument("--pattern", default="mnemonic", choices=["mnemonic", "gpt4", "gpt2"], help="split pattern (default mnemonic)")
@@ -523,7 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")
-    p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
+    p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
     p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
@@ -533,7 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Encode every document of the inputs into one .tok file, stamped with the tokenizer's "
         "fingerprint.  Documents stay apart: <|bos|> before each one when the vocabulary has it, "
         "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl or .parquet, optionally .xz/.gz/.zst")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin to encode with (required)")
     p.add_argument("-o", "--output", required=True, type=Path,
                    help="the .tok file to write, or the name/prefix of a --format's files (required)")
@@ -547,7 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tok (mnemo's .tok, default); megatron (OUT.bin + OUT.idx); datatrove (OUT.ds + "
                         ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
-    p.add_argument("--text-field", default="text", help="JSONL field / Parquet column holding the text (default text)")
+    p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
     p.set_defaults(handler=cmd_tokenize)
 
@@ -563,43 +576,61 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
     p.set_defaults(handler=cmd_tokshow)
 
+    from mnemo import bigram
+    from mnemo.demo import DEMO_PRETRAIN_STEPS
+
     p = sub.add_parser("pretrain", help="train a bigram language model on .tok files", description=(
-        "Train the smallest language model, a neural bigram, on token files; report train and validation "
-        "loss against the uniform and unigram baselines, and a greedy continuation."))
+        "Train the smallest language model, a neural bigram (logits = E[x] W + b, hand-written gradients), "
+        "on token files; report train and validation loss against the uniform and unigram baselines, and "
+        "a greedy continuation.  The model starts as the training data's unigram; on a terminal a progress "
+        "bar shows the steps (stderr), and only the results go to stdout."))
     p.add_argument("data", nargs="+", metavar="DATA.tok", help="training token files")
     p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin that wrote them")
     p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
-    p.add_argument("--val-fraction", type=float, default=0.1, help="tail of each file held out when there is no --val (0.1)")
-    p.add_argument("--steps", type=_positive, default=1000)
-    p.add_argument("--batch", type=_positive, default=8, help="windows per step (8)")
-    p.add_argument("--context", type=_positive, default=64, help="tokens per window (64)")
-    p.add_argument("--dim", type=_positive, default=64, help="embedding size (64)")
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=_positive, default=100)
-    p.add_argument("--prompt", default="The", help="text to continue greedily at the end")
-    p.add_argument("--generate", type=_positive, default=40, help="tokens to generate (40)")
-    p.add_argument("-o", "--output", type=Path, default=None, help="save the weights here (.npz, no pickle)")
+    p.add_argument("--val-fraction", type=float, default=0.1,
+                   help="tail of each file held out when there is no --val (default 0.1)")
+    p.add_argument("--steps", type=_positive, default=bigram.DEFAULT_STEPS,
+                   help=f"training steps, one batch each (default {bigram.DEFAULT_STEPS})")
+    p.add_argument("--batch", type=_positive, default=bigram.DEFAULT_BATCH,
+                   help=f"windows per step (default {bigram.DEFAULT_BATCH})")
+    p.add_argument("--context", type=_positive, default=bigram.DEFAULT_CONTEXT,
+                   help=f"tokens per window (default {bigram.DEFAULT_CONTEXT})")
+    p.add_argument("--dim", type=_positive, default=bigram.DEFAULT_DIM,
+                   help=f"embedding size (default {bigram.DEFAULT_DIM})")
+    p.add_argument("--lr", type=float, default=bigram.DEFAULT_LR,
+                   help=f"learning rate (default {bigram.DEFAULT_LR})")
+    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
+                   help="adam (rows of E not in a batch keep their weights and state) or plain sgd (default adam)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the batch order (default 0)")
+    p.add_argument("--eval-every", type=_positive, default=bigram.DEFAULT_EVAL_EVERY,
+                   help=f"report train and validation loss every N steps, and at the last (default {bigram.DEFAULT_EVAL_EVERY})")
+    p.add_argument("--prompt", default="The", help="text to continue greedily at the end, after <|bos|> (default 'The')")
+    p.add_argument("--generate", type=_positive, default=40, help="tokens to generate (default 40)")
+    p.add_argument("-o", "--output", type=Path, default=None, help="save the weights here (.npz, no pickle; default: not saved)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: shown on a terminal)")
     p.set_defaults(handler=cmd_pretrain)
 
     p = sub.add_parser("demo", help="the main job end to end on Python's own standard library", description=(
         "Train a tokenizer on the running Python's standard library sources and documentation, tokenize "
-        "them, show a few sentences, train a bigram model briefly, and print the figures."))
+        "them, show a few sentences, compare encoding speed with tiktoken and Hugging Face tokenizers "
+        "(when installed), train a bigram model briefly, and print the figures."))
     p.add_argument("--out", type=Path, default=Path("mnemo-demo"), help="output folder (default ./mnemo-demo)")
-    p.add_argument("--vocab-size", type=_positive, default=32768)
+    p.add_argument("--vocab-size", type=_positive, default=32768, help="ids of the trained tokenizer (default 32768)")
     p.add_argument("--workers", type=_positive, default=None, help="processes (default: all cores)")
-    p.add_argument("--pretrain-steps", type=_positive, default=60)
-    p.add_argument("--no-color", action="store_true")
+    p.add_argument("--pretrain-steps", type=_positive, default=DEMO_PRETRAIN_STEPS,
+                   help=f"steps of the bigram model (default {DEMO_PRETRAIN_STEPS})")
+    p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
     p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("convert", help="convert a vocabulary between mnemo, GPT-2, tiktoken and Hugging Face files",
                        description=(
         "Convert a byte-level BPE vocabulary.  Formats: mnemo (tokenizer.bin), gpt2 (a folder with vocab.json "
         "and merges.txt, or a vocab .json with --merges), tiktoken (a .tiktoken rank file; reading one needs "
-        "--pattern and --special), hf (a Hugging Face tokenizer.json).  Ids are kept exactly."))
+        "--pattern and --special), hf (a Hugging Face tokenizer.json), hf-dir (a save_pretrained folder that "
+        "transformers.AutoTokenizer.from_pretrained loads: tokenizer.json, tokenizer_config.json with bos/eos/pad "
+        "and the chat template, special_tokens_map.json; docs/pipelines.md).  Ids are kept exactly."))
     p.add_argument("input", type=Path, metavar="IN", help="the file to read (a folder for --from gpt2 without --merges)")
-    p.add_argument("output", type=Path, metavar="OUT", help="the file to write (a folder for --to gpt2, created if missing)")
+    p.add_argument("output", type=Path, metavar="OUT", help="the file to write (a folder for --to gpt2 and hf-dir, created if missing)")
     p.add_argument("--from", dest="from_format", required=True, choices=CONVERT_FORMATS, help="format of IN (required)")
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
     p.add_argument("--merges", type=Path, default=None,

@@ -38,8 +38,7 @@ import numpy.typing as npt
 
 from mnemo.chat import check_conversation
 from mnemo.errors import ConfigError, InputError
-from mnemo.stackfiles import open_writer, output_paths
-from mnemo.parallel import Progress, init_worker_signals, worker_context
+from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -50,6 +49,7 @@ from mnemo.sources import (
     plan_tasks,
     read_errors,
 )
+from mnemo.stackfiles import open_writer, output_paths
 from mnemo.tokenizer import Tokenizer
 
 BLOCK_DOCS = 256
@@ -92,11 +92,11 @@ def _worker_image(ctx: ForkContext | SpawnContext, tokenizer: Tokenizer) -> byte
     return tokenizer.to_bytes()
 
 
-def _init_worker(tokenizer_bytes: bytes | None) -> None:
+def _init_worker(tokenizer_bytes: bytes | None, parent_pid: int) -> None:
     """A tokenize worker: rebuild the tokenizer from its tokenizer.bin image, or (None, forked
     workers) keep the parent's, which the fork copied: rebuilding it took ~0.15 s per worker."""
     global _worker_tok
-    init_worker_signals()
+    init_worker_signals(parent_pid)
     if tokenizer_bytes is not None:
         _worker_tok = Tokenizer.from_bytes(tokenizer_bytes, "<parent>")
 
@@ -151,14 +151,15 @@ def _documents(
         if chat:
             if kind not in ("jsonl", "auto"):  # "auto": standard input, JSON Lines for --chat
                 raise InputError(f"{path}: --chat reads JSON Lines records with a 'messages' list; this is {kind}")
-            yield from _jsonl_raw_lines(path, specials)
+            yield from (line for _, line in chat_lines(path, specials))
         else:
             yield from iter_task_documents(Task(str(path), kind), text_field=text_field, whole_documents=True)
 
 
-def _jsonl_raw_lines(path: Path, specials: Sequence[str] = ()) -> Iterator[bytes]:
-    """The raw lines of a chat JSONL file, each checked here, where the file and line are known,
-    to be a record that render_conversation accepts (the workers that render it know neither)."""
+def chat_lines(path: Path, specials: Sequence[str] = ()) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line) of each record of a chat JSONL file, each checked here, where the
+    file and line are known, to be a record that render_conversation accepts (the workers that
+    render it know neither; `mnemo tokshow --chat` reads its record through here too)."""
     name = display_name(path)
     try:
         with open_binary(path) as f:
@@ -177,7 +178,7 @@ def _jsonl_raw_lines(path: Path, specials: Sequence[str] = ()) -> Iterator[bytes
                     check_conversation(record["messages"], specials)
                 except InputError as exc:
                     raise InputError(f"{name}:{number}: {exc}") from None
-                yield line
+                yield number, line
     except read_errors() as exc:
         raise InputError(f"{name}: cannot be read to the end ({type(exc).__name__}: {exc}); the file may be truncated or corrupt") from None
 
@@ -247,9 +248,7 @@ def tokenize_files(
     `bos` / `eos`: the names of the special tokens put before / after each document, None for
     no token, or AUTO (see document_separators).  Chats (`chat=True`) are delimited by the chat
     template and take neither.  `output` is checked before any work starts (check_output)."""
-    n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if n_workers < 1:
-        raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    n_workers = resolve_workers(workers)
     if chat:
         if bos != AUTO or eos != AUTO:
             raise ConfigError("bos/eos are for documents; chats are delimited by the chat template (<|bos|> ... <|end|>)")
@@ -281,7 +280,7 @@ def tokenize_files(
                 emit(encode_block(tokenizer, docs, chat, bos_id, eos_id), len(docs), sum(len(d) for d in docs))
         else:
             ctx = worker_context()
-            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(_worker_image(ctx, tokenizer),)) as pool:
+            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(_worker_image(ctx, tokenizer), os.getpid())) as pool:
                 pending: deque[Any] = deque()
 
                 def submit(result: Any) -> None:
@@ -296,6 +295,7 @@ def tokenize_files(
                         submit(pool.apply_async(_encode_block_in_worker, (docs, chat, bos_id, eos_id)))
                 while pending:
                     emit(*pending.popleft().get())
+    stats.n_tokens = sink.n_tokens  # what the file holds: a boundary marker is not a token of it
     stats.seconds = time.perf_counter() - t0
     return stats
 

@@ -39,3 +39,7 @@ class UnknownTokenError(InputError, KeyError):
     def __str__(self) -> str:
         # KeyError's own __str__ shows the message as a repr, in quotes.
         return str(self.args[0]) if self.args else ""
+
+
+class ArgumentTypeError(MnemoError, TypeError):
+    """An argument of a mnemo function has the wrong Python type (a TypeError, as Python expects)."""

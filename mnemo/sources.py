@@ -9,6 +9,10 @@ Formats, chosen by the file name once a compression suffix is removed:
   time); any other line, and every error, goes through `json.loads`, which gives the same
   document.
 * ``.parquet``: the column ``text_field`` of every row group (through pyarrow).
+* ``.arrow``: an Arrow IPC file, in the file (random access) or the stream format, read one record
+  batch at a time from a memory map (pyarrow): the column ``text_field``.  A folder written by
+  Hugging Face ``datasets``' ``save_to_disk`` (``state.json`` + ``data-*.arrow``) stands for its
+  Arrow files, in the order ``state.json`` lists them.
 * anything else: UTF-8 text.  ``<|endoftext|>`` (the usual separator of text corpora) and the
   special tokens' strings separate documents and are never part of one; empty documents (two
   separators in a row, or one at the start or end of a file) are skipped.
@@ -60,6 +64,7 @@ GZIP_MAGIC: Final = b"\x1f\x8b"
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 COMPRESSION_SUFFIXES: Final = (".xz", ".gz", ".gzip", ".zst", ".zstd")
 JSONL_SUFFIXES: Final = (".jsonl", ".ndjson", ".json")
+ARROW_SUFFIXES: Final = (".arrow",)
 #: Always a document separator in text files, whatever the special tokens.
 TEXT_DOCUMENT_SEPARATOR: Final = "<|endoftext|>"
 
@@ -82,7 +87,7 @@ class Task:
     input, which only the process that plans may open)."""
 
     path: str
-    kind: str  # "text" | "jsonl" | "parquet" | "auto" (standard input: decided by its content)
+    kind: str  # "text" | "jsonl" | "parquet" | "arrow" | "auto" (standard input: decided by its content)
     start: int = 0
     end: int = -1  # -1: to the end of the (decompressed) stream
     row_group: int = -1  # -1: every row group
@@ -157,6 +162,8 @@ def kind_of(path: Path) -> str:
         return "jsonl"
     if name.endswith(".parquet"):
         return "parquet"
+    if name.endswith(ARROW_SUFFIXES):
+        return "arrow"
     return "text"
 
 
@@ -344,10 +351,10 @@ def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
     checked without being opened: opening a FIFO takes its writer, and a pipe's bytes once read
     are gone."""
     if not inputs:
-        raise InputError("no input files given; pass at least one .txt, .jsonl or .parquet file")
+        raise InputError("no input files given; pass at least one .txt, .jsonl, .parquet or .arrow file")
     if sum(1 for p in inputs if is_stdin(p)) > 1:
         raise InputError(f"standard input ('{STDIN}') is given more than once; it can be read only once")
-    paths = [Path(p) for p in inputs]
+    paths = [q for p in inputs for q in _dataset_folder_files(Path(p))]
     for p in paths:
         if is_stdin(p):
             continue
@@ -356,10 +363,44 @@ def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
                 raise InputError(f"{p}: cannot be read (permission denied); check its permissions")
             if kind_of(p) == "parquet":
                 raise InputError(_parquet_stream_message(str(p)))
+            if kind_of(p) == "arrow":
+                raise InputError(_arrow_stream_message(str(p)))
         else:
-            compression_of(p)  # raises InputError for unreadable
+            if compression_of(p) and kind_of(p) == "arrow":  # also raises InputError for unreadable
+                raise InputError(f"{p}: a compressed Arrow file cannot be memory-mapped; decompress it and pass that")
             _refuse_binary(p)
     return paths
+
+
+def _dataset_folder_files(path: Path) -> list[Path]:
+    """A `datasets.Dataset.save_to_disk` folder as its Arrow files, in the order of its
+    state.json; any other path as itself.  A DatasetDict folder (one subfolder per split) is an
+    error naming the splits: training on train and test together must be a choice."""
+    if is_stdin(path) or not path.is_dir():
+        return [path]
+    state = path / "state.json"
+    if state.is_file():
+        try:
+            files = json.loads(state.read_text(encoding="utf-8"))["_data_files"]
+            names = [str(entry["filename"]) for entry in files]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(
+                f"{state}: not a datasets state.json with a '_data_files' list ({type(exc).__name__}: {exc})"
+            ) from None
+        if not names:
+            raise InputError(f"{path}: its state.json lists no Arrow files")
+        for name in names:
+            if Path(name).name != name:
+                raise InputError(f"{state}: data file {name!r} is not a file name inside the folder")
+        return [path / name for name in names]
+    splits = path / "dataset_dict.json"
+    if splits.is_file():
+        try:
+            found = ", ".join(str(s) for s in json.loads(splits.read_text(encoding="utf-8"))["splits"])
+        except (OSError, ValueError, KeyError, TypeError):
+            found = "see dataset_dict.json"
+        raise InputError(f"{path}: is a datasets DatasetDict (splits: {found}); pass the folder of one split, e.g. {path / 'train'}")
+    return [path]  # a plain folder: _stat's "is a directory" error
 
 
 #: Bytes (after decompression) looked at for a NUL: git's rule for telling binary from text.
@@ -371,7 +412,7 @@ def _refuse_binary(path: Path) -> None:
     .tok) or binary (a NUL byte in its first TEXT_SNIFF_BYTES, after decompression): training on
     a .tok file as if it were text ran for 38 s and gave a vocabulary of noise.  Only regular
     files are looked at: a read from a pipe would take bytes that the real read then misses."""
-    if kind_of(path) == "parquet" or not path.is_file():
+    if kind_of(path) in ("parquet", "arrow") or not path.is_file():
         return
     from mnemo.formats import BIN_MAGIC, TOK_MAGIC
 
@@ -393,6 +434,10 @@ def _refuse_binary(path: Path) -> None:
         f"{path}: is {what}, not text; inputs are UTF-8 text (.txt), JSON Lines (.jsonl) or "
         f"Parquet files, optionally compressed"
     )
+
+
+def _arrow_stream_message(name: str) -> str:
+    return f"{name}: Arrow files are read from a memory map, not from a pipe or standard input; save it to a file and pass that"
 
 
 def _parquet_stream_message(name: str) -> str:
@@ -435,9 +480,13 @@ def plan_tasks(
         if p in streams:  # never opened here: the reader opens it once
             if kind == "parquet":
                 raise InputError(_parquet_stream_message(display_name(p)))
+            if kind == "arrow":
+                raise InputError(_arrow_stream_message(display_name(p)))
             tasks.append(Task(str(p), kind, sequential=True))
         elif kind == "parquet":
             tasks += [Task(str(p), kind, row_group=g) for g in range(_parquet_row_groups(p))]
+        elif kind == "arrow":  # one task per file (datasets shards big datasets into files)
+            tasks.append(Task(str(p), kind))
         elif compression_of(p):
             tasks.append(Task(str(p), kind, sequential=True))
         elif p.stat().st_size <= target:
@@ -574,6 +623,9 @@ def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_
     path = Path(task.path)
     if task.kind == "parquet":
         yield from _parquet_documents(path, task.row_group, text_field, specials)
+        return
+    if task.kind == "arrow":
+        yield from _arrow_documents(path, text_field, specials)
         return
     stream = open_binary(path)
     with stream:
@@ -789,6 +841,50 @@ def _parquet_documents(path: Path, row_group: int, field: str, specials: Sequenc
         raise
     except Exception as exc:  # pyarrow raises its own error types
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def _arrow_documents(path: Path, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
+    """The column `field` of an Arrow IPC file (file or stream format), one record batch at a
+    time from a memory map: a file of any size is never read whole."""
+    try:
+        pa = importlib.import_module("pyarrow")
+        ipc = importlib.import_module("pyarrow.ipc")
+    except ImportError:
+        raise InputError(f"{path}: reading Arrow files needs the 'pyarrow' package (pip install pyarrow)") from None
+    seps = separator_re(specials) if specials else None
+    try:
+        with pa.memory_map(str(path), "r") as source:
+            batches: Iterable[Any]
+            try:
+                reader = ipc.open_file(source)
+                batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+            except pa.ArrowInvalid:  # not the file format: the stream format (datasets writes it)
+                source.seek(0)
+                reader = ipc.open_stream(source)
+                batches = reader
+            names = reader.schema.names
+            if field not in names:
+                raise InputError(
+                    f"{path}: no column {field!r} (columns: {', '.join(names)}); choose one with text_field= / --text-field"
+                )
+            kind = reader.schema.field(field).type
+            is_view = getattr(pa.types, "is_string_view", None)  # pyarrow >= 16
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or (is_view and is_view(kind))):
+                raise InputError(f"{path}: column {field!r} holds {kind}, not text")
+            index = names.index(field)
+            for batch in batches:
+                for value in batch.column(index).to_pylist():
+                    if value is None:
+                        continue
+                    data = str_to_utf8(value)
+                    if seps is None:
+                        yield data
+                    else:
+                        yield from split_at(data, seps)
+    except InputError:
+        raise
+    except Exception as exc:  # pyarrow raises its own error types
+        raise InputError(f"{path}: not a readable Arrow IPC file ({exc})") from None
 
 
 def documents_from_iterable(docs: Iterable[str | bytes], specials: Sequence[str] = ()) -> Iterator[bytes]:

@@ -7,18 +7,24 @@ disallowed_special contract), error wording -- and is plain Python.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import re
+import signal
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+from librt.strings import BytesWriter
 
-from mnemo.encoder import Encoder
-from mnemo.errors import ConfigError, InputError, SpecialTokenError, UnknownTokenError
+from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range
+from mnemo.encoder import Encoder, ids_of
+from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
+from mnemo.parallel import resolve_workers
 from mnemo.formats import (
     MAX_BIN_BYTES,
     MAX_VOCAB,
@@ -29,6 +35,7 @@ from mnemo.formats import (
     read_file,
     write_atomic,
 )
+from mnemo.pretokenize import chunk_end
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
     "<|bos|>",
@@ -47,6 +54,80 @@ EOT: Final = "<|endoftext|>"
 # encode_batch: batches with more text than this go to worker processes, in blocks of this many.
 BATCH_PARALLEL_BYTES: Final = 4_000_000
 BATCH_BLOCK: Final = 256
+
+# Texts longer than this are encoded in pieces of about this size (see Tokenizer._encode_pieces).
+PIECE_BYTES: Final = 1 << 20
+# Where every pattern ends a chunk, whatever precedes: before a space followed by an ASCII
+# letter (the space opens the next chunk, " word"; no alternative of the three patterns holds
+# a space together with what precedes it and a letter after it).  The text before such a cut,
+# split on its own, gives the same chunks: the only lookahead, (?!\S), sees a space there
+# and the end of the text alike.  tests/test_tokenizer.py checks both against `regex`.
+_SURE_CUT: Final = re.compile(rb" [A-Za-z]")
+
+
+# ---- argument checks (shared with mnemo/training.py) ----
+
+
+def type_error(name: str, expected: str, value: object) -> ArgumentTypeError:
+    """The error for an API argument of the wrong Python type: it names the argument, the type
+    expected and the value given (a TypeError, as Python users expect, and a MnemoError)."""
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return ArgumentTypeError(f"{name} must be {expected}, got {type(value).__name__} {shown}")
+
+
+def check_int(name: str, value: object) -> int:
+    """`value` when it is an int (numpy integers too); bool and float are type errors, not ids."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise type_error(name, "an int", value)
+    return int(value)
+
+
+def _text_type_error(name: str, value: object) -> ArgumentTypeError:
+    err = type_error(name, "a str", value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        err.args = (f"{err.args[0]}; use encode_bytes for bytes",)
+    return err
+
+
+def _name_set(name: str, value: object) -> set[str]:
+    """allowed_special / disallowed_special other than "all", as a set of str."""
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        raise type_error(name, "'all' or a set of str", value)
+    items = list(value)
+    if not all(isinstance(x, str) for x in items):  # before set(): an unhashable item is a TypeError there
+        raise type_error(name, "'all' or a set of str", value)
+    return set(items)
+
+
+def check_special_tokens(special_tokens: object) -> list[str]:
+    """The special tokens (None: DEFAULT_SPECIAL_TOKENS) as a list, each a non-empty str that is
+    valid UTF-8 (no lone surrogate) of at most 255 bytes, none listed twice.  One rule for the
+    Tokenizer and for training, which checks them before counting a byte of text."""
+    if special_tokens is None:
+        return list(DEFAULT_SPECIAL_TOKENS)
+    if isinstance(special_tokens, (str, bytes, bytearray)) or not isinstance(special_tokens, Iterable):
+        raise type_error("special_tokens", "a list of str", special_tokens)
+    specials = list(special_tokens)
+    seen: set[str] = set()
+    for j, name in enumerate(specials):
+        if not isinstance(name, str):
+            raise type_error(f"special_tokens[{j}]", "a str", name)
+        if not name:
+            raise ConfigError(f"special token {j} is {name!r}, not a non-empty string")
+        try:
+            raw = name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(
+                f"special token {j} {name[:20]!r} is not encodable as UTF-8 (it holds a lone surrogate)"
+            ) from None
+        if len(raw) > 255:
+            raise ConfigError(f"special token {j} {name[:20]!r}... is longer than 255 UTF-8 bytes ({len(raw)})")
+        if name in seen:
+            raise ConfigError(f"special token {name!r} is listed twice")
+        seen.add(name)
+    return specials
 
 
 class Tokenizer:
@@ -72,11 +153,18 @@ class Tokenizer:
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
     ) -> None:
+        if not isinstance(pattern, str):
+            raise type_error("pattern", "a str", pattern)
+        if not isinstance(tie, str):
+            raise type_error("tie", "a str", tie)
         if pattern not in PATTERNS:
             raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
         if tie not in TIES:
             raise ConfigError(f"unknown tie rule {tie!r}; choose one of {', '.join(TIES)}")
-        specials = list(DEFAULT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+        specials = check_special_tokens(special_tokens)
+        given: object = merges  # typed, but callers of a Python API pass anything
+        if isinstance(given, (str, bytes, bytearray)) or not hasattr(given, "__len__"):
+            raise type_error("merges", "a sequence of (int, int) pairs", merges)
         n_vocab = 256 + len(merges) + len(specials)
         if n_vocab > MAX_VOCAB:
             raise ConfigError(f"vocabulary of {n_vocab} ids is larger than {MAX_VOCAB} (ids are stored as uint16)")
@@ -86,11 +174,19 @@ class Tokenizer:
         for k, pair in enumerate(merges):
             own = 256 + k
             try:
-                a, b = (int(pair[0]), int(pair[1]))
                 if len(pair) != 2:
                     raise ValueError
-            except (TypeError, ValueError, IndexError):
+                x, y = pair
+            except (TypeError, ValueError):
                 raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids") from None
+            if (
+                isinstance(x, bool)
+                or isinstance(y, bool)
+                or not isinstance(x, (int, np.integer))
+                or not isinstance(y, (int, np.integer))
+            ):
+                raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids")
+            a, b = int(x), int(y)
             if not (0 <= a < own and 0 <= b < own):
                 raise ConfigError(f"merge {k} (id {own}) is {(a, b)}: both parts must be in 0..{own - 1}")
             first = seen.setdefault((a, b), k)
@@ -100,21 +196,13 @@ class Tokenizer:
             vocab.append(vocab[a] + vocab[b])
         names: dict[str, int] = {}
         for j, name in enumerate(specials):
-            if not isinstance(name, str) or not name:
-                raise ConfigError(f"special token {j} is {name!r}, not a non-empty string")
-            if len(name.encode("utf-8", "surrogatepass")) > 255:
-                raise ConfigError(f"special token {j} {name[:20]!r}... is longer than 255 UTF-8 bytes")
-            try:
-                name.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ConfigError(f"special token {j} {name!r} is not encodable as UTF-8") from None
-            if name in names:
-                raise ConfigError(f"special token {name!r} is listed twice")
             names[name] = 256 + len(checked) + j
             vocab.append(name.encode("utf-8"))
         counts: list[int] | None = None
         if merge_counts is not None:
-            counts = [int(c) for c in merge_counts]
+            if isinstance(merge_counts, (str, bytes, bytearray)) or not isinstance(merge_counts, Iterable):
+                raise type_error("merge_counts", "a sequence of int", merge_counts)
+            counts = [check_int(f"merge_counts[{k}]", c) for k, c in enumerate(merge_counts)]
             if len(counts) != len(checked):
                 raise ConfigError(f"{len(counts)} merge counts for {len(checked)} merges")
             if any(c < 0 or c >= 1 << 64 for c in counts):
@@ -122,7 +210,9 @@ class Tokenizer:
 
         public: list[int] | None = None
         if id_map is not None:
-            public = [int(i) for i in id_map]
+            if isinstance(id_map, (str, bytes, bytearray)) or not isinstance(id_map, Iterable):
+                raise type_error("id_map", "a sequence of int", id_map)
+            public = [check_int(f"id_map[{k}]", i) for k, i in enumerate(id_map)]
             if len(public) != n_vocab:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
             owner: dict[int, int] = {}
@@ -190,6 +280,7 @@ class Tokenizer:
 
     def token_bytes(self, token: int) -> bytes:
         """The bytes of one id (a special token's UTF-8 name for specials)."""
+        token = check_int("token", token)
         if not 0 <= token < len(self._vocab):
             raise UnknownTokenError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
         return self._vocab[token]
@@ -221,6 +312,11 @@ class Tokenizer:
         """
         from mnemo.interop import from_vocab_merges
 
+        if not isinstance(vocab, Mapping):
+            raise type_error("vocab", "a mapping of int ids to bytes", vocab)
+        given: object = merges  # typed, but callers of a Python API pass anything
+        if isinstance(given, (str, bytes, bytearray)) or not isinstance(given, Iterable):
+            raise type_error("merges", "a sequence of (bytes, bytes) pairs", merges)
         return from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)
 
     def encode_iterable(
@@ -233,6 +329,9 @@ class Tokenizer:
         """`encode` of "".join(texts), ids yielded lazily with bounded memory (mnemo/interop.py)."""
         from mnemo.interop import encode_iterable
 
+        if isinstance(texts, (bytes, bytearray, memoryview)) or not isinstance(texts, Iterable):
+            raise type_error("texts", "an iterable of str", texts)
+
         return encode_iterable(self, texts, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
     def to_bytes(self) -> bytes:
@@ -243,7 +342,11 @@ class Tokenizer:
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<bytes>") -> Tokenizer:
-        fields = parse_tokenizer_bin(data, source)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise type_error("data", "bytes (a tokenizer.bin image)", data)
+        if not isinstance(source, str):
+            raise type_error("source", "a str", source)
+        fields = parse_tokenizer_bin(bytes(data), source)
         return cls(
             fields.merges,
             pattern=fields.pattern,
@@ -253,13 +356,40 @@ class Tokenizer:
             id_map=fields.id_map,
         )
 
+    # ---- pickle and copy (docs/pipelines.md) ----
+
+    def __reduce__(self) -> tuple[object, tuple[bytes, str]]:
+        """Pickle as the tokenizer.bin image (id map and merge counts included): `datasets.map`
+        with num_proc, DataLoader workers and `multiprocessing` send tokenizers by pickle, and
+        the image is both the smallest form and the one whose loader validates everything.  The
+        encoder's caches are not sent: the receiver starts with empty ones.  Pickle is only the
+        transport Python's tools use; no mnemo file holds a pickle."""
+        return (type(self).from_bytes, (self.to_bytes(), "<pickled Tokenizer>"))
+
+    def __copy__(self) -> Tokenizer:
+        """A Tokenizer is immutable by contract, so a copy is the tokenizer itself (as for
+        tuple or str): no 9 MB of new encoder caches for nothing."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Tokenizer:
+        """Rebuilt from its tokenizer.bin image, as a pickle round trip: a deep copy promises
+        containers that share nothing with the original (`merges`, `special_tokens` are
+        plain lists and dicts a caller can reach)."""
+        copied = type(self).from_bytes(self.to_bytes(), "<copied Tokenizer>")
+        memo[id(self)] = copied
+        return copied
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write tokenizer.bin (through a temporary name and a rename)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise type_error("path", "a str or os.PathLike", path)
         write_atomic(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
         """Read and validate a tokenizer.bin; FormatError (with the offset) when it is bad."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise type_error("path", "a str or os.PathLike", path)
         return cls.from_bytes(read_file(path, MAX_BIN_BYTES, "tokenizer.bin"), os.fspath(path))
 
     # ---- encoding ----
@@ -272,15 +402,61 @@ class Tokenizer:
             return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
     def _encode_range(self, data: bytes, start: int, end: int, out: list[int]) -> None:
-        from mnemo.encode_text import encode_range
+        if end - start > PIECE_BYTES and _python_handles_signals():
+            self._encode_pieces(data, start, end, out)
+        else:
+            encode_range(self._encoder, data, start, end, self._pattern_id, out)
 
-        encode_range(self._encoder, data, start, end, self._pattern_id, out)
+    def _encode_all(self, data: bytes) -> list[int]:
+        """mnemo's ids of a whole text: one compiled call, or pieces for a long text."""
+        if len(data) <= PIECE_BYTES or not _python_handles_signals():
+            return encode_bytes(self._encoder, data, self._pattern_id)
+        out: list[int] = []
+        self._encode_pieces(data, 0, len(data), out)
+        return out
+
+    def _encode_pieces(self, data: bytes, start: int, end: int, out: list[int]) -> None:
+        """Append the ids of data[start:end] as encode_range does, in pieces of about PIECE_BYTES.
+
+        Compiled code never lets Python run a signal handler, so one call on a long text kept
+        Ctrl-C and SIGTERM waiting until it ended.  Between pieces they take effect.  Pieces end
+        where the pattern ends a chunk, and BPE never crosses a chunk, so the ids are those of
+        one call: at a _SURE_CUT when there is one near; else the chunks are walked here
+        (chunk_end against the whole text, so every lookahead sees what it would see) and
+        encoded one by one up to PIECE_BYTES.  A single chunk longer than that (16 MB of spaces
+        is one chunk) cannot be cut; _encode_long_chunk encodes it."""
+        enc = self._encoder
+        pid = self._pattern_id
+        pos = start
+        while end - pos > PIECE_BYTES:
+            m = _SURE_CUT.search(data, pos + PIECE_BYTES, min(end, pos + 2 * PIECE_BYTES))
+            if m is not None:
+                encode_range(enc, data, pos, m.start(), pid, out)
+                pos = m.start()
+                continue
+            e = chunk_end(data, pos, end, pid)
+            if e - pos > PIECE_BYTES:
+                _encode_long_chunk(enc, data, pos, e, out)
+                pos = e
+                continue
+            dst = BytesWriter()
+            stop = pos + PIECE_BYTES
+            while True:
+                enc.encode_span(data, pos, e, dst)
+                pos = e
+                if pos >= stop or pos >= end:
+                    break
+                e = chunk_end(data, pos, end, pid)
+                if e - pos > PIECE_BYTES:
+                    break  # a long chunk: the next step's
+            out.extend(ids_of(dst.getvalue()))
+        encode_range(enc, data, pos, end, pid, out)
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
-        from mnemo.encode_text import encode_bytes
-
-        return self._to_public(encode_bytes(self._encoder, bytes(data), self._pattern_id))
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise type_error("data", "bytes", data)
+        return self._to_public(self._encode_all(bytes(data)))
 
     def encode_documents(
         self, docs: Iterable[bytes], *, bos: int | None = None, eos: int | None = None
@@ -291,15 +467,36 @@ class Tokenizer:
         packed in compiled code (encode_text.encode_documents_packed).  `bos`, `eos` and the
         result are public ids: with an id map (an imported vocabulary) they are mapped in and
         the array out."""
-        from mnemo.encode_text import encode_documents_packed
-
+        checked: dict[str, int] = {}
         for name, value in (("bos", bos), ("eos", eos)):
-            if value is not None and not 0 <= value < self.n_vocab:
-                raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
+            if value is not None:
+                checked[name] = check_int(name, value)
+                if not 0 <= checked[name] < self.n_vocab:
+                    raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
+        if isinstance(docs, (str, bytes, bytearray, memoryview)) or not isinstance(docs, Iterable):
+            raise type_error("docs", "an iterable of bytes documents", docs)
         public = self._public
-        internal_bos = -1 if bos is None else bos if public is None else public.index(bos)
-        internal_eos = -1 if eos is None else eos if public is None else public.index(eos)
-        packed = encode_documents_packed(self._encoder, list(docs), self._pattern_id, internal_bos, internal_eos)
+        internal_bos = -1 if bos is None else checked["bos"] if public is None else public.index(checked["bos"])
+        internal_eos = -1 if eos is None else checked["eos"] if public is None else public.index(checked["eos"])
+        doc_list = list(docs)
+        try:
+            if max(map(len, doc_list), default=0) <= PIECE_BYTES or not _python_handles_signals():
+                packed = encode_documents_packed(self._encoder, doc_list, self._pattern_id, internal_bos, internal_eos)
+            else:  # a long document: in pieces, so that Ctrl-C is not kept waiting
+                flat: list[int] = []
+                for doc in doc_list:
+                    if internal_bos >= 0:
+                        flat.append(internal_bos)
+                    self._encode_range(doc, 0, len(doc), flat)
+                    if internal_eos >= 0:
+                        flat.append(internal_eos)
+                packed = np.asarray(flat, dtype="<u2").tobytes()
+        except TypeError:
+            # the compiled code takes bytes only; looking for the culprit costs nothing until then
+            for i, doc in enumerate(doc_list):
+                if not isinstance(doc, bytes):
+                    raise type_error(f"docs[{i}]", "bytes", doc) from None
+            raise
         ids: npt.NDArray[np.uint16] = np.frombuffer(packed, dtype="<u2")
         if public is not None:
             ids = np.asarray(public, dtype=np.uint16)[ids]
@@ -307,9 +504,9 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""
-        from mnemo.encode_text import encode_bytes
-
-        return self._to_public(encode_bytes(self._encoder, self._text_bytes(text), self._pattern_id))
+        if not isinstance(text, str):
+            raise _text_type_error("text", text)
+        return self._to_public(self._encode_all(self._text_bytes(text)))
 
     def _to_public(self, ids: list[int]) -> list[int]:
         """mnemo's ids -> the public ids, in place (only when an id_map renumbers them)."""
@@ -322,7 +519,8 @@ class Tokenizer:
         key = frozenset(names)
         found = self._special_re.get(key)
         if found is None:
-            raw = [s.encode("utf-8") for s in key]
+            # A name is matched as its text would be encoded (lone surrogates as U+FFFD).
+            raw = [self._text_bytes(s) for s in key]
             # Longest first: where two specials match at one place, the longer wins.
             ordered = sorted(raw, key=lambda b: (-len(b), b))
             first, last = min(raw), max(raw)
@@ -341,17 +539,17 @@ class Tokenizer:
         return pattern.search(data)
 
     def _resolve_specials(self, allowed_special: AllOr, disallowed_special: AllOr) -> tuple[set[str], set[str]]:
-        if allowed_special == "all":
+        if isinstance(allowed_special, str) and allowed_special == "all":
             allowed = set(self.special_tokens)
         else:
-            allowed = set(allowed_special)
+            allowed = _name_set("allowed_special", allowed_special)
             unknown = allowed - set(self.special_tokens)
             if unknown:
                 raise ConfigError(f"allowed_special names {sorted(unknown)}, which are not special tokens here")
-        if disallowed_special == "all":
+        if isinstance(disallowed_special, str) and disallowed_special == "all":
             disallowed = set(self.special_tokens) - allowed
         else:
-            disallowed = set(disallowed_special)
+            disallowed = _name_set("disallowed_special", disallowed_special)
         return allowed, disallowed
 
     def encode(
@@ -366,6 +564,8 @@ class Tokenizer:
         Special-token text raises SpecialTokenError unless it is in `allowed_special` (then it
         becomes its single id) or left out of `disallowed_special` (then it is plain text).
         """
+        if not isinstance(text, str):
+            raise _text_type_error("text", text)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         data = self._text_bytes(text)
         return self._encode_data(data, allowed, disallowed)
@@ -380,10 +580,8 @@ class Tokenizer:
                     f"pass allowed_special={{{name!r}}} (or 'all') to encode it as its id, "
                     f"or disallowed_special=() / encode_ordinary to encode it as plain text"
                 )
-        from mnemo.encode_text import encode_bytes
-
         if not (allowed and self._find_special(allowed, data) is not None):
-            return self._to_public(encode_bytes(self._encoder, data, self._pattern_id))
+            return self._to_public(self._encode_all(data))
         out: list[int] = []
         pos = 0
         ids = self._internal_specials
@@ -409,11 +607,13 @@ class Tokenizer:
         rebuilds the tokenizer from its tokenizer.bin image, and sends ids back as uint16/uint32
         arrays.  workers=1 always encodes in this process.
         """
+        if isinstance(texts, (str, bytes, bytearray)) or not isinstance(texts, Sequence):
+            raise type_error("texts", "a sequence of str", texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise _text_type_error(f"texts[{i}]", t)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
-        if workers is None:
-            workers = os.cpu_count() or 1
-        if workers < 1:
-            raise ConfigError(f"workers must be >= 1, got {workers}")
+        workers = resolve_workers(workers)
         if workers == 1 or len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
             return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in texts]
         import concurrent.futures
@@ -426,7 +626,7 @@ class Tokenizer:
             max_workers=min(workers, len(blocks)),
             mp_context=context,
             initializer=_batch_worker_init,
-            initargs=(self.to_bytes(),),
+            initargs=(self.to_bytes(), os.getpid()),
         ) as pool:
             for lengths, flat in pool.map(
                 _batch_worker_encode, blocks, [sorted(allowed)] * len(blocks), [sorted(disallowed)] * len(blocks)
@@ -469,19 +669,34 @@ class Tokenizer:
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:
         """The bytes of a token sequence (special tokens as their names)."""
         vocab = self._vocab
-        toks = tokens if isinstance(tokens, list) else list(tokens)
+        if isinstance(tokens, list):
+            toks = tokens
+        elif isinstance(tokens, (str, bytes, bytearray)) or not isinstance(tokens, Iterable):
+            raise type_error("tokens", "a sequence of int ids", tokens)
+        else:
+            toks = list(tokens)
         try:
             if not toks or min(toks) >= 0:
                 return b"".join([vocab[t] for t in toks])
         except (IndexError, TypeError):
             pass
-        for t in toks:
-            if not isinstance(t, (int, np.integer)) or not 0 <= t < len(vocab):
+        for i, t in enumerate(toks):
+            check_int(f"tokens[{i}]", t)
+            if not 0 <= t < len(vocab):
                 raise UnknownTokenError(f"token id {t!r} is not in the vocabulary (ids are 0..{len(vocab) - 1})")
         raise AssertionError("unreachable: a bad id was found above")
 
     def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
         """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
+        if not isinstance(errors, str):
+            raise type_error("errors", "a str (a codec error handler such as 'replace')", errors)
+        try:
+            codecs.lookup_error(errors)
+        except (LookupError, UnicodeError):
+            raise ConfigError(
+                f"errors={errors!r} is not a codec error handler; use 'replace', 'strict', 'ignore', "
+                f"'backslashreplace' or 'surrogateescape'"
+            ) from None
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     # ---- tiktoken's names (docs/tiktoken.md: the whole table, with the differences) ----
@@ -540,7 +755,7 @@ class Tokenizer:
         elif isinstance(token, (bytes, bytearray, memoryview)):
             raw = bytes(token)
         else:
-            raise TypeError(f"token must be str or bytes, got {type(token).__name__}")
+            raise ArgumentTypeError(f"token must be str or bytes, got {type(token).__name__}")
         ids = self._ids_by_bytes
         if ids is None:
             # Built on first use: bytes, then merges in order, so that the first spelling wins.
@@ -607,13 +822,88 @@ class Tokenizer:
         return sorted(set(self._internal_vocab[: 256 + len(self.merges)]))
 
 
+def _python_handles_signals() -> bool:
+    """Whether Ctrl-C or SIGTERM would run a Python handler, which waits for compiled code to
+    return (the default KeyboardInterrupt, the CLI's cleanup).  Workers ignore SIGINT and die of
+    SIGTERM in the kernel: encoding them in pieces would buy nothing (and cost up to 2x on long
+    texts that must be walked chunk by chunk, such as CJK without spaces)."""
+    return callable(signal.getsignal(signal.SIGINT)) or callable(signal.getsignal(signal.SIGTERM))
+
+
+def _encode_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
+    dst = BytesWriter()
+    enc.encode_span(data, start, end, dst)
+    out.extend(ids_of(dst.getvalue()))
+
+
+def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
+    """Append the ids of one chunk longer than PIECE_BYTES, data[start:end].
+
+    BPE cannot be cut inside a chunk without changing the ids, and the compiled encoder took
+    11 s on the one chunk of 16 MB of spaces, deaf to Ctrl-C all along.  Where this process can
+    fork safely (the main thread, no other thread), a child process encodes the chunk and
+    this one waits on a pipe, where a signal handler runs at once: its exception kills the
+    child and goes on.  Elsewhere, and if the child fails, the chunk is encoded here."""
+    if (
+        not hasattr(os, "fork")
+        or threading.active_count() != 1
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        _encode_chunk(enc, data, start, end, out)
+        return
+    parent = os.getpid()
+    r, w = os.pipe()
+    try:
+        child = os.fork()
+    except OSError:  # no memory or process left for a child: encode here
+        os.close(r)
+        os.close(w)
+        _encode_chunk(enc, data, start, end, out)
+        return
+    if child == 0:  # pragma: no cover - the child leaves by os._exit
+        code = 1
+        try:
+            from mnemo.parallel import die_with_parent
+
+            os.close(r)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides
+            die_with_parent(parent)
+            dst = BytesWriter()
+            enc.encode_span(data, start, end, dst)  # the chunk alone: no pre-tokenizer
+            view = memoryview(dst.getvalue())  # mnemo's ids, little-endian uint16
+            while view:
+                view = view[os.write(w, view) :]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    parts: list[bytes] = []
+    try:
+        while block := os.read(r, 1 << 20):
+            parts.append(block)
+        _, status = os.waitpid(child, 0)
+    except BaseException:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        raise
+    finally:
+        os.close(r)
+    if status != 0:
+        _encode_chunk(enc, data, start, end, out)
+        return
+    out.extend(ids_of(b"".join(parts)))
+
+
 # ---- encode_batch workers (module level: spawned processes import them by name) ----
 
 _worker_tokenizer: Tokenizer | None = None
 
 
-def _batch_worker_init(image: bytes) -> None:
+def _batch_worker_init(image: bytes, parent_pid: int) -> None:
     global _worker_tokenizer
+    from mnemo.parallel import die_with_parent
+
+    die_with_parent(parent_pid)
     _worker_tokenizer = Tokenizer.from_bytes(image, "<encode_batch>")
 
 

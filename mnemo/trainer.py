@@ -48,7 +48,7 @@ from mypy_extensions import i16, i32, i64
 from mnemo import kernels
 from mnemo.count import pack_words
 from mnemo.errors import ConfigError, VerificationError
-from mnemo.reference import check_train_args
+from mnemo.reference import MAX_PAIR_TOTAL, check_train_args, pair_total_error
 
 SEP: Final[i64] = 0xFFFF
 SEP16: Final[i16] = -1
@@ -577,6 +577,9 @@ def train_merges_packed(
     nw: i32 = 0
     bpos: i64 = 0
     m: i64 = 0
+    # bounds every count the table will hold: see reference.MAX_PAIR_TOTAL
+    pair_total: i64 = 0
+    limit: i64 = MAX_PAIR_TOTAL
     while m < len(meta):
         wlen = read_i64_le(meta, m)
         word_count = read_i64_le(meta, m + 8)
@@ -586,6 +589,9 @@ def train_merges_packed(
         if wlen < 2 or word_count == 0:
             bpos += wlen
             continue
+        if word_count > (limit - pair_total) // (wlen - 1):
+            raise ConfigError(pair_total_error(blob[bpos : bpos + wlen]))
+        pair_total += word_count * (wlen - 1)
         wcount = append(wcount, word_count)
         for q in range(bpos, bpos + wlen):
             toks = append(toks, i16(blob[q]))

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any, Union, cast
 
 from mnemo.count import WordCounter, packed_to_dict
-from mnemo.errors import ConfigError, InputError
-from mnemo.parallel import Progress, init_worker_signals, worker_context
+from mnemo.errors import ArgumentTypeError, ConfigError, InputError
+from mnemo.formats import PATTERNS
+from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
-from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer
+from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer, check_int, check_special_tokens, type_error
 from mnemo.trainer import train_merges_packed
 from mnemo.sources import (
     Task,
@@ -38,6 +39,8 @@ from mnemo.sources import (
 PathLike = Union[str, "os.PathLike[str]"]
 #: Ids are uint16 in the trainer's word array, where 0xFFFF separates words.
 MAX_TRAIN_VOCAB = 0xFFFF
+#: Longest chunk a word count can hold (count.py keeps its length in 31 bits).
+MAX_CHUNK_BYTES = (1 << 31) - 1
 #: Documents handed to a worker at a time when the parent reads a stream.
 BATCH_BYTES = 4 << 20
 
@@ -72,6 +75,56 @@ def _as_paths(inputs: object) -> list[PathLike] | None:
     return None
 
 
+def check_vocab_size(vocab_size: object, n_specials: int = len(DEFAULT_SPECIAL_TOKENS)) -> int:
+    """`vocab_size` checked: an int from 256 bytes + the special tokens up to MAX_TRAIN_VOCAB.
+    Callers that write files before training (`mnemo demo`) check it first too."""
+    size = check_int("vocab_size", vocab_size)
+    least = 256 + n_specials
+    if size < least:
+        raise ConfigError(f"vocab_size must be >= {least} (256 bytes + {n_specials} special tokens), got {size}")
+    if size > MAX_TRAIN_VOCAB:
+        raise ConfigError(
+            f"vocab_size must be <= {MAX_TRAIN_VOCAB} (token ids are 16-bit and 0xFFFF separates words), got {size}"
+        )
+    return size
+
+
+def check_count_args(
+    inputs: object,
+    pattern: object,
+    special_tokens: object,
+    max_chunk_bytes: object,
+    workers: object,
+    text_field: object,
+    progress: object,
+) -> tuple[int, list[str], int, int]:
+    """The checks of every counting argument, done before a byte is read (a bad argument must
+    not cost a training run): (pattern id, special tokens, max_chunk_bytes, workers).  A wrong
+    type is an ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError."""
+    if not isinstance(inputs, Documents) and (
+        isinstance(inputs, (bytes, bytearray, memoryview)) or not isinstance(inputs, (str, os.PathLike, Iterable))
+    ):
+        raise type_error("inputs", "a path, a list of paths, or an iterable of str/bytes documents", inputs)
+    if not isinstance(pattern, str):
+        raise type_error("pattern", "a str", pattern)
+    if pattern not in PATTERNS:
+        raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    specials = check_special_tokens(special_tokens)
+    chunk = check_int("max_chunk_bytes", max_chunk_bytes)
+    if chunk < 1:
+        raise ConfigError(f"max_chunk_bytes must be >= 1, got {chunk}")
+    if chunk > MAX_CHUNK_BYTES:
+        raise ConfigError(f"max_chunk_bytes must be <= {MAX_CHUNK_BYTES}, got {chunk}")
+    n_workers = resolve_workers(workers)
+    if not isinstance(text_field, str):
+        raise type_error("text_field", "a str", text_field)
+    if not text_field:
+        raise ConfigError("text_field must name a JSONL field / Parquet column, got ''")
+    if progress is not None and not callable(progress):
+        raise type_error("progress", "a callable progress(phase, done, total) or None", progress)
+    return pattern_id(pattern), specials, chunk, n_workers
+
+
 def _count_documents(docs: Iterable[bytes], pattern: int, max_chunk_bytes: int) -> WordCounter:
     counter = WordCounter(pattern, max_chunk_bytes)
     for doc in docs:
@@ -80,10 +133,16 @@ def _count_documents(docs: Iterable[bytes], pattern: int, max_chunk_bytes: int) 
 
 
 def _worker(
-    jobs: Any, results: Any, pattern: int, max_chunk_bytes: int, specials: Sequence[str], text_field: str
+    jobs: Any,
+    results: Any,
+    pattern: int,
+    max_chunk_bytes: int,
+    specials: Sequence[str],
+    text_field: str,
+    parent_pid: int,
 ) -> None:
     """A counting process: takes Tasks or lists of documents until None, then sends its table."""
-    init_worker_signals()
+    init_worker_signals(parent_pid)
     counter = WordCounter(pattern, max_chunk_bytes)
     try:
         while (job := jobs.get()) is not None:
@@ -147,12 +206,10 @@ def _count_packed(
 ) -> tuple[tuple[bytes, bytes], CountStats]:
     """count_words, with the counts packed as WordCounter.to_packed packs them (the trainer lays
     them out directly; a dict of every word is never built)."""
-    pid = pattern_id(pattern)
-    if max_chunk_bytes < 1:
-        raise ConfigError(f"max_chunk_bytes must be >= 1, got {max_chunk_bytes}")
-    n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if n_workers < 1:
-        raise ConfigError(f"workers must be >= 1, got {n_workers}")
+    pid, specials, max_chunk_bytes, n_workers = check_count_args(
+        inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress
+    )
+    special_tokens = specials
     t0 = time.perf_counter()
     if progress is not None:
         progress("count", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
@@ -201,7 +258,11 @@ def _count_in_workers(
     job_q: Any = ctx.Queue(maxsize=2 * n_workers)
     result_q: Any = ctx.Queue()
     procs = [
-        ctx.Process(target=_worker, args=(job_q, result_q, pid, max_chunk_bytes, tuple(specials), text_field), daemon=True)
+        ctx.Process(
+            target=_worker,
+            args=(job_q, result_q, pid, max_chunk_bytes, tuple(specials), text_field, os.getpid()),
+            daemon=True,
+        )
         for _ in range(n_workers)
     ]
     for p in procs:
@@ -299,17 +360,21 @@ def _train(
     progress: Progress | None = None,
     stats: TrainStats | None = None,
 ) -> Tokenizer:
-    """`train` and `train_from_iterator` once their inputs are known to be paths or documents."""
-    specials = list(DEFAULT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
-    least = 256 + len(specials)
-    if vocab_size < least:
-        raise ConfigError(
-            f"vocab_size must be >= {least} (256 bytes + {len(specials)} special tokens), got {vocab_size}"
-        )
-    if vocab_size > MAX_TRAIN_VOCAB:
-        raise ConfigError(
-            f"vocab_size must be <= {MAX_TRAIN_VOCAB} (token ids are 16-bit and 0xFFFF separates words), got {vocab_size}"
-        )
+    """`train` and `train_from_iterator` once their inputs are known to be paths or documents.
+
+    Every argument is checked before the first byte is counted: a wrong type is an
+    ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError.
+    """
+    _, specials, _, _ = check_count_args(inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress)
+    vocab_size = check_vocab_size(vocab_size, len(specials))
+    if not isinstance(algorithm, str):
+        raise type_error("algorithm", "a str", algorithm)
+    if not isinstance(tie, str):
+        raise type_error("tie", "a str", tie)
+    if not isinstance(verify, bool):
+        raise type_error("verify", "a bool", verify)
+    if stats is not None and not isinstance(stats, TrainStats):
+        raise type_error("stats", "a TrainStats or None", stats)
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     if tie not in ("id", "bytes"):
@@ -328,7 +393,7 @@ def _train(
             f"the training text is empty ({count_stats.n_bytes} bytes, no chunk of at most "
             f"{max_chunk_bytes} bytes); give it some text"
         )
-    n_merges = vocab_size - least
+    n_merges = vocab_size - 256 - len(specials)
     t0 = time.perf_counter()
     if algorithm == "naive":
         merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress)
@@ -448,14 +513,14 @@ def _file_paths(files: object) -> list[PathLike]:
     if isinstance(files, (str, os.PathLike)):
         items: list[object] = [files]
     elif isinstance(files, (bytes, bytearray, memoryview)):
-        raise TypeError(f"files is a {type(files).__name__}; mnemo.train reads files (str or os.PathLike paths): {hint}")
+        raise ArgumentTypeError(f"files is a {type(files).__name__}; mnemo.train reads files (str or os.PathLike paths): {hint}")
     elif isinstance(files, Iterable):
         items = list(files)
     else:
-        raise TypeError(f"files is a {type(files).__name__}, not a path or an iterable of paths")
+        raise ArgumentTypeError(f"files is a {type(files).__name__}, not a path or an iterable of paths")
     for i, item in enumerate(items):
         if not isinstance(item, (str, os.PathLike)):
-            raise TypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
+            raise ArgumentTypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
     for item in items:
         if isinstance(item, str) and not is_stdin(item) and not os.path.exists(item):
             if _looks_like_text(item):
@@ -467,16 +532,16 @@ def _file_paths(files: object) -> list[PathLike]:
 def _documents(iterator: object) -> Iterator[str | bytes]:
     """The documents of `train_from_iterator`'s argument, batches flattened, one pass."""
     if isinstance(iterator, str):
-        raise TypeError(
+        raise ArgumentTypeError(
             "train_from_iterator takes an iterable of documents and got a single str (it would train "
             "on its characters one by one); pass [text] for one document"
         )
     if isinstance(iterator, (bytes, bytearray, memoryview)):
-        raise TypeError("train_from_iterator takes an iterable of documents and got a single bytes; pass [data]")
+        raise ArgumentTypeError("train_from_iterator takes an iterable of documents and got a single bytes; pass [data]")
     if isinstance(iterator, os.PathLike):
-        raise TypeError(f"train_from_iterator takes documents and got a path ({os.fspath(iterator)}); pass files to mnemo.train")
+        raise ArgumentTypeError(f"train_from_iterator takes documents and got a path ({os.fspath(iterator)}); pass files to mnemo.train")
     if not isinstance(iterator, Iterable):
-        raise TypeError(f"train_from_iterator takes an iterable of documents, got a {type(iterator).__name__}")
+        raise ArgumentTypeError(f"train_from_iterator takes an iterable of documents, got a {type(iterator).__name__}")
     return _flatten(iterator)
 
 
@@ -493,12 +558,12 @@ def _flatten(iterator: Iterable[object]) -> Iterator[str | bytes]:
                 elif isinstance(doc, (bytearray, memoryview)):
                     yield bytes(doc)
                 else:
-                    raise TypeError(
+                    raise ArgumentTypeError(
                         f"train_from_iterator: item {i} (a batch), element {j} is a {type(doc).__name__}; "
                         f"documents are str or bytes"
                     )
         else:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"train_from_iterator: item {i} is a {type(item).__name__}; items are documents (str or "
                 f"bytes) or batches of documents (lists or tuples)"
             )

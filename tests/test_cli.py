@@ -368,3 +368,26 @@ def test_every_option_has_help_with_its_default() -> None:
             assert action.help, (name, action.dest)
             if action.option_strings and action.default not in (None, False) and not action.required:
                 assert "default" in action.help or "(" in action.help, (name, action.dest, action.help)
+
+
+def test_tokshow_chat_errors_name_the_file_and_line(tmp_path: Path, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tokshow --chat reads its record as tokenize does: a bad message is named with file:line,
+    and JSON nested too deeply is an error line, not a RecursionError traceback."""
+    good = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    bad = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "wizard", "content": "x"}]})
+    chats = tmp_path / "c.jsonl"
+    chats.write_text(f"{good}\n\n{bad}\n")
+    tok = str(workdir / "tok.bin")
+    assert main(["tokshow", "-t", tok, "--chat", str(chats), "--index", "0", "--no-color"]) == 0
+    capsys.readouterr()
+    assert main(["tokshow", "-t", tok, "--chat", str(chats), "--index", "1"]) == 1
+    err = capsys.readouterr().err
+    assert f"{chats}:3: message 1" in err and "wizard" in err, err
+    (tmp_path / "good.jsonl").write_text(f"{good}\n{good}\n")
+    assert main(["tokshow", "-t", tok, "--chat", str(tmp_path / "good.jsonl"), "--index", "5"]) == 1
+    assert "has 2 records; --index 5 is out of range" in capsys.readouterr().err
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "\n")
+    assert main(["tokshow", "-t", tok, "--chat", str(deep)]) == 1
+    err = capsys.readouterr().err
+    assert f"{deep}:1: the JSON is nested too deeply" in err and "Traceback" not in err, err

@@ -32,6 +32,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tokenize_files([d / "text.txt"], tok, d / "data.tok", workers=1)
     (d / "afile").write_text("not a folder")
     (d / "nul.txt").write_bytes(b"text\0with a NUL")
+    (d / "chat.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
     return d
 
 
@@ -72,7 +73,8 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("tokshow", "missing --chat", ["tokshow", "-t", "tok.bin", "--chat", "nothere.jsonl"], "nothere.jsonl"),
     ("tokshow", "tokenizer is a .tok", ["tokshow", "-t", "data.tok", "hello"], "data.tok"),
     ("tokshow", "--file is a folder", ["tokshow", "-t", "tok.bin", "--file", "."], "."),
-    ("tokshow", "bad --index", ["tokshow", "-t", "tok.bin", "--chat", "text.txt", "--index", "99"], "99"),
+    ("tokshow", "bad --index", ["tokshow", "-t", "tok.bin", "--chat", "chat.jsonl", "--index", "99"], "99"),
+    ("tokshow", "--chat of text", ["tokshow", "-t", "tok.bin", "--chat", "text.txt"], "text.txt:1"),
     # info
     ("info", "missing file", ["info", "nothere.bin"], "nothere.bin"),
     ("info", "text file", ["info", "text.txt"], "text.txt"),

@@ -139,13 +139,14 @@ def test_megatron_without_separators_keeps_boundaries_and_empty_documents(tok: T
     """No separator chosen: a marker finds the boundaries and is removed; the empty document is
     a document of no sequence (its document index repeats), as Megatron's own tools write it."""
     src = _jsonl(tmp_path / "in.jsonl", DOCS)
-    tokenize_files([src], tok, tmp_path / "out.bin", workers=2, format="megatron", bos=None, eos=None)
+    stats = tokenize_files([src], tok, tmp_path / "out.bin", workers=2, format="megatron", bos=None, eos=None)
     docs = _expected(tok, DOCS, None, None)
     assert docs[1] == []
     data, idx = _megatron_by_hand(docs, 8, "<u2")
     assert (tmp_path / "out.bin").read_bytes() == data
     assert (tmp_path / "out.idx").read_bytes() == idx
     assert [d.tolist() for d in read_megatron(tmp_path / "out.idx").documents()] == docs
+    assert stats.n_tokens == sum(len(d) for d in docs)  # the markers are not counted
 
 
 def test_megatron_matches_datatroves_megatron_writer(tmp_path: Path) -> None:

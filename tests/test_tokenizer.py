@@ -4,6 +4,11 @@ merges against tiktoken."""
 from __future__ import annotations
 
 import json
+import random
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer
+import mnemo.tokenizer as tokenizer_module
 from mnemo import interop
+from mnemo.encode_text import encode_bytes as encode_in_one_call
+from mnemo.formats import PATTERNS
 from mnemo.interop import bytes_to_unicode
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
@@ -188,7 +196,7 @@ def test_encode_batch_with_workers(small: Tokenizer) -> None:
     assert small.encode_batch(texts[:3], workers=1, disallowed_special=()) == [
         small.encode_ordinary(t) for t in texts[:3]
     ]
-    with pytest.raises(ConfigError, match="workers must be >= 1, got 0"):
+    with pytest.raises(ConfigError, match="workers must be from 1 to 1024, got 0"):
         small.encode_batch(texts, workers=0)
 
 
@@ -309,3 +317,238 @@ def test_encode_documents_packs_every_id_width() -> None:
     assert tok.encode_documents(docs).tolist() == [i for d in docs for i in tok.encode_bytes(d)]
     with pytest.raises(ConfigError, match="bos=70000 is not an id"):
         tok.encode_documents(docs, bos=70_000)
+
+
+# ---- wrong argument types: a named error, never a traceback from deep inside ----
+
+
+def _api_calls(tok: Tokenizer, tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
+    """(what, call, the argument its message must name) for every public method of Tokenizer."""
+    return [
+        ("token_bytes(1.5)", lambda: tok.token_bytes(1.5), "token"),  # type: ignore[arg-type]
+        ("token_bytes('1')", lambda: tok.token_bytes("1"), "token"),  # type: ignore[arg-type]
+        ("encode(None)", lambda: tok.encode(None), "text"),  # type: ignore[arg-type]
+        ("encode(b'x')", lambda: tok.encode(b"x"), "text"),  # type: ignore[arg-type]
+        ("encode(['a'])", lambda: tok.encode(["a"]), "text"),  # type: ignore[arg-type]
+        ("encode(allowed_special=5)", lambda: tok.encode("a", allowed_special=5), "allowed_special"),  # type: ignore[arg-type]
+        ("encode(allowed_special={1})", lambda: tok.encode("a", allowed_special={1}), "allowed_special"),  # type: ignore[arg-type]
+        ("encode(disallowed_special=[None])", lambda: tok.encode("a", disallowed_special=[None]), "disallowed_special"),  # type: ignore[list-item]
+        ("encode_ordinary(None)", lambda: tok.encode_ordinary(None), "text"),  # type: ignore[arg-type]
+        ("encode_ordinary(b'x')", lambda: tok.encode_ordinary(b"x"), "text"),  # type: ignore[arg-type]
+        ("encode_to_numpy(3)", lambda: tok.encode_to_numpy(3), "text"),  # type: ignore[arg-type]
+        ("encode_bytes('x')", lambda: tok.encode_bytes("x"), "data"),  # type: ignore[arg-type]
+        ("encode_bytes(5)", lambda: tok.encode_bytes(5), "data"),  # type: ignore[arg-type]
+        ("encode_documents(bos=1.5)", lambda: tok.encode_documents([b"x"], bos=1.5), "bos"),  # type: ignore[arg-type]
+        ("encode_documents(['x'])", lambda: tok.encode_documents([b"a", "x"]), r"docs\[1\]"),  # type: ignore[list-item]
+        ("encode_documents(b'x')", lambda: tok.encode_documents(b"x"), "docs"),
+        ("encode_documents(7)", lambda: tok.encode_documents(7), "docs"),  # type: ignore[arg-type]
+        ("encode_batch('ab')", lambda: tok.encode_batch("ab"), "texts"),
+        ("encode_batch([b'a'])", lambda: tok.encode_batch(["a", b"a"]), r"texts\[1\]"),  # type: ignore[list-item]
+        ("encode_batch(workers=1.5)", lambda: tok.encode_batch(["a"], workers=1.5), "workers"),  # type: ignore[arg-type]
+        ("render_document(None)", lambda: tok.render_document(None), "text"),  # type: ignore[arg-type]
+        ("decode(None)", lambda: tok.decode(None), "tokens"),  # type: ignore[arg-type]
+        ("decode('ab')", lambda: tok.decode("ab"), "tokens"),  # type: ignore[arg-type]
+        ("decode([1.5])", lambda: tok.decode([104, 1.5]), r"tokens\[1\]"),  # type: ignore[list-item]
+        ("decode(['a'])", lambda: tok.decode(["a"]), r"tokens\[0\]"),  # type: ignore[list-item]
+        ("decode(errors=1)", lambda: tok.decode([104], errors=1), "errors"),  # type: ignore[arg-type]
+        ("decode_bytes(5)", lambda: tok.decode_bytes(5), "tokens"),  # type: ignore[arg-type]
+        ("encode_iterable(5)", lambda: tok.encode_iterable(5), "texts"),  # type: ignore[arg-type]
+        ("from_vocab_merges(5)", lambda: Tokenizer.from_vocab_merges(5, []), "vocab"),  # type: ignore[arg-type]
+        ("from_vocab_merges(merges=5)", lambda: Tokenizer.from_vocab_merges({}, 5), "merges"),  # type: ignore[arg-type]
+        ("save(None)", lambda: tok.save(None), "path"),  # type: ignore[arg-type]
+        ("load(5)", lambda: Tokenizer.load(5), "path"),  # type: ignore[arg-type]
+        ("from_bytes('x')", lambda: Tokenizer.from_bytes("x"), "data"),  # type: ignore[arg-type]
+        ("Tokenizer(5)", lambda: Tokenizer(5), "merges"),  # type: ignore[arg-type]
+        ("Tokenizer(pattern=1)", lambda: Tokenizer([], pattern=1), "pattern"),  # type: ignore[arg-type]
+        ("Tokenizer(tie=None)", lambda: Tokenizer([], tie=None), "tie"),  # type: ignore[arg-type]
+        ("Tokenizer(special_tokens='ab')", lambda: Tokenizer([], special_tokens="ab"), "special_tokens"),
+        ("Tokenizer(special_tokens=[1])", lambda: Tokenizer([], special_tokens=[1]), r"special_tokens\[0\]"),  # type: ignore[list-item]
+        ("Tokenizer(merge_counts=[1.5])", lambda: Tokenizer([(97, 98)], merge_counts=[1.5]), r"merge_counts\[0\]"),  # type: ignore[list-item]
+        ("Tokenizer(id_map=['0'])", lambda: Tokenizer([], special_tokens=[], id_map=["0"] * 256), r"id_map\[0\]"),  # type: ignore[list-item]
+    ]
+
+
+def test_wrong_argument_types_are_named_type_errors(small: Tokenizer, tmp_path: Path) -> None:
+    """Each call with a wrong Python type raises a TypeError (mnemo's ArgumentTypeError, also a
+    MnemoError) whose message names the argument and the type expected."""
+    from mnemo import ArgumentTypeError, MnemoError
+
+    for what, call, name in _api_calls(small, tmp_path):
+        with pytest.raises(TypeError, match=rf"^{name} must be ") as info:
+            call()
+        assert isinstance(info.value, ArgumentTypeError) and isinstance(info.value, MnemoError), what
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda t: t.decode([10**30]), InputError, r"token id 10{30} is not in the vocabulary"),
+        (lambda t: t.decode([-5]), InputError, "token id -5 is not in the vocabulary"),
+        (lambda t: t.token_bytes(-1), InputError, "token id -1 is not in the vocabulary"),
+        (lambda t: t.encode_documents([b"x"], bos=10**6), ConfigError, "bos=1000000 is not an id"),
+        (lambda t: t.encode_batch(["a"], workers=0), ConfigError, "workers must be from 1 to 1024"),
+        (lambda t: Tokenizer([(97, 98.5)]), ConfigError, "not a pair of token ids"),
+        (lambda t: Tokenizer([("97", 98)]), ConfigError, "not a pair of token ids"),
+        (lambda t: Tokenizer([], special_tokens=["\ud800"]), ConfigError, "lone surrogate"),
+    ],
+)
+def test_bad_argument_values_are_mnemo_errors(
+    small: Tokenizer, call: Callable[[Tokenizer], object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        call(small)
+
+
+def test_right_types_still_work(small: Tokenizer) -> None:
+    """numpy integers are ids; bytearray and memoryview are bytes; any iterable of ids decodes."""
+    assert small.token_bytes(np.uint16(104)) == b"h"
+    assert small.encode_bytes(bytearray(b"hello")) == small.encode_bytes(memoryview(b"hello")) == [259]
+    assert small.decode(np.array([259], dtype=np.uint16)) == small.decode(iter([259])) == "hello"
+    assert small.encode_documents((d for d in [b"hello"]), bos=np.int64(0)).tolist() == [0, 259]
+    assert small.encode("hello", allowed_special=["<|end|>"], disallowed_special=()) == [259]
+
+
+# ---- long texts are encoded in pieces: Ctrl-C takes effect, the ids do not change ----
+
+def _spacy_tokenizer(pattern: str = "mnemonic") -> Tokenizer:
+    """Merges for runs of spaces up to a few hundred (deep BPE inside one long white-space
+    chunk) and for words."""
+    from mnemo import train_from_iterator
+
+    rng = random.Random(3)
+    docs = ["word" + " " * rng.randint(1, 300) + "x\n" for _ in range(3000)]
+    docs += ["the quick brown fox jumps\n\n over the lazy dog's back 123 " * 50] * 50
+    return train_from_iterator(docs, vocab_size=1000, pattern=pattern, workers=1)
+
+
+_PIECES = ["", " ", "  ", "\n", "\n\n", "\r\n", "\t", " \n ", "a", "Ab", "word", " word", "'s", "1", "123",
+           "!!", "(", "é", "中文", "\u00a0", "\u3000", "x" * 40, " " * 40, "\n" * 3 + " " * 5, "\n\n\n     1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.sampled_from(PATTERNS))
+def test_sure_cuts_are_chunk_boundaries_of_every_pattern(parts: list[str], pattern: str) -> None:
+    """Every place _SURE_CUT finds is a chunk boundary of the `regex` module's own split, and the
+    text before it, split on its own, gives the same chunks (its last chunk's lookahead sees the
+    end of the text instead of the space)."""
+    import regex
+
+    text = "".join(parts)
+    chunks = regex.findall(PATTERN_REGEX[pattern], text)
+    bounds = {0}
+    pos = 0
+    for chunk in chunks:
+        pos += len(chunk.encode("utf-8"))
+        bounds.add(pos)
+    data = text.encode("utf-8")
+    for m in tokenizer_module._SURE_CUT.finditer(data):
+        cut = m.start()
+        assert cut in bounds, (text, cut)
+        before = regex.findall(PATTERN_REGEX[pattern], data[:cut].decode("utf-8"))
+        assert before == chunks[: len(before)] and "".join(before).encode("utf-8") == data[:cut]
+
+
+@pytest.fixture(scope="module", params=PATTERNS)
+def spacy(request: pytest.FixtureRequest) -> Tokenizer:
+    return _spacy_tokenizer(request.param)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=80), st.sampled_from([8, 16, 50]))
+def test_pieces_give_the_ids_of_one_call(spacy: Tokenizer, parts: list[str], piece: int) -> None:
+    """With pieces of a few bytes (so that every way of cutting is exercised: sure cuts, walked
+    chunks, chunks longer than a piece encoded by a child process), the ids are those of one
+    compiled call on the whole text."""
+    text = "".join(parts)
+    data = text.encode("utf-8")
+    expected = encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
+    old = tokenizer_module.PIECE_BYTES
+    tokenizer_module.PIECE_BYTES = piece  # type: ignore[misc]
+    try:
+        assert spacy.encode_ordinary(text) == expected
+        assert spacy.encode_bytes(data) == expected
+        assert spacy.encode(text, disallowed_special=()) == expected
+        assert spacy.encode_documents([data, data], bos=1).tolist() == [1, *expected, 1, *expected]
+        broken = data + b"\xff \xe2\x82" + data  # invalid UTF-8: one-byte "other" characters
+        assert spacy.encode_bytes(broken) == encode_in_one_call(spacy._encoder, broken, spacy._pattern_id)
+    finally:
+        tokenizer_module.PIECE_BYTES = old  # type: ignore[misc]
+
+
+def test_long_texts_give_the_ids_of_one_call(spacy: Tokenizer) -> None:
+    """At the real piece size: English-like text cut at sure cuts, a text without one (walked
+    chunks), and one chunk of 3 MB of spaces (encoded by a child process)."""
+    rng = random.Random(5)
+    words = ["the", "Quick", "brown", "fox", "1234", "don't", "(x)", "中文", "\n", "\n\n", "   ", "é"]
+    texts = [
+        " ".join(rng.choices(words, k=700_000)),
+        "".join(rng.choices(["中文", "。", "1", " ", "\n"], k=1_500_000)),
+        "a" + " " * (3 << 20) + "b",
+    ]
+    for text in texts:
+        data = text.encode("utf-8")
+        assert len(data) > 2 * tokenizer_module.PIECE_BYTES
+        assert spacy.encode_ordinary(text) == encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
+
+
+INTERRUPTED = """
+import sys, time
+from mnemo import Tokenizer
+tok = Tokenizer.load(sys.argv[1])
+text = sys.argv[2] * int(sys.argv[3])
+print("encoding", flush=True)
+try:
+    tok.encode(text)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("unit", "times"), [(" ", 16 << 20), ("\n", 16 << 20)])
+def test_ctrl_c_interrupts_a_long_encode(tmp_path: Path, unit: str, times: int) -> None:
+    """SIGINT during the encoding of one 16 MB chunk of white space (about 10 s in one compiled
+    call on a 2-vCPU VM) ends the process within a couple of seconds, through a
+    KeyboardInterrupt the program can catch."""
+    tok = _spacy_tokenizer()
+    path = tmp_path / "t.bin"
+    tok.save(path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED, str(path), unit, str(times)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "encoding"
+    time.sleep(1.0)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    waited = time.monotonic() - sent
+    assert "finished" not in out, "the encode ended before the signal: make the text longer"
+    assert proc.returncode == 130 and "interrupted" in out, (proc.returncode, out, err)
+    assert waited < 2.0, f"Ctrl-C took {waited:.1f} s to take effect"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_tokenize_in_process_stops_at_once(tmp_path: Path, sig: int) -> None:
+    """`mnemo tokenize --workers 1` encodes in its own process (encode_documents): a signal during
+    a 16 MB chunk of spaces stops it at once, cleanly, with no output left behind."""
+    tok = _spacy_tokenizer()
+    tok.save(tmp_path / "t.bin")
+    (tmp_path / "ws.txt").write_bytes(b" " * (16 << 20) + b"x\n")
+    mnemo = str(Path(sys.executable).parent / "mnemo")
+    proc = subprocess.Popen(
+        [mnemo, "tokenize", "-t", "t.bin", "ws.txt", "-o", "out.tok", "--workers", "1", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    time.sleep(2.5)  # loading, reading, then well inside the encode (about 10 s in one call)
+    assert proc.poll() is None, proc.communicate()
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    waited = time.monotonic() - sent
+    assert proc.returncode == 128 + sig, (proc.returncode, err)
+    assert waited < 2.0, f"the signal took {waited:.1f} s to take effect"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.bin", "ws.txt"]

@@ -343,3 +343,66 @@ def test_backends_agree() -> None:
     finally:
         kernels.set_backend(before)
     assert all(r == results[0] for r in results)
+
+
+# ---- counts at the edge of 64 bits ----
+
+I64_MAX = (1 << 63) - 1
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        {b"aaa": (1 << 62) - 1, b"ab": 1},  # (a, a) holds 2**63 - 2, the total 2**63 - 1
+        {b"abab": I64_MAX // 3, b"ba": 1},  # (a, b) holds 2 * (2**63 - 1) // 3, then (ab, ab)
+        {b"ab": I64_MAX},  # one pair with the largest count
+        {b"xy": I64_MAX - 5, b"x": I64_MAX},  # a one-byte word holds no pair
+    ],
+)
+def test_counts_up_to_the_limit_match_naive(words: dict[bytes, int]) -> None:
+    """A total of pair counts (sum of count x (length - 1)) up to 2**63 - 1 trains exactly as
+    the naive twin (Python ints) does: every pair count and every intermediate value of the fast
+    trainer's table stays within it, so i64 cannot overflow."""
+    fast = train_merges(words, 10)
+    assert fast == train_merges_naive(words, 10)
+    assert fast[1][0] > 0
+
+
+@pytest.mark.parametrize("trainer", TRAINERS.values(), ids=TRAINERS.keys())
+@pytest.mark.parametrize(
+    "words",
+    [
+        {b"aaa": 1 << 62},  # (a, a) would hold 2**63: the fast trainer's i64 count went negative
+        {b"ab": 1 << 63},
+        {b"abc": 1 << 62},  # (a, b) and (b, c) each fit, their total does not
+        {b"ab": I64_MAX, b"cd": 1},
+        {b"x": 1 << 70},  # no pair, but no 64-bit count either
+    ],
+)
+def test_counts_past_the_limit_are_refused(trainer: Trainer, words: dict[bytes, int]) -> None:
+    """Past the limit both trainers refuse the counts, before any merge (the fast one used to
+    wrap around silently and learn wrong merges, or none)."""
+    with pytest.raises(ConfigError, match=r"more than 2\*\*63 - 1"):
+        trainer(words, 10)
+
+
+def test_counts_past_the_limit_are_refused_packed() -> None:
+    from mnemo.count import pack_words
+    from mnemo.trainer import train_merges_packed
+
+    blob, meta = pack_words({b"aaa": 1 << 61, b"bbb": 1 << 61})  # each fits, the sum does not
+    with pytest.raises(ConfigError, match=r"more than 2\*\*63 - 1"):
+        train_merges_packed(blob, meta, 10)
+
+
+@pytest.mark.parametrize("trainer", TRAINERS.values(), ids=TRAINERS.keys())
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        ({b"ab": 1.5}, r"count of word b'ab' must be an int, got float 1\.5"),
+        ({"ab": 3}, "word 'ab' must be bytes, got str"),
+    ],
+)
+def test_word_counts_of_a_wrong_type(trainer: Trainer, words: dict[object, object], message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        trainer(words, 10)

@@ -252,3 +252,91 @@ def test_train_from_iterator_is_exported() -> None:
     import mnemo
 
     assert mnemo.train_from_iterator is train_from_iterator
+
+
+# ---- every argument is checked before a byte is counted ----
+
+
+class _Watched:
+    """Documents that record whether training ever asked for one."""
+
+    def __init__(self) -> None:
+        self.pulled = 0
+
+    def __iter__(self) -> object:
+        for _ in range(20):
+            self.pulled += 1
+            yield "some text to count " * 20
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"special_tokens": ["\ud800"]}, ConfigError, r"special token 0 '\\ud800' is not encodable as UTF-8"),
+        ({"special_tokens": ["<|a|>", "<|b|>", "<|a|>"]}, ConfigError, r"special token '<\|a\|>' is listed twice"),
+        ({"special_tokens": ["x" * 256]}, ConfigError, r"special token 0 .* is longer than 255 UTF-8 bytes"),
+        ({"special_tokens": ["é" * 128]}, ConfigError, r"longer than 255 UTF-8 bytes \(256\)"),
+        ({"special_tokens": [""]}, ConfigError, "not a non-empty string"),
+        ({"special_tokens": "<|a|>"}, TypeError, "special_tokens must be a list of str"),
+        ({"special_tokens": [b"<|a|>"]}, TypeError, r"special_tokens\[0\] must be a str"),
+        ({"vocab_size": 1500.0}, TypeError, "vocab_size must be an int, got float 1500.0"),
+        ({"vocab_size": "1500"}, TypeError, "vocab_size must be an int"),
+        ({"vocab_size": 271}, ConfigError, r"vocab_size must be >= 272"),
+        ({"vocab_size": 65536}, ConfigError, r"vocab_size must be <= 65535"),
+        ({"pattern": "gpt5"}, ConfigError, "unknown pattern 'gpt5'"),
+        ({"pattern": None}, TypeError, "pattern must be a str"),
+        ({"tie": "coin"}, ConfigError, "unknown tie rule 'coin'"),
+        ({"tie": 0}, TypeError, "tie must be a str"),
+        ({"algorithm": "smart"}, ConfigError, "unknown algorithm 'smart'"),
+        ({"workers": 0}, ConfigError, "workers must be from 1 to 1024, got 0"),
+        ({"workers": 2**63}, ConfigError, r"workers must be from 1 to 1024, got 9223372036854775808"),
+        ({"workers": 2.0}, TypeError, "workers must be an int"),
+        ({"max_chunk_bytes": 0}, ConfigError, r"max_chunk_bytes must be >= 1, got 0"),
+        ({"max_chunk_bytes": 1 << 40}, ConfigError, r"max_chunk_bytes must be <= 2147483647"),
+        ({"max_chunk_bytes": 256.0}, TypeError, "max_chunk_bytes must be an int"),
+        ({"text_field": ""}, ConfigError, "text_field must name"),
+        ({"text_field": 3}, TypeError, "text_field must be a str"),
+        ({"verify": "yes"}, TypeError, "verify must be a bool"),
+        ({"stats": {}}, TypeError, "stats must be a TrainStats"),
+    ],
+)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_arguments_are_checked_before_counting(
+    kwargs: dict[str, object], error: type[Exception], message: str, workers: int, tmp_path: Path
+) -> None:
+    """A bad argument fails at once: no document is read and no progress is reported (the bad
+    special tokens used to fail only after the whole run, when the Tokenizer was built).
+    Documents go through train_from_iterator; text_field, which only files have, through train."""
+    docs = _Watched()
+    calls: list[tuple[str, int, int]] = []
+    options: dict[str, object] = {"vocab_size": 1000, "workers": workers, "progress": lambda *a: calls.append(a)}
+    options.update(kwargs)
+    t0 = time.perf_counter()
+    with pytest.raises(error, match=message):
+        if "text_field" in kwargs:
+            path = tmp_path / "a.jsonl"
+            path.write_text('{"text": "some text to count"}\n' * 20)
+            train(path, **options)  # type: ignore[arg-type]
+        else:
+            train_from_iterator(docs, **options)  # type: ignore[arg-type]
+    assert docs.pulled == 0 and calls == []
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (b"raw bytes", "files is a bytes; mnemo.train reads files"),
+        (5, "files is a int, not a path or an iterable of paths"),
+    ],
+)
+def test_inputs_of_a_wrong_type(inputs: object, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        train(inputs, vocab_size=300)  # type: ignore[arg-type]
+
+
+def test_progress_must_be_callable() -> None:
+    docs = _Watched()
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        train_from_iterator(docs, vocab_size=300, progress=5)  # type: ignore[arg-type]
+    assert docs.pulled == 0

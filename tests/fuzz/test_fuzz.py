@@ -207,6 +207,10 @@ REGRESSIONS: dict[str, Case] = {
     "encode_batch-texts-of-None": ("api", lambda s: fuzzer.api_payload("encode_batch", [[None]], {"workers": 1})),
     "encode_batch-workers-str": ("api", lambda s: fuzzer.api_payload("encode_batch", [["hi"]], {"workers": "2"})),
     "encode-disallowed_special-int": ("api", lambda s: fuzzer.api_payload("encode", ["hi"], {"disallowed_special": 5})),
+    # found by the fuzz slice after the merge of the api and robust branches: numpy arrays compared with "all"
+    "encode-allowed_special-array": ("api", lambda s: fuzzer.api_payload("encode", ["<|bos|>"], {"allowed_special": {"$i64": 4}})),
+    "encode-disallowed_special-array": ("api", lambda s: fuzzer.api_payload(
+        "encode", ["a\x00b"], {"disallowed_special": {"$u16": b"\x01\x00\x02\x00"}})),
     "encode_documents-bos-list": ("api", lambda s: fuzzer.api_payload("encode_documents", [[b"x"]], {"bos": []})),
     "encode_documents-docs-int": ("api", lambda s: fuzzer.api_payload("encode_documents", [5])),
     "encode_documents-docs-str": ("api", lambda s: fuzzer.api_payload("encode_documents", [["text"]])),

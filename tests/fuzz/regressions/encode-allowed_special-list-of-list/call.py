@@ -1,0 +1,1 @@
+('encode', ('x',), {'allowed_special': [[1]]})
