@@ -376,7 +376,10 @@ def _written(fmt: str, output: Path, chat: bool) -> str:
     """The files a tokenize run wrote, for its summary line (mnemo's sidecar left out)."""
     from mnemo.stackfiles import SIDECAR_SUFFIX, output_paths
 
-    return " + ".join(str(p) for p in output_paths(fmt, output, chat) if not p.name.endswith(SIDECAR_SUFFIX))
+    parts = [p for p in output_paths(fmt, output, chat) if not p.name.endswith(SIDECAR_SUFFIX)]
+    if fmt == "datatrove":
+        parts = parts[-1:] + parts[:-1]  # the .ds first, then its .index, .loss, .metadata
+    return " + ".join(str(p) for p in parts)
 
 
 def _separator_option(value: str | None) -> str | None:

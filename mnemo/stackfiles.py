@@ -708,9 +708,15 @@ def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
 
 
 def detect(path: str | os.PathLike[str]) -> str | None:
-    """The stack format a path names by its suffix (a .bin with a sibling .idx is Megatron's,
-    one without is nanoGPT's), or None."""
+    """The stack format of a path: the one its mnemo sidecar names, else the one its suffix
+    names (a .bin with a sibling .idx is Megatron's, one without is nanoGPT's), or None."""
     p = _strip(Path(path), (SIDECAR_SUFFIX,))
+    try:
+        side = read_sidecar(_with(p, SIDECAR_SUFFIX))
+    except FormatError:
+        side = None
+    if side is not None and side.get("format") in ("megatron", "datatrove", "nanogpt"):
+        return str(side["format"])  # mnemo wrote it: its sidecar says what it is, whatever its name
     name = p.name
     if name.endswith((".ds", ".ds.index", ".ds.loss", ".ds.metadata")):
         return "datatrove"

@@ -425,6 +425,7 @@ def test_a_stale_sidecar_is_refused(tok: Tokenizer, tmp_path: Path) -> None:
         ("megatron", "out", ["out.bin", "out.idx", "out.mnemo.json"]),
         ("datatrove", "out", ["out.ds", "out.ds.index", "out.ds.metadata", "out.ds.mnemo.json"]),
         ("nanogpt", "train.bin", ["train.bin", "train.bin.mnemo.json"]),
+        ("nanogpt", "train", ["train", "train.mnemo.json"]),  # no .bin: the sidecar says what it is
     ],
 )
 def test_cli_tokenize_and_info(tok: Tokenizer, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, output: str, files: list[str]) -> None:
