@@ -24,6 +24,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/sources.py          file reading and planning, done by C libraries (lzma, pyarrow, json for
                             the lines the fast path declines); the hot part, the text field of
                             each JSON line, moved to the compiled mnemo/jsonfield.py
+  mnemo/stackfiles.py       training stacks' token files: numpy writes whole blocks and memory-maps
+                            the files; nothing runs per token in Python
   mnemo/tokenizer.py        policy (validation, special tokens, errors) around the compiled encoder
   mnemo/tokshow.py          formats tokens for a terminal, a few hundred at a time
   mnemo/training.py         process orchestration around the compiled counter and trainer

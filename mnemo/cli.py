@@ -178,6 +178,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from mnemo.formats import BIN_MAGIC, TOK_MAGIC, read_tok_header
+    from mnemo.stackfiles import detect
     from mnemo.tokenizer import Tokenizer
 
     for path in args.files:
@@ -212,9 +213,36 @@ def cmd_info(args: argparse.Namespace) -> int:
             print(f"  documents    {h.n_docs}")
             print(f"  vocabulary   {h.n_vocab} ids")
             print(f"  fingerprint  {h.fingerprint} (the tokenizer that wrote it)")
+        elif detect(path) is not None:
+            _info_stack_file(path)
         else:
-            raise MnemoError(f"{path}: neither a tokenizer.bin nor a .tok file (it starts with {magic!r})")
+            raise MnemoError(
+                f"{path}: neither a tokenizer.bin nor a .tok file (it starts with {magic!r}), nor a training "
+                f"stack's token file (Megatron's .bin/.idx, datatrove's .ds, nanoGPT's .bin, known by their names)"
+            )
     return 0
+
+
+def _info_stack_file(path: str) -> None:
+    import numpy as np
+
+    from mnemo.stackfiles import read_stack_file
+
+    f = read_stack_file(path)
+    names = {"megatron": "Megatron-LM indexed dataset", "datatrove": "datatrove tokenized file", "nanogpt": "nanoGPT token file"}
+    tokens = f.tokens
+    on_disk = sum(os.path.getsize(p) for p in f.paths)
+    print(f"{path}: {names[f.format]} ({', '.join(str(p) for p in f.paths)})")
+    print(f"  tokens       {tokens.size} x {tokens.dtype.itemsize} bytes ({tokens.dtype.name}; {on_disk / 1e6:.1f} MB on disk)")
+    print(f"  documents    {f.n_docs if f.n_docs is not None else 'not recorded (the file keeps ids only)'}")
+    if f.loss_mask is not None:
+        print(f"  loss mask    {int(np.count_nonzero(f.loss_mask))} of {f.loss_mask.size} tokens trained on")
+    side = f.sidecar
+    if side is None:
+        print("  fingerprint  unknown (no .mnemo.json sidecar: not written by mnemo, or it was removed)")
+    else:
+        print(f"  vocabulary   {side.get('n_vocab')} ids")
+        print(f"  fingerprint  {side.get('fingerprint')} (the tokenizer that wrote it, from the .mnemo.json sidecar)")
 
 
 # ---- convert -----------------------------------------------------------------------------------
@@ -332,15 +360,26 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
             progress=progress,
             bos=bos,
             eos=eos,
+            format=args.format,
         )
     finally:
         progress.close()
     print(
-        f"tokenized {args.output}: {stats.n_docs} {'conversations' if args.chat else 'documents'}{separators}, "
+        f"tokenized {_written(args.format, args.output, args.chat)}: {stats.n_docs} {'conversations' if args.chat else 'documents'}{separators}, "
         f"{stats.n_tokens} tokens, {stats.n_bytes / 1e6:.1f} MB in {stats.seconds:.2f} s "
         f"({stats.mb_per_s:.1f} MB/s, {stats.bytes_per_token:.2f} bytes/token)"
     )
     return 0
+
+
+def _written(fmt: str, output: Path, chat: bool) -> str:
+    """The files a tokenize run wrote, for its summary line (mnemo's sidecar left out)."""
+    from mnemo.stackfiles import SIDECAR_SUFFIX, output_paths
+
+    parts = [p for p in output_paths(fmt, output, chat) if not p.name.endswith(SIDECAR_SUFFIX)]
+    if fmt == "datatrove":
+        parts = parts[-1:] + parts[:-1]  # the .ds first, then its .index, .loss, .metadata
+    return " + ".join(str(p) for p in parts)
 
 
 def _separator_option(value: str | None) -> str | None:
@@ -512,13 +551,17 @@ def build_parser() -> argparse.ArgumentParser:
         "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin to encode with (required)")
-    p.add_argument("-o", "--output", required=True, type=Path, help="the .tok file to write (required)")
+    p.add_argument("-o", "--output", required=True, type=Path,
+                   help="the .tok file to write, or the name/prefix of a --format's files (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
     p.add_argument("--bos", metavar="TOKEN", default=None,
                    help="special token before each document, or 'none' (default: <|bos|> if the vocabulary has it)")
     p.add_argument("--eos", metavar="TOKEN", default=None,
                    help="special token after each document, or 'none' (default: <|endoftext|> when the vocabulary "
                         "has it and no <|bos|>); giving either option turns the default off")
+    p.add_argument("--format", choices=("tok", "megatron", "datatrove", "nanogpt"), default="tok",
+                   help="tok (mnemo's .tok, default); megatron (OUT.bin + OUT.idx); datatrove (OUT.ds + "
+                        ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
     p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
@@ -601,10 +644,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a .tiktoken input's special token (repeat; default: none)")
     p.set_defaults(handler=cmd_convert)
 
-    p = sub.add_parser("info", help="what a tokenizer.bin or .tok file holds", description=(
+    p = sub.add_parser("info", help="what a tokenizer.bin, .tok or stack token file holds", description=(
         "Describe mnemo files: a tokenizer.bin's vocabulary, pattern, tie rule, special tokens and "
-        "fingerprint; a .tok file's tokens, documents and the fingerprint of the tokenizer that wrote it."))
-    p.add_argument("files", nargs="+", metavar="FILE", help="tokenizer.bin or .tok files (known by their first bytes)")
+        "fingerprint; a .tok file's tokens, documents and the fingerprint of the tokenizer that wrote it; "
+        "Megatron (.bin/.idx), datatrove (.ds) and nanoGPT (.bin) token files, read back and checked."))
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="tokenizer.bin or .tok files (known by their first bytes), or stack token files (by their names)")
     p.set_defaults(handler=cmd_info)
     return parser
 
@@ -645,6 +690,11 @@ def check_paths(args: argparse.Namespace) -> None:
             return
     if command == "demo":
         check_output_folder(args.out)
+    elif command == "tokenize":
+        from mnemo.stackfiles import output_paths
+
+        for part in output_paths(args.format, args.output, args.chat):
+            check_output(part, inputs)
     elif getattr(args, "output", None) is not None:
         check_output(args.output, inputs)
 

@@ -38,7 +38,6 @@ import numpy.typing as npt
 
 from mnemo.chat import check_conversation
 from mnemo.errors import ConfigError, InputError
-from mnemo.formats import TokWriter
 from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.sources import (
     Task,
@@ -50,6 +49,7 @@ from mnemo.sources import (
     plan_tasks,
     read_errors,
 )
+from mnemo.stackfiles import open_writer, output_paths
 from mnemo.tokenizer import Tokenizer
 
 BLOCK_DOCS = 256
@@ -240,8 +240,10 @@ def tokenize_files(
     progress: Progress | None = None,
     bos: str | None = AUTO,
     eos: str | None = AUTO,
+    format: str = "tok",
 ) -> TokenizeStats:
-    """Encode every document of the inputs into the .tok file `output`.
+    """Encode every document of the inputs into the .tok file `output`, or into the token files
+    of a training stack: `format` "megatron", "datatrove" or "nanogpt" (mnemo/stackfiles.py).
 
     `bos` / `eos`: the names of the special tokens put before / after each document, None for
     no token, or AUTO (see document_separators).  Chats (`chat=True`) are delimited by the chat
@@ -256,12 +258,14 @@ def tokenize_files(
         bos_id, eos_id = document_separators(tokenizer, bos, eos)
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
             warnings.warn(no_separator_warning(tokenizer), stacklevel=2)
-    check_output(output, [("input", p) for p in inputs])
+    for part in output_paths(format, output, chat):
+        check_output(part, [("input", p) for p in inputs])
+    sink, bos_id, eos_id = open_writer(format, output, tokenizer, chat=chat, bos=bos_id, eos=eos_id)
     stats = TokenizeStats()
     t0 = time.perf_counter()
     if progress is not None:
         progress("tokenize", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
-    with TokWriter(output, tokenizer, chat=chat) as writer:
+    with sink as writer:
 
         def emit(ids: npt.NDArray[np.unsignedinteger], n_docs: int, n_bytes: int) -> None:
             writer.write(ids, n_docs)
@@ -291,6 +295,7 @@ def tokenize_files(
                         submit(pool.apply_async(_encode_block_in_worker, (docs, chat, bos_id, eos_id)))
                 while pending:
                     emit(*pending.popleft().get())
+    stats.n_tokens = sink.n_tokens  # what the file holds: a boundary marker is not a token of it
     stats.seconds = time.perf_counter() - t0
     return stats
 
