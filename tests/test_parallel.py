@@ -152,35 +152,45 @@ def test_watchdog_ends_an_orphan(tmp_path: Path) -> None:
 # ---- the start method: fork only in a single-threaded process ----------------------------------
 
 
-def test_workers_are_not_forked_while_other_threads_run(tmp_path: Path) -> None:
-    """A forked child keeps every lock as it was at the fork, held for ever when another thread
-    held it (fsspec's I/O thread hung tokenize workers in the test suite).  With another thread
-    alive, workers are spawned, and training and tokenizing give the same bytes as forked
-    workers do."""
-    import threading
+THREADED = """
+import random, sys, threading
+from pathlib import Path
+from mnemo import train
+from mnemo.dataset import tokenize_files
+from mnemo.parallel import worker_context
 
-    from mnemo import train
-    from mnemo.dataset import tokenize_files
-    from mnemo.parallel import worker_context
+def run(folder, corpus, tag):
+    tok = train(corpus, vocab_size=400, workers=2)
+    tokenize_files([corpus], tok, folder / f"{tag}.tok", workers=2)
+    return tok.to_bytes(), (folder / f"{tag}.tok").read_bytes()
 
+if __name__ == "__main__":  # spawned workers import this script
+    folder = Path(sys.argv[1])
     rng = random.Random(7)
     words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "theta", "iota"]
-    corpus = tmp_path / "c.txt"
+    corpus = folder / "c.txt"
     corpus.write_text("<|endoftext|>".join(" ".join(rng.choice(words) for _ in range(200)) for _ in range(300)))
-
-    def run(tag: str) -> tuple[bytes, bytes]:
-        tok = train(corpus, vocab_size=400, workers=2)
-        tokenize_files([corpus], tok, tmp_path / f"{tag}.tok", workers=2)
-        return tok.to_bytes(), (tmp_path / f"{tag}.tok").read_bytes()
-
     assert worker_context().get_start_method() == "fork"
-    forked = run("forked")
+    forked = run(folder, corpus, "forked")
     stop = threading.Event()
     other = threading.Thread(target=stop.wait, name="a caller's thread")
     other.start()
     try:
         assert worker_context().get_start_method() == "spawn"
-        assert run("served") == forked
+        assert run(folder, corpus, "spawned") == forked
     finally:
         stop.set()
         other.join()
+    print("same bytes")
+"""
+
+
+def test_workers_are_not_forked_while_other_threads_run(tmp_path: Path) -> None:
+    """A forked child keeps every lock as it was at the fork, held for ever when another thread
+    held it (fsspec's I/O thread hung tokenize workers in the test suite).  With another thread
+    alive, workers are spawned, and training and tokenizing give the same bytes as forked
+    workers do.  In a fresh process: the test process itself may run threads of earlier tests."""
+    script = tmp_path / "threaded.py"
+    script.write_text(THREADED)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "same bytes", done.stderr
