@@ -431,8 +431,8 @@ def _refuse_binary(path: Path) -> None:
     else:
         return
     raise InputError(
-        f"{path}: is {what}, not text; inputs are UTF-8 text (.txt), JSON Lines (.jsonl) or "
-        f"Parquet files, optionally compressed"
+        f"{path}: is {what}, not text; inputs are UTF-8 text (.txt), JSON Lines (.jsonl), "
+        f"Parquet or Arrow files, optionally compressed"
     )
 
 
