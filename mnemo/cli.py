@@ -438,16 +438,12 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
 
 
 def _read_text(path: Path) -> str:
-    from mnemo.errors import InputError
+    """A text file for tokshow, opened as every input is (sources.open_binary: its errors name
+    the file; compressed files are decompressed)."""
+    from mnemo.sources import open_binary
 
-    try:
-        return path.read_text(encoding="utf-8", errors="surrogateescape")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file; check the path") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory; give a text file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+    with open_binary(path) as f:
+        return f.read().decode("utf-8", errors="surrogateescape")
 
 
 # ---- pretrain ----------------------------------------------------------------------------------
