@@ -221,8 +221,8 @@ def _sniff(raw: Any) -> tuple[bytes, Any]:
     return head, _Prefixed(head, raw)
 
 
-class _Borrowed(io.RawIOBase):
-    """A stream we read but do not own (standard input): closing it leaves the stream open."""
+class _Reader(io.RawIOBase):
+    """A raw stream that reads another (`inner`): the shared part of the wrappers below."""
 
     def __init__(self, inner: Any) -> None:
         super().__init__()
@@ -230,6 +230,15 @@ class _Borrowed(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.inner.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _Borrowed(_Reader):
+    """A stream we read but do not own (standard input): closing it leaves the stream open."""
 
     def seekable(self) -> bool:
         return bool(self.inner.seekable())
@@ -240,22 +249,13 @@ class _Borrowed(io.RawIOBase):
     def seek(self, offset: int, whence: int = 0) -> int:
         return int(self.inner.seek(offset, whence))
 
-    def readinto(self, buffer: Any) -> int:
-        data = self.inner.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
-
-class _Prefixed(io.RawIOBase):
+class _Prefixed(_Reader):
     """`head`, then the rest of `inner` (which `head` was read from): a pipe read once."""
 
     def __init__(self, head: bytes, inner: Any) -> None:
-        super().__init__()
+        super().__init__(inner)
         self.head = head
-        self.inner = inner
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, buffer: Any) -> int:
         if self.head:
@@ -263,30 +263,19 @@ class _Prefixed(io.RawIOBase):
             buffer[:n] = self.head[:n]
             self.head = self.head[n:]
             return n
-        data = self.inner.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
+        return super().readinto(buffer)
 
     def close(self) -> None:
         self.inner.close()
         super().close()
 
 
-class _Owning(io.RawIOBase):
+class _Owning(_Reader):
     """Reads `inner` and closes it and `also` (the file a decompressor reads) when closed."""
 
     def __init__(self, inner: Any, also: Any) -> None:
-        super().__init__()
-        self.inner = inner
+        super().__init__(inner)
         self.also = also
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.inner.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
     def close(self) -> None:
         try:

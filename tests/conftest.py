@@ -106,3 +106,31 @@ def cs336_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"fixtures folder {path} is absent")
     return path
+
+
+def _within(fn: Callable[[], object], seconds: float) -> object:
+    """fn() in a thread: the test fails, not hangs, when it does not return within `seconds`."""
+    import threading
+
+    result: list[object] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(fn())
+        except BaseException as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"did not return within {seconds} s"
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+@pytest.fixture
+def within() -> Callable[[Callable[[], object], float], object]:
+    """`within(fn, seconds)`: fn() or a failed test, never a hung one (time bounds on loaders)."""
+    return _within

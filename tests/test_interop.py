@@ -753,28 +753,6 @@ def in_child(code: str, cwd: Path, timeout: float = 120) -> str:
     return done.stdout
 
 
-def timed(fn: Callable[[], object], seconds: float) -> object:
-    """fn() in a thread: the test fails, not hangs, when it takes longer than `seconds`."""
-    import threading
-
-    out: list[object] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            out.append(fn())
-        except BaseException as exc:
-            errors.append(exc)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"took more than {seconds} s"
-    if errors:
-        raise errors[0]
-    return out[0]
-
-
 def test_a_huge_tiktoken_rank_is_an_error_not_a_huge_set(tmp_path: Path) -> None:
     """Rank 100000000000 once built set(range(top + 1)): ten billion ints."""
     path = tmp_path / "big.tiktoken"
@@ -805,7 +783,7 @@ def test_a_tiktoken_rank_of_unicode_digits_is_an_error(tmp_path: Path, rank: str
         load_tiktoken(path, "gpt2")
 
 
-def test_a_long_tiktoken_token_is_split_in_n_log_n(tmp_path: Path) -> None:
+def test_a_long_tiktoken_token_is_split_in_n_log_n(tmp_path: Path, within: Callable[..., object]) -> None:
     """Rescanning every pair for every merge was quadratic: one 8,000-byte token took 5.5 s.
     Tokens 'a' * 2**k up to 32,768 bytes (and one of 32,768 + 16,384) load in a few seconds."""
     import base64
@@ -818,7 +796,7 @@ def test_a_long_tiktoken_token_is_split_in_n_log_n(tmp_path: Path) -> None:
     extra.append(f"{base64.b64encode(b'a' * (2**15 + 2**14)).decode()} {rank}")
     path = tmp_path / "long.tiktoken"
     path.write_text(tiktoken_lines(extra), encoding="ascii")
-    tok = timed(lambda: load_tiktoken(path, "gpt2"), 20)
+    tok = within(lambda: load_tiktoken(path, "gpt2"), 20)
     assert isinstance(tok, Tokenizer)
     assert tok.merges[-1] == (256 + 14, 256 + 13)  # 32,768 + 16,384 bytes = 'a'*2**15 + 'a'*2**14
     assert tok.encode("a" * 64) == [256 + 5]
@@ -852,7 +830,7 @@ def test_split_by_ranks_is_tiktokens_merge() -> None:
         assert interop._split_by_ranks(raw, ranks, limit) == obvious(raw, ranks, limit), (raw, limit)
 
 
-def test_many_added_tokens_load_in_linear_time(tmp_path: Path) -> None:
+def test_many_added_tokens_load_in_linear_time(tmp_path: Path, within: Callable[..., object]) -> None:
     """interop.assemble checked repeated specials with a list's `in`: 40,000 HF added_tokens
     took 15.6 s."""
     obj = to_hf_json(Tokenizer([(97, 98)], pattern="gpt2", special_tokens=[]))
@@ -860,7 +838,7 @@ def test_many_added_tokens_load_in_linear_time(tmp_path: Path) -> None:
     obj["added_tokens"] = [{"id": n + j, "content": f"<|t{j}|>", "special": True} for j in range(40_000)]
     path = tmp_path / "many.json"
     path.write_text(json.dumps(obj), encoding="utf-8")
-    tok = timed(lambda: load_hf(path), 10)
+    tok = within(lambda: load_hf(path), 10)
     assert isinstance(tok, Tokenizer) and len(tok.special_tokens) == 40_000
 
 

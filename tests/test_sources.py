@@ -236,31 +236,11 @@ def feed_fifo(path: Path, data: bytes) -> threading.Thread:
     return t
 
 
-def bounded(fn: Callable[[], object], seconds: float) -> object:
-    """fn() in a thread: the test fails, not hangs, when it does not return in time."""
-    result: list[object] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(fn())
-        except BaseException as exc:
-            errors.append(exc)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"did not return within {seconds} s"
-    if errors:
-        raise errors[0]
-    return result[0]
-
-
 STREAM_CASES = [(k, c) for k in ("txt", "jsonl") for c in ("", "xz", "gz", "zst")]
 
 
 @pytest.mark.parametrize(("kind", "compress"), STREAM_CASES)
-def test_a_fifo_reads_every_document(tmp_path: Path, kind: str, compress: str) -> None:
+def test_a_fifo_reads_every_document(tmp_path: Path, kind: str, compress: str, within: Callable[..., object]) -> None:
     """A FIFO (a writer thread feeds it) gives exactly the documents of the same bytes in a
     regular file, compressed or not."""
     docs = stream_docs()
@@ -272,7 +252,7 @@ def test_a_fifo_reads_every_document(tmp_path: Path, kind: str, compress: str) -
     fifo.parent.mkdir()
     os.mkfifo(fifo)
     writer = feed_fifo(fifo, data)
-    got = bounded(lambda: list(iter_documents([fifo], specials=["<|bos|>"])), 60)
+    got = within(lambda: list(iter_documents([fifo], specials=["<|bos|>"])), 60)
     writer.join(10)
     expected = list(iter_documents([regular], specials=["<|bos|>"]))
     assert got == expected and len(expected) == len(docs) == 2000
@@ -280,11 +260,11 @@ def test_a_fifo_reads_every_document(tmp_path: Path, kind: str, compress: str) -
     assert plan_tasks([regular], n_workers=2)[0].sequential == bool(compress)
 
 
-def test_streams_are_checked_and_planned_without_being_opened(tmp_path: Path) -> None:
+def test_streams_are_checked_and_planned_without_being_opened(tmp_path: Path, within: Callable[..., object]) -> None:
     """Opening a FIFO takes its writer (and blocks without one): checking and planning must not."""
     fifo = tmp_path / "f.jsonl"
     os.mkfifo(fifo)
-    tasks = bounded(lambda: (check_inputs([fifo, "-"]), plan_tasks([fifo, Path("-")], n_workers=2)), 10)
+    tasks = within(lambda: (check_inputs([fifo, "-"]), plan_tasks([fifo, Path("-")], n_workers=2)), 10)
     assert tasks[1] == [Task(str(fifo), "jsonl", sequential=True), Task("-", "auto", sequential=True)]  # type: ignore[index]
     with pytest.raises(InputError, match="standard input .* more than once"):
         check_inputs(["-", "-"])
@@ -487,7 +467,7 @@ def test_separators_cut_across_read_blocks(tmp_path: Path, monkeypatch: pytest.M
     assert expected[:4] == [b"one", b"two", b"three", b"fourone"]
 
 
-def test_text_with_many_documents_reads_in_linear_time(tmp_path: Path) -> None:
+def test_text_with_many_documents_reads_in_linear_time(tmp_path: Path, within: Callable[..., object]) -> None:
     """Every document start once searched the rest of its block for each of the 17 separators
     (30 MB of English took 117 s).  8 MB of 20,000 documents must take well under a second a MB."""
     from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
@@ -495,7 +475,7 @@ def test_text_with_many_documents_reads_in_linear_time(tmp_path: Path) -> None:
     docs = [f"document {i} " + "some words here " * 25 for i in range(20_000)]
     p = tmp_path / "many.txt"
     p.write_text(EOT.join(docs))
-    got = bounded(lambda: sum(1 for _ in iter_documents([p], specials=list(DEFAULT_SPECIAL_TOKENS))), 20)
+    got = within(lambda: sum(1 for _ in iter_documents([p], specials=list(DEFAULT_SPECIAL_TOKENS))), 20)
     assert got == len(docs)
 
 
