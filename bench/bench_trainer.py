@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from words_cache import corpus_words  # noqa: E402
 
 from mnemo.reference import train_merges_naive  # noqa: E402
-from mnemo.trainer import train_merges  # noqa: E402
+from mnemo.merge_loop import train_merges  # noqa: E402
 
 N_MERGES = 600
 MAX_BYTES = 2_000_000

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from words_cache import corpus_words  # noqa: E402
 
-from mnemo.trainer import train_merges  # noqa: E402
+from mnemo.merge_loop import train_merges  # noqa: E402
 
 
 def main() -> None:

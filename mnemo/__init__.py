@@ -35,7 +35,7 @@ from mnemo.errors import (
     UnknownTokenError,
     VerificationError,
 )
-from mnemo.formats import open_tok
+from mnemo.tokfile import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
 from mnemo.training import train, train_from_iterator

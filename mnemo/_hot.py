@@ -6,15 +6,15 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/_hot.py             this list; setup.py reads it before anything is built
   mnemo/_unicode_tables.py  generated data only; pretokenize copies its tables into its own
                             `Final` statics once at import, so compiling it would buy nothing
+  mnemo/batches.py          numpy does the work; mypyc would only add a compile step
   mnemo/bigram.py           numpy does the work; mypyc would only add a compile step
   mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
   mnemo/chat.py             a loop over a conversation's messages around the compiled encoder
   mnemo/cli.py              argument parsing and printing; plain Python keeps tracebacks readable
-  mnemo/data.py             numpy does the work; mypyc would only add a compile step
-  mnemo/dataset.py          process orchestration and file I/O around the compiled encoder
+  mnemo/constants.py        shared names and limits only
   mnemo/demo.py             `mnemo demo`: calls the library in order and prints
   mnemo/errors.py           exception classes users catch and subclass; nothing hot
-  mnemo/formats.py          struct/numpy parsing of whole files, once per file
+  mnemo/fileio.py           atomic writes and bounded reads, once per file
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file; encode_iterable only cuts text and
                             hands it to the compiled encoder and pre-tokenizer
@@ -27,19 +27,22 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/stackfiles.py       training stacks' token files: numpy writes whole blocks and memory-maps
                             the files; nothing runs per token in Python
   mnemo/tokenizer.py        policy (validation, special tokens, errors) around the compiled encoder
+  mnemo/tokenizing.py       process orchestration and file I/O around the compiled encoder
+  mnemo/tokfile.py          .tok: struct/numpy parsing of a header, numpy writes whole blocks
   mnemo/tokshow.py          formats tokens for a terminal, a few hundred at a time
   mnemo/training.py         process orchestration around the compiled counter and trainer
+  mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
 """
 
 from typing import Final
 
 HOT_MODULES: Final = [
     "mnemo/count.py",
+    "mnemo/encode_chunk.py",
     "mnemo/encode_text.py",
-    "mnemo/encoder.py",
     "mnemo/idmap.py",
     "mnemo/jsonfield.py",
     "mnemo/kernels.py",
+    "mnemo/merge_loop.py",
     "mnemo/pretokenize.py",
-    "mnemo/trainer.py",
 ]

@@ -49,9 +49,9 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from mnemo.data import BatchLoader, TokenStream
+from mnemo.batches import BatchLoader, TokenStream
 from mnemo.errors import ConfigError, FormatError
-from mnemo.formats import write_atomic
+from mnemo.fileio import write_atomic
 
 FloatArray = NDArray[np.floating[Any]]
 IntArray = NDArray[np.integer[Any]]
@@ -414,7 +414,7 @@ class BigramModel:
         return out
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write E, W and b to a .npz (no pickle) through `formats.write_atomic`: never a partial
+        """Write E, W and b to a .npz (no pickle) through `fileio.write_atomic`: never a partial
         file, and the mode of any other output (0666 minus the umask)."""
         buf = io.BytesIO()
         np.savez(buf, format=np.int64(NPZ_FORMAT), E=self.E, W=self.W, b=self.b)

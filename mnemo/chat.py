@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, InputError, SpecialTokenError
-from mnemo.formats import MASKBIT
+from mnemo.constants import MASKBIT
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer

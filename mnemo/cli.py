@@ -177,7 +177,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from mnemo.formats import BIN_MAGIC, TOK_MAGIC, read_tok_header
+    from mnemo.tokfile import TOK_MAGIC, read_tok_header
+    from mnemo.vocabfile import BIN_MAGIC
     from mnemo.stackfiles import detect
     from mnemo.tokenizer import Tokenizer
 
@@ -328,10 +329,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_tokenize(args: argparse.Namespace) -> int:
-    from mnemo.dataset import tokenize_files
+    from mnemo.tokenizing import tokenize_files
     from mnemo.tokenizer import Tokenizer
 
-    from mnemo.dataset import AUTO, document_separators, no_separator_warning
+    from mnemo.tokenizing import AUTO, document_separators, no_separator_warning
 
     tok = Tokenizer.load(args.tokenizer)
     bos, eos = _separator_option(args.bos), _separator_option(args.eos)
@@ -384,7 +385,7 @@ def _written(fmt: str, output: Path, chat: bool) -> str:
 
 def _separator_option(value: str | None) -> str | None:
     """--bos/--eos: None (not given: the default rule), 'none' (no token), or a token's name."""
-    from mnemo.dataset import AUTO
+    from mnemo.tokenizing import AUTO
 
     if value is None:
         return AUTO
@@ -405,7 +406,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     if args.chat is not None:
         import json
 
-        from mnemo.dataset import chat_lines
+        from mnemo.tokenizing import chat_lines
 
         if args.index < 0:
             raise MnemoError(f"--index must be >= 0, got {args.index}")
@@ -451,7 +452,7 @@ def _read_text(path: Path) -> str:
 
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from mnemo.bigram import pretrain
-    from mnemo.data import TokenStream
+    from mnemo.batches import TokenStream
     from mnemo.tokenizer import Tokenizer
 
     progress = _interactive() and not args.quiet
@@ -655,10 +656,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_paths(args: argparse.Namespace) -> None:
     """Refuse, before the command does any work, an output that cannot be written or that is
-    one of the command's inputs (however spelled: mnemo.dataset.same_file).  Without this,
+    one of the command's inputs (however spelled: mnemo.tokenizing.same_file).  Without this,
     `train -o /no/such/dir/x.bin` trained to the end and then died, and
     `tokenize -t tok.bin IN -o tok.bin` replaced the tokenizer with the token file."""
-    from mnemo.dataset import check_output, check_output_folder, same_file
+    from mnemo.tokenizing import check_output, check_output_folder, same_file
 
     inputs: list[tuple[str, Path]] = []
     command = args.command

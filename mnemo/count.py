@@ -26,7 +26,7 @@ and hashed with two multiplies (word_hash), not byte by byte.
 
 Tables leave a worker packed (`to_packed`: every word's bytes back to back, and two little-endian
 i64 per word, its length and its count) and are added up in the parent with `add_packed`; the
-trainer lays the packed words out as they are (trainer.train_merges_packed).  `to_dict` and
+trainer lays the packed words out as they are (merge_loop.train_merges_packed).  `to_dict` and
 `packed_to_dict` serve the callers that want a dict (`mnemo.count_words`, tests).
 
 Measured (bench/bench_count.py and paired runs on 20 MB of English, 2-vCPU VM): the short table
@@ -139,7 +139,7 @@ class WordCounter:
             prefix2: i64 = 0
             if pos + 2 * PREFIX_BYTES + 1 <= end:
                 # Two unaligned 8-byte loads, masked to the chunk.  Not `(1 << (8 * n)) - 1`:
-                # mypyc 2.4.1 emits the literal 1 as a 32-bit C int (see encoder.py).
+                # mypyc 2.4.1 emits the literal 1 as a 32-bit C int (see encode_chunk.py).
                 w0 = read_i64_le(data, pos)
                 if n <= PREFIX_BYTES:
                     prefix = w0 & (LOW7 >> ((PREFIX_BYTES - n) * 8))
@@ -214,7 +214,7 @@ class WordCounter:
         prefix2: i64 = 0
         if pos + 2 * PREFIX_BYTES + 1 <= len(data):
             # Two unaligned 8-byte loads, masked to the chunk.  Not `(1 << (8 * n)) - 1`:
-            # mypyc 2.4.1 emits the literal 1 as a 32-bit C int (see encoder.py).
+            # mypyc 2.4.1 emits the literal 1 as a 32-bit C int (see encode_chunk.py).
             w0 = read_i64_le(data, pos)
             if n <= PREFIX_BYTES:
                 prefix = w0 & (LOW7 >> ((PREFIX_BYTES - n) * 8))

@@ -142,8 +142,8 @@ def run_demo(
     from mnemo.bigram import pretrain
     from mnemo.buildinfo import describe
     from mnemo.tokshow import render_tokens
-    from mnemo.data import TokenStream
-    from mnemo.dataset import tokenize_files
+    from mnemo.batches import TokenStream
+    from mnemo.tokenizing import tokenize_files
     from mnemo.training import CountStats, TrainStats, check_vocab_size, train
 
     check_vocab_size(vocab_size)  # before anything is written: a bad value must leave no folder behind

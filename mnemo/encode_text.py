@@ -1,6 +1,6 @@
 """Whole texts through the pre-tokenizer and the encoder: the one place where chunks are cut.
 
-Kept apart from encoder.py so that the encoder core stands on its own (tests drive it with chunk
+Kept apart from encode_chunk.py so that the encoder core stands on its own (tests drive it with chunk
 lists) and this module alone depends on the pre-tokenizer.  Both are compiled in the same mypyc
 group, so `chunk_end` is a native call (~1 ns) and no chunk is ever copied on the fast path.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from librt.strings import BytesWriter
 from mypy_extensions import i64
 
-from mnemo.encoder import Encoder, ids_of, put
+from mnemo.encode_chunk import Encoder, ids_of, put
 from mnemo.pretokenize import chunk_end
 
 
@@ -43,7 +43,7 @@ def encode_bytes(enc: Encoder, data: bytes, pattern: i64) -> list[int]:
 
 def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64, eos: i64) -> bytes:
     """The ids of every document, each preceded by `bos` and followed by `eos` (none when < 0),
-    packed as little-endian uint16 (every id is below 65,536: formats.MAX_VOCAB): the array a
+    packed as little-endian uint16 (every id is below 65,536: constants.MAX_VOCAB): the array a
     .tok file stores, without a list of every id of the block and its conversion to numpy
     (measured: that conversion alone cost 0.9 s per 100 MB of English, bench/breakdown.py).  The
     encoder writes the ids straight into the array: no id is ever a Python int on the way."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from mnemo.errors import ConfigError, FormatError
-from mnemo.formats import read_file, write_atomic
+from mnemo.fileio import read_file, write_atomic
 from mnemo.pretokenize import PATTERN_REGEX, split
 from mnemo.tokenizer import AllOr, Tokenizer
 

@@ -1,4 +1,4 @@
-"""What the orchestration modules (training.py, dataset.py, tokenizer.encode_batch) share about
+"""What the orchestration modules (training.py, tokenizing.py, tokenizer.encode_batch) share about
 worker processes: how to start them, how they die with their parent, and the progress callback
 they report through."""
 

@@ -403,7 +403,8 @@ def _refuse_binary(path: Path) -> None:
     files are looked at: a read from a pipe would take bytes that the real read then misses."""
     if kind_of(path) in ("parquet", "arrow") or not path.is_file():
         return
-    from mnemo.formats import BIN_MAGIC, TOK_MAGIC
+    from mnemo.tokfile import TOK_MAGIC
+    from mnemo.vocabfile import BIN_MAGIC
 
     try:
         with open_binary(path) as f:

@@ -31,7 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, FormatError, InputError
-from mnemo.formats import MASKBIT, TokWriter
+from mnemo.constants import MASKBIT
+from mnemo.tokfile import TokWriter
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer

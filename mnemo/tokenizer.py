@@ -1,6 +1,6 @@
 """The Tokenizer: a trained vocabulary, its file, and encoding policy.
 
-Layers as in tiktoken: the compiled encoder (encoder.py, encode_text.py) knows merges and bytes
+Layers as in tiktoken: the compiled encoder (encode_chunk.py, encode_text.py) knows merges and bytes
 only; this module holds all policy -- validation, special tokens (tiktoken's allowed_special /
 disallowed_special contract), error wording -- and is plain Python.
 """
@@ -21,20 +21,13 @@ import numpy.typing as npt
 from librt.strings import BytesWriter
 
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range
-from mnemo.encoder import Encoder, ids_of
+from mnemo.encode_chunk import Encoder, ids_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.parallel import resolve_workers
-from mnemo.formats import (
-    MAX_BIN_BYTES,
-    MAX_VOCAB,
-    PATTERNS,
-    TIES,
-    encode_tokenizer_bin,
-    parse_tokenizer_bin,
-    read_file,
-    write_atomic,
-)
+from mnemo.constants import MAX_VOCAB, PATTERNS, TIES
+from mnemo.fileio import read_file, write_atomic
+from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, parse_tokenizer_bin
 from mnemo.pretokenize import chunk_end
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (

@@ -2,7 +2,7 @@
 
 Phases: (1) count words -- worker processes pre-tokenize their share of the input and count
 chunks in their own table (mnemo/count.py); the parent merges the tables; (2) learn merges
-(mnemo/trainer.py, or the naive twin in mnemo/reference.py); (3) wrap them in a Tokenizer.
+(mnemo/merge_loop.py, or the naive twin in mnemo/reference.py); (3) wrap them in a Tokenizer.
 
 Workers: with seekable inputs (plain text and JSONL files, Parquet row groups) each worker reads
 its own tasks; with streams (compressed files, in-memory documents) the parent reads and hands
@@ -21,12 +21,12 @@ from typing import Any, Union, cast
 
 from mnemo.count import WordCounter, packed_to_dict
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
-from mnemo.formats import PATTERNS
+from mnemo.constants import PATTERNS
 from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer, check_int, check_special_tokens, type_error
-from mnemo.trainer import train_merges_packed
+from mnemo.merge_loop import train_merges_packed
 from mnemo.sources import (
     Task,
     check_inputs,

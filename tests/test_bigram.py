@@ -16,7 +16,7 @@ import pytest
 
 from mnemo import bigram
 from mnemo.bigram import BigramModel, cross_entropy, perplexity
-from mnemo.data import MASKBIT, BatchLoader, TokenStream, split_stream
+from mnemo.batches import MASKBIT, BatchLoader, TokenStream, split_stream
 from mnemo.errors import ConfigError, FormatError
 
 
@@ -477,7 +477,7 @@ def test_pretrain_defaults_beat_the_unigram_on_english_at_32768_ids(tmp_path: Pa
     be a weak bar).  Failed before: the old defaults (E ~ N(0, 1), no bias,
     lr 0.01, 1000 steps of 8 x 64) took ~10 minutes here and ended above the baseline at 60 steps."""
     import mnemo
-    from mnemo.dataset import tokenize_files
+    from mnemo.tokenizing import tokenize_files
 
     source = tmp_path / "english.jsonl"
     size = 0

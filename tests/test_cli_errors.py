@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mnemo import Tokenizer
-from mnemo.dataset import tokenize_files
+from mnemo.tokenizing import tokenize_files
 from mnemo.training import train_from_iterator
 
 TEXT = "the cat sat on the mat. " * 200

@@ -19,7 +19,7 @@ import pytest
 
 from mnemo import Tokenizer, demo, interop, open_tok
 from mnemo.bigram import BigramModel
-from mnemo.formats import TokWriter
+from mnemo.tokfile import TokWriter
 from mnemo.sources import iter_documents
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,7 +185,7 @@ def test_pretrain_defaults_beat_the_unigram_on_the_demo_data(tmp_path: Path) -> 
     """The demo's corpus (the stdlib and its docs, 32 MB), a 32,768-id tokenizer, and
     `mnemo pretrain` with every option at its default: below the unigram baseline at the end."""
     import mnemo
-    from mnemo.dataset import tokenize_files
+    from mnemo.tokenizing import tokenize_files
 
     inputs = demo.demo_corpus(tmp_path)
     tok = mnemo.train(inputs, vocab_size=32768, workers=2)

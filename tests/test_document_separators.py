@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mnemo import Tokenizer, open_tok
-from mnemo.dataset import document_separators, tokenize_files
+from mnemo.tokenizing import document_separators, tokenize_files
 from mnemo.errors import ConfigError
 from mnemo.interop import load_gpt2
 from mnemo.training import train_from_iterator

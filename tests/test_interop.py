@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, SpecialTokenError, Tokenizer, open_tok
 from mnemo import interop
-from mnemo.formats import encode_tokenizer_bin
+from mnemo.vocabfile import encode_tokenizer_bin
 from mnemo.interop import (
     BYTE_TO_CHAR,
     bytes_to_unicode,
@@ -211,7 +211,7 @@ def test_trained_gpt2_round_trip(trained: Tokenizer, tmp_path: Path, corpus_docs
 def test_imported_vocabulary_in_a_tok_file_has_its_own_ids(gpt2: Tokenizer, tmp_path: Path) -> None:
     """`mnemo tokenize` (Tokenizer.encode_documents) writes the public ids, as encode_ordinary
     returns them: GPT-2's "!" is 0, not mnemo's byte id 33.  (It once wrote mnemo's ids.)"""
-    from mnemo.dataset import tokenize_files
+    from mnemo.tokenizing import tokenize_files
 
     docs = ["Hello world!", "caf\u00e9 \u2603 <|endoftext|> plain text", "!!!"]
     eot = gpt2.special_tokens[EOT]
@@ -731,7 +731,7 @@ def test_cs336_malformed() -> None:
 def test_no_pickle_in_interop() -> None:
     import re
 
-    for module in ("interop", "tokenizer", "formats"):
+    for module in ("interop", "tokenizer", "vocabfile", "tokfile"):
         source = Path(interop.__file__).with_name(f"{module}.py").read_text(encoding="utf-8")
         assert not re.search(r"^\s*(import|from)\s+(c?pickle|marshal|shelve)\b", source, re.M), module
 

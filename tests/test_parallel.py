@@ -156,7 +156,7 @@ THREADED = """
 import random, sys, threading
 from pathlib import Path
 from mnemo import train
-from mnemo.dataset import tokenize_files
+from mnemo.tokenizing import tokenize_files
 from mnemo.parallel import worker_context
 
 def run(folder, corpus, tag):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from mnemo import Tokenizer, open_tok, train, train_from_iterator
-from mnemo.dataset import tokenize_files
+from mnemo.tokenizing import tokenize_files
 from mnemo.errors import ConfigError, InputError
 from mnemo.sources import (
     Task,

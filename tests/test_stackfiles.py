@@ -30,9 +30,9 @@ import pytest
 
 from mnemo import Tokenizer, open_tok
 from mnemo.cli import main
-from mnemo.dataset import tokenize_files
+from mnemo.tokenizing import tokenize_files
 from mnemo.errors import ConfigError, FormatError, InputError
-from mnemo.formats import MASKBIT
+from mnemo.constants import MASKBIT
 from mnemo.interop import load_gpt2
 from mnemo.stackfiles import (
     DatatroveWriter,

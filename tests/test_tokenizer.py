@@ -21,7 +21,7 @@ from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Token
 import mnemo.tokenizer as tokenizer_module
 from mnemo import interop
 from mnemo.encode_text import encode_bytes as encode_in_one_call
-from mnemo.formats import PATTERNS
+from mnemo.constants import PATTERNS
 from mnemo.interop import bytes_to_unicode
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS

@@ -16,7 +16,7 @@ UnicodeError, OverflowError, MemoryError, ...) is a finding.
 A case is (target, payload bytes).  Targets and what their payload is:
 
     tokenizer_bin  a tokenizer.bin image           -> Tokenizer.from_bytes, then encode/decode
-    tok            a .tok file                     -> formats.read_tok_header, open_tok
+    tok            a .tok file                     -> tokfile.read_tok_header, open_tok
     gpt2           vocab.json and merges.txt       -> interop.load_gpt2 (payload: pack_parts)
     tiktoken       a .tiktoken file                -> interop.load_tiktoken
     hf             a tokenizer.json                -> interop.load_hf
@@ -194,7 +194,7 @@ def _run_api(env: _Env, data: bytes) -> None:
 
 def run_case(env: _Env, target: str, data: bytes) -> None:
     """Run one case in this process; returns normally or raises what mnemo raised."""
-    from mnemo import formats, interop
+    from mnemo import tokfile, interop
     from mnemo.tokenizer import Tokenizer
 
     if target == "tokenizer_bin":
@@ -208,8 +208,8 @@ def run_case(env: _Env, target: str, data: bytes) -> None:
         env.cases += 1
         path = env.write(f"input-{env.cases}.tok", data)
         try:
-            formats.read_tok_header(path)
-            f = formats.open_tok(path, env.tokenizer)
+            tokfile.read_tok_header(path)
+            f = tokfile.open_tok(path, env.tokenizer)
             int(f.tokens.sum()) if len(f.tokens) else 0
             del f
         finally:
@@ -514,7 +514,7 @@ SEED_DOCS = [
 def make_seeds(seed_dir: Path) -> None:
     """Train a tiny tokenizer and save it in every format mnemo writes (convert's functions)."""
     import mnemo
-    from mnemo import formats, interop
+    from mnemo import tokfile, interop
 
     seed_dir.mkdir(parents=True, exist_ok=True)
     tok = mnemo.train_from_iterator(SEED_DOCS, vocab_size=256 + 60 + 16, workers=1)
@@ -522,10 +522,10 @@ def make_seeds(seed_dir: Path) -> None:
     interop.save_gpt2(tok, seed_dir / "vocab.json", seed_dir / "merges.txt")
     interop.save_tiktoken(tok, seed_dir / "seed.tiktoken")
     interop.save_hf(tok, seed_dir / "tokenizer.json")
-    with formats.TokWriter(seed_dir / "seed.tok", tok) as w:
+    with tokfile.TokWriter(seed_dir / "seed.tok", tok) as w:
         for doc in SEED_DOCS[:4]:
             w.write_doc(tok.render_document(doc))
-    with formats.TokWriter(seed_dir / "chat.tok", tok, chat=True) as w:
+    with tokfile.TokWriter(seed_dir / "chat.tok", tok, chat=True) as w:
         w.write_doc(tok.render_conversation([{"role": "user", "content": "hi"},
                                              {"role": "assistant", "content": "hello"}]))
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import fuzzer
-from mnemo import formats
+from mnemo import vocabfile
 
 pytestmark = pytest.mark.fuzz
 
@@ -144,7 +144,7 @@ def tiktoken_long_token(seeds: dict[str, list[bytes]]) -> bytes:
 def bin_many_specials(seeds: dict[str, list[bytes]]) -> bytes:
     """issue 13, 4: repeated specials were checked with `in` on a list: 65,280 specials, 44.7 s."""
     names = [f"<|s{i}|>" for i in range(65280)]
-    return formats.encode_tokenizer_bin([], "mnemonic", names, "id", None)
+    return vocabfile.encode_tokenizer_bin([], "mnemonic", names, "id", None)
 
 
 def hf_json(seeds: dict[str, list[bytes]]) -> dict[str, object]:

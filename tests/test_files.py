@@ -17,15 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemo import FingerprintError, FormatError, Tokenizer, open_tok
-from mnemo.formats import (
-    MASKBIT,
-    MAX_BIN_BYTES,
-    MAX_VOCAB,
-    TokWriter,
-    encode_tokenizer_bin,
-    parse_tokenizer_bin,
-    read_tok_header,
-)
+from mnemo.constants import MASKBIT, MAX_VOCAB
+from mnemo.tokfile import TokWriter, read_tok_header
+from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, parse_tokenizer_bin
 
 # ---- tokenizer.bin ----
 
@@ -306,7 +300,7 @@ def test_killed_writer_leaves_no_output(tmp_path: Path, tok: Tokenizer) -> None:
         f"""
         import sys
         from mnemo import Tokenizer
-        from mnemo.formats import TokWriter
+        from mnemo.tokfile import TokWriter
         tok = Tokenizer.load({str(bin_path)!r})
         with TokWriter({str(out)!r}, tok) as w:
             w.write_doc([1, 2, 3])

@@ -1,4 +1,4 @@
-"""The BPE trainers: the fast one (mnemo.trainer, compiled) against its naive twin
+"""The BPE trainers: the fast one (mnemo.merge_loop, compiled) against its naive twin
 (mnemo.reference), worked examples derived by hand, the CS336 reference run, and the self-check.
 
 Word counts are made here with `regex.findall` of GPT-2's pattern (DESIGN.md), independently of
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from mnemo import kernels
 from mnemo.errors import ConfigError, VerificationError
 from mnemo.reference import merge_word, train_merges_naive
-from mnemo.trainer import train_merges
+from mnemo.merge_loop import train_merges
 
 Trainer = Callable[..., tuple[list[tuple[int, int]], list[int]]]
 TRAINERS: dict[str, Trainer] = {"naive": train_merges_naive, "fast": train_merges}
@@ -175,7 +175,7 @@ def test_fast_matches_naive_many_ties_and_compaction() -> None:
 
 def test_bit_table() -> None:
     """The skip index's bit for block k of 64 (mypyc would shift a literal 1 as a 32-bit int)."""
-    from mnemo.trainer import _bit_table
+    from mnemo.merge_loop import _bit_table
 
     assert list(_bit_table()) == [1 << k for k in range(63)] + [-(1 << 63)]
 
@@ -388,7 +388,7 @@ def test_counts_past_the_limit_are_refused(trainer: Trainer, words: dict[bytes, 
 
 def test_counts_past_the_limit_are_refused_packed() -> None:
     from mnemo.count import pack_words
-    from mnemo.trainer import train_merges_packed
+    from mnemo.merge_loop import train_merges_packed
 
     blob, meta = pack_words({b"aaa": 1 << 61, b"bbb": 1 << 61})  # each fits, the sum does not
     with pytest.raises(ConfigError, match=r"more than 2\*\*63 - 1"):

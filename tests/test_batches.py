@@ -1,4 +1,4 @@
-"""mnemo.data: windows, the train/validation split, and the batch loader (with chat loss masks)."""
+"""mnemo.batches: windows, the train/validation split, and the batch loader (with chat loss masks)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.data import ID_MASK, MASKBIT, BatchLoader, TokenStream, n_windows, split_stream, windows
+from mnemo.batches import ID_MASK, MASKBIT, BatchLoader, TokenStream, n_windows, split_stream, windows
 from mnemo.errors import ConfigError
 
 # ---- windows ----
@@ -331,7 +331,7 @@ def test_stream_from_tok_files_documents_and_chats(tmp_path: Path) -> None:
     """The .tok seam: memory-maps the files the tokenizer wrote; a chat file is a masked stream
     whose loader strips MASKBIT; mixing kinds and another tokenizer's file are refused."""
     from mnemo import FingerprintError, Tokenizer
-    from mnemo.formats import TokWriter
+    from mnemo.tokfile import TokWriter
 
     tok = Tokenizer([(104, 105)])  # 'hi' = 256; <|bos|> 257 ... <|end|> 261
     docs = tmp_path / "docs.tok"

@@ -168,7 +168,7 @@ class TokenStream:
 
         All files must be of one kind: documents, or masked chats.  Masked chats of vocabularies
         over 32,768 ids (uint32 files, MASKBIT 0x80000000) are not supported by this loader."""
-        from mnemo.formats import open_tok
+        from mnemo.tokfile import open_tok
 
         if not paths:
             raise ConfigError("no .tok files given")

@@ -1,4 +1,4 @@
-"""The compiled encoder (mnemo/encoder.py) against hand-worked examples and the naive twin.
+"""The compiled encoder (mnemo/encode_chunk.py) against hand-worked examples and the naive twin.
 
 These tests drive the encoder with chunk lists they cut themselves, so they do not depend on the
 pre-tokenizer.  Paths: the cache (chunks <= 48 bytes), the short rank-array path (< 64 bytes,
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from librt.strings import BytesWriter
 
-from mnemo.encoder import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, put
+from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 

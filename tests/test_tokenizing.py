@@ -1,4 +1,4 @@
-"""`tokenize_files` (mnemo/dataset.py): plain files go to the workers as byte ranges that they
+"""`tokenize_files` (mnemo/tokenizing.py): plain files go to the workers as byte ranges that they
 read themselves, compressed files as blocks of documents read by the parent; either way the .tok
 file is the one a single process writes."""
 

@@ -1,0 +1,213 @@
+""".tok: a token stream as one file (layout in docs/formats.md, little-endian).
+
+The reader validates the header and the size and raises FormatError naming the file, the offset and
+what to do.  `TokWriter` writes through a temporary name in the same folder, renamed at the end, so an
+interrupted writer never leaves a partial file under the final name.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, BinaryIO, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.constants import MASKBIT, MASKBIT32
+from mnemo.errors import FingerprintError, FormatError, InputError
+
+if TYPE_CHECKING:
+    from mnemo.tokenizer import Tokenizer
+
+
+TOK_MAGIC: Final = b"MNEMOTOK"
+TOK_VERSION: Final = 1
+TOK_HEADER: Final = struct.Struct("<8sHHIQQ16sI12s")  # 64 bytes
+TOK_FLAG_CHAT: Final = 1
+TOK_FLAG_MASKED: Final = 2
+
+
+@dataclass(frozen=True)
+class TokHeader:
+    """The 64-byte header of a .tok file."""
+
+    width: int  # bytes per token: 2 (uint16) or 4 (uint32)
+    flags: int
+    n_tokens: int
+    n_docs: int
+    fingerprint: str  # hex, as Tokenizer.fingerprint
+    n_vocab: int
+
+    @property
+    def chat(self) -> bool:
+        return bool(self.flags & TOK_FLAG_CHAT)
+
+    @property
+    def masked(self) -> bool:
+        return bool(self.flags & TOK_FLAG_MASKED)
+
+    @property
+    def maskbit(self) -> int:
+        """The bit marking trained-on tokens in a masked file (0 when not masked)."""
+        if not self.masked:
+            return 0
+        return MASKBIT if self.width == 2 else MASKBIT32
+
+    def pack(self) -> bytes:
+        return TOK_HEADER.pack(
+            TOK_MAGIC,
+            TOK_VERSION,
+            self.width,
+            self.flags,
+            self.n_tokens,
+            self.n_docs,
+            bytes.fromhex(self.fingerprint),
+            self.n_vocab,
+            b"\0" * 12,
+        )
+
+
+def parse_tok_header(data: bytes, source: str, file_size: int) -> TokHeader:
+    def fail(offset: int, what: str) -> FormatError:
+        return FormatError(f"{source}: offset {offset}: {what}")
+
+    if len(data) < TOK_HEADER.size:
+        raise fail(len(data), f"truncated: the file has {len(data)} bytes, the header alone needs {TOK_HEADER.size}")
+    magic, version, width, flags, n_tokens, n_docs, fp, n_vocab, reserved = TOK_HEADER.unpack_from(data, 0)
+    if magic != TOK_MAGIC:
+        raise fail(0, f"bad magic {magic!r} (expected {TOK_MAGIC!r}): not a mnemo .tok file")
+    if version != TOK_VERSION:
+        raise fail(8, f"format version {version} is not supported (this mnemo reads version {TOK_VERSION})")
+    if width not in (2, 4):
+        raise fail(10, f"token width {width} bytes is not 2 or 4")
+    if flags & ~(TOK_FLAG_CHAT | TOK_FLAG_MASKED):
+        raise fail(12, f"unknown flags 0x{flags:08x} (a newer mnemo wrote this file?)")
+    if reserved != b"\0" * 12:
+        raise fail(52, "reserved bytes are not zero")
+    expected = TOK_HEADER.size + width * n_tokens
+    if file_size != expected:
+        raise fail(
+            min(file_size, expected),
+            f"the header announces {n_tokens} tokens of {width} bytes ({expected} bytes in all), "
+            f"but the file has {file_size} bytes: it is truncated or was not finished",
+        )
+    return TokHeader(width, flags, n_tokens, n_docs, fp.hex(), n_vocab)
+
+
+def tok_width(n_vocab: int, masked: bool) -> int:
+    """uint16 when every id (with MASKBIT when masked) fits in 16 bits, else uint32."""
+    limit = MASKBIT if masked else 1 << 16
+    return 2 if n_vocab <= limit else 4
+
+
+class TokWriter:
+    """Writes a .tok file: `with TokWriter(path, tokenizer) as w: w.write_doc(ids) ...`.
+
+    Tokens go to a temporary file in the same folder; the header is written and the file renamed
+    to `path` only when the block ends without an exception.  Killed or failed, no `path` appears
+    (the temporary `.NAME.tmp-PID` is removed on exceptions; a SIGKILL can leave it, never `path`).
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], tokenizer: Tokenizer, *, chat: bool = False, masked: bool | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.masked = chat if masked is None else masked
+        self.flags = (TOK_FLAG_CHAT if chat else 0) | (TOK_FLAG_MASKED if self.masked else 0)
+        self.fingerprint = tokenizer.fingerprint
+        self.n_vocab = tokenizer.n_vocab
+        self.width = tok_width(self.n_vocab, self.masked)
+        self.dtype = np.dtype("<u2" if self.width == 2 else "<u4")
+        self.n_tokens = 0
+        self.n_docs = 0
+        self.tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        self.file: BinaryIO | None = None
+
+    def __enter__(self) -> TokWriter:
+        self.file = open(self.tmp, "wb")
+        self.file.write(b"\0" * TOK_HEADER.size)
+        return self
+
+    def write(self, ids: Sequence[int] | npt.NDArray[np.integer], n_docs: int = 0) -> None:
+        """Append tokens (already with MASKBIT where wanted) holding `n_docs` documents."""
+        assert self.file is not None, "use TokWriter in a with block"
+        arr = np.asarray(ids)
+        if arr.size:
+            limit = 1 << (8 * self.width)
+            if int(arr.min()) < 0 or int(arr.max()) >= limit:
+                raise InputError(f"token id out of range for a {self.width}-byte .tok: {int(arr.max())}")
+            self.file.write(arr.astype(self.dtype, copy=False).tobytes())
+        self.n_tokens += int(arr.size)
+        self.n_docs += n_docs
+
+    def write_doc(self, ids: Sequence[int] | npt.NDArray[np.integer]) -> None:
+        self.write(ids, 1)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        f = self.file
+        self.file = None
+        if f is None:
+            return
+        try:
+            if exc_type is None:
+                header = TokHeader(self.width, self.flags, self.n_tokens, self.n_docs, self.fingerprint, self.n_vocab)
+                f.seek(0)
+                f.write(header.pack())
+                f.flush()
+                os.fsync(f.fileno())
+            f.close()
+            if exc_type is None:
+                os.replace(self.tmp, self.path)
+        finally:
+            if exc_type is not None or self.tmp.exists():
+                self.tmp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class TokFile:
+    """An opened .tok file: its header and its tokens, memory-mapped (read-only)."""
+
+    path: Path
+    header: TokHeader
+    tokens: npt.NDArray[np.unsignedinteger]
+
+    def __len__(self) -> int:
+        return self.header.n_tokens
+
+
+def read_tok_header(path: str | os.PathLike[str]) -> TokHeader:
+    """The validated header of a .tok file (its size checked), without a tokenizer."""
+    source = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(TOK_HEADER.size)
+            size = os.fstat(f.fileno()).st_size
+    except OSError as exc:
+        raise InputError(f"cannot read {source}: {exc.strerror or exc}") from None
+    return parse_tok_header(head, source, size)
+
+
+def open_tok(path: str | os.PathLike[str], tokenizer: Tokenizer) -> TokFile:
+    """Memory-map a .tok file made by `tokenizer`; FingerprintError when another tokenizer made it."""
+    header = read_tok_header(path)
+    if header.fingerprint != tokenizer.fingerprint:
+        raise FingerprintError(
+            f"{os.fspath(path)} was made by the tokenizer with fingerprint {header.fingerprint}, "
+            f"not by this one ({tokenizer.fingerprint}): open it with the tokenizer.bin that wrote it"
+        )
+    dtype = np.dtype("<u2" if header.width == 2 else "<u4")
+    if header.n_tokens == 0:
+        tokens: npt.NDArray[np.unsignedinteger] = np.zeros(0, dtype=dtype)
+    else:
+        tokens = np.memmap(path, dtype=dtype, mode="r", offset=TOK_HEADER.size, shape=(header.n_tokens,))
+    return TokFile(Path(path), header, tokens)
+
+
+assert TOK_HEADER.size == 64, "header layout changed"
