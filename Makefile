@@ -22,6 +22,9 @@ nasm:
 $(VENV)/.installed: $(SOURCES) | nasm
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	@# setuptools copies build/lib into every wheel: a module renamed or deleted since the last
+	@# build would linger in the installed package, so start that folder afresh (the C cache stays)
+	rm -rf build/lib.*
 	$(BIN)/python -m pip install -q '.[test]'
 	touch $@ $(VENV)/.installed-runtime
 
@@ -49,6 +52,7 @@ $(VENV)/.installed-runtime: $(SOURCES) | nasm
 	@echo "building mnemo (nasm + mypyc), about a minute..."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip
+	@rm -rf build/lib.*
 	@$(BIN)/python -m pip install -q .
 	@touch $@
 
