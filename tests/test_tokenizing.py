@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo import Tokenizer, dataset, open_tok, sources, train_from_iterator
+from mnemo import Tokenizer, tokenizing, open_tok, sources, train_from_iterator
 from mnemo.errors import InputError
 from mnemo.sources import plan_tasks
 
@@ -30,7 +30,7 @@ def tok(docs: list[str]) -> Tokenizer:
 def test_every_input_kind_gives_the_single_process_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer
 ) -> None:
-    monkeypatch.setattr(dataset, "TASK_BYTES", 32 << 10)  # many small ranges
+    monkeypatch.setattr(tokenizing, "TASK_BYTES", 32 << 10)  # many small ranges
     jsonl = tmp_path / "a.jsonl"
     jsonl.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
     txt = tmp_path / "b.txt"
@@ -50,8 +50,8 @@ def test_every_input_kind_gives_the_single_process_file(
     assert len(plan_tasks([jsonl], n_workers=2, min_task_bytes=32 << 10, max_task_bytes=32 << 10, whole_documents=True)) > 5
     assert len(plan_tasks([txt], n_workers=2, min_task_bytes=32 << 10, max_task_bytes=32 << 10, whole_documents=True)) > 5
 
-    one = dataset.tokenize_files(inputs, tok, tmp_path / "one.tok", workers=1)
-    two = dataset.tokenize_files(inputs, tok, tmp_path / "two.tok", workers=2)
+    one = tokenizing.tokenize_files(inputs, tok, tmp_path / "one.tok", workers=1)
+    two = tokenizing.tokenize_files(inputs, tok, tmp_path / "two.tok", workers=2)
     assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
     assert (one.n_docs, one.n_tokens, one.n_bytes) == (two.n_docs, two.n_tokens, two.n_bytes)
     assert one.n_docs == len(inputs) * len(docs)
@@ -67,19 +67,19 @@ def test_workers_get_the_tokenizer_either_way(tmp_path: Path, monkeypatch: pytes
     from its tokenizer.bin image.  Same file as one process."""
     import multiprocessing
 
-    monkeypatch.setattr(dataset, "TASK_BYTES", 64 << 10)
-    monkeypatch.setattr(dataset, "worker_context", lambda: multiprocessing.get_context(method))
-    monkeypatch.setattr(dataset, "_worker_tok", None)
+    monkeypatch.setattr(tokenizing, "TASK_BYTES", 64 << 10)
+    monkeypatch.setattr(tokenizing, "worker_context", lambda: multiprocessing.get_context(method))
+    monkeypatch.setattr(tokenizing, "_worker_tok", None)
     src = tmp_path / "a.jsonl"
     src.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs[:200]))
-    dataset.tokenize_files([src], tok, tmp_path / "one.tok", workers=1)
-    dataset.tokenize_files([src], tok, tmp_path / "two.tok", workers=2)
+    tokenizing.tokenize_files([src], tok, tmp_path / "one.tok", workers=1)
+    tokenizing.tokenize_files([src], tok, tmp_path / "two.tok", workers=2)
     assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
-    assert (dataset._worker_tok is tok) == (method == "fork")
+    assert (tokenizing._worker_tok is tok) == (method == "fork")
 
 
 def test_a_bad_line_in_a_worker_range_names_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer) -> None:
-    monkeypatch.setattr(dataset, "TASK_BYTES", 32 << 10)
+    monkeypatch.setattr(tokenizing, "TASK_BYTES", 32 << 10)
     lines = [json.dumps({"text": d}) + "\n" for d in docs]
     bad = len(lines) - 3
     lines[bad] = "{not json\n"
@@ -87,7 +87,7 @@ def test_a_bad_line_in_a_worker_range_names_its_line(tmp_path: Path, monkeypatch
     src.write_text("".join(lines))
     out = tmp_path / "out.tok"
     with pytest.raises(InputError, match=rf"{src}:{bad + 1}: "):
-        dataset.tokenize_files([src], tok, out, workers=2)
+        tokenizing.tokenize_files([src], tok, out, workers=2)
     assert not out.exists() and list(tmp_path.iterdir()) == [src]
 
 
@@ -102,7 +102,7 @@ def test_a_long_text_document_stays_one_document(
     src = tmp_path / "long.txt"
     src.write_text(text)
     assert len(list(sources.iter_task_documents(sources.Task(str(src), "text")))) > 1  # counting's view
-    stats = dataset.tokenize_files([src], tok, tmp_path / "out.tok", workers=workers)
+    stats = tokenizing.tokenize_files([src], tok, tmp_path / "out.tok", workers=workers)
     assert stats.n_docs == 1
     bos = tok.special_tokens["<|bos|>"]
     expected = [bos, *tok.encode_ordinary(text)]
@@ -114,18 +114,18 @@ def test_small_files_go_to_the_workers_in_groups(
 ) -> None:
     """Thousands of small files (mnemo demo's corpus) must not cost a worker round trip each:
     whole files are gathered up to TASK_BYTES per piece of work.  Same file as one process."""
-    monkeypatch.setattr(dataset, "TASK_BYTES", 32 << 10)
+    monkeypatch.setattr(tokenizing, "TASK_BYTES", 32 << 10)
     files = []
     for k, text in enumerate(docs[:60]):
         f = tmp_path / f"f{k:03}.txt"
         f.write_text(text)
         files.append(f)
-    pieces = list(dataset._work(files, "text", False, 2))
+    pieces = list(tokenizing._work(files, "text", False, 2))
     assert all(tasks and not block for tasks, block in pieces)
     assert [t.path for tasks, _ in pieces for t in tasks] == [str(f) for f in files]
     assert len(pieces) < len(files) // 3
-    dataset.tokenize_files(files, tok, tmp_path / "one.tok", workers=1)
-    dataset.tokenize_files(files, tok, tmp_path / "two.tok", workers=2)
+    tokenizing.tokenize_files(files, tok, tmp_path / "one.tok", workers=1)
+    tokenizing.tokenize_files(files, tok, tmp_path / "two.tok", workers=2)
     assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
     assert open_tok(tmp_path / "two.tok", tok).header.n_docs == 60
 
@@ -151,7 +151,7 @@ def test_a_chat_error_names_the_file_and_the_record(
     src.write_text("\n".join(json.dumps(r) for r in [good, good, good, bad, good]) + "\n")
     out = tmp_path / "out.tok"
     with pytest.raises(InputError, match=rf"^{src}:4: {error}"):
-        dataset.tokenize_files([src], tok, out, chat=True, workers=workers)
+        tokenizing.tokenize_files([src], tok, out, chat=True, workers=workers)
     assert not out.exists()
 
 
@@ -159,8 +159,8 @@ def test_a_nested_record_is_an_error_naming_its_line(tmp_path: Path, tok: Tokeni
     src = tmp_path / "deep.jsonl"
     src.write_text('{"text": "ok"}\n' + "[" * 100_000 + "\n")
     with pytest.raises(InputError, match=rf"{src}:2: the JSON is nested too deeply"):
-        dataset.tokenize_files([src], tok, tmp_path / "out.tok", workers=1)
+        tokenizing.tokenize_files([src], tok, tmp_path / "out.tok", workers=1)
     chat = tmp_path / "deep-chat.jsonl"
     chat.write_text('{"messages": []}\n' + '{"messages": ' + "[" * 100_000 + "\n")
     with pytest.raises(InputError, match=rf"{chat}:2: the JSON is nested too deeply"):
-        dataset.tokenize_files([chat], tok, tmp_path / "out.tok", chat=True, workers=1)
+        tokenizing.tokenize_files([chat], tok, tmp_path / "out.tok", chat=True, workers=1)
