@@ -403,6 +403,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     tok = Tokenizer.load(args.tokenizer)
     color = not args.no_color and sys.stdout.isatty()
     mask: list[bool] | None = None
+    spans: list[tuple[int, int]] | None = None
     if args.chat is not None:
         import json
 
@@ -421,6 +422,8 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
             raise MnemoError(f"{args.chat}: has {count} records; --index {args.index} is out of range")
         messages = json.loads(found[1])["messages"]
         ids, mask = split_mask(render_conversation(tok, messages))
+        if args.offsets:
+            spans = tok.decode_with_offsets(ids, spans=True)[1]
     else:
         if args.file is not None:
             text = _read_text(Path(args.file)) if args.file != "-" else sys.stdin.read()
@@ -430,8 +433,8 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
             text = sys.stdin.read()
         else:
             raise MnemoError("no text to show: pass TEXT, --file FILE, --chat FILE.jsonl, or pipe text in")
-        ids = tok.encode(text, allowed_special="all")
-    print(render_tokens(tok, ids, mask, color=color, show_ids=args.ids))
+        ids, spans = tok.encode_with_offsets(text, allowed_special="all")
+    print(render_tokens(tok, ids, mask, color=color, show_ids=args.ids, spans=spans if args.offsets else None))
     n_bytes = sum(len(tok.token_bytes(i)) for i in ids)
     print(f"{len(ids)} tokens, {n_bytes} bytes, {n_bytes / max(len(ids), 1):.2f} bytes/token"
           + (f", {sum(mask)} masked (learned)" if mask is not None else ""))
@@ -573,6 +576,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chat", metavar="JSONL", help="render a conversation record from this file, masked tokens marked")
     p.add_argument("--index", type=int, default=0, help="which record of --chat (default 0)")
     p.add_argument("--ids", action="store_true", help="print each token's id after it (default: off)")
+    p.add_argument("--offsets", action="store_true",
+                   help="print each token's character span @start:end in the text after it (default: off)")
     p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
     p.set_defaults(handler=cmd_tokshow)
 
