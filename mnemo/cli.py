@@ -135,6 +135,11 @@ def _peak_rss_mib() -> float:
 def cmd_train(args: argparse.Namespace) -> int:
     from mnemo.training import CountStats, TrainStats, train
 
+    base = None
+    if args.base is not None:
+        from mnemo.tokenizer import Tokenizer
+
+        base = Tokenizer.load(args.base)
     progress = PhaseProgress(_interactive() and not args.quiet)
     stats = TrainStats(CountStats())
     t0 = time.perf_counter()
@@ -152,6 +157,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             text_field=args.text_field,
             progress=progress,
             stats=stats,
+            base=base,
         )
     finally:
         progress.close()
@@ -159,7 +165,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     mb = stats.count.n_bytes / 1e6
     print(
-        f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges, {len(tok.special_tokens)} special) "
+        f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges"
+        + (f", the first {len(base.merges)} from {args.base}" if base is not None else "")
+        + f", {len(tok.special_tokens)} special) "
         f"from {mb:.1f} MB, {stats.unique_words} unique words in {seconds:.2f} s "
         f"(counting {stats.count.seconds:.2f} s, {mb / max(stats.count.seconds, 1e-9):.1f} MB/s; "
         f"merging {stats.merge_seconds:.2f} s); peak RSS {_peak_rss_mib():.0f} MiB"
@@ -533,9 +541,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=Path, help="the tokenizer.bin to write (required)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
-    p.add_argument("--pattern", default="mnemonic", choices=["mnemonic", "gpt4", "gpt2"], help="split pattern (default mnemonic)")
-    p.add_argument("--tie", default="id", choices=["id", "bytes"],
-                   help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires (default id)")
+    p.add_argument("--pattern", default=None, choices=["mnemonic", "gpt4", "gpt2"],
+                   help="split pattern (default mnemonic, or that of --from)")
+    p.add_argument("--tie", default=None, choices=["id", "bytes"],
+                   help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
+                        "(default id, or that of --from)")
+    p.add_argument("--from", dest="base", type=Path, metavar="TOKENIZER.bin",
+                   help="continue training from this tokenizer: its merges first, then new ones up to --vocab-size; "
+                        "its pattern, tie rule and special tokens unless given (docs/extending.md)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")

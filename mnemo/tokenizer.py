@@ -315,6 +315,13 @@ class Tokenizer:
             raise type_error("merges", "a sequence of (bytes, bytes) pairs", merges)
         return from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)
 
+    def with_special_tokens(self, names: Sequence[str]) -> Tokenizer:
+        """A new tokenizer: this one with `names` added as special tokens at the top of the
+        vocabulary (every id here keeps its meaning; the fingerprint changes) -- mnemo/extend.py."""
+        from mnemo.extend import with_special_tokens
+
+        return with_special_tokens(self, names)
+
     def encode_iterable(
         self,
         texts: Iterable[str],
