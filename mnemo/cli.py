@@ -181,6 +181,44 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- inspect and eval --------------------------------------------------------------------------
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from mnemo.evaluate import corpus_documents, load_spec
+    from mnemo.inspect_vocab import format_report, inspect
+
+    label, tok = load_spec(str(args.tokenizer))
+    corpus = None
+    if args.corpus:
+        corpus = (d for path in args.corpus for d in corpus_documents(path, args.max_bytes or -1, args.text_field))
+    report = inspect(tok, corpus)
+    print(f"{args.tokenizer}: {tok.n_vocab} ids, {len(tok.merges)} merges")
+    print()
+    print(format_report(report, args.limit), end="")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from mnemo.evaluate import format_tables, plot, run
+
+    if args.plot is not None and not str(args.plot).lower().endswith(".png"):
+        raise MnemoError(f"--plot {args.plot}: give a .png file name")
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401  (checked before the long part)
+        except ImportError:
+            raise MnemoError(
+                "--plot needs matplotlib, which is not installed: pip install 'mnemo[plot]' (or pip install matplotlib)"
+            ) from None
+    results, names, skipped = run(args.tokenizers, args.corpus, args.max_bytes, args.text_field)
+    print(format_tables(results, names, skipped), end="")
+    if args.plot is not None:
+        plot(results, names, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
 # ---- info --------------------------------------------------------------------------------------
 
 
@@ -658,6 +696,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--special", action="append", metavar="NAME=ID",
                    help="a .tiktoken input's special token (repeat; default: none)")
     p.set_defaults(handler=cmd_convert)
+
+    p = sub.add_parser("inspect", help="unreachable, intermediate-only and under-trained tokens", description=(
+        "List a tokenizer's tokens that a model will see rarely or never: tokens whose own bytes encode "
+        "to other ids, tokens every later merge consumed in training, and (with --corpus) tokens a "
+        "held-out corpus never produces or produces far below their training count (docs/inspect.md)."))
+    p.add_argument("tokenizer", metavar="TOKENIZER",
+                   help="a tokenizer.bin, tokenizer.json, GPT-2 folder or preset .tiktoken file (docs/eval.md)")
+    p.add_argument("--corpus", action="append", metavar="FILE", help="held-out text (.txt, .jsonl, ...; repeat)")
+    p.add_argument("--max-bytes", type=_positive, default=None, help="read at most about this much of each corpus (default all)")
+    p.add_argument("--text-field", default="text", help="JSONL field holding the text (default text; chat records: their messages)")
+    p.add_argument("--limit", type=_positive, default=20, help="rows shown per list (default 20)")
+    p.set_defaults(handler=cmd_inspect)
+
+    p = sub.add_parser("eval", help="tokenizers side by side on corpora", description=(
+        "Compare tokenizers on corpora: bytes per token, tokens per word, share of the vocabulary used, "
+        "encode speed, token lengths and the most frequent tokens; --plot draws the comparison (docs/eval.md)."))
+    p.add_argument("tokenizers", nargs="+", metavar="[NAME=]TOKENIZER",
+                   help="tokenizer.bin, tokenizer.json, a GPT-2 folder or VOCAB.json,MERGES.txt, or a preset .tiktoken file")
+    p.add_argument("--corpus", action="append", required=True, metavar="FILE", help="a corpus (.txt, .jsonl, ...; repeat)")
+    p.add_argument("--max-bytes", type=_positive, default=2_000_000, help="read about this much of each corpus (default 2000000)")
+    p.add_argument("--text-field", default="text", help="JSONL field holding the text (default text; chat records: their messages)")
+    p.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw the comparison (needs matplotlib: mnemo[plot])")
+    p.set_defaults(handler=cmd_eval)
 
     p = sub.add_parser("info", help="what a tokenizer.bin, .tok or stack token file holds", description=(
         "Describe mnemo files: a tokenizer.bin's vocabulary, pattern, tie rule, special tokens and "
