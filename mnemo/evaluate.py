@@ -249,7 +249,8 @@ def format_tables(results: Sequence[TokenizerResult], corpus_names: Sequence[str
     if skipped:
         out.append("")
         for spec, reason in skipped:
-            out.append(f"skipped {spec}: {reason}")
+            where = spec.partition("=")[2] or spec
+            out.append(f"skipped: {reason}" if where in reason else f"skipped {spec}: {reason}")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -275,7 +276,9 @@ def plot(results: Sequence[TokenizerResult], corpus_names: Sequence[str], path: 
     left.set_xticks(x, list(corpus_names))
     left.set_ylabel("bytes per token (higher: fewer tokens)")
     left.set_title("compression per corpus")
-    left.legend(fontsize=8)
+    top = max((r.corpora[c].bytes_per_token for r in results for c in corpus_names), default=1.0)
+    left.set_ylim(0, top * 1.2)  # room for the legend above the bars
+    left.legend(fontsize=8, loc="upper left", ncol=min(n, 4))
     lengths = np.arange(1, LENGTH_BINS)
     for r in results:
         total = sum(r.text_lengths) or 1

@@ -3,7 +3,10 @@
 Three lists, each with ids, bytes (as `tokshow` shows them) and counts:
 
 * unreachable: a token whose own bytes do not encode to it (encode_bytes(bytes) != [id]), so
-  text never produces it and its embedding is never trained.  Found by encoding every token.
+  decoding it and encoding the text again never gives it back.  Found by encoding every token.
+  Marked "partial" when its bytes are not valid UTF-8 (it ends inside a character): alone, the
+  pre-tokenizer cuts the incomplete character off, but inside text that completes the
+  character it can still be produced.
 * intermediate: a token that every later merge using it consumed during training: its count
   after training is 0 although it was merged.  From the merge counts of tokenizer.bin alone:
   merge k's count is the number of times its pair was replaced (at most; overlapping (x, x)
@@ -44,6 +47,7 @@ class Finding:
     seen: int | None = None  # times the held-out corpus produced it
     expected: float | None = None  # times the training counts predict for the held-out corpus
     encodes_to: list[int] = field(default_factory=list)  # unreachable: what its bytes encode to
+    partial: bool = False  # unreachable: its bytes are not valid UTF-8 (part of a character)
     used_by: list[int] = field(default_factory=list)  # intermediate: the merges that consumed it
 
 
@@ -66,7 +70,12 @@ def unreachable_tokens(tok: Tokenizer) -> list[Finding]:
         raw = tok.token_bytes(i)
         ids = tok.encode_bytes(raw)
         if ids != [i]:
-            found.append(Finding(i, raw, encodes_to=ids))
+            try:
+                raw.decode("utf-8")
+                partial = False
+            except UnicodeDecodeError:
+                partial = True
+            found.append(Finding(i, raw, encodes_to=ids, partial=partial))
     return found
 
 
@@ -159,8 +168,8 @@ def format_report(report: Report, limit: int) -> str:
     """The lists as text tables, `limit` rows each (the totals always)."""
     lines: list[str] = []
 
-    def section(title: str, items: list[Finding], columns: list[str], cells: list[list[str]]) -> None:
-        lines.append(f"{title}: {len(items)}")
+    def section(title: str, items: list[Finding], columns: list[str], cells: list[list[str]], more: str = "") -> None:
+        lines.append(f"{title}: {len(items)}{more}")
         if not items:
             lines.append("")
             return
@@ -174,11 +183,13 @@ def format_report(report: Report, limit: int) -> str:
         lines.append("")
 
     u = report.unreachable
+    partial = sum(f.partial for f in u)
     section(
         "unreachable (their own bytes encode to other ids)",
         u,
-        ["id", "bytes", "encodes to"],
-        [[str(f.id), _shown(f.raw), " ".join(map(str, f.encodes_to))] for f in u],
+        ["id", "bytes", "encodes to", "partial"],
+        [[str(f.id), _shown(f.raw), " ".join(map(str, f.encodes_to)), "yes" if f.partial else ""] for f in u],
+        f", {partial} of them partial (part of a character: reached only inside text that completes it)" if partial else "",
     )
     if report.intermediate is None:
         lines.append("intermediate only: unknown (the tokenizer file holds no merge counts)")

@@ -46,7 +46,7 @@ HELD_OUT = [("oo " * 1000).encode(), b"ee", ("xyz " * 20).encode()]
 def test_each_kind_is_found() -> None:
     tok = built()
     report = inspect(tok, HELD_OUT)
-    assert [(f.id, f.encodes_to) for f in report.unreachable] == [(258, [A, 256])]
+    assert [(f.id, f.encodes_to, f.partial) for f in report.unreachable] == [(258, [A, 256], False)]
     assert report.intermediate is not None and [(f.id, f.used_by) for f in report.intermediate] == [(259, [260])]
     assert report.never is not None and report.far_below is not None
     assert report.never[0].id == 261 and report.never[0].seen == 0
@@ -76,7 +76,9 @@ def test_counts_left_is_a_bound_on_a_trained_vocabulary(corpus_docs: Callable[..
     assert report.intermediate is not None and len(report.intermediate) > 0
     assert all(seen[f.id] == 0 for f in report.intermediate)
     assert report.never is not None and all(seen[f.id] == 0 == f.seen for f in report.never)
-    assert report.unreachable == []  # mnemo's trainer and encoder apply merges in one order
+    # mnemo's trainer and encoder apply merges in one order: only tokens that end inside a
+    # character (cut off alone by the pre-tokenizer) can fail to encode to themselves
+    assert all(f.partial for f in report.unreachable)
 
 
 def test_gpt2_has_unreachable_tokens(cs336_dir: Path) -> None:
