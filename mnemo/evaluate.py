@@ -105,21 +105,23 @@ def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = "t
 
     JSON Lines records give their `text_field`, or, for chat records, their messages' contents
     joined by newlines; other files are read as every mnemo input is (mnemo/sources.py)."""
-    from mnemo.sources import check_inputs, iter_documents, kind_of, open_binary
+    from mnemo.sources import check_inputs, iter_documents, kind_of
 
-    p = check_inputs([path])[0]
     total = 0
-    if kind_of(p) != "jsonl":
-        for doc in iter_documents([p], text_field=text_field):
+    for p in check_inputs([path]):  # a datasets save_to_disk folder holds several files
+        for doc in _file_documents(p, text_field) if kind_of(p) == "jsonl" else iter_documents([p], text_field=text_field):
             if 0 <= max_bytes <= total:
                 return
             total += len(doc)
             yield doc
-        return
+
+
+def _file_documents(p: Path, text_field: str) -> Iterator[bytes]:
+    """A JSON Lines file's documents: `text_field`, or a chat record's messages joined."""
+    from mnemo.sources import open_binary
+
     with open_binary(p) as f:
         for line_no, line in enumerate(f, 1):
-            if 0 <= max_bytes <= total:
-                return
             if not line.strip():
                 continue
             try:
@@ -131,9 +133,7 @@ def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = "t
                 text = "\n".join(str(m.get("content", "")) for m in record["messages"] if isinstance(m, dict))
             if not isinstance(text, str):
                 raise InputError(f"{p}:{line_no}: no {text_field!r} string and no chat 'messages'; pass --text-field")
-            doc = text.encode("utf-8", "surrogatepass")
-            total += len(doc)
-            yield doc
+            yield text.encode("utf-8", "surrogatepass")
 
 
 @dataclass

@@ -123,3 +123,18 @@ def test_cli_plot_without_matplotlib(tmp_path: Path, trained: Tokenizer, corpus_
     assert run_.returncode == 1
     assert "pip install 'mnemo[plot]'" in run_.stderr and "Traceback" not in run_.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_corpus_documents(tmp_path: Path) -> None:
+    """JSON Lines: the text field, or a chat record's messages joined; a bad line names file:line."""
+    good = tmp_path / "c.jsonl"
+    good.write_text('{"text": "one"}\n\n{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}\n')
+    assert list(corpus_documents(good)) == [b"one", b"hi\nyo"]
+    assert list(corpus_documents(good, max_bytes=2)) == [b"one"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "one"}\n{"body": "two"}\n')
+    with pytest.raises(mnemo.InputError, match=r"bad.jsonl:2: no 'text' string and no chat 'messages'"):
+        list(corpus_documents(bad))
+    (tmp_path / "broken.jsonl").write_text('{"text": \n')
+    with pytest.raises(mnemo.InputError, match=r"broken.jsonl:1: not a JSON record"):
+        list(corpus_documents(tmp_path / "broken.jsonl"))
