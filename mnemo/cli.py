@@ -764,8 +764,12 @@ def check_paths(args: argparse.Namespace) -> None:
                             f"destroy the {label}: choose another output folder"
                         )
             return
+    if command == "train" and args.base is not None:
+        inputs.append(("tokenizer (--from)", args.base))
     if command == "demo":
         check_output_folder(args.out)
+    elif command == "eval" and args.plot is not None:
+        check_output(args.plot, [("corpus", Path(p)) for p in args.corpus])
     elif command == "tokenize":
         from mnemo.stackfiles import output_paths
 

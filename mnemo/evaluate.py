@@ -18,6 +18,7 @@ others are evaluated.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +29,7 @@ import numpy as np
 
 from mnemo.constants import MAX_VOCAB, PATTERNS
 from mnemo.errors import ConfigError, InputError, MnemoError
+from mnemo.fileio import write_atomic
 from mnemo.tokenizer import Tokenizer
 
 #: Pattern name and special tokens of the `.tiktoken` presets, as tiktoken defines them.
@@ -289,12 +291,12 @@ def plot(results: Sequence[TokenizerResult], corpus_names: Sequence[str], path: 
     right.set_title("token-length distribution (all corpora)")
     right.legend(fontsize=8)
     fig.tight_layout()
+    image = io.BytesIO()
     try:
-        fig.savefig(path, dpi=110)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+        fig.savefig(image, format="png", dpi=110)
     finally:
         plt.close(fig)
+    write_atomic(path, image.getvalue())  # never a half-written picture
 
 
 def run(specs: Sequence[str], corpus_paths: Sequence[str], max_bytes: int, text_field: str = "text") -> tuple[list[TokenizerResult], list[str], list[tuple[str, str]]]:
