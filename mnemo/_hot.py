@@ -12,9 +12,16 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/chat.py             a loop over a conversation's messages around the compiled encoder
   mnemo/cli.py              argument parsing and printing; plain Python keeps tracebacks readable
   mnemo/constants.py        shared names and limits only
+  mnemo/decoding.py         streaming decode: one dict lookup and Python's incremental UTF-8 decoder
+                            per id, as a model produces them; nothing for mypyc to speed up
   mnemo/demo.py             `mnemo demo`: calls the library in order and prints
   mnemo/errors.py           exception classes users catch and subclass; nothing hot
+  mnemo/evaluate.py         `mnemo eval`: loads tokenizers, calls the compiled encoder per document, counts
+                            with numpy, prints tables and draws with matplotlib
+  mnemo/extend.py           new special tokens, or the settings of a run continuing from a tokenizer
   mnemo/fileio.py           atomic writes and bounded reads, once per file
+  mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
+                            through the compiled encoder; the rest is list building
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file; encode_iterable only cuts text and
                             hands it to the compiled encoder and pre-tokenizer

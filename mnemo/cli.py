@@ -135,6 +135,11 @@ def _peak_rss_mib() -> float:
 def cmd_train(args: argparse.Namespace) -> int:
     from mnemo.training import CountStats, TrainStats, train
 
+    base = None
+    if args.base is not None:
+        from mnemo.tokenizer import Tokenizer
+
+        base = Tokenizer.load(args.base)
     progress = PhaseProgress(_interactive() and not args.quiet)
     stats = TrainStats(CountStats())
     t0 = time.perf_counter()
@@ -152,6 +157,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             text_field=args.text_field,
             progress=progress,
             stats=stats,
+            base=base,
         )
     finally:
         progress.close()
@@ -159,7 +165,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     mb = stats.count.n_bytes / 1e6
     print(
-        f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges, {len(tok.special_tokens)} special) "
+        f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges"
+        + (f", the first {len(base.merges)} from {args.base}" if base is not None else "")
+        + f", {len(tok.special_tokens)} special) "
         f"from {mb:.1f} MB, {stats.unique_words} unique words in {seconds:.2f} s "
         f"(counting {stats.count.seconds:.2f} s, {mb / max(stats.count.seconds, 1e-9):.1f} MB/s; "
         f"merging {stats.merge_seconds:.2f} s); peak RSS {_peak_rss_mib():.0f} MiB"
@@ -170,6 +178,44 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{stats.merges} no pair of adjacent tokens occurs twice in the text any more; more (or more "
             f"varied) text gives more merges"
         )
+    return 0
+
+
+# ---- inspect and eval --------------------------------------------------------------------------
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from mnemo.evaluate import corpus_documents, load_spec
+    from mnemo.inspect_vocab import format_report, inspect
+
+    label, tok = load_spec(str(args.tokenizer))
+    corpus = None
+    if args.corpus:
+        corpus = (d for path in args.corpus for d in corpus_documents(path, args.max_bytes or -1, args.text_field))
+    report = inspect(tok, corpus)
+    print(f"{args.tokenizer}: {tok.n_vocab} ids, {len(tok.merges)} merges")
+    print()
+    print(format_report(report, args.limit), end="")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from mnemo.evaluate import format_tables, plot, run
+
+    if args.plot is not None and not str(args.plot).lower().endswith(".png"):
+        raise MnemoError(f"--plot {args.plot}: give a .png file name")
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401  (checked before the long part)
+        except ImportError:
+            raise MnemoError(
+                "--plot needs matplotlib, which is not installed: pip install 'mnemo[plot]' (or pip install matplotlib)"
+            ) from None
+    results, names, skipped = run(args.tokenizers, args.corpus, args.max_bytes, args.text_field)
+    print(format_tables(results, names, skipped), end="")
+    if args.plot is not None:
+        plot(results, names, args.plot)
+        print(f"wrote {args.plot}")
     return 0
 
 
@@ -403,6 +449,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     tok = Tokenizer.load(args.tokenizer)
     color = not args.no_color and sys.stdout.isatty()
     mask: list[bool] | None = None
+    spans: list[tuple[int, int]] | None = None
     if args.chat is not None:
         import json
 
@@ -421,6 +468,8 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
             raise MnemoError(f"{args.chat}: has {count} records; --index {args.index} is out of range")
         messages = json.loads(found[1])["messages"]
         ids, mask = split_mask(render_conversation(tok, messages))
+        if args.offsets:
+            spans = tok.decode_with_offsets(ids, spans=True)[1]
     else:
         if args.file is not None:
             text = _read_text(Path(args.file)) if args.file != "-" else sys.stdin.read()
@@ -430,8 +479,8 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
             text = sys.stdin.read()
         else:
             raise MnemoError("no text to show: pass TEXT, --file FILE, --chat FILE.jsonl, or pipe text in")
-        ids = tok.encode(text, allowed_special="all")
-    print(render_tokens(tok, ids, mask, color=color, show_ids=args.ids))
+        ids, spans = tok.encode_with_offsets(text, allowed_special="all")
+    print(render_tokens(tok, ids, mask, color=color, show_ids=args.ids, spans=spans if args.offsets else None))
     n_bytes = sum(len(tok.token_bytes(i)) for i in ids)
     print(f"{len(ids)} tokens, {n_bytes} bytes, {n_bytes / max(len(ids), 1):.2f} bytes/token"
           + (f", {sum(mask)} masked (learned)" if mask is not None else ""))
@@ -530,9 +579,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=Path, help="the tokenizer.bin to write (required)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
-    p.add_argument("--pattern", default="mnemonic", choices=["mnemonic", "gpt4", "gpt2"], help="split pattern (default mnemonic)")
-    p.add_argument("--tie", default="id", choices=["id", "bytes"],
-                   help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires (default id)")
+    p.add_argument("--pattern", default=None, choices=["mnemonic", "gpt4", "gpt2"],
+                   help="split pattern (default mnemonic, or that of --from)")
+    p.add_argument("--tie", default=None, choices=["id", "bytes"],
+                   help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
+                        "(default id, or that of --from)")
+    p.add_argument("--from", dest="base", type=Path, metavar="TOKENIZER.bin",
+                   help="continue training from this tokenizer: its merges first, then new ones up to --vocab-size; "
+                        "its pattern, tie rule and special tokens unless given (docs/extending.md)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")
@@ -573,6 +627,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chat", metavar="JSONL", help="render a conversation record from this file, masked tokens marked")
     p.add_argument("--index", type=int, default=0, help="which record of --chat (default 0)")
     p.add_argument("--ids", action="store_true", help="print each token's id after it (default: off)")
+    p.add_argument("--offsets", action="store_true",
+                   help="print each token's character span @start:end in the text after it (default: off)")
     p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
     p.set_defaults(handler=cmd_tokshow)
 
@@ -641,6 +697,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a .tiktoken input's special token (repeat; default: none)")
     p.set_defaults(handler=cmd_convert)
 
+    p = sub.add_parser("inspect", help="unreachable, intermediate-only and under-trained tokens", description=(
+        "List a tokenizer's tokens that a model will see rarely or never: tokens whose own bytes encode "
+        "to other ids, tokens every later merge consumed in training, and (with --corpus) tokens a "
+        "held-out corpus never produces or produces far below their training count (docs/inspect.md)."))
+    p.add_argument("tokenizer", metavar="TOKENIZER",
+                   help="a tokenizer.bin, tokenizer.json, GPT-2 folder or preset .tiktoken file (docs/eval.md)")
+    p.add_argument("--corpus", action="append", metavar="FILE", help="held-out text (.txt, .jsonl, ...; repeat)")
+    p.add_argument("--max-bytes", type=_positive, default=None, help="read at most about this much of each corpus (default all)")
+    p.add_argument("--text-field", default="text", help="JSONL field holding the text (default text; chat records: their messages)")
+    p.add_argument("--limit", type=_positive, default=20, help="rows shown per list (default 20)")
+    p.set_defaults(handler=cmd_inspect)
+
+    p = sub.add_parser("eval", help="tokenizers side by side on corpora", description=(
+        "Compare tokenizers on corpora: bytes per token, tokens per word, share of the vocabulary used, "
+        "encode speed, token lengths and the most frequent tokens; --plot draws the comparison (docs/eval.md)."))
+    p.add_argument("tokenizers", nargs="+", metavar="[NAME=]TOKENIZER",
+                   help="tokenizer.bin, tokenizer.json, a GPT-2 folder or VOCAB.json,MERGES.txt, or a preset .tiktoken file")
+    p.add_argument("--corpus", action="append", required=True, metavar="FILE", help="a corpus (.txt, .jsonl, ...; repeat)")
+    p.add_argument("--max-bytes", type=_positive, default=2_000_000, help="read about this much of each corpus (default 2000000)")
+    p.add_argument("--text-field", default="text", help="JSONL field holding the text (default text; chat records: their messages)")
+    p.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw the comparison (needs matplotlib: mnemo[plot])")
+    p.set_defaults(handler=cmd_eval)
+
     p = sub.add_parser("info", help="what a tokenizer.bin, .tok or stack token file holds", description=(
         "Describe mnemo files: a tokenizer.bin's vocabulary, pattern, tie rule, special tokens and "
         "fingerprint; a .tok file's tokens, documents and the fingerprint of the tokenizer that wrote it; "
@@ -685,8 +764,12 @@ def check_paths(args: argparse.Namespace) -> None:
                             f"destroy the {label}: choose another output folder"
                         )
             return
+    if command == "train" and args.base is not None:
+        inputs.append(("tokenizer (--from)", args.base))
     if command == "demo":
         check_output_folder(args.out)
+    elif command == "eval" and args.plot is not None:
+        check_output(args.plot, [("corpus", Path(p)) for p in args.corpus])
     elif command == "tokenize":
         from mnemo.stackfiles import output_paths
 

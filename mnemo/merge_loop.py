@@ -48,7 +48,7 @@ from mypy_extensions import i16, i32, i64
 from mnemo import kernels
 from mnemo.count import pack_words
 from mnemo.errors import ConfigError, VerificationError
-from mnemo.reference import MAX_PAIR_TOTAL, check_train_args, pair_total_error
+from mnemo.reference import MAX_PAIR_TOTAL, check_initial_merges, check_train_args, pair_total_error
 
 SEP: Final[i64] = 0xFFFF
 SEP16: Final[i16] = -1
@@ -531,6 +531,7 @@ def train_merges(
     _corrupt_at: int = -1,
     _block: int = BLOCK,
     _gap: int = GAP,
+    initial_merges: list[tuple[int, int]] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Learn up to `n_merges` merges from word counts; return (merges, counts).
 
@@ -544,7 +545,7 @@ def train_merges(
     """
     check_train_args(words, n_merges, tie)
     blob, meta = pack_words(words)
-    return train_merges_packed(blob, meta, n_merges, tie, verify, progress, _corrupt_at, _block, _gap)
+    return train_merges_packed(blob, meta, n_merges, tie, verify, progress, _corrupt_at, _block, _gap, initial_merges)
 
 
 def train_merges_packed(
@@ -557,10 +558,20 @@ def train_merges_packed(
     _corrupt_at: int = -1,
     _block: int = BLOCK,
     _gap: int = GAP,
+    initial_merges: list[tuple[int, int]] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """train_merges on word counts packed as count.WordCounter.to_packed makes them (what
-    mnemo.train passes: no dict of every word is built on the way)."""
+    mnemo.train passes: no dict of every word is built on the way).
+
+    `initial_merges` (continuing from an existing tokenizer; reference.train_merges_naive has
+    the contract): merge k < len(initial_merges) is initial_merges[k], taken instead of the
+    heap's top and applied by the same scan and rewrite as any merge, so the words and the
+    counts are exactly those the naive twin has when the free merges start."""
     check_train_args({}, n_merges, tie)
+    forced = vec[i64]()
+    for fa, fb in check_initial_merges(initial_merges, n_merges):
+        forced = append(forced, (i64(fa) << 16) | i64(fb))
+    n_forced: i64 = len(forced)
     if _block < 1 or _gap < 0:
         raise ConfigError(f"_block must be >= 1 and _gap >= 0, got {_block} and {_gap}")
     by_id = tie == "id"
@@ -625,7 +636,7 @@ def train_merges_packed(
         # ---- the next pair off the heap ----------------------------------------------------
         best: i64 = -1
         best_cnt: i64 = 0
-        while heap.n > 0:
+        while step >= n_forced and heap.n > 0:
             hc = heap.cnt[0]
             hr = heap.rank[0]
             hk = heap.key[0]
@@ -642,10 +653,14 @@ def train_merges_packed(
                 )
             if cur >= 2:
                 heap.push(cur, hr, hk)
-        if best < 0:
+        if step < n_forced:
+            best = forced[step]  # left on the heap: its entry goes stale, and lazy deletion drops it
+            best_cnt = table.count(best)
+        elif best < 0:
             break
-        heap.pop()
-        if not by_id:
+        else:
+            heap.pop()
+        if not by_id and step >= n_forced:
             # every valid entry with the top count is a candidate: choose by the bytes rule
             ties = vec[i64]()
             while heap.n > 0 and heap.cnt[0] == best_cnt:
@@ -669,7 +684,8 @@ def train_merges_packed(
                 f"fast trainer: merge {step} of pair ({best >> 16}, {best & 0xFFFF}) has count "
                 f"{best_cnt}, more than the previous merge's {prev_best}"
             )
-        prev_best = best_cnt
+        if step >= n_forced:  # initial merges' counts follow no order
+            prev_best = best_cnt
         a: i64 = best >> 16
         b: i64 = best & 0xFFFF
         c: i64 = 256 + step

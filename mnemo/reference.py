@@ -68,6 +68,29 @@ def check_train_args(words: dict[bytes, int], n_merges: int, tie: str) -> None:
             raise ConfigError(pair_total_error(word))
 
 
+def check_initial_merges(initial_merges: object, n_merges: int) -> list[tuple[int, int]]:
+    """The merges a run continues from (an existing tokenizer's, kept as the first ones):
+    each part lower than the merge it makes, and no more of them than n_merges, the run's total."""
+    if initial_merges is None:
+        return []
+    if isinstance(initial_merges, (str, bytes, bytearray)) or not isinstance(initial_merges, Sequence):
+        raise ArgumentTypeError(f"initial_merges must be a list of (int, int) pairs, got {type(initial_merges).__name__}")
+    checked: list[tuple[int, int]] = []
+    for k, pair in enumerate(initial_merges):
+        if not isinstance(pair, tuple) or len(pair) != 2 or not all(isinstance(x, int) for x in pair):
+            raise ArgumentTypeError(f"initial merge {k} is {pair!r}, not a pair of int ids")
+        a, b = pair
+        if not (0 <= a < 256 + k and 0 <= b < 256 + k):
+            raise ConfigError(f"initial merge {k} (id {256 + k}) is {(a, b)}: both parts must be in 0..{255 + k}")
+        checked.append((a, b))
+    if len(checked) > n_merges:
+        raise ConfigError(
+            f"n_merges ({n_merges}) counts the initial merges too, and there are {len(checked)} of them; "
+            f"ask for at least {len(checked)}"
+        )
+    return checked
+
+
 def pair_total_error(word: bytes) -> str:
     """The message when the total of pair counts passes MAX_PAIR_TOTAL at `word`."""
     return (
@@ -83,8 +106,14 @@ def train_merges_naive(
     tie: str = "id",
     verify: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
+    initial_merges: Sequence[tuple[int, int]] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Learn up to `n_merges` merges from word counts; return (merges, counts).
+
+    `initial_merges` (continuing from an existing tokenizer): the first merges are these, in
+    order, whatever the counts say; each one's count is its count in these words when it is
+    applied (0 when they never hold it), and the free merges that follow obey the rule below.
+    `n_merges` counts them.
 
     `words` maps each word (a pre-tokenized chunk, as bytes) to how often it occurs.  `counts[k]`
     is the count merge k had when it was chosen.  The rule (TIE_RULE_DOC, repeated here so that
@@ -100,6 +129,7 @@ def train_merges_naive(
     done, n_merges)` is called after every merge.
     """
     check_train_args(words, n_merges, tie)
+    forced = check_initial_merges(initial_merges, n_merges)
     seqs: list[list[int]] = [list(w) for w in words]
     weights: list[int] = list(words.values())
     token_bytes: list[bytes] = [bytes([i]) for i in range(256)]
@@ -117,9 +147,11 @@ def train_merges_naive(
                 best, best_count = pair, count
             elif count == best_count and _beats(pair, best, tie, token_bytes):
                 best = pair
-        if best is None or best_count < 2:
+        if k < len(forced):
+            best, best_count = forced[k], pair_counts.get(forced[k], 0)
+        elif best is None or best_count < 2:
             break
-        if verify and counts and best_count > counts[-1]:
+        elif verify and len(counts) > len(forced) and best_count > counts[-1]:
             raise VerificationError(
                 f"naive trainer: merge {k} of pair {best} has count {best_count}, more than the "
                 f"previous merge's {counts[-1]}"

@@ -14,7 +14,7 @@ import re
 import signal
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,9 @@ from mnemo.constants import MAX_VOCAB, PATTERNS, TIES
 from mnemo.fileio import read_file, write_atomic
 from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, parse_tokenizer_bin
 from mnemo.pretokenize import chunk_end
+
+if TYPE_CHECKING:
+    from mnemo.decoding import StreamDecoder
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
     "<|bos|>",
@@ -311,6 +314,13 @@ class Tokenizer:
         if isinstance(given, (str, bytes, bytearray)) or not isinstance(given, Iterable):
             raise type_error("merges", "a sequence of (bytes, bytes) pairs", merges)
         return from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)
+
+    def with_special_tokens(self, names: Sequence[str]) -> Tokenizer:
+        """A new tokenizer: this one with `names` added as special tokens at the top of the
+        vocabulary (every id here keeps its meaning; the fingerprint changes) -- mnemo/extend.py."""
+        from mnemo.extend import with_special_tokens
+
+        return with_special_tokens(self, names)
 
     def encode_iterable(
         self,
@@ -692,6 +702,13 @@ class Tokenizer:
             ) from None
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
+    def stream_decoder(self, errors: str = "replace") -> StreamDecoder:
+        """A decoder for ids that arrive one at a time (mnemo/decoding.py): it returns text only
+        once its UTF-8 is complete, and its pieces add up to `decode` of the whole sequence."""
+        from mnemo.decoding import StreamDecoder
+
+        return StreamDecoder(self, errors)
+
     # ---- tiktoken's names (docs/tiktoken.md: the whole table, with the differences) ----
 
     @property
@@ -776,10 +793,21 @@ class Tokenizer:
         """The bytes of each token, one entry per token (for showing tokens)."""
         return [self.token_bytes(t) for t in tokens]
 
-    def decode_with_offsets(self, tokens: Iterable[int]) -> tuple[str, list[int]]:
+    @overload
+    def decode_with_offsets(self, tokens: Iterable[int], *, spans: Literal[False] = False) -> tuple[str, list[int]]: ...
+    @overload
+    def decode_with_offsets(self, tokens: Iterable[int], *, spans: Literal[True]) -> tuple[str, list[tuple[int, int]]]: ...
+    def decode_with_offsets(
+        self, tokens: Iterable[int], *, spans: bool = False
+    ) -> tuple[str, list[int]] | tuple[str, list[tuple[int, int]]]:
         """The text of the tokens and, for each token, the index in that text of the character
         where it starts -- of the first character holding any of its bytes, when a character is
-        split between tokens.  The bytes must be valid UTF-8 (else InputError), as in tiktoken."""
+        split between tokens (tiktoken's result).  With spans=True, each token's span
+        (start, end) instead: it ends after the character holding its last byte
+        (mnemo/decoding.py, token_spans).  The bytes must be valid UTF-8 (else InputError), as
+        in tiktoken."""
+        from mnemo.decoding import token_spans
+
         parts = self.decode_tokens_bytes(tokens)
         data = b"".join(parts)
         try:
@@ -789,13 +817,26 @@ class Tokenizer:
                 f"the tokens decode to invalid UTF-8 (byte {exc.start}), so they have no character "
                 f"offsets; use decode_tokens_bytes, or decode() which replaces invalid bytes"
             ) from None
-        offsets: list[int] = []
-        chars = 0  # characters started so far
-        for raw in parts:
-            # A token that starts inside a character belongs to that character (started already).
-            offsets.append(chars - 1 if raw and 0x80 <= raw[0] < 0xC0 else chars)
-            chars += sum(1 for c in raw if not 0x80 <= c < 0xC0)
-        return text, offsets
+        found = token_spans(parts)
+        if spans:
+            return text, found
+        return text, [start for start, _ in found]
+
+    def encode_with_offsets(
+        self,
+        text: str,
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """`encode` and each token's character span (start, end) in `text`, as Hugging Face's
+        offsets: text[start:end] is what the token spells, and a token holding part of a
+        character gets the whole character's span (decode_with_offsets's rule, tiktoken's).
+        A lone surrogate is encoded as U+FFFD, one character as in `text`."""
+        from mnemo.decoding import token_spans
+
+        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return ids, token_spans(self.decode_tokens_bytes(ids))
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> list[str]:
         """`decode` of each token sequence."""

@@ -15,7 +15,7 @@ _MASKED_BG = (28, 130, 90, 25, 166, 30)
 _AS_BYTE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\udc80-\udcff]")
 
 
-def _token_text(raw: bytes) -> str:
+def token_text(raw: bytes) -> str:
     """A token's bytes as visible text: newlines and tabs escaped, and each byte that is not
     part of valid UTF-8 (a fragment of a character the next token completes) shown as `<0xC3>`,
     the byte-fallback spelling of sentencepiece and Hugging Face tokenizers -- a U+FFFD in its
@@ -30,16 +30,27 @@ def _byte_name(m: re.Match[str]) -> str:
     return f"<0x{c - 0xDC00 if c >= 0xDC00 else c:02X}>"
 
 
-def render_tokens(tok: Tokenizer, ids: Sequence[int], mask: Sequence[bool] | None, *, color: bool, show_ids: bool) -> str:
+def render_tokens(
+    tok: Tokenizer,
+    ids: Sequence[int],
+    mask: Sequence[bool] | None,
+    *,
+    color: bool,
+    show_ids: bool,
+    spans: Sequence[tuple[int, int]] | None = None,
+) -> str:
     """Each token on its own background colour (masked ones bright and underlined), or, without
-    colour, tokens separated by `|` with masked ones in `[...]`; `show_ids` appends `(id)`.
+    colour, tokens separated by `|` with masked ones in `[...]`; `show_ids` appends `(id)`, and
+    `spans` (Tokenizer.encode_with_offsets) each token's character span `@start:end`.
     A line break follows every token that holds a newline, so the text keeps its lines."""
     out: list[str] = []
     for k, i in enumerate(ids):
         raw = tok.token_bytes(i)
-        text = _token_text(raw)
+        text = token_text(raw)
         if show_ids:
             text += f"({i})"
+        if spans is not None:
+            text += f"@{spans[k][0]}:{spans[k][1]}"
         masked = mask is not None and bool(mask[k])
         if color:
             bg = (_MASKED_BG if masked else _PLAIN_BG)[k % len(_PLAIN_BG)]

@@ -349,9 +349,9 @@ def _train(
     inputs: Sequence[PathLike] | Documents,
     *,
     vocab_size: int = 32768,
-    pattern: str = "mnemonic",
+    pattern: str | None = None,
     special_tokens: Sequence[str] | None = None,
-    tie: str = "id",
+    tie: str | None = None,
     algorithm: str = "fast",
     workers: int | None = None,
     max_chunk_bytes: int = 256,
@@ -359,12 +359,20 @@ def _train(
     text_field: str = "text",
     progress: Progress | None = None,
     stats: TrainStats | None = None,
+    base: Tokenizer | None = None,
 ) -> Tokenizer:
     """`train` and `train_from_iterator` once their inputs are known to be paths or documents.
 
     Every argument is checked before the first byte is counted: a wrong type is an
     ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError.
     """
+    initial: list[tuple[int, int]] | None = None
+    if base is not None:
+        from mnemo.extend import continue_from
+
+        pattern, special_tokens, tie, initial = continue_from(base, pattern, special_tokens, tie)
+    pattern = "mnemonic" if pattern is None else pattern
+    tie = "id" if tie is None else tie
     _, specials, _, _ = check_count_args(inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress)
     vocab_size = check_vocab_size(vocab_size, len(specials))
     if not isinstance(algorithm, str):
@@ -394,11 +402,16 @@ def _train(
             f"{max_chunk_bytes} bytes); give it some text"
         )
     n_merges = vocab_size - 256 - len(specials)
+    if initial is not None and n_merges < len(initial):
+        raise ConfigError(
+            f"vocab_size {vocab_size} is smaller than the tokenizer continued from: its {len(initial)} merges "
+            f"and {len(specials)} special tokens need at least {256 + len(initial) + len(specials)}"
+        )
     t0 = time.perf_counter()
     if algorithm == "naive":
-        merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress)
+        merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress, initial)
     else:
-        merges, counts = train_merges_packed(blob, meta, n_merges, tie, verify, progress)
+        merges, counts = train_merges_packed(blob, meta, n_merges, tie, verify, progress, initial_merges=initial)
     if stats is not None:
         stats.count = count_stats
         stats.unique_words = len(meta) // 16
@@ -412,9 +425,9 @@ def train(
     files: PathLike | Iterable[PathLike],
     *,
     vocab_size: int = 32768,
-    pattern: str = "mnemonic",
+    pattern: str | None = None,
     special_tokens: Sequence[str] | None = None,
-    tie: str = "id",
+    tie: str | None = None,
     algorithm: str = "fast",
     workers: int | None = None,
     max_chunk_bytes: int = 256,
@@ -422,6 +435,7 @@ def train(
     text_field: str = "text",
     progress: Progress | None = None,
     stats: TrainStats | None = None,
+    base: Tokenizer | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from files.
 
@@ -434,6 +448,11 @@ def train(
     DEFAULT_SPECIAL_TOKENS, at the top).  Special-token strings in the text split documents and
     are never learned.  Training stops early when no pair occurs twice.  `workers` processes
     count (default: every CPU); `stats`, when given, is filled with what the run did.
+    `pattern` defaults to "mnemonic" and `tie` to "id".
+
+    `base`: continue training from this tokenizer -- its merges are the first ones, in order,
+    and new merges learned from `files` follow up to `vocab_size` (which counts them all);
+    its pattern, tie rule and special tokens are the defaults (docs/extending.md).
     """
     return _train(
         _file_paths(files),
@@ -448,6 +467,7 @@ def train(
         text_field=text_field,
         progress=progress,
         stats=stats,
+        base=base,
     )
 
 
@@ -455,15 +475,16 @@ def train_from_iterator(
     iterator: Iterable[str | bytes | Sequence[str | bytes]],
     *,
     vocab_size: int = 32768,
-    pattern: str = "mnemonic",
+    pattern: str | None = None,
     special_tokens: Sequence[str] | None = None,
-    tie: str = "id",
+    tie: str | None = None,
     algorithm: str = "fast",
     workers: int | None = None,
     max_chunk_bytes: int = 256,
     verify: bool = True,
     progress: Progress | None = None,
     stats: TrainStats | None = None,
+    base: Tokenizer | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from documents held in memory.
 
@@ -485,6 +506,7 @@ def train_from_iterator(
         verify=verify,
         progress=progress,
         stats=stats,
+        base=base,
     )
 
 

@@ -57,6 +57,9 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("train", "binary text", ["train", "nul.txt", "-o", "t.bin"], "nul.txt"),
     ("train", "bad vocab size", ["train", "text.txt", "-o", "t.bin", "--vocab-size", "100"], "100"),
     ("train", "vocab size not a number", ["train", "text.txt", "-o", "t.bin", "--vocab-size", "lots"], "lots"),
+    ("train", "missing --from", ["train", "text.txt", "-o", "t.bin", "--from", "nothere.bin"], "nothere.bin"),
+    ("train", "--from a .tok", ["train", "text.txt", "-o", "t.bin", "--from", "data.tok"], "data.tok"),
+    ("train", "output is --from", ["train", "text.txt", "-o", "tok.bin", "--from", "tok.bin"], "tok.bin"),
     # tokenize
     ("tokenize", "missing input", ["tokenize", "-t", "tok.bin", "nothere.txt", "-o", "t.tok"], "nothere.txt"),
     ("tokenize", "missing tokenizer", ["tokenize", "-t", "nothere.bin", "text.txt", "-o", "t.tok"], "nothere.bin"),
@@ -96,6 +99,20 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("pretrain", "output is the data", ["pretrain", "-t", "tok.bin", "data.tok", "-o", "data.tok"], "data.tok"),
     ("pretrain", "data is text", ["pretrain", "-t", "tok.bin", "text.txt"], "text.txt"),
     ("pretrain", "bad --val-fraction", ["pretrain", "-t", "tok.bin", "data.tok", "--val-fraction", "2"], "2"),
+    # inspect
+    ("inspect", "missing tokenizer", ["inspect", "nothere.bin"], "nothere.bin"),
+    ("inspect", "tokenizer is text", ["inspect", "text.txt"], "text.txt"),
+    ("inspect", "missing corpus", ["inspect", "tok.bin", "--corpus", "nothere.txt"], "nothere.txt"),
+    ("inspect", "binary corpus", ["inspect", "tok.bin", "--corpus", "nul.txt"], "nul.txt"),
+    ("inspect", "bad --limit", ["inspect", "tok.bin", "--limit", "0"], "0"),
+    # eval
+    ("eval", "missing tokenizer", ["eval", "nothere.bin", "--corpus", "text.txt"], "nothere.bin"),
+    ("eval", "missing corpus", ["eval", "tok.bin", "--corpus", "nothere.txt"], "nothere.txt"),
+    ("eval", "no corpus", ["eval", "tok.bin"], "--corpus"),
+    ("eval", "a .tok as corpus", ["eval", "tok.bin", "--corpus", "data.tok"], "data.tok"),
+    ("eval", "unwritable --plot", ["eval", "tok.bin", "--corpus", "text.txt", "--plot", "/proc/e.png"], "/proc/e.png"),
+    ("eval", "--plot not a png", ["eval", "tok.bin", "--corpus", "text.txt", "--plot", "e.svg"], "e.svg"),
+    ("eval", "--plot is the corpus", ["eval", "tok.bin", "--corpus", "text.txt", "--plot", "text.txt"], "text.txt"),
     # demo
     ("demo", "unwritable output", ["demo", "--out", "/proc/mnemo-demo"], "/proc/mnemo-demo"),
     ("demo", "output is a file", ["demo", "--out", "afile"], "afile"),

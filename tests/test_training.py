@@ -284,7 +284,7 @@ class _Watched:
         ({"vocab_size": 271}, ConfigError, r"vocab_size must be >= 272"),
         ({"vocab_size": 65536}, ConfigError, r"vocab_size must be <= 65535"),
         ({"pattern": "gpt5"}, ConfigError, "unknown pattern 'gpt5'"),
-        ({"pattern": None}, TypeError, "pattern must be a str"),
+        ({"pattern": 3}, TypeError, "pattern must be a str"),  # None is the default (or that of base)
         ({"tie": "coin"}, ConfigError, "unknown tie rule 'coin'"),
         ({"tie": 0}, TypeError, "tie must be a str"),
         ({"algorithm": "smart"}, ConfigError, "unknown algorithm 'smart'"),
