@@ -698,7 +698,15 @@ def check_paths(args: argparse.Namespace) -> None:
                         )
             return
     if command in ("train", "tokenize") and remote.is_url(args.output):
-        remote.check_output(args.output)  # a set's parts go next to it, in the same folder
+        url_inputs = [*args.inputs, *([args.tokenizer] if command == "tokenize" else [])]
+        if command == "train":
+            remote.check_output(args.output, url_inputs)
+        else:  # the parts of a set go next to the key given
+            from mnemo.stackfiles import output_paths
+
+            out = remote.as_url(args.output)
+            for part in output_paths(args.format, out.name, args.chat):
+                remote.check_output(out.with_name(part.name), url_inputs)
     elif command == "demo":
         check_output_folder(args.out)
     elif command == "tokenize":

@@ -292,11 +292,14 @@ class Staged:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def check_output(url: str | os.PathLike[str] | Url) -> None:
-    """ConfigError, before any work starts, when an output URL cannot be written: a missing
-    package, an unknown protocol, a key that names a folder (prefix), or (object stores) a
-    bucket that does not exist."""
+def check_output(url: str | os.PathLike[str] | Url, inputs: Sequence[str | os.PathLike[str] | Url] = ()) -> None:
+    """ConfigError, before any work starts, when an output URL cannot be written: one of the
+    `inputs` (the upload at the end would replace it), a missing package, an unknown protocol,
+    a key that names a folder (prefix), or (object stores) a bucket that does not exist."""
     u = as_url(url)
+    for other in inputs:
+        if is_url(other) and as_url(other).url.rstrip("/") == u.url.rstrip("/"):
+            raise ConfigError(f"{u}: the output is also an input; writing it would replace the input: choose another output key")
     fs, path = filesystem(u)
     if not u.name:
         raise ConfigError(f"{u}: names no object; give the output a key (such as {u.url.rstrip('/')}/NAME)")

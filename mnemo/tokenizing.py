@@ -261,8 +261,10 @@ def tokenize_files(
         bos_id, eos_id = document_separators(tokenizer, bos, eos)
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
             warnings.warn(no_separator_warning(tokenizer), stacklevel=2)
-    if remote.is_url(output):
-        remote.check_output(output)  # parts of a set go next to it, in the same folder
+    if remote.is_url(output):  # the parts of a set go next to the key given
+        out = remote.as_url(output)
+        for name in output_paths(format, out.name, chat):
+            remote.check_output(out.with_name(name.name), inputs)
     else:
         for part in output_paths(format, output, chat):
             check_output(part, [("input", p) for p in inputs if not remote.is_url(p)])

@@ -162,6 +162,19 @@ def test_tokenize_to_s3_in_a_training_stack_format(s3_endpoint: str, bucket: str
         assert s3.get_object(Bucket=bucket, Key=f"stack/{name}")["Body"].read() == (tmp_path / name).read_bytes(), name
 
 
+def test_remote_reads_fetch_ranges_not_the_object(s3_endpoint: str, bucket: str) -> None:
+    """A read in the middle of a 24 MiB object fetches that range (and one read-ahead block),
+    not the object: what lets each worker read only its byte range of a remote corpus."""
+    from mnemo.remote import READ_BLOCK, open_read
+
+    data = bytes(range(256)) * (24 << 12)
+    _s3(s3_endpoint).put_object(Bucket=bucket, Key="big.bin", Body=data)
+    with open_read(f"s3://{bucket}/big.bin") as f:
+        f.seek(12 << 20)
+        assert f.read(1 << 20) == data[12 << 20 : 13 << 20]
+        assert f.cache.total_requested_bytes <= (1 << 20) + READ_BLOCK < len(data)
+
+
 # ---- atomic outputs ---------------------------------------------------------------------------------
 
 
@@ -252,6 +265,9 @@ def test_missing_bucket_or_key_is_a_mnemo_error_naming_the_url(s3_endpoint: str,
     out = _mnemo("tokenize", english_jsonl, "-t", tmp_path / "tok.bin", "-o", "s3://mnemo-no-such-bucket/x.tok", "-q")
     assert out.returncode == 1
     assert out.stderr.startswith("mnemo: error: s3://mnemo-no-such-bucket/x.tok: the bucket 'mnemo-no-such-bucket' does not exist"), out.stderr
+    same = _put(s3_endpoint, bucket, "same.jsonl", english_jsonl)
+    out = _mnemo("tokenize", same, "-t", tmp_path / "tok.bin", "-o", same, "-q")
+    assert out.returncode == 1 and f"{same}: the output is also an input" in out.stderr, out.stderr
     out = _mnemo("train", english_jsonl, "-o", f"s3://{bucket}/", "--vocab-size", "300", "-q")
     assert out.returncode == 1 and "give the output a key" in out.stderr, out.stderr
 
