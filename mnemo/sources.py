@@ -30,6 +30,10 @@ and read once from its start, its compression sniffed on that one handle; nothin
 before (no check, no stat of a size) and nothing seeks in them.  ``-`` is JSON Lines when its
 first non-blank byte (after decompression) is ``{``, else text (docs/formats.md).
 
+A path may also be an fsspec URL (``s3://``, ``gs://``, ``memory://``, ...; mnemo/remote.py): an
+object is read like a regular file, by ranged requests, so the planning below applies to it
+unchanged and each worker fetches only its own byte range or row group.
+
 Work is planned as *tasks* so that worker processes read their own share of the input and the
 parent never holds a corpus in memory: an uncompressed text or JSONL file larger than
 ``min_task_bytes`` is cut into byte ranges at document boundaries (a JSONL line end; in text, the
@@ -124,10 +128,10 @@ def input_size(path: str | os.PathLike[str] | Url) -> int:
     return remote.size(p) if isinstance(p, Url) else p.stat().st_size
 
 
-def _open_raw(path: Input, probe: bool = False) -> Any:
+def _open_raw(path: Input, exact: bool = False) -> Any:
     """The input's raw bytes, seekable: a local file, or a remote object read by ranges
-    (`probe`: for a few small reads; see remote.open_read)."""
-    return remote.open_read(path, probe=probe) if isinstance(path, Url) else open(path, "rb")
+    (`exact`: no read-ahead; see remote.open_read)."""
+    return remote.open_read(path, exact=exact) if isinstance(path, Url) else open(path, "rb")
 
 
 def is_stream(path: str | os.PathLike[str] | Url) -> bool:
@@ -168,7 +172,7 @@ def compression_of(path: Input) -> str:
     if is_stream(path):
         raise InputError(f"{display_name(path)}: is a stream; its compression is known only once it is read")
     try:
-        with _open_raw(path, probe=True) as f:
+        with _open_raw(path, exact=True) as f:
             head = f.read(SNIFF_BYTES)
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory; pass the files inside it") from None
@@ -196,9 +200,9 @@ def kind_of(path: Input) -> str:
     return "text"
 
 
-def open_binary(path: str | os.PathLike[str] | Url, *, probe: bool = False) -> io.BufferedIOBase:
+def open_binary(path: str | os.PathLike[str] | Url, *, exact: bool = False) -> io.BufferedIOBase:
     """The input's decompressed bytes as a stream, through ONE open of it (`-`: standard input,
-    left open at the end; `probe`: only the first bytes will be read, see remote.open_read).
+    left open at the end; `exact`: a remote object is read without read-ahead, see remote.open_read).
     The magic bytes are read from that handle; a seekable file goes back to where it was, a pipe
     gets them served again before the rest -- a second open or a seek would lose what the first
     read took from a pipe (once 153 of 2,000 documents)."""
@@ -207,7 +211,7 @@ def open_binary(path: str | os.PathLike[str] | Url, *, probe: bool = False) -> i
     if is_stdin(path):
         raw = _Borrowed(sys.stdin.buffer)
     elif isinstance(path, Url) or remote.is_url(path):
-        raw = remote.open_read(path, probe=probe)  # ranged reads: seekable, never downloaded whole
+        raw = remote.open_read(path, exact=exact)  # ranged reads: seekable, never downloaded whole
     else:
         try:
             raw = open(path, "rb")
@@ -445,7 +449,7 @@ def _refuse_binary(path: Input) -> None:
     from mnemo.vocabfile import BIN_MAGIC
 
     try:
-        with open_binary(path, probe=True) as f:
+        with open_binary(path, exact=True) as f:
             head = f.read(TEXT_SNIFF_BYTES)
     except read_errors():
         return  # a damaged compressed file: the real read reports it, with its offset
@@ -533,7 +537,7 @@ def _cut_points(
     object: one ranged read of at most CUT_SEARCH_BYTES per cut)."""
     size = input_size(path)
     cuts = [0]
-    with _open_raw(path, probe=True) as f:
+    with _open_raw(path, exact=True) as f:
         pos = target
         while pos < size:
             f.seek(pos)
@@ -659,7 +663,7 @@ def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_
     if task.kind == "arrow":
         yield from _arrow_documents(path, text_field, specials)
         return
-    stream = open_binary(path)
+    stream = open_binary(path, exact=task.end >= 0)  # a byte range: read in large blocks, up to its end
     with stream:
         if task.end >= 0:
             stream.seek(task.start)
