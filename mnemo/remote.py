@@ -146,9 +146,7 @@ def info(url: str | os.PathLike[str] | Url) -> dict[str, Any]:
     fs, path = filesystem(u)
     try:
         found: dict[str, Any] = fs.info(path)
-    except (OSError, ValueError) as exc:
-        raise _read_error(u, exc) from None
-    except Exception as exc:  # the filesystem's own errors (botocore's, aiohttp's)
+    except Exception as exc:  # OSError, and the filesystem's own errors (botocore's, aiohttp's)
         raise _read_error(u, exc) from None
     return found
 
@@ -163,14 +161,6 @@ def check_file(url: str | os.PathLike[str] | Url) -> int:
 
 def size(url: str | os.PathLike[str] | Url) -> int:
     return int(info(url).get("size") or 0)
-
-
-def exists(url: str | os.PathLike[str] | Url) -> bool:
-    fs, path = filesystem(url)
-    try:
-        return bool(fs.exists(path))
-    except Exception:  # an unreachable store or bucket: the write will say what went wrong
-        return False
 
 
 def open_read(url: str | os.PathLike[str] | Url, *, exact: bool = False) -> Any:
