@@ -28,6 +28,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/parallel.py         the worker start method and progress type; nothing hot
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
+  mnemo/remote.py          URLs through fsspec: opened, checked and uploaded once per file
   mnemo/sources.py          file reading and planning, done by C libraries (lzma, pyarrow, json for
                             the lines the fast path declines); the hot part, the text field of
                             each JSON line, moved to the compiled mnemo/jsonfield.py

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
-from mnemo.errors import ConfigError
+from mnemo.errors import ArgumentTypeError, ConfigError
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
@@ -316,7 +316,9 @@ class BatchLoader:
         if self.stream.masked:
             mask = (rows[:, 1:] & MASKBIT) != 0
             rows &= ID_MASK
-        return Batch(inputs=rows[:, :-1], targets=rows[:, 1:], mask=mask)
+        # Copies, not the column slices of `rows`: those are strided, and torch's
+        # `from_numpy(targets).view(-1)` (what a loss over flattened logits does) refuses them.
+        return Batch(inputs=np.ascontiguousarray(rows[:, :-1]), targets=np.ascontiguousarray(rows[:, 1:]), mask=mask)
 
     def next_batch(self) -> Batch:
         """The next training batch: random windows, or the next ones in order (wrapping around)."""
@@ -329,3 +331,137 @@ class BatchLoader:
     def __iter__(self) -> Iterator[Batch]:
         for lo in range(0, self.n_windows, self.batch_size):
             yield self.get(np.arange(lo, min(lo + self.batch_size, self.n_windows), dtype=np.int64))
+
+
+#: The version of `BatchIterator.state_dict()`'s layout.
+ITERATOR_STATE_VERSION: Final = 1
+
+
+def _check_index(name: str, value: object, low: int, high: int | None = None, of: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < low or (high is not None and value >= high):
+        bound = f"between {low} and {high - 1}" if high is not None else f">= {low}"
+        raise ConfigError(f"{name} must be {bound}{of}, got {value}")
+    return value
+
+
+class BatchIterator:
+    """Endless training batches for a loop or a DataLoader: seeded, resumable and sharded.
+
+    The windows (those `BatchLoader` numbers) are visited epoch after epoch, each epoch in the
+    order of its own permutation, drawn from `np.random.default_rng([seed, epoch])`: every window
+    once per epoch, a new order each epoch, the same order for the same seed.  Batches are cut
+    from that endless sequence, so every batch has `batch_size` rows; the one that reaches the
+    end of an epoch takes its last rows from the next (as a training loop counting steps, not
+    epochs, wants).
+
+    Sharding: the shard `rank * num_workers + worker` of `world_size * num_workers` takes every
+    n-th window of each epoch's permutation (`perm[shard::n]`).  The shards of one epoch are
+    disjoint, together they are the epoch, and their sizes differ by at most one window.  `rank`
+    and `world_size` are the distributed process's (`torch.distributed.get_rank()`); `worker` and
+    `num_workers` the DataLoader worker's (`torch.utils.data.get_worker_info()`), so that each
+    worker process of each rank draws its own windows and no batch is seen twice.
+
+    `state_dict()` is a plain dict of ints (JSON as it is; no pickle) saying how far the
+    iterator has gone; `load_state_dict(state)` on a new iterator of the same configuration
+    continues exactly where that one stopped.  A state of another configuration (other windows,
+    batch size or shard) is a ConfigError rather than a silently different stream.
+    """
+
+    def __init__(
+        self,
+        stream: TokenStream,
+        *,
+        context: int,
+        batch_size: int,
+        stride: int | None = None,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        worker: int = 0,
+        num_workers: int = 1,
+    ) -> None:
+        self._loader: BatchLoader = BatchLoader(stream, context=context, batch_size=batch_size, stride=stride, order="sequential")
+        self.seed: int = _check_index("seed", seed, 0)
+        self.world_size: int = _check_index("world_size", world_size, 1)
+        self.rank: int = _check_index("rank", rank, 0, world_size, f" (world_size is {world_size})")
+        self.num_workers: int = _check_index("num_workers", num_workers, 1)
+        self.worker: int = _check_index("worker", worker, 0, num_workers, f" (num_workers is {num_workers})")
+        self.context: int = context
+        self.stride: int = self._loader.stride
+        self.batch_size: int = batch_size
+        self.n_windows: int = self._loader.n_windows
+        self.shard: int = rank * num_workers + worker
+        self.n_shards: int = world_size * num_workers
+        if self.n_windows < self.n_shards:
+            raise ConfigError(
+                f"{self.n_windows} windows cannot be shared by {self.n_shards} shards "
+                f"(world_size {world_size} x num_workers {num_workers}): every shard needs at least one; "
+                "use fewer workers or ranks, or more data"
+            )
+        #: Windows of one epoch that this shard draws.
+        self.windows_per_epoch: int = len(range(self.shard, self.n_windows, self.n_shards))
+        self._position: int = 0  # windows of this shard drawn so far, over all epochs
+        self._epoch: int = -1
+        self._order: IdArray = np.zeros(0, dtype=np.int64)
+
+    def __iter__(self) -> BatchIterator:
+        return self
+
+    def _windows_of_epoch(self, epoch: int) -> IdArray:
+        if epoch != self._epoch:
+            perm = np.random.default_rng([self.seed, epoch]).permutation(self.n_windows)
+            self._order, self._epoch = perm[self.shard :: self.n_shards], epoch
+        return self._order
+
+    def __next__(self) -> Batch:
+        ks = np.empty(self.batch_size, dtype=np.int64)
+        filled = 0
+        while filled < self.batch_size:
+            epoch, at = divmod(self._position, self.windows_per_epoch)
+            take = min(self.batch_size - filled, self.windows_per_epoch - at)
+            ks[filled : filled + take] = self._windows_of_epoch(epoch)[at : at + take]
+            filled += take
+            self._position += take
+        return self._loader.get(ks)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next batch starts in (0 first)."""
+        return self._position // self.windows_per_epoch
+
+    def _config(self) -> dict[str, int]:
+        return {
+            "n_windows": self.n_windows,
+            "context": self.context,
+            "stride": self.stride,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "shard": self.shard,
+            "n_shards": self.n_shards,
+        }
+
+    def state_dict(self) -> dict[str, int]:
+        """How far the iterator has gone, with what identifies its configuration: plain ints."""
+        return {"version": ITERATOR_STATE_VERSION, **self._config(), "position": self._position}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state` (a `state_dict()` of an iterator of this configuration)."""
+        if not isinstance(state, dict):
+            raise ArgumentTypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
+        if state.get("version") != ITERATOR_STATE_VERSION:
+            raise ConfigError(
+                f"iterator state of version {state.get('version')!r}; this mnemo reads version {ITERATOR_STATE_VERSION}"
+            )
+        differ = [f"{k} {state.get(k)!r} (here {v})" for k, v in self._config().items() if state.get(k) != v]
+        if differ:
+            raise ConfigError(
+                "iterator state of another configuration: " + ", ".join(differ)
+                + "; restore it into an iterator built with the same token files, context, stride, "
+                "batch_size, seed, rank and worker"
+            )
+        position = state.get("position")
+        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise ConfigError(f"iterator state: position must be an int >= 0, got {position!r}")
+        self._position = position

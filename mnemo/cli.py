@@ -419,13 +419,17 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _written(fmt: str, output: Path, chat: bool) -> str:
+def _written(fmt: str, output: Path | str, chat: bool) -> str:
     """The files a tokenize run wrote, for its summary line (mnemo's sidecar left out)."""
+    from mnemo.remote import Url, is_url
     from mnemo.stackfiles import SIDECAR_SUFFIX, output_paths
 
-    parts = [p for p in output_paths(fmt, output, chat) if not p.name.endswith(SIDECAR_SUFFIX)]
+    parts = [p for p in output_paths(fmt, Url(str(output)).name if is_url(output) else output, chat)
+             if not p.name.endswith(SIDECAR_SUFFIX)]
     if fmt == "datatrove":
         parts = parts[-1:] + parts[:-1]  # the .ds first, then its .index, .loss, .metadata
+    if is_url(output):
+        return " + ".join(str(Url(str(output)).with_name(p.name)) for p in parts)
     return " + ".join(str(p) for p in parts)
 
 
@@ -556,6 +560,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # ---- parser ------------------------------------------------------------------------------------
 
 
+def _path(text: str) -> Path | str:
+    """A path argument: a local Path, or a URL kept as given (Path would fold `s3://` to `s3:/`)."""
+    from mnemo.remote import is_url
+
+    return text if is_url(text) else Path(text)
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -577,7 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
         "stops early, with a note, when no pair of tokens occurs twice any more."))
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
-    p.add_argument("-o", "--output", required=True, type=Path, help="the tokenizer.bin to write (required)")
+    p.add_argument("-o", "--output", required=True, type=_path, help="the tokenizer.bin to write, a path or a URL (required)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
     p.add_argument("--pattern", default=None, choices=["mnemonic", "gpt4", "gpt2"],
                    help="split pattern (default mnemonic, or that of --from)")
@@ -601,8 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
         "fingerprint.  Documents stay apart: <|bos|> before each one when the vocabulary has it, "
         "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
-    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin to encode with (required)")
-    p.add_argument("-o", "--output", required=True, type=Path,
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin to encode with (required)")
+    p.add_argument("-o", "--output", required=True, type=_path,
                    help="the .tok file to write, or the name/prefix of a --format's files (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
     p.add_argument("--bos", metavar="TOKEN", default=None,
@@ -738,13 +749,14 @@ def check_paths(args: argparse.Namespace) -> None:
     one of the command's inputs (however spelled: mnemo.tokenizing.same_file).  Without this,
     `train -o /no/such/dir/x.bin` trained to the end and then died, and
     `tokenize -t tok.bin IN -o tok.bin` replaced the tokenizer with the token file."""
+    from mnemo import remote
     from mnemo.tokenizing import check_output, check_output_folder, same_file
 
     inputs: list[tuple[str, Path]] = []
     command = args.command
     if command in ("train", "tokenize"):
-        inputs += [("input", Path(p)) for p in args.inputs]
-    if command in ("tokenize", "pretrain"):
+        inputs += [("input", Path(p)) for p in args.inputs if not remote.is_url(p)]
+    if command in ("tokenize", "pretrain") and not remote.is_url(args.tokenizer):
         inputs.append(("tokenizer (-t)", args.tokenizer))
     if command == "pretrain":
         inputs += [("input", Path(p)) for p in [*args.data, *(args.val or [])]]
@@ -766,7 +778,17 @@ def check_paths(args: argparse.Namespace) -> None:
             return
     if command == "train" and args.base is not None:
         inputs.append(("tokenizer (--from)", args.base))
-    if command == "demo":
+    if command in ("train", "tokenize") and remote.is_url(args.output):
+        url_inputs = [*args.inputs, *([args.tokenizer] if command == "tokenize" else [])]
+        if command == "train":
+            remote.check_output(args.output, url_inputs)
+        else:  # the parts of a set go next to the key given
+            from mnemo.stackfiles import output_paths
+
+            out = remote.as_url(args.output)
+            for part in output_paths(args.format, out.name, args.chat):
+                remote.check_output(out.with_name(part.name), url_inputs)
+    elif command == "demo":
         check_output_folder(args.out)
     elif command == "eval" and args.plot is not None:
         check_output(args.plot, [("corpus", Path(p)) for p in args.corpus])

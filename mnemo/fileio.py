@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mnemo import remote
 from mnemo.errors import FormatError, InputError
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` to `path` through a temporary name in the same folder and a rename."""
+    """Write `data` to `path` through a temporary name in the same folder and a rename (a URL:
+    an upload that publishes the object only complete, mnemo/remote.py)."""
+    if remote.is_url(path):
+        remote.write_atomic(path, data)
+        return
     final = Path(path)
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
     try:
@@ -27,6 +32,8 @@ def read_file(path: str | os.PathLike[str], limit: int, what: str = "file") -> b
     """The whole file, which must be at most `limit` bytes: at most limit + 1 bytes are read, so
     /dev/zero, a FIFO or a huge file costs that much and no more.  A larger file is a
     FormatError naming the file and the bound."""
+    if remote.is_url(path):
+        return remote.read_file(path, limit, what)
     try:
         with open(path, "rb") as f:
             data = f.read(limit + 1)

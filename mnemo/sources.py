@@ -30,6 +30,10 @@ and read once from its start, its compression sniffed on that one handle; nothin
 before (no check, no stat of a size) and nothing seeks in them.  ``-`` is JSON Lines when its
 first non-blank byte (after decompression) is ``{``, else text (docs/formats.md).
 
+A path may also be an fsspec URL (``s3://``, ``gs://``, ``memory://``, ...; mnemo/remote.py): an
+object is read like a regular file, by ranged requests, so the planning below applies to it
+unchanged and each worker fetches only its own byte range or row group.
+
 Work is planned as *tasks* so that worker processes read their own share of the input and the
 parent never holds a corpus in memory: an uncompressed text or JSONL file larger than
 ``min_task_bytes`` is cut into byte ranges at document boundaries (a JSONL line end; in text, the
@@ -56,8 +60,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from mnemo import remote
 from mnemo.errors import ConfigError, InputError
 from mnemo.jsonfield import string_field
+from mnemo.remote import Url
+
+#: An input: a local path, or a URL (mnemo/remote.py), which a Path cannot hold.
+Input = Path | Url
 
 XZ_MAGIC: Final = b"\xfd7zXZ\x00"
 GZIP_MAGIC: Final = b"\x1f\x8b"
@@ -84,7 +93,8 @@ class Task:
     """One worker's share of one input: bytes [start, end) of a plain file, one Parquet row
     group, or a whole compressed file or stream (start = 0, end = -1).  `sequential`: the input
     can only be read from its start, by one reader (compressed, or a pipe, FIFO or standard
-    input, which only the process that plans may open)."""
+    input, which only the process that plans may open; or a memory:// object, which only that
+    process can see).  `path` is a URL as given for a remote input (mnemo/remote.py)."""
 
     path: str
     kind: str  # "text" | "jsonl" | "parquet" | "arrow" | "auto" (standard input: decided by its content)
@@ -94,18 +104,41 @@ class Task:
     sequential: bool = False
 
 
-def is_stdin(path: str | os.PathLike[str]) -> bool:
-    return os.fspath(path) == STDIN
+def is_stdin(path: str | os.PathLike[str] | Url) -> bool:
+    return not isinstance(path, Url) and os.fspath(path) == STDIN
 
 
-def display_name(path: str | os.PathLike[str]) -> str:
+def display_name(path: str | os.PathLike[str] | Url) -> str:
     """The input as messages name it."""
+    if isinstance(path, Url):
+        return str(path)
     return STDIN_NAME if is_stdin(path) else os.fspath(path)
 
 
-def is_stream(path: str | os.PathLike[str]) -> bool:
+def as_input(path: str | os.PathLike[str] | Url) -> Input:
+    """A Path, or a Url for a URL."""
+    if isinstance(path, Url) or remote.is_url(path):
+        return remote.as_url(path)
+    return Path(path)
+
+
+def input_size(path: str | os.PathLike[str] | Url) -> int:
+    """The size in bytes of a regular file or a remote object."""
+    p = as_input(path)
+    return remote.size(p) if isinstance(p, Url) else p.stat().st_size
+
+
+def _open_raw(path: Input, exact: bool = False) -> Any:
+    """The input's raw bytes, seekable: a local file, or a remote object read by ranges
+    (`exact`: no read-ahead; see remote.open_read)."""
+    return remote.open_read(path, exact=exact) if isinstance(path, Url) else open(path, "rb")
+
+
+def is_stream(path: str | os.PathLike[str] | Url) -> bool:
     """Whether the input is standard input or not a regular file (a pipe, a FIFO, a device):
-    something to open once and read once, from its start."""
+    something to open once and read once, from its start.  A URL is an object: never a stream."""
+    if isinstance(path, Url):
+        return False
     if is_stdin(path):
         return True
     return not stat.S_ISREG(_stat(path).st_mode)
@@ -133,13 +166,13 @@ def _magic(head: bytes) -> str:
     return ""
 
 
-def compression_of(path: Path) -> str:
+def compression_of(path: Input) -> str:
     """"xz", "gzip", "zstd" or "" -- from the first bytes of a regular file (a stream cannot be
     looked at twice: open_binary sniffs it on the handle it reads)."""
     if is_stream(path):
         raise InputError(f"{display_name(path)}: is a stream; its compression is known only once it is read")
     try:
-        with open(path, "rb") as f:
+        with _open_raw(path, exact=True) as f:
             head = f.read(SNIFF_BYTES)
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory; pass the files inside it") from None
@@ -148,7 +181,7 @@ def compression_of(path: Path) -> str:
     return _magic(head)
 
 
-def kind_of(path: Path) -> str:
+def kind_of(path: Input) -> str:
     """"jsonl", "parquet" or "text", from the name with any compression suffix removed; "auto"
     for standard input, which has no name (its content decides, see _sniff_kind)."""
     if is_stdin(path):
@@ -167,15 +200,18 @@ def kind_of(path: Path) -> str:
     return "text"
 
 
-def open_binary(path: str | os.PathLike[str]) -> io.BufferedIOBase:
+def open_binary(path: str | os.PathLike[str] | Url, *, exact: bool = False) -> io.BufferedIOBase:
     """The input's decompressed bytes as a stream, through ONE open of it (`-`: standard input,
-    left open at the end).  The magic bytes are read from that handle; a seekable file goes
-    back to where it was, a pipe gets them served again before the rest -- a second open or a
-    seek would lose what the first read took from a pipe (once 153 of 2,000 documents)."""
+    left open at the end; `exact`: a remote object is read without read-ahead, see remote.open_read).
+    The magic bytes are read from that handle; a seekable file goes back to where it was, a pipe
+    gets them served again before the rest -- a second open or a seek would lose what the first
+    read took from a pipe (once 153 of 2,000 documents)."""
     name = display_name(path)
     raw: Any  # a file, or standard input borrowed
     if is_stdin(path):
         raw = _Borrowed(sys.stdin.buffer)
+    elif isinstance(path, Url) or remote.is_url(path):
+        raw = remote.open_read(path, exact=exact)  # ranged reads: seekable, never downloaded whole
     else:
         try:
             raw = open(path, "rb")
@@ -335,7 +371,7 @@ class _ZstdReader(io.RawIOBase):
         super().close()
 
 
-def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
+def check_inputs(inputs: Sequence[str | os.PathLike[str] | Url]) -> list[Input]:
     """The inputs as paths, each checked to be a readable file (else InputError).  Streams are
     checked without being opened: opening a FIFO takes its writer, and a pipe's bytes once read
     are gone."""
@@ -343,9 +379,15 @@ def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
         raise InputError("no input files given; pass at least one .txt, .jsonl, .parquet or .arrow file")
     if sum(1 for p in inputs if is_stdin(p)) > 1:
         raise InputError(f"standard input ('{STDIN}') is given more than once; it can be read only once")
-    paths = [q for p in inputs for q in _dataset_folder_files(Path(p))]
+    paths = [q for p in inputs for q in _dataset_folder_files(as_input(p))]
     for p in paths:
         if is_stdin(p):
+            continue
+        if isinstance(p, Url):
+            remote.check_file(p)  # InputError naming the URL when missing, a folder or unreadable
+            if compression_of(p) and kind_of(p) == "arrow":
+                raise InputError(f"{p}: a compressed Arrow file cannot be read by record batch; decompress it and pass that")
+            _refuse_binary(p)
             continue
         if is_stream(p):  # also raises InputError for missing or directory
             if not os.access(p, os.R_OK):
@@ -361,12 +403,12 @@ def check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return paths
 
 
-def _dataset_folder_files(path: Path) -> list[Path]:
+def _dataset_folder_files(path: Input) -> list[Input]:
     """A `datasets.Dataset.save_to_disk` folder as its Arrow files, in the order of its
     state.json; any other path as itself.  A DatasetDict folder (one subfolder per split) is an
     error naming the splits: training on train and test together must be a choice."""
-    if is_stdin(path) or not path.is_dir():
-        return [path]
+    if isinstance(path, Url) or is_stdin(path) or not path.is_dir():
+        return [path]  # a URL: an object (a save_to_disk folder in a bucket is not read as one)
     state = path / "state.json"
     if state.is_file():
         try:
@@ -396,18 +438,18 @@ def _dataset_folder_files(path: Path) -> list[Path]:
 TEXT_SNIFF_BYTES: Final = 8000
 
 
-def _refuse_binary(path: Path) -> None:
+def _refuse_binary(path: Input) -> None:
     """InputError for a text or JSONL input that is one of mnemo's own files (tokenizer.bin,
     .tok) or binary (a NUL byte in its first TEXT_SNIFF_BYTES, after decompression): training on
     a .tok file as if it were text ran for 38 s and gave a vocabulary of noise.  Only regular
     files are looked at: a read from a pipe would take bytes that the real read then misses."""
-    if kind_of(path) in ("parquet", "arrow") or not path.is_file():
+    if kind_of(path) in ("parquet", "arrow") or (isinstance(path, Path) and not path.is_file()):
         return
     from mnemo.tokfile import TOK_MAGIC
     from mnemo.vocabfile import BIN_MAGIC
 
     try:
-        with open_binary(path) as f:
+        with open_binary(path, exact=True) as f:
             head = f.read(TEXT_SNIFF_BYTES)
     except read_errors():
         return  # a damaged compressed file: the real read reports it, with its offset
@@ -444,7 +486,7 @@ TASKS_PER_WORKER: Final = 16
 
 
 def plan_tasks(
-    paths: Sequence[Path],
+    paths: Sequence[Input],
     *,
     n_workers: int,
     specials: Sequence[str] = (),
@@ -461,7 +503,7 @@ def plan_tasks(
     only at special tokens; otherwise (counting) also at a space between two ASCII letters."""
     tasks: list[Task] = []
     streams = {p for p in paths if is_stream(p)}
-    total = sum(p.stat().st_size for p in paths if p not in streams)
+    total = sum(input_size(p) for p in paths if p not in streams)
     target = max(min_task_bytes, total // max(1, TASKS_PER_WORKER * n_workers))
     if max_task_bytes is not None:
         target = min(target, max_task_bytes)
@@ -473,13 +515,15 @@ def plan_tasks(
             if kind == "arrow":
                 raise InputError(_arrow_stream_message(display_name(p)))
             tasks.append(Task(str(p), kind, sequential=True))
+        elif isinstance(p, Url) and remote.in_process(p):  # memory://: only this process sees it
+            tasks.append(Task(str(p), kind, sequential=True))
         elif kind == "parquet":
             tasks += [Task(str(p), kind, row_group=g) for g in range(_parquet_row_groups(p))]
         elif kind == "arrow":  # one task per file (datasets shards big datasets into files)
             tasks.append(Task(str(p), kind))
         elif compression_of(p):
             tasks.append(Task(str(p), kind, sequential=True))
-        elif p.stat().st_size <= target:
+        elif input_size(p) <= target:
             tasks.append(Task(str(p), kind))
         else:
             tasks += [Task(str(p), kind, s, e) for s, e in _cut_points(p, kind, target, specials, whole_documents)]
@@ -487,12 +531,13 @@ def plan_tasks(
 
 
 def _cut_points(
-    path: Path, kind: str, target: int, specials: Sequence[str], whole_documents: bool
+    path: Input, kind: str, target: int, specials: Sequence[str], whole_documents: bool
 ) -> list[tuple[int, int]]:
-    """Byte ranges of about `target` bytes, each starting at a document boundary."""
-    size = path.stat().st_size
+    """Byte ranges of about `target` bytes, each starting at a document boundary (a remote
+    object: one ranged read of at most CUT_SEARCH_BYTES per cut)."""
+    size = input_size(path)
     cuts = [0]
-    with open(path, "rb") as f:
+    with _open_raw(path, exact=True) as f:
         pos = target
         while pos < size:
             f.seek(pos)
@@ -562,15 +607,16 @@ def split_at(data: bytes, seps: re.Pattern[bytes]) -> Iterator[bytes]:
         yield data[at:] if at else data
 
 
-def _parquet_row_groups(path: Path) -> int:
+def _parquet_row_groups(path: Input) -> int:
     pq = _pyarrow_parquet(path)
     try:
-        return int(pq.ParquetFile(path).num_row_groups)
+        with _open_raw(path) as f:  # pyarrow reads the footer by ranges of a file object
+            return int(pq.ParquetFile(f).num_row_groups)
     except Exception as exc:  # pyarrow raises its own error types
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def _pyarrow_parquet(path: Path) -> ModuleType:
+def _pyarrow_parquet(path: Input) -> ModuleType:
     try:
         return importlib.import_module("pyarrow.parquet")
     except ImportError:
@@ -610,14 +656,14 @@ def read_errors() -> tuple[type[BaseException], ...]:
 
 
 def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_documents: bool) -> Iterator[bytes]:
-    path = Path(task.path)
+    path = as_input(task.path)
     if task.kind == "parquet":
         yield from _parquet_documents(path, task.row_group, text_field, specials)
         return
     if task.kind == "arrow":
         yield from _arrow_documents(path, text_field, specials)
         return
-    stream = open_binary(path)
+    stream = open_binary(path, exact=task.end >= 0)  # a byte range: read in large blocks, up to its end
     with stream:
         if task.end >= 0:
             stream.seek(task.start)
@@ -633,7 +679,7 @@ def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_
             yield from _text_documents(raw, specials, whole_documents)
 
 
-def _sniff_kind(raw: Iterable[bytes], path: Path) -> tuple[str, Iterable[bytes]]:
+def _sniff_kind(raw: Iterable[bytes], path: Input) -> tuple[str, Iterable[bytes]]:
     """The format of standard input, from its first bytes: "jsonl" when the first byte that is
     not white space is "{", else "text" (a text that starts with "{" then fails as JSON on a
     named line, never silently; /dev/stdin reads it as text).  Parquet cannot be streamed."""
@@ -677,7 +723,7 @@ def _limited(stream: io.BufferedIOBase, n: int) -> Iterator[bytes]:
 
 
 def _jsonl_documents(
-    raw: Iterable[bytes], path: Path, start: int, field: str, specials: Sequence[str] = ()
+    raw: Iterable[bytes], path: Input, start: int, field: str, specials: Sequence[str] = ()
 ) -> Iterator[bytes]:
     """The documents of JSON Lines, split at the special tokens' strings when there are any.
     Lines are counted as they go by, for messages: a stream cannot be read again to count them."""
@@ -697,7 +743,7 @@ def _jsonl_documents(
 
 
 def _jsonl_line(
-    line: bytes, path: Path, start: int, line_no: int, field: str, key: bytes, seps: re.Pattern[bytes] | None
+    line: bytes, path: Input, start: int, line_no: int, field: str, key: bytes, seps: re.Pattern[bytes] | None
 ) -> Iterator[bytes]:
     """The document of one line (line `line_no` of a task starting at byte `start`); `key` is
     `field` as UTF-8 ("surrogatepass")."""
@@ -712,7 +758,7 @@ def _jsonl_line(
         yield from split_at(text_bytes, seps)
 
 
-def _json_field(line: bytes, path: Path, start: int, line_no: int, field: str) -> bytes:
+def _json_field(line: bytes, path: Input, start: int, line_no: int, field: str) -> bytes:
     """The field through json.loads: what string_field declined, with the errors."""
     try:
         record = json.loads(line)
@@ -735,13 +781,13 @@ def _json_field(line: bytes, path: Path, start: int, line_no: int, field: str) -
     return str_to_utf8(text)
 
 
-def _where(path: Path, start: int, line_no: int) -> str:
+def _where(path: Input, start: int, line_no: int) -> str:
     """"FILE:LINE" of line `line_no` of the task that starts at byte `start` of the file."""
     first = 1 if start == 0 else _line_number(path, start)  # start > 0: a regular file
     return f"{display_name(path)}:{first + line_no}"
 
 
-def _line_number(path: Path, offset: int) -> int:
+def _line_number(path: Input, offset: int) -> int:
     """1-based line number of the byte at `offset` of a plain file (counted only when reporting
     an error)."""
     count = 1
@@ -804,11 +850,11 @@ def _text_documents(raw: Iterable[bytes], specials: Sequence[str], whole_documen
             yield piece
 
 
-def _parquet_documents(path: Path, row_group: int, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
+def _parquet_documents(path: Input, row_group: int, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
     pq = _pyarrow_parquet(path)
     seps = separator_re(specials) if specials else None
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path if isinstance(path, Path) else remote.open_read(path))  # row groups by ranged reads
         if field not in pf.schema_arrow.names:
             raise InputError(
                 f"{path}: no column {field!r} (columns: {', '.join(pf.schema_arrow.names)}); "
@@ -833,7 +879,7 @@ def _parquet_documents(path: Path, row_group: int, field: str, specials: Sequenc
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def _arrow_documents(path: Path, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
+def _arrow_documents(path: Input, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
     """The column `field` of an Arrow IPC file (file or stream format), one record batch at a
     time from a memory map: a file of any size is never read whole."""
     try:
@@ -843,7 +889,7 @@ def _arrow_documents(path: Path, field: str, specials: Sequence[str] = ()) -> It
         raise InputError(f"{path}: reading Arrow files needs the 'pyarrow' package (pip install pyarrow)") from None
     seps = separator_re(specials) if specials else None
     try:
-        with pa.memory_map(str(path), "r") as source:
+        with pa.memory_map(str(path), "r") if isinstance(path, Path) else remote.open_read(path) as source:
             batches: Iterable[Any]
             try:
                 reader = ipc.open_file(source)

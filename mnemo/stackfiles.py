@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 import numpy as np
 import numpy.typing as npt
 
+from mnemo import remote
 from mnemo.errors import ConfigError, FormatError, InputError
 from mnemo.constants import MASKBIT
 from mnemo.tokfile import TokWriter
@@ -216,7 +217,9 @@ class StackWriter:
         if n_vocab < 1:
             raise ConfigError(f"n_vocab must be >= 1, got {n_vocab}")
         self.output = output
-        self.paths = output_paths(self.format, output, chat)
+        # a URL: the set is built in a local staging folder, then uploaded part by part (remote.py)
+        self.staged = remote.Staged(output) if remote.is_url(output) else None
+        self.paths = output_paths(self.format, self.staged.local if self.staged is not None else output, chat)
         self.n_vocab = n_vocab
         self.fingerprint = fingerprint
         self.separators = separators or Separators()
@@ -230,7 +233,7 @@ class StackWriter:
 
     @property
     def where(self) -> str:
-        return os.fspath(self.paths[-1])
+        return str(self.staged.url_of(self.paths[-1])) if self.staged is not None else os.fspath(self.paths[-1])
 
     def __enter__(self) -> StackWriter:
         try:
@@ -320,9 +323,15 @@ class StackWriter:
             for part in self.parts:
                 part.finish()
             self._commit()
+            if self.staged is not None:
+                # the key part last, as the renames; the old key goes first
+                self.staged.publish(self.paths, remove_first=[self.paths[-1]])
         except BaseException:
             self._discard()
             raise
+        finally:
+            if self.staged is not None:
+                self.staged.discard()
 
     def _commit(self) -> None:
         """Rename every part, the key last.  The old key goes first: from then on no reader

@@ -36,13 +36,16 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from mnemo import remote
 from mnemo.chat import check_conversation
 from mnemo.errors import ConfigError, InputError
 from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.sources import (
+    Input,
     Task,
     check_inputs,
     display_name,
+    input_size,
     iter_task_documents,
     kind_of,
     open_binary,
@@ -156,7 +159,7 @@ def _documents(
             yield from iter_task_documents(Task(str(path), kind), text_field=text_field, whole_documents=True)
 
 
-def chat_lines(path: Path, specials: Sequence[str] = ()) -> Iterator[tuple[int, bytes]]:
+def chat_lines(path: Input, specials: Sequence[str] = ()) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line) of each record of a chat JSONL file, each checked here, where the
     file and line are known, to be a record that render_conversation accepts (the workers that
     render it know neither; `mnemo tokshow --chat` reads its record through here too)."""
@@ -210,7 +213,7 @@ def _work(
         if task.kind == "parquet":
             size += TASK_BYTES  # a row group: a piece of work of its own
         else:
-            size += task.end - task.start if task.end >= 0 else Path(task.path).stat().st_size
+            size += task.end - task.start if task.end >= 0 else input_size(task.path)
         if size >= TASK_BYTES:
             yield group, []
             group, size = [], 0
@@ -258,8 +261,13 @@ def tokenize_files(
         bos_id, eos_id = document_separators(tokenizer, bos, eos)
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
             warnings.warn(no_separator_warning(tokenizer), stacklevel=2)
-    for part in output_paths(format, output, chat):
-        check_output(part, [("input", p) for p in inputs])
+    if remote.is_url(output):  # the parts of a set go next to the key given
+        out = remote.as_url(output)
+        for name in output_paths(format, out.name, chat):
+            remote.check_output(out.with_name(name.name), inputs)
+    else:
+        for part in output_paths(format, output, chat):
+            check_output(part, [("input", p) for p in inputs if not remote.is_url(p)])
     sink, bos_id, eos_id = open_writer(format, output, tokenizer, chat=chat, bos=bos_id, eos=eos_id)
     stats = TokenizeStats()
     t0 = time.perf_counter()

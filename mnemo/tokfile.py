@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, BinaryIO, Final
 import numpy as np
 import numpy.typing as npt
 
+from mnemo import remote
 from mnemo.constants import MASKBIT, MASKBIT32
 from mnemo.errors import FingerprintError, FormatError, InputError
 
@@ -111,12 +112,15 @@ class TokWriter:
     Tokens go to a temporary file in the same folder; the header is written and the file renamed
     to `path` only when the block ends without an exception.  Killed or failed, no `path` appears
     (the temporary `.NAME.tmp-PID` is removed on exceptions; a SIGKILL can leave it, never `path`).
+    A URL `path` is built in a local staging folder and uploaded at the end (mnemo/remote.py):
+    the object appears complete or not at all.
     """
 
     def __init__(
         self, path: str | os.PathLike[str], tokenizer: Tokenizer, *, chat: bool = False, masked: bool | None = None
     ) -> None:
-        self.path = Path(path)
+        self.staged = remote.Staged(path) if remote.is_url(path) else None
+        self.path = self.staged.local if self.staged is not None else Path(path)
         self.masked = chat if masked is None else masked
         self.flags = (TOK_FLAG_CHAT if chat else 0) | (TOK_FLAG_MASKED if self.masked else 0)
         self.fingerprint = tokenizer.fingerprint
@@ -165,9 +169,13 @@ class TokWriter:
             f.close()
             if exc_type is None:
                 os.replace(self.tmp, self.path)
+                if self.staged is not None:
+                    self.staged.publish([self.path])
         finally:
             if exc_type is not None or self.tmp.exists():
                 self.tmp.unlink(missing_ok=True)
+            if self.staged is not None:
+                self.staged.discard()
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer, check_int, check_special_tokens, type_error
 from mnemo.merge_loop import train_merges_packed
+from mnemo.remote import is_url
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -544,7 +545,7 @@ def _file_paths(files: object) -> list[PathLike]:
         if not isinstance(item, (str, os.PathLike)):
             raise ArgumentTypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
     for item in items:
-        if isinstance(item, str) and not is_stdin(item) and not os.path.exists(item):
+        if isinstance(item, str) and not is_stdin(item) and not is_url(item) and not os.path.exists(item):
             if _looks_like_text(item):
                 raise InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {hint}")
             raise InputError(f"{item}: no such file; check the path")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.batches import ID_MASK, MASKBIT, BatchLoader, TokenStream, n_windows, split_stream, windows
+from mnemo.batches import ID_MASK, MASKBIT, Batch, BatchIterator, BatchLoader, TokenStream, n_windows, split_stream, windows
 from mnemo.errors import ConfigError
 
 # ---- windows ----
@@ -352,3 +353,170 @@ def test_stream_from_tok_files_documents_and_chats(tmp_path: Path) -> None:
         TokenStream.from_tok_files([docs], Tokenizer([(104, 105), (256, 33)]))
     with pytest.raises(ConfigError, match="no .tok files"):
         TokenStream.from_tok_files([], tok)
+
+
+# ---- DataLoader use: contiguous batches, the endless resumable iterator, sharding ----
+
+
+def _loaders(masked: bool) -> list[BatchLoader]:
+    raw = np.arange(1, 400, dtype=np.uint16)
+    if masked:
+        raw = raw | np.where(np.arange(raw.size) % 3 == 0, MASKBIT, 0).astype(np.uint16)
+    stream = TokenStream.from_arrays(raw, np.arange(500, 700, dtype=np.uint16), masked=masked)
+    return [
+        BatchLoader(stream, context=8, batch_size=4, stride=s, order=o)  # type: ignore[arg-type]
+        for s in (None, 3)
+        for o in ("random", "sequential")
+    ]
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_batches_are_c_contiguous_so_torch_view_works(masked: bool) -> None:
+    """`torch.from_numpy(b.targets).view(-1)` needs a C-contiguous array; the inputs and targets
+    were column slices of one [B, T + 1] array (strided), and `.reshape(-1)` of them copied."""
+    for loader in _loaders(masked):
+        for batch in [loader.next_batch(), *list(loader)[:2], BatchIterator(loader.stream, context=8, batch_size=4).__next__()]:
+            arrays = [batch.inputs, batch.targets] + ([] if batch.mask is None else [batch.mask])
+            for a in arrays:
+                assert a.flags.c_contiguous, a.strides
+                assert np.shares_memory(a.reshape(-1), a)  # a view, as torch's .view(-1) requires
+
+
+def _stream() -> TokenStream:
+    return TokenStream.from_arrays(np.arange(0, 1000, dtype=np.uint16), np.arange(2000, 2333, dtype=np.uint16))
+
+
+def _key(batch: Batch) -> list[tuple[int, ...]]:
+    return [tuple(row) for row in np.concatenate([batch.inputs, batch.targets[:, -1:]], axis=1).tolist()]
+
+
+def _rows(batches: list[Batch]) -> list[tuple[int, ...]]:
+    return [r for b in batches for r in _key(b)]
+
+
+def test_batch_iterator_is_endless_seeded_and_each_epoch_is_every_window_once() -> None:
+    """Windows are drawn epoch after epoch, each epoch a new seeded permutation of every window;
+    batches are always full: one that reaches the end of an epoch goes on into the next."""
+    it = BatchIterator(_stream(), context=16, batch_size=5, stride=8, seed=3)
+    n = it.n_windows
+    assert n % 5 != 0  # so that batches straddle epochs
+    batches = [next(it) for _ in range(3 * n // 5 + 1)]
+    assert all(b.targets.shape == (5, 16) and b.inputs.shape == (5, 16) for b in batches)
+    rows = _rows(batches)
+    epochs = [rows[e * n : (e + 1) * n] for e in range(3)]
+    for epoch in epochs:
+        assert len(epoch) == n and len(set(epoch)) == n  # every window once
+    assert epochs[0] != epochs[1] != epochs[2]  # reshuffled each epoch
+    assert set(epochs[0]) == set(_key(b)[0] for b in BatchLoader(_stream(), context=16, batch_size=1, stride=8))
+    again = BatchIterator(_stream(), context=16, batch_size=5, stride=8, seed=3)
+    assert _rows([next(again) for _ in batches]) == rows
+    other = BatchIterator(_stream(), context=16, batch_size=5, stride=8, seed=4)
+    assert _rows([next(other) for _ in batches]) != rows
+
+
+@pytest.mark.parametrize("stop", [0, 1, 16, 17, 33, 60])
+def test_batch_iterator_state_restores_exactly_where_it_stopped(stop: int) -> None:
+    """N batches, save the state (through JSON: no pickle), restore it in a new object: the next
+    batches are the uninterrupted run's, across epoch boundaries (163 windows, rank 1 of
+    2 has 81 of them per epoch: batch 16 straddles the first boundary)."""
+    def make() -> BatchIterator:
+        return BatchIterator(_stream(), context=16, batch_size=5, stride=8, seed=11, rank=1, world_size=2)
+
+    straight = make()
+    expected = [_key(next(straight)) for _ in range(stop + 40)]
+    first = make()
+    for _ in range(stop):
+        next(first)
+    state = json.loads(json.dumps(first.state_dict()))
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert [_key(next(resumed)) for _ in range(40)] == expected[stop:]
+
+
+def test_batch_iterator_state_of_another_configuration_is_refused() -> None:
+    it = BatchIterator(_stream(), context=16, batch_size=5, seed=1)
+    next(it)
+    state = it.state_dict()
+    for other in (
+        BatchIterator(_stream(), context=16, batch_size=6, seed=1),
+        BatchIterator(_stream(), context=8, batch_size=5, seed=1),
+        BatchIterator(_stream(), context=16, batch_size=5, seed=1, rank=1, world_size=2),
+        BatchIterator(TokenStream.from_arrays(np.arange(0, 900, dtype=np.uint16)), context=16, batch_size=5, seed=1),
+    ):
+        with pytest.raises(ConfigError, match="state"):
+            other.load_state_dict(state)
+    with pytest.raises(ConfigError, match="state"):
+        it.load_state_dict({"version": 99})
+    with pytest.raises(ConfigError, match="state"):
+        it.load_state_dict({**state, "position": -1})
+
+
+def test_batch_iterator_bad_shard_arguments() -> None:
+    for kwargs, match in [
+        ({"rank": 2, "world_size": 2}, "rank"),
+        ({"rank": -1}, "rank"),
+        ({"world_size": 0}, "world_size"),
+        ({"worker": 3, "num_workers": 3}, "worker"),
+        ({"num_workers": 0}, "num_workers"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            BatchIterator(_stream(), context=16, batch_size=5, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="shards"):
+        BatchIterator(TokenStream.from_arrays(np.arange(40)), context=8, batch_size=2, world_size=2, num_workers=4)
+
+
+_WORKER_MODULE = """
+import numpy as np
+from mnemo.batches import BatchIterator, TokenStream
+
+def run(rank, world_size, worker, num_workers, steps, out):
+    stream = TokenStream.from_arrays(np.arange(0, 1000, dtype=np.uint16), np.arange(2000, 2333, dtype=np.uint16))
+    it = BatchIterator(stream, context=16, batch_size=3, stride=8, seed=5, rank=rank, world_size=world_size,
+                       worker=worker, num_workers=num_workers)
+    rows = []
+    for _ in range(steps):
+        b = next(it)
+        rows.append([tuple(r) for r in np.concatenate([b.inputs, b.targets[:, -1:]], axis=1).tolist()])
+    out.put(((rank, worker), rows, it.windows_per_epoch))
+"""
+
+
+def test_sharding_by_worker_and_rank_gives_disjoint_batches_that_cover_the_epoch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2 ranks x 3 DataLoader workers = 6 shards, each in its own (spawned) process, as DataLoader
+    workers are: one epoch of every shard together is every window exactly once, and no window is
+    in two shards."""
+    import multiprocessing
+
+    (tmp_path / "mnemo_shard_workers.py").write_text(_WORKER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))  # spawned children get the parent's sys.path
+    import mnemo_shard_workers as w
+
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    n = BatchIterator(_stream(), context=16, batch_size=3, stride=8).n_windows
+    steps = -(-n // 6 // 3) + 1  # batches of 3 that hold a shard's epoch (n // 6 or n // 6 + 1 windows)
+    procs = [
+        ctx.Process(target=w.run, args=(rank, 2, worker, 3, steps, out))
+        for rank in range(2)
+        for worker in range(3)
+    ]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert len({shard for shard, _, _ in results}) == 6
+    windows_of = {shard: [r for batch in batches for r in batch][:per_epoch] for shard, batches, per_epoch in results}
+    every = [r for rows in windows_of.values() for r in rows]
+    assert len(every) == n and len(set(every)) == n  # disjoint, and the union is the epoch
+    sizes = sorted(len(rows) for rows in windows_of.values())
+    assert sizes[-1] - sizes[0] <= 1  # balanced to one window
+
+
+def test_a_single_shard_is_the_unsharded_run() -> None:
+    one = BatchIterator(_stream(), context=16, batch_size=5, seed=2)
+    same = BatchIterator(_stream(), context=16, batch_size=5, seed=2, rank=0, world_size=1, worker=0, num_workers=1)
+    assert all(_key(next(one)) == _key(next(same)) for _ in range(30))
