@@ -23,6 +23,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,9 @@ from mnemo.constants import MAX_VOCAB, PATTERNS
 from mnemo.errors import ConfigError, InputError, MnemoError
 from mnemo.fileio import write_atomic
 from mnemo.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from mnemo.sources import Input
 
 #: Pattern name and special tokens of the `.tiktoken` presets, as tiktoken defines them.
 PRESETS: dict[str, tuple[str, dict[str, int]]] = {
@@ -118,7 +122,7 @@ def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = "t
             yield doc
 
 
-def _file_documents(p: Path, text_field: str) -> Iterator[bytes]:
+def _file_documents(p: Input, text_field: str) -> Iterator[bytes]:
     """A JSON Lines file's documents: `text_field`, or a chat record's messages joined."""
     from mnemo.sources import open_binary
 

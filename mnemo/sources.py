@@ -698,7 +698,7 @@ def _sniff_kind(raw: Iterable[bytes], path: Input) -> tuple[str, Iterable[bytes]
 
 
 def iter_documents(
-    inputs: Sequence[str | os.PathLike[str]], *, text_field: str = "text", specials: Sequence[str] = ()
+    inputs: Sequence[str | os.PathLike[str] | Url], *, text_field: str = "text", specials: Sequence[str] = ()
 ) -> Iterator[bytes]:
     """Every document of every input, in order (a single process; see plan_tasks for workers)."""
     for p in check_inputs(inputs):
