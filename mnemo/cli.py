@@ -394,7 +394,6 @@ def _separator_option(value: str | None) -> str | None:
 
 # ---- tokshow -----------------------------------------------------------------------------------
 
-#: Background colours (xterm-256) for unmasked tokens: muted; masked tokens: bright, underlined.
 def cmd_tokshow(args: argparse.Namespace) -> int:
     from mnemo.chat import render_conversation, split_mask
     from mnemo.tokenizer import Tokenizer
