@@ -317,9 +317,9 @@ def test_token_counts_counts_targets_and_only_masked_ones_in_chat_data() -> None
 
 def test_token_counts_across_chunk_boundaries() -> None:
     """Counting goes in chunks of _COUNT_CHUNK ids: the first id of the array (only) must be skipped."""
-    from mnemo import data
+    from mnemo import batches
 
-    n = 2 * data._COUNT_CHUNK + 3
+    n = 2 * batches._COUNT_CHUNK + 3
     a = (np.arange(n) % 7).astype(np.uint16)
     assert TokenStream.from_arrays(a).token_counts(7).tolist() == np.bincount(a[1:], minlength=7).tolist()
     masked = a | np.uint16(MASKBIT) * (np.arange(n) % 2 == 0).astype(np.uint16)
