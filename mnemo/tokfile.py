@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import BinaryIO, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -21,8 +21,16 @@ import numpy.typing as npt
 from mnemo.constants import MASKBIT, MASKBIT32
 from mnemo.errors import FingerprintError, FormatError, InputError
 
-if TYPE_CHECKING:
-    from mnemo.tokenizer import Tokenizer
+
+class Stamp(Protocol):
+    """What a .tok file records of the tokenizer that made it (a `Tokenizer` is one): its
+    fingerprint and vocabulary size.  A protocol, so that files sit below the Tokenizer."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def n_vocab(self) -> int: ...
 
 
 TOK_MAGIC: Final = b"MNEMOTOK"
@@ -114,7 +122,7 @@ class TokWriter:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], tokenizer: Tokenizer, *, chat: bool = False, masked: bool | None = None
+        self, path: str | os.PathLike[str], tokenizer: Stamp, *, chat: bool = False, masked: bool | None = None
     ) -> None:
         self.path = Path(path)
         self.masked = chat if masked is None else masked
@@ -194,7 +202,7 @@ def read_tok_header(path: str | os.PathLike[str]) -> TokHeader:
     return parse_tok_header(head, source, size)
 
 
-def open_tok(path: str | os.PathLike[str], tokenizer: Tokenizer) -> TokFile:
+def open_tok(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
     """Memory-map a .tok file made by `tokenizer`; FingerprintError when another tokenizer made it."""
     header = read_tok_header(path)
     if header.fingerprint != tokenizer.fingerprint:

@@ -77,11 +77,11 @@ def patch(data: bytes, offset: int, new: bytes) -> bytes:
         (lambda d: patch(d, 40, b"\x63"), r"offset 24: checksum mismatch"),
         # merge 2 (id 258) = (98, 99) -> (98, 300): part from the future
         (lambda d: with_crc(patch(d, 32 + 8, struct.pack("<HH", 98, 300))),
-         r"offset 40: merge 2 \(id 258\) uses token 300, which does not exist yet"),
+         r"offset 40: merge 2 \(id 258\) is \(98, 300\): token 300 does not exist yet"),
         (lambda d: with_crc(patch(d, 32 + 8, struct.pack("<HH", 97, 97))),
          r"offset 40: merge 2 repeats the pair \(97, 97\) of merge 0"),
         # specials section at 48: [5]<|a|>[6]<|bb|>
-        (lambda d: with_crc(patch(d, 48, b"\x00")), r"offset 48: special token 0 has an empty name"),
+        (lambda d: with_crc(patch(d, 48, b"\x00")), r"offset 48: special token 0 is '', not a non-empty string"),
         (lambda d: with_crc(patch(d, 48, b"\x0d")), r"offset 48: special token 0 \(13 bytes\) runs past"),
         (lambda d: with_crc(patch(d, 48, b"\x0c")), r"offset 61: special token 1 of 2 starts past the end"),
         (lambda d: with_crc(patch(d, 48, b"\x04")), r"offset 53: special token 1 \(62 bytes\) runs past"),
