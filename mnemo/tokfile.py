@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.constants import MASKBIT, MASKBIT32
-from mnemo.errors import FingerprintError, FormatError, InputError
+from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError
 
 
 class Stamp(Protocol):
@@ -147,8 +147,14 @@ class TokWriter:
         arr = np.asarray(ids)
         if arr.size:
             limit = 1 << (8 * self.width)
-            if int(arr.min()) < 0 or int(arr.max()) >= limit:
-                raise InputError(f"token id out of range for a {self.width}-byte .tok: {int(arr.max())}")
+            low, high = int(arr.min()), int(arr.max())
+            if low < 0 or high >= limit:
+                # the caller's values, not the input text's: a ConfigError naming the bad id
+                bad = low if low < 0 else high
+                raise ConfigError(
+                    f"{self.path}: token id {bad} does not fit a {self.width}-byte .tok (ids 0..{limit - 1}); "
+                    f"pass the ids the tokenizer gave (with MASKBIT only in a masked file)"
+                )
             self.file.write(arr.astype(self.dtype, copy=False).tobytes())
         self.n_tokens += int(arr.size)
         self.n_docs += n_docs

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemo import FingerprintError, FormatError, Tokenizer, open_tok
+from mnemo import ConfigError, FingerprintError, FormatError, Tokenizer, open_tok
 from mnemo.constants import MASKBIT, MAX_VOCAB
 from mnemo.tokfile import TokWriter, read_tok_header
 from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, parse_tokenizer_bin
@@ -231,6 +231,17 @@ def test_tok_chat_flags_and_empty(tmp_path: Path, tok: Tokenizer) -> None:
     with TokWriter(empty, tok):
         pass
     assert len(open_tok(empty, tok)) == 0
+
+
+def test_tok_writer_refuses_ids_that_do_not_fit(tmp_path: Path, tok: Tokenizer) -> None:
+    """Ids a caller passes that do not fit the file's width are the caller's bug, a ConfigError
+    naming the id (it was an InputError, the class for unreadable input); no file is left."""
+    path = tmp_path / "data.tok"
+    for bad in ([1, 70000], [-1, 2]):
+        with pytest.raises(ConfigError, match=f"token id {min(bad) if min(bad) < 0 else max(bad)} does not fit a 2-byte .tok"):
+            with TokWriter(path, tok) as w:
+                w.write(bad)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tok_foreign_fingerprint(tmp_path: Path, tok: Tokenizer) -> None:
