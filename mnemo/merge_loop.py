@@ -46,7 +46,7 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
 from mnemo import kernels
-from mnemo.count import pack_words
+from mnemo.count import META_BYTES, pack_words
 from mnemo.errors import ConfigError, VerificationError
 from mnemo.checks import check_train_args, pair_total_error
 from mnemo.constants import MAX_PAIR_TOTAL
@@ -572,7 +572,7 @@ def train_merges_packed(
     verify: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
-    """train_merges on word counts packed as count.WordCounter.to_packed makes them (what
+    """train_merges on word counts packed as count.PackedCounts (what
     mnemo.train passes: no dict of every word is built on the way)."""
     check_train_args({}, n_merges, tie)
     block: i64 = SEAMS.block
@@ -584,7 +584,7 @@ def train_merges_packed(
     scan = kernels.pair_positions
 
     # ---- lay the words out -------------------------------------------------------------------
-    nwords: i64 = len(meta) // 16
+    nwords: i64 = len(meta) // META_BYTES
     total: i64 = len(blob) + nwords + 1
     toks = vec[i16](capacity=total)
     widx = vec[i32](capacity=total)
@@ -600,7 +600,7 @@ def train_merges_packed(
     while m < len(meta):
         wlen = read_i64_le(meta, m)
         word_count = read_i64_le(meta, m + 8)
-        m += 16
+        m += META_BYTES
         if word_count < 0:
             raise ConfigError(f"word {blob[bpos : bpos + wlen]!r} has a negative count {word_count}; counts must be >= 0")
         if wlen < 2 or word_count == 0:

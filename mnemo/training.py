@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, cast
 
-from mnemo.count import WordCounter, packed_to_dict
+from mnemo.count import PackedCounts, WordCounter, packed_to_dict
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.constants import MAX_TRAIN_VOCAB
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
@@ -193,9 +193,9 @@ def _count_packed(
     workers: int | None,
     text_field: str,
     progress: Progress | None,
-) -> tuple[tuple[bytes, bytes], CountStats]:
-    """count_words, with the counts packed as WordCounter.to_packed packs them (the trainer lays
-    them out directly; a dict of every word is never built)."""
+) -> tuple[PackedCounts, CountStats]:
+    """count_words, with the counts as a count.PackedCounts (the trainer lays them out
+    directly; a dict of every word is never built)."""
     pid, specials, max_chunk_bytes, n_workers = check_count_args(
         inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress
     )
@@ -228,7 +228,9 @@ def _count_packed(
         words = counter.to_packed()
         stats.n_bytes, stats.n_chunks, stats.n_skipped = counter.n_bytes, counter.n_chunks, counter.skipped
     else:
-        words = _count_in_workers(jobs, stream, n_workers, pid, max_chunk_bytes, special_tokens, text_field, stats, progress)
+        words = PackedCounts(
+            *_count_in_workers(jobs, stream, n_workers, pid, max_chunk_bytes, special_tokens, text_field, stats, progress)
+        )
     stats.seconds = time.perf_counter() - t0
     return words, stats
 
@@ -366,7 +368,7 @@ def _train(
         raise type_error("stats", "a TrainStats or None", stats)
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-    (blob, meta), count_stats = _count_packed(
+    packed, count_stats = _count_packed(
         inputs,
         pattern=pattern,
         special_tokens=specials,
@@ -375,6 +377,7 @@ def _train(
         text_field=text_field,
         progress=progress,
     )
+    blob, meta = packed
     if not meta:
         raise InputError(
             f"the training text is empty ({count_stats.n_bytes} bytes, no chunk of at most "
@@ -388,7 +391,7 @@ def _train(
         merges, counts = train_merges_packed(blob, meta, n_merges, tie, verify, progress)
     if stats is not None:
         stats.count = count_stats
-        stats.unique_words = len(meta) // 16
+        stats.unique_words = packed.n_words
         stats.merges = len(merges)
         stats.requested_merges = n_merges
         stats.merge_seconds = time.perf_counter() - t0
