@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo import Tokenizer, dataset, open_tok, sources, train_from_iterator
+from mnemo import Tokenizer, open_tok, sources, train_from_iterator
+from mnemo import tokenizing as dataset
 from mnemo.errors import InputError
 from mnemo.sources import plan_tasks
 
