@@ -74,7 +74,7 @@ kernels = NasmExtension(
     include_dirs=["asm"],
     depends=["asm/kernels.h", *ASM_SOURCES],
     extra_compile_args=["-O2", "-fvisibility=hidden"],
-    extra_link_args=["-Wl,-z,noexecstack", "-pthread"],
+    extra_link_args=["-Wl,-z,noexecstack"],
 )
 
 ext_modules: list[Extension] = [kernels]

@@ -1,11 +1,11 @@
 /* shim.c -- the CPython extension mnemo._kernels: converts Python objects to pointers,
- * picks the kernel backend once from the CPU, releases the GIL around long scans and can
- * split one scan across threads.  No algorithm lives here: the kernels do the work
- * (asm/*.asm, or their C twins in kernels_portable.c). */
+ * picks the kernel backend once from the CPU and releases the GIL around long scans.  No
+ * algorithm lives here: the kernels do the work (asm/*.asm, or their C twins in
+ * kernels_portable.c).  Splitting one scan across threads is the caller's business (the
+ * GIL is released, so Python threads can scan parts in parallel: bench/bench_kernels.py). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,8 +133,8 @@ static int get_tokens(PyObject *obj, const char *fname, Py_buffer *v) {
 
 /* An integer argument as a C long long.  Not an int: TypeError naming the argument.  Outside
  * the 64-bit range: ValueError naming it (every such offset or id is out of bounds anyway;
- * Python's OverflowError would not say which argument) -- except for the limits `cap` and
- * `threads` (saturate = 1), where any huge value means "no limit" and becomes LLONG_MAX. */
+ * Python's OverflowError would not say which argument) -- except for the limit `cap`
+ * (saturate = 1), where any huge value means "no limit" and becomes LLONG_MAX. */
 static int get_i64_sat(PyObject *obj, const char *fname, const char *what, long long *out,
                        int saturate) {
     PyObject *index = PyNumber_Index(obj);
@@ -174,112 +174,39 @@ static int range_ok(long long off, long long n, Py_ssize_t len) {
 
 /* Below this many tokens a scan is shorter than releasing and re-taking the GIL. */
 #define GIL_RELEASE_MIN 16384
-/* Below this many tokens per thread, starting a thread costs more than it saves. */
-#define THREAD_MIN_PART (1 << 20)
-#define MAX_THREADS 64
-
-typedef struct {
-    mnemo_pairscan_fn fn;
-    const uint16_t *tok;
-    size_t first, n;      /* scan tok[first .. first + n) */
-    uint32_t a, b;
-    int64_t *out;
-    size_t cap, hits;
-} part_t;
-
-static void run_part(part_t *p) {
-    p->hits = p->fn(p->tok + p->first, p->n, p->a, p->b, p->out, p->cap);
-    for (size_t k = 0; k < p->hits; k++) p->out[k] += (int64_t)p->first;
-}
-
-static void *run_part_thread(void *arg) {
-    run_part((part_t *)arg);
-    return NULL;
-}
-
 /* Scan pair starts i in [start, stop - 1) of tok; write at most cap positions (absolute
- * indices into tok) to out.  Returns the count, or (size_t)-1 with a Python error set (only
- * possible before any work starts, with the GIL held). */
+ * indices into tok) to out.  Returns the count. */
 static size_t scan(const uint16_t *tok, size_t start, size_t stop, uint32_t a, uint32_t b,
-                   int64_t *out, size_t cap, int threads) {
+                   int64_t *out, size_t cap) {
     if (stop < start + 2 || cap == 0) return 0;
-    size_t n = stop - start;
+    size_t n = stop - start, hits;
     mnemo_pairscan_fn fn = active->pairscan;
-    size_t nparts = 1;
-    if (threads > 1) {
-        nparts = (size_t)threads;
-        if (nparts > MAX_THREADS) nparts = MAX_THREADS;
-        if (n / nparts < THREAD_MIN_PART) nparts = n / THREAD_MIN_PART;
-        if (nparts < 1) nparts = 1;
+    if (n >= GIL_RELEASE_MIN) {
+        Py_BEGIN_ALLOW_THREADS
+        hits = fn(tok + start, n, a, b, out, cap);
+        Py_END_ALLOW_THREADS
+    } else {
+        hits = fn(tok + start, n, a, b, out, cap);
     }
-    if (nparts == 1) {
-        part_t p = {fn, tok, start, n, a, b, out, cap, 0};
-        if (n >= GIL_RELEASE_MIN) {
-            Py_BEGIN_ALLOW_THREADS
-            run_part(&p);
-            Py_END_ALLOW_THREADS
-        } else {
-            run_part(&p);
-        }
-        return p.hits;
-    }
-
-    /* Part k owns the pair starts [s_k, s_{k+1}); it reads one token past its end so that a
-     * pair across the cut is found by exactly one part.  Each part writes to its own buffer;
-     * the results are concatenated in order and cut at cap. */
-    part_t parts[MAX_THREADS];
-    pthread_t tids[MAX_THREADS];
-    size_t pairs = n - 1, per = pairs / nparts;
-    for (size_t k = 0; k < nparts; k++) {
-        size_t s = start + k * per, e = (k + 1 == nparts) ? start + pairs : s + per;
-        size_t pcap = cap < e - s ? cap : e - s;
-        int64_t *buf = k == 0 ? out : (int64_t *)malloc(pcap * sizeof(int64_t));
-        if (buf == NULL) {
-            for (size_t j = 1; j < k; j++) free(parts[j].out);
-            PyErr_NoMemory();
-            return (size_t)-1;
-        }
-        part_t p = {fn, tok, s, e - s + 1, a, b, buf, pcap, 0};
-        parts[k] = p;
-    }
-    size_t started = 1;
-    Py_BEGIN_ALLOW_THREADS
-    for (size_t k = 1; k < nparts; k++) {
-        if (pthread_create(&tids[k], NULL, run_part_thread, &parts[k]) != 0) break;
-        started++;
-    }
-    for (size_t k = started; k < nparts; k++) run_part(&parts[k]); /* thread refused: do it here */
-    run_part(&parts[0]);
-    for (size_t k = 1; k < started; k++) pthread_join(tids[k], NULL);
-    Py_END_ALLOW_THREADS
-    size_t hits = parts[0].hits;
-    for (size_t k = 1; k < nparts; k++) {
-        size_t take = parts[k].hits;
-        if (hits < cap) {
-            if (take > cap - hits) take = cap - hits;
-            memcpy(out + hits, parts[k].out, take * sizeof(int64_t));
-            hits += take;
-        }
-        free(parts[k].out);
-    }
+    for (size_t k = 0; k < hits; k++) out[k] += (int64_t)start;
     return hits;
 }
 
-/* The one negative stop that means "to the end of tokens": it lets a caller give `threads`
- * positionally without knowing the length.  Any other negative stop is an error (it used to
+/* The one negative stop that means "to the end of tokens", for a caller that does not know
+ * the length.  Any other negative stop is an error (it used to
  * mean the end too, which hid arithmetic mistakes in callers). */
 #define STOP_AT_END (-1LL)
 
-/* Parse (tokens, a, b, <out or cap>, [start, [stop, [threads]]]) shared by both entry points. */
+/* Parse (tokens, a, b, <out or cap>, [start, [stop]]) shared by both entry points. */
 static int parse_scan_args(PyObject *const *args, Py_ssize_t nargs, const char *fname,
                            Py_buffer *tv, uint32_t *a, uint32_t *b, size_t *start,
-                           size_t *stop, int *threads) {
-    if (nargs < 4 || nargs > 7) {
-        PyErr_Format(PyExc_TypeError, "%s() takes 4 to 7 positional arguments, got %zd",
+                           size_t *stop) {
+    if (nargs < 4 || nargs > 6) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 4 to 6 positional arguments, got %zd",
                      fname, nargs);
         return -1;
     }
-    long long va, vb, vstart = 0, vstop = STOP_AT_END, vthreads = 1;
+    long long va, vb, vstart = 0, vstop = STOP_AT_END;
     if (get_i64(args[1], fname, "a", &va) < 0 || get_i64(args[2], fname, "b", &vb) < 0) return -1;
     if (va < 0 || va > 0xffff || vb < 0 || vb > 0xffff) {
         PyErr_Format(PyExc_ValueError, "%s(): token ids must be in 0..65535, got a=%lld b=%lld",
@@ -288,7 +215,6 @@ static int parse_scan_args(PyObject *const *args, Py_ssize_t nargs, const char *
     }
     if (nargs > 4 && get_i64(args[4], fname, "start", &vstart) < 0) return -1;
     if (nargs > 5 && get_i64(args[5], fname, "stop", &vstop) < 0) return -1;
-    if (nargs > 6 && get_i64_sat(args[6], fname, "threads", &vthreads, 1) < 0) return -1;
     if (vstop < 0 && vstop != STOP_AT_END) {
         PyErr_Format(PyExc_ValueError,
                      "%s(): stop=%lld is negative; give 0 <= stop <= len(tokens), or -1 for the "
@@ -305,16 +231,10 @@ static int parse_scan_args(PyObject *const *args, Py_ssize_t nargs, const char *
         PyBuffer_Release(tv);
         return -1;
     }
-    if (vthreads < 1) {
-        PyErr_Format(PyExc_ValueError, "%s(): threads must be >= 1, got %lld", fname, vthreads);
-        PyBuffer_Release(tv);
-        return -1;
-    }
     *a = (uint32_t)va;
     *b = (uint32_t)vb;
     *start = (size_t)vstart;
     *stop = (size_t)vstop;
-    *threads = vthreads > MAX_THREADS ? MAX_THREADS : (int)vthreads;
     return 0;
 }
 
@@ -322,8 +242,7 @@ static PyObject *pair_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_buffer tv, ov;
     uint32_t a, b;
     size_t start, stop;
-    int threads;
-    if (parse_scan_args(args, nargs, "pair_scan", &tv, &a, &b, &start, &stop, &threads) < 0)
+    if (parse_scan_args(args, nargs, "pair_scan", &tv, &a, &b, &start, &stop) < 0)
         return NULL;
     if (get_buffer(args[3], &ov, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "pair_scan",
                    "out", "a writable contiguous buffer of 64-bit integers") < 0) {
@@ -339,10 +258,9 @@ static PyObject *pair_scan(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     size_t hits = scan((const uint16_t *)tv.buf, start, stop, a, b, (int64_t *)ov.buf,
-                       (size_t)(ov.len / 8), threads);
+                       (size_t)(ov.len / 8));
     PyBuffer_Release(&ov);
     PyBuffer_Release(&tv);
-    if (hits == (size_t)-1) return NULL;
     return PyLong_FromSize_t(hits);
 }
 
@@ -350,8 +268,7 @@ static PyObject *pair_positions(PyObject *self, PyObject *const *args, Py_ssize_
     Py_buffer tv;
     uint32_t a, b;
     size_t start, stop;
-    int threads;
-    if (parse_scan_args(args, nargs, "pair_positions", &tv, &a, &b, &start, &stop, &threads) < 0)
+    if (parse_scan_args(args, nargs, "pair_positions", &tv, &a, &b, &start, &stop) < 0)
         return NULL;
     long long vcap;
     if (get_i64_sat(args[3], "pair_positions", "cap", &vcap, 1) < 0) {
@@ -371,12 +288,8 @@ static PyObject *pair_positions(PyObject *self, PyObject *const *args, Py_ssize_
         return NULL;
     }
     size_t hits = scan((const uint16_t *)tv.buf, start, stop, a, b,
-                       (int64_t *)PyBytes_AS_STRING(res), cap, threads);
+                       (int64_t *)PyBytes_AS_STRING(res), cap);
     PyBuffer_Release(&tv);
-    if (hits == (size_t)-1) {
-        Py_DECREF(res);
-        return NULL;
-    }
     if (hits != cap && _PyBytes_Resize(&res, (Py_ssize_t)(hits * 8)) < 0) return NULL;
     return res;
 }
@@ -424,9 +337,9 @@ static PyMethodDef methods[] = {
     {"asm_built", asm_built, METH_NOARGS, "Whether the NASM kernels were linked in."},
     {"set_backend", set_backend, METH_O, "Use the named backend (for tests and benchmarks)."},
     {"pair_scan", (PyCFunction)(void (*)(void))pair_scan, METH_FASTCALL,
-     "pair_scan(tokens, a, b, out, start=0, stop=-1, threads=1) -> int"},
+     "pair_scan(tokens, a, b, out, start=0, stop=-1) -> int"},
     {"pair_positions", (PyCFunction)(void (*)(void))pair_positions, METH_FASTCALL,
-     "pair_positions(tokens, a, b, cap, start=0, stop=-1, threads=1) -> bytes"},
+     "pair_positions(tokens, a, b, cap, start=0, stop=-1) -> bytes"},
     {"memeq", (PyCFunction)(void (*)(void))memeq, METH_FASTCALL,
      "memeq(a, a_off, b, b_off, n) -> bool"},
     {NULL, NULL, 0, NULL},

@@ -40,7 +40,7 @@ from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
 from mnemo.training import train, train_from_iterator
 
-__version__ = "0.1.0"
+from mnemo.buildinfo import VERSION as __version__
 
 __all__ = [
     "ArgumentTypeError",

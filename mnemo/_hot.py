@@ -10,6 +10,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/bigram.py           numpy does the work; mypyc would only add a compile step
   mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
   mnemo/chat.py             a loop over a conversation's messages around the compiled encoder
+  mnemo/checks.py           argument checks, once per call
   mnemo/cli.py              argument parsing and printing; plain Python keeps tracebacks readable
   mnemo/constants.py        shared names and limits only
   mnemo/decoding.py         streaming decode: one dict lookup and Python's incremental UTF-8 decoder
@@ -23,8 +24,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
-                            parsing and checks once per file; encode_iterable only cuts text and
-                            hands it to the compiled encoder and pre-tokenizer
+                            parsing and checks once per file
   mnemo/parallel.py         the worker start method and progress type; nothing hot
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
@@ -34,11 +34,14 @@ Sorted.  Modules NOT compiled, and why:
                             each JSON line, moved to the compiled mnemo/jsonfield.py
   mnemo/stackfiles.py       training stacks' token files: numpy writes whole blocks and memory-maps
                             the files; nothing runs per token in Python
+  mnemo/streaming.py        encode_iterable only cuts text and hands it to the compiled encoder
+                            and pre-tokenizer
   mnemo/tokenizer.py        policy (validation, special tokens, errors) around the compiled encoder
   mnemo/tokenizing.py       process orchestration and file I/O around the compiled encoder
   mnemo/tokfile.py          .tok: struct/numpy parsing of a header, numpy writes whole blocks
   mnemo/tokshow.py          formats tokens for a terminal, a few hundred at a time
   mnemo/training.py         process orchestration around the compiled counter and trainer
+  mnemo/vocab.py            the vocabulary's rules, checked once per vocabulary
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
 """
 

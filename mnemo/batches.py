@@ -16,21 +16,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
-from mnemo.errors import ArgumentTypeError, ConfigError
+from mnemo.constants import MASKBIT
+from mnemo.errors import ArgumentTypeError, ConfigError, InputError
+from mnemo.tokfile import Stamp, open_tok
 
-if TYPE_CHECKING:
-    from mnemo.tokenizer import Tokenizer
-
-MASKBIT: Final = 0x8000
-"""In chat token files, marks a token the model must learn to produce (the loss mask)."""
-
-ID_MASK: Final = 0x7FFF
+ID_MASK: Final = MASKBIT - 1
 """`raw & ID_MASK` is the token id of a raw chat-file token."""
 
 IntArray = NDArray[np.integer[Any]]
@@ -163,13 +159,11 @@ class TokenStream:
         return cls(arrays, masked=masked)
 
     @classmethod
-    def from_tok_files(cls, paths: Sequence[str | os.PathLike[str]], tokenizer: Tokenizer) -> TokenStream:
+    def from_tok_files(cls, paths: Sequence[str | os.PathLike[str]], tokenizer: Stamp) -> TokenStream:
         """Memory-map .tok files written by `tokenizer` (mnemo.open_tok refuses any other's).
 
         All files must be of one kind: documents, or masked chats.  Masked chats of vocabularies
         over 32,768 ids (uint32 files, MASKBIT 0x80000000) are not supported by this loader."""
-        from mnemo.tokfile import open_tok
-
         if not paths:
             raise ConfigError("no .tok files given")
         files = [open_tok(p, tokenizer) for p in paths]
@@ -239,7 +233,8 @@ class TokenStream:
         bad = (ids < 0) | (ids >= vocab_size)
         if bad.any():
             at = int(np.argmax(bad))
-            raise ConfigError(
+            # the data does not fit the vocabulary (another tokenizer made it): the input's fault
+            raise InputError(
                 f"token array {array_index} holds id {int(ids[at])} at token {offset + at}, outside "
                 f"the vocabulary of {vocab_size} "
                 "ids; was it made with another tokenizer (or is it a chat file read without masked=True)?"

@@ -4,9 +4,13 @@ fail when the build is not the real one."""
 
 import importlib
 import importlib.machinery
+from typing import Final
 
 from mnemo import kernels
 from mnemo._hot import HOT_MODULES
+
+#: mnemo's version (`mnemo.__version__` re-exports it; pyproject.toml holds the same string).
+VERSION: Final = "0.1.0"
 
 
 def _module_name(path: str) -> str:
@@ -30,8 +34,6 @@ def is_compiled() -> bool:
 
 def describe() -> str:
     """One line: `mnemo 0.1.0 (compiled: yes, kernels: avx2)`."""
-    from mnemo import __version__
-
     mods = compiled_modules()
     if all(mods.values()):
         state = "yes"
@@ -40,4 +42,4 @@ def describe() -> str:
     else:
         state = "no"
     asm = "" if kernels.asm_built() else ", asm: not built"
-    return f"mnemo {__version__} (compiled: {state}, kernels: {kernels.backend()}{asm})"
+    return f"mnemo {VERSION} (compiled: {state}, kernels: {kernels.backend()}{asm})"

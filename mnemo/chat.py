@@ -9,7 +9,7 @@ produce: each assistant message's content and its `<|end|>` (docs/formats.md,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -17,27 +17,39 @@ import numpy.typing as npt
 from mnemo.errors import ConfigError, InputError, SpecialTokenError
 from mnemo.constants import MASKBIT
 
-if TYPE_CHECKING:
-    from mnemo.tokenizer import Tokenizer
+
+class ChatEncoder(Protocol):
+    """What rendering needs of a tokenizer (a `Tokenizer` is one).  A protocol rather than the
+    class, so that this module sits below tokenizer.py, whose render methods delegate here."""
+
+    @property
+    def special_tokens(self) -> Mapping[str, int]: ...
+
+    @property
+    def n_vocab(self) -> int: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
 
 ROLE_TOKENS: Final = {"system": "<|system|>", "user": "<|user|>", "assistant": "<|assistant|>"}
 CHAT_SPECIALS: Final = ("<|bos|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
 
 
-def _special(tokenizer: Tokenizer, name: str) -> int:
+def _special(tokenizer: ChatEncoder, name: str) -> int:
     found = tokenizer.special_tokens.get(name)
     if found is None:
         raise ConfigError(f"the tokenizer has no special token {name!r}, which chats and documents need")
     return found
 
 
-def render_document(tokenizer: Tokenizer, text: str) -> list[int]:
+def render_document(tokenizer: ChatEncoder, text: str) -> list[int]:
     """`<|bos|>` + the text.  Special-token text inside a document is plain text (encode_ordinary):
     documents come from the wild, and a stray `<|end|>` in a web page must not end anything."""
     return [_special(tokenizer, "<|bos|>"), *tokenizer.encode_ordinary(text)]
 
 
-def render_conversation(tokenizer: Tokenizer, messages: Sequence[Mapping[str, object]]) -> list[int]:
+def render_conversation(tokenizer: ChatEncoder, messages: Sequence[Mapping[str, object]]) -> list[int]:
     """The ids of a conversation, with MASKBIT set on what the assistant says (and its `<|end|>`).
 
     `messages` is `[{"role": "system"|"user"|"assistant", "content": str}, ...]`.  A message with

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from mnemo.errors import MnemoError
+from mnemo.constants import PATTERNS, TIES
+from mnemo.errors import ConfigError, InputError, MnemoError
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
@@ -203,12 +204,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from mnemo.evaluate import format_tables, plot, run
 
     if args.plot is not None and not str(args.plot).lower().endswith(".png"):
-        raise MnemoError(f"--plot {args.plot}: give a .png file name")
+        raise ConfigError(f"--plot {args.plot}: give a .png file name")
     if args.plot is not None:
         try:
             import matplotlib  # noqa: F401  (checked before the long part)
         except ImportError:
-            raise MnemoError(
+            raise ConfigError(
                 "--plot needs matplotlib, which is not installed: pip install 'mnemo[plot]' (or pip install matplotlib)"
             ) from None
     results, names, skipped = run(args.tokenizers, args.corpus, args.max_bytes, args.text_field)
@@ -233,7 +234,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             with open(path, "rb") as f:
                 magic = f.read(8)
         except OSError as exc:
-            raise MnemoError(f"{path}: cannot be read ({exc.strerror})") from None
+            raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
         if magic == BIN_MAGIC:
             tok = Tokenizer.load(path)
             specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items())
@@ -263,7 +264,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         elif detect(path) is not None:
             _info_stack_file(path)
         else:
-            raise MnemoError(
+            raise InputError(
                 f"{path}: neither a tokenizer.bin nor a .tok file (it starts with {magic!r}), nor a training "
                 f"stack's token file (Megatron's .bin/.idx, datatrove's .ds, nanoGPT's .bin, known by their names)"
             )
@@ -302,11 +303,11 @@ def _gpt2_paths(path: Path, merges: Path | None, reading: bool) -> tuple[Path, P
     if merges is not None:
         return path, merges
     if reading and path.is_file():
-        raise MnemoError(f"{path} is a file: give the folder holding vocab.json and merges.txt, or --merges")
+        raise InputError(f"{path} is a file: give the folder holding vocab.json and merges.txt, or --merges")
     if not reading:
         path.mkdir(parents=True, exist_ok=True)
     elif not (path / "vocab.json").is_file() or not (path / "merges.txt").is_file():
-        raise MnemoError(
+        raise InputError(
             f"{path} has no vocab.json and merges.txt: for other names, give the vocab .json as IN and --merges FILE"
         )
     return path / "vocab.json", path / "merges.txt"
@@ -319,7 +320,7 @@ def _special_ids(values: Sequence[str] | None) -> dict[str, int] | None:
     for value in values:
         name, sep, number = value.rpartition("=")
         if not sep or not name or not number.isdigit():
-            raise MnemoError(f"--special {value!r} should be NAME=ID, e.g. '<|endoftext|>=50256'")
+            raise ConfigError(f"--special {value!r} should be NAME=ID, e.g. '<|endoftext|>=50256'")
         out[name] = int(number)
     return out
 
@@ -332,9 +333,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     dst: Path = args.output
     merges: Path | None = args.merges
     if args.from_format == "tiktoken" and args.pattern is None:
-        raise MnemoError("a .tiktoken file does not hold its split pattern: pass --pattern (mnemonic, gpt4 or gpt2)")
+        raise ConfigError(f"a .tiktoken file does not hold its split pattern: pass --pattern ({', '.join(PATTERNS)})")
     if args.from_format != "tiktoken" and args.special:
-        raise MnemoError("--special NAME=ID is for --from tiktoken only (the other formats hold their specials)")
+        raise ConfigError("--special NAME=ID is for --from tiktoken only (the other formats hold their specials)")
     tok: Tokenizer
     if args.from_format == "mnemo":
         tok = Tokenizer.load(src)
@@ -345,7 +346,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
     elif args.from_format == "hf-dir":
         if not src.is_dir():
-            raise MnemoError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
+            raise InputError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
         tok = interop.load_hf(src / "tokenizer.json")
     else:
         tok = interop.load_hf(src)
@@ -385,7 +386,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     separators = ""
     if args.chat:
         if bos != AUTO or eos != AUTO:
-            raise MnemoError("--bos/--eos are for documents; --chat records are delimited by the chat template (<|bos|> ... <|end|>)")
+            raise ConfigError("--bos/--eos are for documents; --chat records are delimited by the chat template (<|bos|> ... <|end|>)")
     else:
         bos_id, eos_id = document_separators(tok, bos, eos)
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
@@ -444,7 +445,6 @@ def _separator_option(value: str | None) -> str | None:
 
 # ---- tokshow -----------------------------------------------------------------------------------
 
-#: Background colours (xterm-256) for unmasked tokens: muted; masked tokens: bright, underlined.
 def cmd_tokshow(args: argparse.Namespace) -> int:
     from mnemo.chat import render_conversation, split_mask
     from mnemo.tokenizer import Tokenizer
@@ -460,7 +460,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         from mnemo.tokenizing import chat_lines
 
         if args.index < 0:
-            raise MnemoError(f"--index must be >= 0, got {args.index}")
+            raise ConfigError(f"--index must be >= 0, got {args.index}")
         found: tuple[int, bytes] | None = None
         count = 0
         # Records are checked as tokenize checks them (file:line in every message) up to the one shown.
@@ -469,7 +469,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
                 found = numbered
                 break
         if found is None:
-            raise MnemoError(f"{args.chat}: has {count} records; --index {args.index} is out of range")
+            raise ConfigError(f"{args.chat}: has {count} records; --index {args.index} is out of range")
         messages = json.loads(found[1])["messages"]
         ids, mask = split_mask(render_conversation(tok, messages))
         if args.offsets:
@@ -482,7 +482,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         elif not sys.stdin.isatty():
             text = sys.stdin.read()
         else:
-            raise MnemoError("no text to show: pass TEXT, --file FILE, --chat FILE.jsonl, or pipe text in")
+            raise ConfigError("no text to show: pass TEXT, --file FILE, --chat FILE.jsonl, or pipe text in")
         ids, spans = tok.encode_with_offsets(text, allowed_special="all")
     print(render_tokens(tok, ids, mask, color=color, show_ids=args.ids, spans=spans if args.offsets else None))
     n_bytes = sum(len(tok.token_bytes(i)) for i in ids)
@@ -590,9 +590,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=_path, help="the tokenizer.bin to write, a path or a URL (required)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
-    p.add_argument("--pattern", default=None, choices=["mnemonic", "gpt4", "gpt2"],
+    p.add_argument("--pattern", default=None, choices=PATTERNS,
                    help="split pattern (default mnemonic, or that of --from)")
-    p.add_argument("--tie", default=None, choices=["id", "bytes"],
+    p.add_argument("--tie", default=None, choices=TIES,
                    help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
                         "(default id, or that of --from)")
     p.add_argument("--from", dest="base", type=Path, metavar="TOKENIZER.bin",
@@ -702,7 +702,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
     p.add_argument("--merges", type=Path, default=None,
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
-    p.add_argument("--pattern", choices=["mnemonic", "gpt4", "gpt2"], default=None,
+    p.add_argument("--pattern", choices=PATTERNS, default=None,
                    help="split pattern of a .tiktoken input (required) or a gpt2 input (default gpt2)")
     p.add_argument("--special", action="append", metavar="NAME=ID",
                    help="a .tiktoken input's special token (repeat; default: none)")
@@ -771,7 +771,7 @@ def check_paths(args: argparse.Namespace) -> None:
             for name in ("vocab.json", "merges.txt"):
                 for label, other in inputs:
                     if same_file(args.output / name, other):
-                        raise MnemoError(
+                        raise ConfigError(
                             f"{args.output / name}: the output is also the {label} {other}; writing it would "
                             f"destroy the {label}: choose another output folder"
                         )

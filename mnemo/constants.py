@@ -1,6 +1,13 @@
 """The rules every part of mnemo shares: id limits, the loss-mask bit, pattern and tie names.
 
-One home for each: a module that needs one of these imports it from here.
+One home for each: a module that needs one of these imports it from here.  Names only -- the code
+that acts on them lives with its concept (pretokenize.py for the patterns, reference.py's
+TIE_RULE_DOC for the tie rules, checks.py for the argument checks).
+
+Adding a pre-tokenizer pattern: append its name to PATTERNS (its index is its id in tokenizer.bin,
+so never reorder), give pretokenize.py its regex and its cutting code, and run
+tests/test_patterns.py, which checks every pattern listed here against the properties other modules
+rely on (PATTERN_PROPERTIES).
 """
 
 from __future__ import annotations
@@ -8,7 +15,33 @@ from __future__ import annotations
 from typing import Final
 
 PATTERNS: Final = ("mnemonic", "gpt4", "gpt2")  # index = pattern id (docs/formats.md, tokenizer.bin)
-TIES: Final = ("id", "bytes")  # index = tie id
-MAX_VOCAB: Final = 65536  # ids are stored as uint16
+
+#: What other modules assume of EVERY pattern (tests/test_patterns.py checks each one, for each
+#: name in PATTERNS, against the `regex` module running the pattern):
+#:   "ascii_fast_path"   -- the four ASCII cases pretokenize.chunk_end cuts inline before it looks
+#:                          at the pattern: " word", "word", a punctuation mark before a space, and
+#:                          a line break before a letter, digit or mark; all patterns cut them alike.
+#:   "cut_before_space_letter" -- a chunk ends before every space followed by an ASCII letter, and
+#:                          the text on each side splits on its own as it does inside the whole
+#:                          (tokenizer._SURE_CUT, sources._WORD_GAP cut long texts there).
+PATTERN_PROPERTIES: Final = ("ascii_fast_path", "cut_before_space_letter")
+
+TIES: Final = ("id", "bytes")  # index = tie id; the rules in words: reference.TIE_RULE_DOC
+
+MAX_VOCAB: Final = 65536  # ids are stored as uint16 in tokenizer.bin
+#: The trainers keep words as uint16 tokens with 0xFFFF between words, so a trained vocabulary
+#: (bytes + merges + specials) has at most 0xFFFF ids.
+MAX_TRAIN_VOCAB: Final = 0xFFFF
+#: The largest total of pair counts the trainers take: sum over the words of count x (length - 1).
+#: The fast trainer counts in 64-bit integers, and no count it ever holds -- a pair's count, an
+#: intermediate value while a merge applies its deltas, the count a merge removes -- exceeds that
+#: total (a merge only lowers it), so checking it once up front rules out overflow.  2**63 - 1
+#: pairs is about 9.2 exabytes of text: no real corpus comes near; only made-up counts do.
+MAX_PAIR_TOTAL: Final = (1 << 63) - 1
+
 MASKBIT: Final = 0x8000  # the loss-mask bit of a masked uint16 .tok id
 MASKBIT32: Final = 0x80000000  # the loss-mask bit of a masked uint32 .tok id
+
+#: GPT-2's and tiktoken's document separator: `Tokenizer.eot_token` names it, and plain-text
+#: inputs are cut into documents at it.
+EOT: Final = "<|endoftext|>"

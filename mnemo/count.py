@@ -24,18 +24,16 @@ One `WordCounter` per worker process.  Packed librt `vec[i64]` arrays hold two t
 The bytes of a chunk are read as two unaligned 8-byte loads (read_i64_le) masked to its length,
 and hashed with two multiplies (word_hash), not byte by byte.
 
-Tables leave a worker packed (`to_packed`: every word's bytes back to back, and two little-endian
-i64 per word, its length and its count) and are added up in the parent with `add_packed`; the
-trainer lays the packed words out as they are (merge_loop.train_merges_packed).  `to_dict` and
-`packed_to_dict` serve the callers that want a dict (`mnemo.count_words`, tests).
+Tables leave a worker packed (`to_packed` gives a PackedCounts, whose layout this module owns)
+and are added up in the parent with `add_packed`; the trainer lays the packed words out as they
+are (merge_loop.train_merges_packed).  `to_dict` and `packed_to_dict` serve the callers that want
+a dict (`mnemo.count_words`, tests).
 
-Measured (bench/bench_count.py and paired runs on 20 MB of English, 2-vCPU VM): the short table
-made counting 1.4x faster than one table for all words, whose lookups read a slot and then the
-word's record -- two dependent cache misses.  Batching the lookups of 64 chunks (all slot loads,
-then all record loads, then the counting) to overlap those misses gained nothing here.
+Why two tables: a lookup in one table for all words reads a slot and then the word's record, two
+dependent cache misses; the short table reads one (docs/measurements.md has the figures).
 """
 
-from typing import Final
+from typing import Final, NamedTuple
 
 from librt.strings import BytesWriter, read_i64_le, write_i64_le
 from librt.vecs import vec
@@ -81,6 +79,26 @@ def word_hash(data: bytes, pos: i64, n: i64, prefix: i64, prefix2: i64) -> i64:
     return ((x * MUL3) >> 32) & MASK32
 
 
+META_BYTES: Final[i64] = 16  # bytes of PackedCounts.meta per word: its length and its count
+
+
+class PackedCounts(NamedTuple):
+    """A count table as two flat byte strings: what workers send through a pipe and what the
+    trainer lays out.  `blob` holds every word's bytes back to back; `meta` holds, per word,
+    two little-endian i64: its length in bytes and its count (META_BYTES a word).  This module
+    owns the layout (WordCounter.to_packed, add_packed, pack_words, packed_to_dict); other
+    modules unpack it as (blob, meta) and ask for n_words.  (A tuple of two bytes objects
+    rather than a dict: for the 1.6 M words of 1 GB a dict took ~0.9 s to build, ~0.9 s to
+    pickle and ~1.1 s to unpickle in the parent.)"""
+
+    blob: bytes
+    meta: bytes
+
+    @property
+    def n_words(self) -> int:
+        return len(self.meta) // META_BYTES
+
+
 class WordCounter:
     """Counts the chunks of every text given to `add`; chunks longer than `max_chunk_bytes`
     (base64 blobs and the like) are left out of the table and counted in `skipped`."""
@@ -99,11 +117,12 @@ class WordCounter:
     n_chunks: i64
     skipped: i64
 
-    def __init__(self, pattern: i64, max_chunk_bytes: i64 = 256, memeq_min_bytes: i64 = MEMEQ_MIN_BYTES) -> None:
+    def __init__(self, pattern: i64, max_chunk_bytes: i64 = 256) -> None:
         self.pattern = pattern
         self.max_chunk_bytes = max_chunk_bytes
-        # a knob only so that bench/bench_count.py can measure the crossover
-        self.memeq_min_bytes = memeq_min_bytes
+        # An attribute rather than the Final constant only so that bench/bench_count.py can set it
+        # on a counter to measure the crossover (reading it costs the same as a constant here).
+        self.memeq_min_bytes = MEMEQ_MIN_BYTES
         self.short = vec[i64]([0] * (2 * INITIAL_SLOTS))
         self.short_mask = INITIAL_SLOTS - 1
         self.n_short = 0
@@ -349,11 +368,8 @@ class WordCounter:
         blob, meta = self.to_packed()
         return packed_to_dict(blob, meta)
 
-    def to_packed(self) -> tuple[bytes, bytes]:
-        """The counts as two flat byte strings, to send through a pipe and to lay out for the
-        trainer: `blob`, every word's bytes back to back, and `meta`, two little-endian i64 per
-        word, its length and its count.  Same order as to_dict.  (For the 1.6 M words of 1 GB a
-        dict took ~0.9 s to build, ~0.9 s to pickle and ~1.1 s to unpickle in the parent.)"""
+    def to_packed(self) -> PackedCounts:
+        """The counts as a PackedCounts, in to_dict's order."""
         blob = BytesWriter()
         meta = BytesWriter()
         short = self.short
@@ -374,7 +390,7 @@ class WordCounter:
             write_i64_le(meta, len(word))
             write_i64_le(meta, words[base + COUNT])
             base += FIELDS
-        return blob.getvalue(), meta.getvalue()
+        return PackedCounts(blob.getvalue(), meta.getvalue())
 
     def add_packed(self, blob: bytes, meta: bytes) -> None:
         """Add counts made by to_packed (another worker's table) to this table."""
@@ -384,10 +400,10 @@ class WordCounter:
             n = read_i64_le(meta, m)
             self.count(blob, pos, pos + n, read_i64_le(meta, m + 8))
             pos += n
-            m += 16
+            m += META_BYTES
 
 
-def pack_words(words: dict[bytes, int]) -> tuple[bytes, bytes]:
+def pack_words(words: dict[bytes, int]) -> PackedCounts:
     """Word counts from a dict, packed as WordCounter.to_packed packs them."""
     blob = BytesWriter()
     meta = BytesWriter()
@@ -395,7 +411,7 @@ def pack_words(words: dict[bytes, int]) -> tuple[bytes, bytes]:
         blob.write(word)
         write_i64_le(meta, len(word))
         write_i64_le(meta, c)
-    return blob.getvalue(), meta.getvalue()
+    return PackedCounts(blob.getvalue(), meta.getvalue())
 
 
 def packed_to_dict(blob: bytes, meta: bytes) -> dict[bytes, int]:
@@ -407,5 +423,5 @@ def packed_to_dict(blob: bytes, meta: bytes) -> dict[bytes, int]:
         n = read_i64_le(meta, m)
         result[blob[pos : pos + n]] = read_i64_le(meta, m + 8)
         pos += n
-        m += 16
+        m += META_BYTES
     return result

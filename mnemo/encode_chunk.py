@@ -32,6 +32,8 @@ from librt.strings import BytesWriter, read_i16_le, read_i64_le, write_i16_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i64
 
+from mnemo.errors import ConfigError
+
 CACHE_SLOTS: Final = 65536
 CACHE_MASK: Final = 65535
 CACHE_MAX_BYTES: Final = 48
@@ -89,12 +91,11 @@ class Encoder:
     byte_pairs: vec[i64]
     cache: vec[i64]
     small: vec[i64]
-    use_cache: bool
     kw: vec[i64]
     tk: vec[i64]
     rk: vec[i64]
 
-    def __init__(self, merges: list[tuple[int, int]], use_cache: bool = True) -> None:
+    def __init__(self, merges: list[tuple[int, int]]) -> None:
         n: i64 = len(merges)
         self.n_merges = n
         left: vec[i64] = vec[i64]([0] * n)
@@ -128,7 +129,6 @@ class Encoder:
         self.table = table
         self.table_mask = mask
         self.byte_pairs = byte_pairs
-        self.use_cache = use_cache
         self.cache = vec[i64]([0] * (CACHE_SLOTS * 16))
         self.small = vec[i64]([0] * (SMALL_SLOTS * 2))
         self.clear_cache()
@@ -172,7 +172,7 @@ class Encoder:
         if n == 1:
             put(dst, data[start])
             return
-        if n > CACHE_MAX_BYTES or not self.use_cache:
+        if n > CACHE_MAX_BYTES:
             self.encode_uncached(data, start, end, dst)
             return
         if n <= SMALL_MAX_BYTES and start + 8 <= len(data):
@@ -422,7 +422,7 @@ class Encoder:
         for e in ends:
             end: i64 = e
             if end < pos or end > len(data):
-                raise ValueError(f"chunk end {end} is out of order (previous end {pos}, length {len(data)})")
+                raise ConfigError(f"chunk end {end} is out of order (previous end {pos}, length {len(data)})")
             self.encode_span(data, pos, end, dst)
             pos = end
         return ids_of(dst.getvalue())

@@ -2,6 +2,27 @@
 
 Messages say what was wrong, with the offending value (and file, line or offset where there is
 one), and what to do about it.
+
+The rule that picks the class -- whose move is it?
+
+- The user can fix it, so the class says where to look:
+    ConfigError        an argument's or option's value (a ValueError): a bad vocab_size, an
+                       unknown pattern, an output path that cannot be written, a flag that
+                       does not go with another, ids a caller hands to a writer that do not fit;
+    ArgumentTypeError  an argument's Python type (a TypeError), naming the argument;
+    InputError         input text or files that cannot be read as asked: missing, unreadable,
+                       not text, the wrong kind of file, token data outside the vocabulary
+                       (UnknownTokenError: a token that is not in the vocabulary);
+    FormatError        a tokenizer.bin, .tok or other tool's file that is damaged, truncated or
+                       of another version (FingerprintError: made by another tokenizer);
+    SpecialTokenError  special-token text where the caller did not allow it.
+- mnemo's own fault, which no input should cause:
+    VerificationError  a self-check failed (the trainer's recount);
+    anything else      a bug: it propagates as what it is (AssertionError, IndexError, ...),
+                       never re-labelled as one of the user's errors above, so that it is
+                       reported with its traceback instead of sending the user to their input.
+The command line prints a MnemoError as one `mnemo: error:` line; tests/test_cli_errors.py checks
+each failure path's class against this rule.
 """
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from mnemo.constants import MAX_VOCAB, PATTERNS
-from mnemo.errors import ConfigError, InputError, MnemoError
+from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
 from mnemo.tokenizer import Tokenizer
 
@@ -304,13 +304,14 @@ def plot(results: Sequence[TokenizerResult], corpus_names: Sequence[str], path: 
 
 
 def run(specs: Sequence[str], corpus_paths: Sequence[str], max_bytes: int, text_field: str = "text") -> tuple[list[TokenizerResult], list[str], list[tuple[str, str]]]:
-    """Load what loads (the others are skipped with their reason), read the corpora, evaluate."""
+    """Load the tokenizers (one this build cannot hold -- a ConfigError -- is skipped with its reason;
+    a missing or damaged file is an error), read the corpora, evaluate."""
     tokenizers: list[tuple[str, Tokenizer]] = []
     skipped: list[tuple[str, str]] = []
     for spec in specs:
         try:
             tokenizers.append(load_spec(spec))
-        except MnemoError as exc:
+        except ConfigError as exc:  # loads, but not in this build (a pattern or size it lacks)
             skipped.append((spec, str(exc)))
     if not tokenizers:
         raise ConfigError("no tokenizer loaded: " + "; ".join(f"{s}: {why}" for s, why in skipped))

@@ -6,8 +6,7 @@ importer validates what it reads and raises FormatError naming the file and the 
 pickle anywhere.  Imported vocabularies keep their own ids through `Tokenizer.id_map`, so mnemo
 gives exactly the ids the other tool gives.
 
-Plain Python (not compiled): parsing and checking whole files once, and `encode_iterable`, whose
-work is done by the compiled encoder and pre-tokenizer it calls.
+Plain Python (not compiled): parsing and checking whole files once.
 """
 
 from __future__ import annotations
@@ -24,8 +23,10 @@ from typing import Any, Final
 
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
-from mnemo.pretokenize import PATTERN_REGEX, split
-from mnemo.tokenizer import AllOr, Tokenizer
+from mnemo.checks import check_pattern
+from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.tokenizer import Tokenizer
+from mnemo.vocab import as_format_error, from_byte_tokens
 
 PathLike = str | os.PathLike[str]
 
@@ -89,98 +90,28 @@ def assemble(
     vocab_where: Callable[[bytes], str] = _show,
     leftover_name: Callable[[bytes], str] | None = None,
 ) -> Tokenizer:
-    """A Tokenizer from byte-level tokens with their ids, merges in priority order, and specials.
-
-    `vocab` maps every byte token and every merge's result to its (public) id.  Merge k must use
-    tokens that exist already (bytes or earlier merges) and make a token of `vocab`.  Entries of
-    `vocab` no merge makes become special tokens named by `leftover_name` when it is given
-    (GPT-2's vocab.json holds `<|endoftext|>` that way); otherwise they are an error.  The ids
-    together must be exactly 0..n-1 (FormatError names a repeated or missing id).
-    """
-    internal: dict[bytes, int] = {}
-    public: list[int] = []
-    labels: list[str] = []
-    for b in range(256):
-        raw = bytes([b])
-        if raw not in vocab:
-            raise FormatError(
-                f"{source}: the byte 0x{b:02x} ({_show(raw)}) is not in the vocabulary; a byte-level "
-                f"BPE vocabulary has all 256 bytes"
-            )
-        internal[raw] = b
-        public.append(vocab[raw])
-        labels.append(vocab_where(raw))
-    pairs: list[tuple[int, int]] = []
-    for k, (left, right) in enumerate(merges):
-        where = merge_where(k)
-        for part in (left, right):
-            if part not in vocab:
-                raise FormatError(f"{source}: {where}: token {_show(part)} is not in the vocabulary")
-            if part not in internal:
-                raise FormatError(
-                    f"{source}: {where}: token {_show(part)} is not made by any earlier merge (merges must come "
-                    f"in the order they apply)"
-                )
-        merged = left + right
-        if merged not in vocab:
-            raise FormatError(f"{source}: {where}: the merged token {_show(merged)} is not in the vocabulary")
-        if merged in internal:
-            raise FormatError(
-                f"{source}: {where}: makes {_show(merged)} again (a byte or an earlier merge already made it)"
-            )
-        internal[merged] = 256 + k
-        pairs.append((internal[left], internal[right]))
-        public.append(vocab[merged])
-        labels.append(vocab_where(merged))
-    names: list[str] = []
-    named: set[str] = set()  # a list's `in` made 40,000 added_tokens take 15.6 s
-    for raw, i in sorted(vocab.items(), key=lambda item: item[1]):
-        if raw in internal:
-            continue
-        if leftover_name is None:
-            raise FormatError(
-                f"{source}: vocabulary entry {vocab_where(raw)} (id {i}) is neither a byte nor made by a merge"
-            )
-        names.append(leftover_name(raw))
-        named.add(names[-1])
-        public.append(i)
-        labels.append(vocab_where(raw))
-    for name, i in sorted((specials or {}).items(), key=lambda item: item[1]):
-        if name in named:
-            raise FormatError(f"{source}: special token {name!r} is listed twice")
-        names.append(name)
-        named.add(name)
-        public.append(i)
-        labels.append(repr(name))
-    owner: dict[int, int] = {}
-    for pos, i in enumerate(public):
-        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise FormatError(f"{source}: {labels[pos]} has id {i!r}, not a non-negative integer")
-        first = owner.setdefault(i, pos)
-        if first != pos:
-            raise FormatError(f"{source}: id {i} is given to both {labels[first]} and {labels[pos]} (duplicate id)")
-    n = len(public)
-    if max(public) != n - 1:
-        missing = min(set(range(n)) - owner.keys())
-        raise FormatError(
-            f"{source}: no token has id {missing} but the ids go up to {max(public)}: mnemo needs ids "
-            f"0..{n - 1} without gaps"
-        )
+    """A Tokenizer from byte-level tokens with their ids (vocab.from_byte_tokens, tokens spelt in
+    GPT-2's alphabet in messages); a vocabulary rule the source breaks is a FormatError."""
+    fields = from_byte_tokens(
+        source,
+        vocab,
+        merges,
+        pattern=pattern,
+        specials=specials,
+        show=_show,
+        merge_where=merge_where,
+        vocab_where=vocab_where,
+        leftover_name=leftover_name,
+    )
     try:
-        return Tokenizer(pairs, pattern=pattern, special_tokens=names, id_map=public)
+        return Tokenizer(fields.merges, pattern=fields.pattern, special_tokens=fields.special_tokens, id_map=fields.id_map)
     except ConfigError as exc:
-        raise FormatError(f"{source}: {exc}") from None
+        raise as_format_error(source, exc) from None
 
 
 def _regular_ids(tok: Tokenizer) -> list[int]:
     specials = set(tok.special_tokens.values())
     return [i for i in range(tok.n_vocab) if i not in specials]
-
-
-def _check_pattern(pattern: str) -> str:
-    if pattern not in PATTERN_REGEX:
-        raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERN_REGEX)}")
-    return pattern
 
 
 #: The largest vocab.json, merges.txt, .tiktoken or tokenizer.json mnemo reads.  A vocabulary of
@@ -270,7 +201,7 @@ def load_gpt2(vocab_path: PathLike, merges_path: PathLike, *, pattern: str = "gp
         f"{vsource} + {msource}",
         vocab,
         merges,
-        pattern=_check_pattern(pattern),
+        pattern=check_pattern(pattern),
         merge_where=lambda k: f"{msource}: line {lines[k]}",
         leftover_name=token_to_string,  # the vocab.json key itself
     )
@@ -461,7 +392,7 @@ def from_mergeable_ranks(
     """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials."""
     name_of = where or (lambda raw: f"token {raw!r}")
     merges = merges_from_ranks(ranks, source, name_of)
-    return assemble(source, ranks, merges, pattern=_check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
+    return assemble(source, ranks, merges, pattern=check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
 
 
 def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
@@ -787,150 +718,5 @@ def from_vocab_merges(
     *,
     pattern: str = "gpt2",
 ) -> Tokenizer:
-    """A Tokenizer from `vocab` (id -> bytes), `merges` (in the order they apply) and special tokens.
-
-    A special token whose UTF-8 bytes are already in `vocab` keeps that id; the others get the
-    next free ids, in the order given (as CS336's reference tokenizer does).  Entries of `vocab`
-    that are neither a byte nor made by a merge are special tokens too, named by their UTF-8
-    text, with their ids -- GPT-2's `<|endoftext|>` is one, and CS336's tests pass GPT-2's vocab
-    without naming it (load_gpt2 reads vocab.json the same way).
-    """
-    source = "from_vocab_merges"
-    by_bytes: dict[bytes, int] = {}
-    for i, raw in vocab.items():
-        if not isinstance(raw, bytes) or not raw:
-            raise FormatError(f"{source}: vocab[{i!r}] is {raw!r}, not non-empty bytes")
-        if raw in by_bytes:
-            raise FormatError(f"{source}: vocab[{by_bytes[raw]}] and vocab[{i}] are both {raw!r}")
-        by_bytes[raw] = i
-    made = {a + b for a, b in merges}
-    specials: dict[str, int] = {}
-    next_id = max(vocab, default=-1) + 1
-    for name in special_tokens or []:
-        raw = name.encode("utf-8")
-        if name in specials:
-            continue
-        if raw in by_bytes and raw not in made and len(raw) > 1:
-            specials[name] = by_bytes.pop(raw)
-        else:
-            specials[name] = next_id
-            next_id += 1
-    return assemble(
-        source,
-        by_bytes,
-        [(bytes(a), bytes(b)) for a, b in merges],
-        pattern=_check_pattern(pattern),
-        specials=specials,
-        merge_where=lambda k: f"merges[{k}]",
-        vocab_where=lambda raw: f"vocab[{by_bytes.get(raw)}] {raw!r}",
-        leftover_name=lambda raw: _leftover_name(raw, by_bytes[raw], source),
-    )
-
-
-def _leftover_name(raw: bytes, i: int, source: str) -> str:
-    """The special-token name of vocab[i], an entry no merge makes: its UTF-8 text."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FormatError(
-            f"{source}: vocab[{i}] {raw!r} is neither a byte nor made by a merge, and not UTF-8 text, so "
-            f"it cannot be a special token either; add the merge that makes it, or drop it from vocab"
-        ) from None
-
-
-# ---- encode_iterable ----
-
-ITERABLE_BLOCK: Final = 1 << 16  # characters gathered before a cut is looked for
-
-
-def _clean(text: str) -> str:
-    """Lone surrogates -> U+FFFD, as Tokenizer.encode does (a surrogate pair becomes its character)."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _safe_cut(tok: Tokenizer, data: bytes, names: Sequence[str]) -> int:
-    """A byte offset in `data` where encoding can be cut without changing any id, whatever follows.
-
-    Specials: a match starting at or before len - L (L the longest name, in bytes) is final, and
-    ends a stretch of text for good.  Pre-tokens: the text after the last final special is cut
-    at or before its second-to-last piece -- only the last piece boundary can move when text is
-    appended (the patterns look at most one character past a piece, and a piece that reaches
-    the end can grow).  The pieces are taken of the text up to len - L + 1, since a special
-    starting later would end the stretch there.
-    """
-    size = len(data)
-    start = 0
-    limit = size
-    longest = max((len(n.encode("utf-8")) for n in names), default=0)
-    if longest:
-        limit = size - longest + 1
-        if limit <= 0:
-            return 0
-        while limit < size and data[limit] & 0xC0 == 0x80:  # not inside a character
-            limit -= 1
-        for m in tok._specials_re(names)[1].finditer(data):
-            if m.start() >= limit:
-                break
-            start = m.end()
-    pieces = split(data[start:limit], tok.pattern)
-    # The prefix is encoded on its own, where the pattern sees its end instead of the text that
-    # follows: `\s+(?!\S)` then takes "\n\n" whole where "\n\n-" splits as "\n", "\n".  So a
-    # cut must also leave the prefix split exactly as it is inside the whole text; step back a
-    # piece at a time until it does.
-    # Only the last few pieces of the prefix can differ (a piece's match looks at most across a
-    # white-space run, which is at most 3 pieces), so the check splits a window of 4 pieces.
-    cut = limit - sum(len(p) for p in pieces[-2:])
-    for k in range(len(pieces) - 2, max(len(pieces) - 8, 0), -1):
-        first = max(k - 4, 0)
-        window = pieces[first:k]
-        begin = cut - sum(len(p) for p in window)
-        if split(data[begin:cut], tok.pattern) == window:
-            return cut
-        cut -= len(pieces[k - 1])
-    return start
-
-
-def encode_iterable(
-    tok: Tokenizer,
-    texts: Iterable[str],
-    *,
-    allowed_special: AllOr = frozenset(),
-    disallowed_special: AllOr = "all",
-) -> Iterator[int]:
-    """The ids of "".join(texts), yielded lazily: exactly `tok.encode` of the whole text.
-
-    Holds only the text whose ids could still change (a few pieces, or a special token that may
-    still be completing); memory does not grow with the input, only with its longest piece.
-    """
-    allowed, disallowed = tok._resolve_specials(allowed_special, disallowed_special)
-    names = sorted(allowed | disallowed)
-    carry = b""
-    pending: list[str] = []
-    pending_size = 0
-    threshold = ITERABLE_BLOCK
-    for part in texts:
-        if not isinstance(part, str):
-            raise ConfigError(f"encode_iterable needs str pieces, got {type(part).__name__}")
-        pending.append(part)
-        pending_size += len(part)
-        if pending_size + len(carry) < threshold:
-            continue
-        text = "".join(pending)
-        pending.clear()
-        if text and "\ud800" <= text[-1] <= "\udbff":  # the other half of a surrogate pair may follow
-            pending.append(text[-1])
-            text = text[:-1]
-        pending_size = len(pending[0]) if pending else 0
-        data = carry + _clean(text).encode("utf-8")
-        cut = _safe_cut(tok, data, names)
-        if cut:
-            yield from tok._encode_data(data[:cut], allowed, disallowed)
-        carry = data[cut:]
-        threshold = max(ITERABLE_BLOCK, 2 * len(carry))
-    data = carry + _clean("".join(pending)).encode("utf-8")
-    if data:
-        yield from tok._encode_data(data, allowed, disallowed)
+    """`Tokenizer.from_vocab_merges` as a function (the rules: vocab.from_vocab_merges)."""
+    return Tokenizer.from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)

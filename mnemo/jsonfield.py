@@ -28,23 +28,8 @@ is written and the writer cut back to the bytes before the mark, whose number is
 a branch per byte.  From the mark, escapes and UTF-8 sequences are handled one at a time for as
 long as they follow each other, then the word scan goes on.
 
-Measured (bench/breakdown.py, "read + JSON decode + UTF-8 encode": CPU seconds of one process for
-iter_task_documents over the whole file; this build against the json.loads one, runs alternated,
-2-vCPU VM, quiet but for the usual noise of about 15 %):
-    /tmp/1gb/p200.jsonl (200 MB, json.dumps ASCII-only, {"text"}, \\n and \\uXXXX escapes):
-        0.94, 0.92 s against 1.44, 1.66 s
-    first 50 MB of english.jsonl.xz (raw UTF-8, {"text", "source"}):
-        0.26, 0.25, 0.21, 0.24, 0.20 s against 0.30, 0.47, 0.32, 0.44, 0.49 s
-    first 50 MB of multilingual.jsonl.xz (raw UTF-8 in many scripts, three members):
-        0.35, 0.33 s against 0.72, 0.66 s
-Of the 0.93 s on p200, about 0.5 s is reading the file and splitting it into lines (measured
-with string_field replaced by the identity); string_field itself is about 1.3 ns a byte there.
-Per kind of text (6 KB strings, ns a byte, string_field against json.loads + encode, noisy):
-plain ASCII 0.8 vs 2.4, a \\n every 34 bytes 1.2 vs 3.5, raw Cyrillic 3.6 vs 4.6, raw CJK 3.1 vs
-4.4, \\uXXXX for every character 3.3 vs 4.5.  Raw non-ASCII text is validated a character at a
-time; line.decode("utf-8") as the validator (run only on lines that are not ASCII) measured
-0.67 ns a byte over the English slice -- 32 of its 50 MB are in lines with some non-ASCII
-character, mostly decoded to UCS-2 strings -- about half of what this whole scan costs.
+Why by hand: on every corpus measured this scan reads the text field faster than json.loads +
+encode (bench/breakdown.py; the figures and their conditions are in docs/measurements.md).
 """
 
 from __future__ import annotations

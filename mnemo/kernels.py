@@ -3,17 +3,16 @@ the extension mnemo._kernels (asm/shim.c); everything else imports from here.
 
 Kernels (NASM in asm/*.asm, portable C twins in asm/kernels_portable.c):
 
-pair_scan(tokens, a, b, out, start=0, stop=-1, threads=1) -> int
+pair_scan(tokens, a, b, out, start=0, stop=-1) -> int
     Every i in [start, stop - 1) with tokens[i] == a and tokens[i + 1] == b, in increasing
     order, written to `out` (a writable buffer of int64) as absolute indices; returns how
     many were written.  Needs 0 <= start <= stop <= len(tokens); stop=-1 (the default) is the
-    one value that means len(tokens), so that `threads` can be given positionally, and every
-    other negative stop is a ValueError.  It stops when `out` is full: resume from out[-1] + 1.  `tokens` is
-    any contiguous buffer of 16-bit items (numpy uint16, array('H'), librt vec[i16]).
-    With threads > 1 and more than a million tokens per thread, the scan is split across
-    threads with the GIL released.
+    one value that means len(tokens), and every other negative stop is a ValueError.  It
+    stops when `out` is full: resume from out[-1] + 1.  `tokens` is any contiguous buffer of
+    16-bit items (numpy uint16, array('H'), librt vec[i16]).  Long scans release the GIL, so
+    threads can scan parts of one array at once (bench/bench_kernels.py does).
 
-pair_positions(tokens, a, b, cap, start=0, stop=-1, threads=1) -> bytes
+pair_positions(tokens, a, b, cap, start=0, stop=-1) -> bytes
     The same scan, returning at most `cap` positions packed as little-endian int64 in a bytes
     object (mypyc-compiled code reads them with librt.strings.read_i64_le at ~1 ns each).
 

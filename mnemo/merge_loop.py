@@ -46,9 +46,10 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
 from mnemo import kernels
-from mnemo.count import pack_words
+from mnemo.count import META_BYTES, pack_words
 from mnemo.errors import ConfigError, VerificationError
-from mnemo.reference import MAX_PAIR_TOTAL, check_initial_merges, check_train_args, pair_total_error
+from mnemo.checks import check_initial_merges, check_train_args, pair_total_error
+from mnemo.constants import MAX_PAIR_TOTAL
 
 SEP: Final[i64] = 0xFFFF
 SEP16: Final[i16] = -1
@@ -238,6 +239,27 @@ def _beats_bytes(k1: i64, k2: i64, token_bytes: list[bytes]) -> bool:
 
 BLOCK: Final[i64] = 2048  # tokens per block of the skip index (blocks end at word boundaries)
 GAP: Final[i64] = 4  # candidate blocks at most this far apart are scanned in one call
+
+
+class Seams:
+    """The merge loop's seams for tests and benchmarks: set attributes of SEAMS (pytest's
+    monkeypatch.setattr), never arguments of a production signature.
+
+    corrupt_at = k knocks one pair's count off by one after merge k, so that tests see
+    verification fail; block and gap set the skip index's block size (tokens) and the largest gap
+    (blocks) scanned through in one call, so that small inputs exercise many blocks."""
+
+    corrupt_at: i64
+    block: i64
+    gap: i64
+
+    def __init__(self) -> None:
+        self.corrupt_at = -1
+        self.block = BLOCK
+        self.gap = GAP
+
+
+SEAMS: Final = Seams()
 # Pair filter bits per block: FILTER_BITS_PER_TOKEN * block, rounded up to a power of two.  A
 # block of n tokens holds fewer than n distinct pairs, so with two bits per pair the filter says
 # "maybe" wrongly for at most ~5 % of absent pairs.  It costs one byte per token.  Measured on
@@ -528,9 +550,6 @@ def train_merges(
     tie: str = "id",
     verify: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
-    _corrupt_at: int = -1,
-    _block: int = BLOCK,
-    _gap: int = GAP,
     initial_merges: list[tuple[int, int]] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Learn up to `n_merges` merges from word counts; return (merges, counts).
@@ -539,13 +558,11 @@ def train_merges(
     pair from scratch at the end and requires the maintained table to match exactly, and checks
     that the winning count never goes up; a failure raises VerificationError naming the pair.
     `progress("merge", done, n_merges)` is called every PROGRESS_EVERY merges and at the end.
-    Hidden knobs for tests and benchmarks: `_corrupt_at=k` knocks one pair's count off by one
-    after merge k, so that tests can see verification fail; `_block` and `_gap` set the skip
-    index's block size (tokens) and the largest gap (blocks) scanned through in one call.
+    Tests and benchmarks reach the loop's internals through SEAMS.
     """
     check_train_args(words, n_merges, tie)
     blob, meta = pack_words(words)
-    return train_merges_packed(blob, meta, n_merges, tie, verify, progress, _corrupt_at, _block, _gap, initial_merges)
+    return train_merges_packed(blob, meta, n_merges, tie, verify, progress, initial_merges)
 
 
 def train_merges_packed(
@@ -555,13 +572,10 @@ def train_merges_packed(
     tie: str = "id",
     verify: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
-    _corrupt_at: int = -1,
-    _block: int = BLOCK,
-    _gap: int = GAP,
     initial_merges: list[tuple[int, int]] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
-    """train_merges on word counts packed as count.WordCounter.to_packed makes them (what
-    mnemo.train passes: no dict of every word is built on the way).
+    """train_merges on word counts packed as count.PackedCounts (what mnemo.train passes: no
+    dict of every word is built on the way).
 
     `initial_merges` (continuing from an existing tokenizer; reference.train_merges_naive has
     the contract): merge k < len(initial_merges) is initial_merges[k], taken instead of the
@@ -572,13 +586,16 @@ def train_merges_packed(
     for fa, fb in check_initial_merges(initial_merges, n_merges):
         forced = append(forced, (i64(fa) << 16) | i64(fb))
     n_forced: i64 = len(forced)
-    if _block < 1 or _gap < 0:
-        raise ConfigError(f"_block must be >= 1 and _gap >= 0, got {_block} and {_gap}")
+    block: i64 = SEAMS.block
+    gap: i64 = SEAMS.gap
+    corrupt_at: i64 = SEAMS.corrupt_at
+    if block < 1 or gap < 0:
+        raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
     by_id = tie == "id"
     scan = kernels.pair_positions
 
     # ---- lay the words out -------------------------------------------------------------------
-    nwords: i64 = len(meta) // 16
+    nwords: i64 = len(meta) // META_BYTES
     total: i64 = len(blob) + nwords + 1
     toks = vec[i16](capacity=total)
     widx = vec[i32](capacity=total)
@@ -588,13 +605,13 @@ def train_merges_packed(
     nw: i32 = 0
     bpos: i64 = 0
     m: i64 = 0
-    # bounds every count the table will hold: see reference.MAX_PAIR_TOTAL
+    # bounds every count the table will hold: see constants.MAX_PAIR_TOTAL
     pair_total: i64 = 0
     limit: i64 = MAX_PAIR_TOTAL
     while m < len(meta):
         wlen = read_i64_le(meta, m)
         word_count = read_i64_le(meta, m + 8)
-        m += 16
+        m += META_BYTES
         if word_count < 0:
             raise ConfigError(f"word {blob[bpos : bpos + wlen]!r} has a negative count {word_count}; counts must be >= 0")
         if wlen < 2 or word_count == 0:
@@ -612,8 +629,7 @@ def train_merges_packed(
         nw += 1
         bpos += wlen
     n: i64 = len(toks)
-    arr = _Words(toks, widx, wcount, 256 + i64(n_merges), _block)
-    gap: i64 = _gap
+    arr = _Words(toks, widx, wcount, 256 + i64(n_merges), block)
 
     # at the start only byte pairs exist (at most 65,536): a small table stays in cache; it grows
     # as merges add pairs
@@ -754,7 +770,7 @@ def train_merges_packed(
             if cur >= 2:
                 heap.push(cur, -nk if by_id else 0, nk)
 
-        if step == _corrupt_at:
+        if step == corrupt_at:
             table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
 
         # ---- squeeze the holes out --------------------------------------------------------

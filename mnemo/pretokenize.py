@@ -53,13 +53,15 @@ from librt.strings import read_i64_le
 from mypy_extensions import i64
 
 from mnemo import _unicode_tables as _tables
+from mnemo.constants import PATTERNS
 from mnemo.errors import ConfigError, InputError
 
 PATTERN_MNEMONIC: Final[i64] = 0
 PATTERN_GPT4: Final[i64] = 1
 PATTERN_GPT2: Final[i64] = 2
 
-PATTERN_NAMES: Final[tuple[str, ...]] = ("mnemonic", "gpt4", "gpt2")
+# The hot code compares these local ids; the names and their order (= ids) live in constants.PATTERNS.
+assert PATTERNS[PATTERN_MNEMONIC] == "mnemonic" and PATTERNS[PATTERN_GPT4] == "gpt4" and PATTERNS[PATTERN_GPT2] == "gpt2"
 
 # The regular expressions each pattern reproduces, as the `regex` module spells them.
 PATTERN_REGEX: Final[dict[str, str]] = {
@@ -102,21 +104,20 @@ _ONES: Final[i64] = 0x0101010101010101
 
 
 def pattern_id(name: str) -> i64:
-    """The id of a pattern name: "mnemonic" -> 0, "gpt4" -> 1, "gpt2" -> 2."""
-    if name == "mnemonic":
-        return PATTERN_MNEMONIC
-    if name == "gpt4":
-        return PATTERN_GPT4
-    if name == "gpt2":
-        return PATTERN_GPT2
-    raise ConfigError(f"unknown pre-tokenizer pattern {name!r}; use one of 'mnemonic' (the default), 'gpt4', 'gpt2'")
+    """The id of a pattern name: its index in constants.PATTERNS ("mnemonic" -> 0, ...)."""
+    if name in PATTERNS:
+        return PATTERNS.index(name)
+    raise ConfigError(
+        f"unknown pre-tokenizer pattern {name!r}; use one of {', '.join(repr(p) for p in PATTERNS)} (default 'mnemonic')"
+    )
 
 
 def pattern_name(pid: i64) -> str:
     """The name of a pattern id (the inverse of pattern_id)."""
-    if 0 <= pid < len(PATTERN_NAMES):
-        return PATTERN_NAMES[pid]
-    raise ConfigError(f"unknown pre-tokenizer pattern id {pid}; use 0 (mnemonic), 1 (gpt4) or 2 (gpt2)")
+    if 0 <= pid < len(PATTERNS):
+        return PATTERNS[pid]
+    known = ", ".join(f"{i} ({name})" for i, name in enumerate(PATTERNS))
+    raise ConfigError(f"unknown pre-tokenizer pattern id {pid}; use one of {known}")
 
 
 # ---- characters ----------------------------------------------------------------------------
@@ -445,7 +446,9 @@ def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
         raise ConfigError(f"unknown pre-tokenizer pattern id {pattern}; use 0 (mnemonic), 1 (gpt4) or 2 (gpt2)")
     # The commonest chunks of prose inline here: each call between compiled functions costs a
     # few ns, as much as the chunk's bytes (measured: +20% on English over calling _end_gpt4
-    # for everything).  All three patterns cut these four cases alike.  Anything else goes to
+    # for everything).  Every pattern cuts these four cases alike: the pattern property
+    # "ascii_fast_path" (constants.PATTERN_PROPERTIES), checked for each pattern by
+    # tests/test_patterns.py, so a new pattern that cuts them otherwise fails there.  Anything else goes to
     # _end_gpt4 or _end_gpt2, which decide every case from scratch.
     b: i64 = data[pos]
     if b < 0x80:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from numbers import Integral
 
-from mnemo.errors import ArgumentTypeError, ConfigError, VerificationError
+from mnemo.checks import check_initial_merges, check_train_args
+from mnemo.errors import VerificationError
 
 # ---- training ----------------------------------------------------------------------------
-
-TIE_RULES = ("id", "bytes")
 
 TIE_RULE_DOC = """\
 The merge rule, the same in the naive twin and the fast trainer:
@@ -31,73 +29,6 @@ The merge rule, the same in the naive twin and the fast trainer:
   5. Merge k (0-based) makes token 256 + k.  In every word, occurrences of the winning pair are
      replaced left to right, never overlapping: `a a a` with (a, a) becomes `c a`.
 """
-
-
-#: The largest total of pair counts the trainers take: sum over the words of count x (length - 1).
-#: The fast trainer counts in 64-bit integers, and no count it ever holds -- a pair's count, an
-#: intermediate value while a merge applies its deltas, the count a merge removes -- exceeds that
-#: total (a merge only lowers it), so checking it once up front rules out overflow.  2**63 - 1
-#: pairs is about 9.2 exabytes of text: no real corpus comes near; only made-up counts do.
-MAX_PAIR_TOTAL = (1 << 63) - 1
-
-
-def check_train_args(words: dict[bytes, int], n_merges: int, tie: str) -> None:
-    """The argument checks shared by both trainers: a clear ConfigError naming the value."""
-    if tie not in TIE_RULES:
-        raise ConfigError(f"tie must be 'id' or 'bytes', got {tie!r}")
-    if n_merges < 0:
-        raise ConfigError(f"n_merges must be >= 0, got {n_merges}")
-    if 255 + n_merges >= 0xFFFF:
-        raise ConfigError(
-            f"n_merges must be at most {0xFFFF - 256} (token ids are 16-bit and 0xFFFF is reserved), "
-            f"got {n_merges}"
-        )
-    total = 0
-    for word, count in words.items():
-        if not isinstance(word, bytes):
-            raise ArgumentTypeError(f"word {word!r} must be bytes, got {type(word).__name__}")
-        given: object = count  # typed int, but a Python caller passes anything
-        if isinstance(given, bool) or not isinstance(given, Integral):
-            raise ArgumentTypeError(f"the count of word {word!r} must be an int, got {type(count).__name__} {count!r}")
-        if count < 0:
-            raise ConfigError(f"word {word!r} has a negative count {count}; counts must be >= 0")
-        if count > MAX_PAIR_TOTAL:
-            raise ConfigError(f"word {word!r} has the count {count}, more than 2**63 - 1 (counts are 64-bit)")
-        total += int(count) * max(len(word) - 1, 0)
-        if total > MAX_PAIR_TOTAL:
-            raise ConfigError(pair_total_error(word))
-
-
-def check_initial_merges(initial_merges: object, n_merges: int) -> list[tuple[int, int]]:
-    """The merges a run continues from (an existing tokenizer's, kept as the first ones):
-    each part lower than the merge it makes, and no more of them than n_merges, the run's total."""
-    if initial_merges is None:
-        return []
-    if isinstance(initial_merges, (str, bytes, bytearray)) or not isinstance(initial_merges, Sequence):
-        raise ArgumentTypeError(f"initial_merges must be a list of (int, int) pairs, got {type(initial_merges).__name__}")
-    checked: list[tuple[int, int]] = []
-    for k, pair in enumerate(initial_merges):
-        if not isinstance(pair, tuple) or len(pair) != 2 or not all(isinstance(x, int) for x in pair):
-            raise ArgumentTypeError(f"initial merge {k} is {pair!r}, not a pair of int ids")
-        a, b = pair
-        if not (0 <= a < 256 + k and 0 <= b < 256 + k):
-            raise ConfigError(f"initial merge {k} (id {256 + k}) is {(a, b)}: both parts must be in 0..{255 + k}")
-        checked.append((a, b))
-    if len(checked) > n_merges:
-        raise ConfigError(
-            f"n_merges ({n_merges}) counts the initial merges too, and there are {len(checked)} of them; "
-            f"ask for at least {len(checked)}"
-        )
-    return checked
-
-
-def pair_total_error(word: bytes) -> str:
-    """The message when the total of pair counts passes MAX_PAIR_TOTAL at `word`."""
-    return (
-        f"the word counts hold more than 2**63 - 1 pairs in all (count x (length - 1), summed; "
-        f"passed at word {word[:40]!r}): pair counts are 64-bit, which no real corpus fills; "
-        f"check the counts"
-    )
 
 
 def train_merges_naive(

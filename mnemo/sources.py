@@ -61,6 +61,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from mnemo import remote
+from mnemo.constants import EOT  # always a document separator in text files, whatever the specials
 from mnemo.errors import ConfigError, InputError
 from mnemo.jsonfield import string_field
 from mnemo.remote import Url
@@ -74,9 +75,6 @@ ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 COMPRESSION_SUFFIXES: Final = (".xz", ".gz", ".gzip", ".zst", ".zstd")
 JSONL_SUFFIXES: Final = (".jsonl", ".ndjson", ".json")
 ARROW_SUFFIXES: Final = (".arrow",)
-#: Always a document separator in text files, whatever the special tokens.
-TEXT_DOCUMENT_SEPARATOR: Final = "<|endoftext|>"
-
 #: The path that names standard input.
 STDIN: Final = "-"
 #: How standard input is named in messages.
@@ -559,14 +557,16 @@ def _boundary_in(window: bytes, kind: str, specials: Sequence[str], whole_docume
     if kind == "jsonl":
         i = window.find(b"\n")
         return -1 if i < 0 else i + 1
-    m = separator_re([*specials, TEXT_DOCUMENT_SEPARATOR]).search(window)
+    m = separator_re([*specials, EOT]).search(window)
     if m is not None or whole_documents:
         return -1 if m is None else m.start()
     return _word_gap(window)
 
 
 #: A space between two ASCII letters: the letters before it end a chunk in every pattern
-#: (letters run maximally), and the space starts the next one (" word").
+#: (letters run maximally), and the space starts the next one (" word").  This is the pattern
+#: property "cut_before_space_letter" (constants.PATTERN_PROPERTIES), which tests/test_patterns.py
+#: checks for every pattern: a new pattern that breaks it fails there.
 _WORD_GAP: Final = re.compile(rb"[A-Za-z] [A-Za-z]")
 
 
@@ -811,8 +811,8 @@ def _text_documents(raw: Iterable[bytes], specials: Sequence[str], whole_documen
     One pass: each block is searched once, from where the last search stopped.  A separator
     found within `longest` bytes of the end of what has arrived is left for the next block,
     which may complete a longer one starting at the same place (or earlier)."""
-    seps = separator_re([*specials, TEXT_DOCUMENT_SEPARATOR])
-    longest = max(len(s.encode("utf-8")) for s in [*specials, TEXT_DOCUMENT_SEPARATOR] if s)
+    seps = separator_re([*specials, EOT])
+    longest = max(len(s.encode("utf-8")) for s in [*specials, EOT] if s)
     doc: list[bytes] = []  # the current document's bytes, searched already
     size = 0
     tail = b""  # bytes not searched to the end yet (the last longest - 1 of what arrived)

@@ -20,32 +20,32 @@ import numpy as np
 import numpy.typing as npt
 from librt.strings import BytesWriter
 
+from mnemo.chat import render_conversation, render_document
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range
 from mnemo.encode_chunk import Encoder, ids_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.parallel import resolve_workers
-from mnemo.constants import MAX_VOCAB, PATTERNS, TIES
+from mnemo.checks import check_int, check_pattern, check_tie, type_error
+from mnemo.constants import EOT, MAX_VOCAB, PATTERNS
 from mnemo.fileio import read_file, write_atomic
+from mnemo.vocab import (
+    DEFAULT_SPECIAL_TOKENS,
+    as_format_error,
+    check_id_map,
+    check_merges,
+    check_size,
+    check_special_tokens,
+    from_vocab_merges,
+)
 from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, parse_tokenizer_bin
 from mnemo.pretokenize import chunk_end
+from mnemo.streaming import encode_stream, text_bytes
 
 if TYPE_CHECKING:
     from mnemo.decoding import StreamDecoder
 
-DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
-    "<|bos|>",
-    "<|user|>",
-    "<|assistant|>",
-    "<|system|>",
-    "<|end|>",
-    *(f"<|reserved_{i}|>" for i in range(11)),
-)
-
 AllOr = Literal["all"] | Collection[str]
-
-#: GPT-2's and tiktoken's document separator, which `eot_token` names.
-EOT: Final = "<|endoftext|>"
 
 # encode_batch: batches with more text than this go to worker processes, in blocks of this many.
 BATCH_PARALLEL_BYTES: Final = 4_000_000
@@ -54,30 +54,10 @@ BATCH_BLOCK: Final = 256
 # Texts longer than this are encoded in pieces of about this size (see Tokenizer._encode_pieces).
 PIECE_BYTES: Final = 1 << 20
 # Where every pattern ends a chunk, whatever precedes: before a space followed by an ASCII
-# letter (the space opens the next chunk, " word"; no alternative of the three patterns holds
-# a space together with what precedes it and a letter after it).  The text before such a cut,
-# split on its own, gives the same chunks: the only lookahead, (?!\S), sees a space there
-# and the end of the text alike.  tests/test_tokenizer.py checks both against `regex`.
+# letter (the space opens the next chunk, " word"), and the text before such a cut, split on its
+# own, gives the same chunks.  This is the pattern property "cut_before_space_letter"
+# (constants.PATTERN_PROPERTIES), checked for every pattern by tests/test_patterns.py.
 _SURE_CUT: Final = re.compile(rb" [A-Za-z]")
-
-
-# ---- argument checks (shared with mnemo/training.py) ----
-
-
-def type_error(name: str, expected: str, value: object) -> ArgumentTypeError:
-    """The error for an API argument of the wrong Python type: it names the argument, the type
-    expected and the value given (a TypeError, as Python users expect, and a MnemoError)."""
-    shown = repr(value)
-    if len(shown) > 40:
-        shown = shown[:37] + "..."
-    return ArgumentTypeError(f"{name} must be {expected}, got {type(value).__name__} {shown}")
-
-
-def check_int(name: str, value: object) -> int:
-    """`value` when it is an int (numpy integers too); bool and float are type errors, not ids."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise type_error(name, "an int", value)
-    return int(value)
 
 
 def _text_type_error(name: str, value: object) -> ArgumentTypeError:
@@ -95,35 +75,6 @@ def _name_set(name: str, value: object) -> set[str]:
     if not all(isinstance(x, str) for x in items):  # before set(): an unhashable item is a TypeError there
         raise type_error(name, "'all' or a set of str", value)
     return set(items)
-
-
-def check_special_tokens(special_tokens: object) -> list[str]:
-    """The special tokens (None: DEFAULT_SPECIAL_TOKENS) as a list, each a non-empty str that is
-    valid UTF-8 (no lone surrogate) of at most 255 bytes, none listed twice.  One rule for the
-    Tokenizer and for training, which checks them before counting a byte of text."""
-    if special_tokens is None:
-        return list(DEFAULT_SPECIAL_TOKENS)
-    if isinstance(special_tokens, (str, bytes, bytearray)) or not isinstance(special_tokens, Iterable):
-        raise type_error("special_tokens", "a list of str", special_tokens)
-    specials = list(special_tokens)
-    seen: set[str] = set()
-    for j, name in enumerate(specials):
-        if not isinstance(name, str):
-            raise type_error(f"special_tokens[{j}]", "a str", name)
-        if not name:
-            raise ConfigError(f"special token {j} is {name!r}, not a non-empty string")
-        try:
-            raw = name.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ConfigError(
-                f"special token {j} {name[:20]!r} is not encodable as UTF-8 (it holds a lone surrogate)"
-            ) from None
-        if len(raw) > 255:
-            raise ConfigError(f"special token {j} {name[:20]!r}... is longer than 255 UTF-8 bytes ({len(raw)})")
-        if name in seen:
-            raise ConfigError(f"special token {name!r} is listed twice")
-        seen.add(name)
-    return specials
 
 
 class Tokenizer:
@@ -149,26 +100,15 @@ class Tokenizer:
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
     ) -> None:
-        if not isinstance(pattern, str):
-            raise type_error("pattern", "a str", pattern)
-        if not isinstance(tie, str):
-            raise type_error("tie", "a str", tie)
-        if pattern not in PATTERNS:
-            raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
-        if tie not in TIES:
-            raise ConfigError(f"unknown tie rule {tie!r}; choose one of {', '.join(TIES)}")
+        check_pattern(pattern)
+        check_tie(tie)
         specials = check_special_tokens(special_tokens)
         given: object = merges  # typed, but callers of a Python API pass anything
         if isinstance(given, (str, bytes, bytearray)) or not hasattr(given, "__len__"):
             raise type_error("merges", "a sequence of (int, int) pairs", merges)
-        n_vocab = 256 + len(merges) + len(specials)
-        if n_vocab > MAX_VOCAB:
-            raise ConfigError(f"vocabulary of {n_vocab} ids is larger than {MAX_VOCAB} (ids are stored as uint16)")
+        n_vocab = check_size(len(merges), len(specials), ConfigError)
         checked: list[tuple[int, int]] = []
-        seen: dict[tuple[int, int], int] = {}
-        vocab: list[bytes] = [bytes([i]) for i in range(256)]
         for k, pair in enumerate(merges):
-            own = 256 + k
             try:
                 if len(pair) != 2:
                     raise ValueError
@@ -182,13 +122,10 @@ class Tokenizer:
                 or not isinstance(y, (int, np.integer))
             ):
                 raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids")
-            a, b = int(x), int(y)
-            if not (0 <= a < own and 0 <= b < own):
-                raise ConfigError(f"merge {k} (id {own}) is {(a, b)}: both parts must be in 0..{own - 1}")
-            first = seen.setdefault((a, b), k)
-            if first != k:
-                raise ConfigError(f"merge {k} repeats the pair {(a, b)} of merge {first}")
-            checked.append((a, b))
+            checked.append((int(x), int(y)))
+        check_merges(checked)
+        vocab: list[bytes] = [bytes([i]) for i in range(256)]
+        for a, b in checked:
             vocab.append(vocab[a] + vocab[b])
         names: dict[str, int] = {}
         for j, name in enumerate(specials):
@@ -211,13 +148,7 @@ class Tokenizer:
             public = [check_int(f"id_map[{k}]", i) for k, i in enumerate(id_map)]
             if len(public) != n_vocab:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
-            owner: dict[int, int] = {}
-            for i, p in enumerate(public):
-                if not 0 <= p < n_vocab:
-                    raise ConfigError(f"id_map[{i}] = {p} is outside 0..{n_vocab - 1}")
-                first_owner = owner.setdefault(p, i)
-                if first_owner != i:
-                    raise ConfigError(f"id_map gives id {p} to both {first_owner} and {i}")
+            check_id_map(public, n_vocab)
             if public == list(range(n_vocab)):
                 public = None
 
@@ -301,26 +232,46 @@ class Tokenizer:
         *,
         pattern: str = "gpt2",
     ) -> Tokenizer:
-        """A Tokenizer from CS336's `vocab` (id -> bytes), `merges` and special tokens (mnemo/interop.py).
+        """A Tokenizer from CS336's `vocab` (id -> bytes), `merges` and special tokens (mnemo/vocab.py).
 
         Entries of `vocab` that no merge makes (GPT-2's `<|endoftext|>`) are special tokens with
         their ids, whether `special_tokens` names them or not.
         """
-        from mnemo.interop import from_vocab_merges
-
         if not isinstance(vocab, Mapping):
             raise type_error("vocab", "a mapping of int ids to bytes", vocab)
         given: object = merges  # typed, but callers of a Python API pass anything
         if isinstance(given, (str, bytes, bytearray)) or not isinstance(given, Iterable):
             raise type_error("merges", "a sequence of (bytes, bytes) pairs", merges)
-        return from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)
+        fields = from_vocab_merges(vocab, merges, special_tokens, check_pattern(pattern))
+        try:
+            return cls(fields.merges, pattern=fields.pattern, special_tokens=fields.special_tokens, id_map=fields.id_map)
+        except ConfigError as exc:
+            raise as_format_error("from_vocab_merges", exc) from None
 
     def with_special_tokens(self, names: Sequence[str]) -> Tokenizer:
-        """A new tokenizer: this one with `names` added as special tokens at the top of the
-        vocabulary (every id here keeps its meaning; the fingerprint changes) -- mnemo/extend.py."""
-        from mnemo.extend import with_special_tokens
-
-        return with_special_tokens(self, names)
+        """A new tokenizer: this one with `names` added as special tokens after its own, at the
+        top of the vocabulary.  Every existing id keeps its meaning (tiktoken's way of extending
+        an Encoding); the fingerprint changes, so token files of this tokenizer are refused by
+        the new one (docs/extending.md)."""
+        added = check_special_tokens(names)
+        clash = [name for name in added if name in self.special_tokens]
+        if clash:
+            raise ConfigError(f"{clash[0]!r} is already a special token of this tokenizer (id {self.special_tokens[clash[0]]})")
+        if self.n_vocab + len(added) > MAX_VOCAB:
+            raise ConfigError(f"{len(added)} more special tokens make {self.n_vocab + len(added)} ids, more than {MAX_VOCAB}")
+        id_map = None
+        if self.id_map is not None:
+            # an imported vocabulary's public ids are a permutation of 0..n_vocab-1: the new ids follow it
+            id_map = self.id_map + list(range(self.n_vocab, self.n_vocab + len(added)))
+        own = sorted(self._internal_specials, key=self._internal_specials.__getitem__)
+        return Tokenizer(
+            self.merges,
+            pattern=self.pattern,
+            special_tokens=own + added,
+            tie=self.tie,
+            merge_counts=self.merge_counts,
+            id_map=id_map,
+        )
 
     def encode_iterable(
         self,
@@ -329,13 +280,18 @@ class Tokenizer:
         allowed_special: AllOr = frozenset(),
         disallowed_special: AllOr = "all",
     ) -> Iterator[int]:
-        """`encode` of "".join(texts), ids yielded lazily with bounded memory (mnemo/interop.py)."""
-        from mnemo.interop import encode_iterable
-
+        """`encode` of "".join(texts), ids yielded lazily with bounded memory (mnemo/streaming.py)."""
         if isinstance(texts, (bytes, bytearray, memoryview)) or not isinstance(texts, Iterable):
             raise type_error("texts", "an iterable of str", texts)
+        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
+        names = allowed | disallowed
+        specials = self._specials_re(names)[1] if names else None
+        longest = max((len(text_bytes(n)) for n in names), default=0)
 
-        return encode_iterable(self, texts, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        def encode(data: bytes) -> list[int]:
+            return self._encode_data(data, allowed, disallowed)
+
+        return encode_stream(texts, encode, self.pattern, specials, longest)
 
     def to_bytes(self) -> bytes:
         """The tokenizer.bin image of this tokenizer."""
@@ -396,13 +352,6 @@ class Tokenizer:
         return cls.from_bytes(read_file(path, MAX_BIN_BYTES, "tokenizer.bin"), os.fspath(path))
 
     # ---- encoding ----
-
-    def _text_bytes(self, text: str) -> bytes:
-        try:
-            return text.encode("utf-8")
-        except UnicodeEncodeError:
-            # Lone surrogates (as tiktoken): each becomes U+FFFD.
-            return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
     def _encode_range(self, data: bytes, start: int, end: int, out: list[int]) -> None:
         if end - start > PIECE_BYTES and _python_handles_signals():
@@ -509,7 +458,7 @@ class Tokenizer:
         """Ids of `text`, with special-token text encoded as plain text."""
         if not isinstance(text, str):
             raise _text_type_error("text", text)
-        return self._to_public(self._encode_all(self._text_bytes(text)))
+        return self._to_public(self._encode_all(text_bytes(text)))
 
     def _to_public(self, ids: list[int]) -> list[int]:
         """mnemo's ids -> the public ids, in place (only when an id_map renumbers them)."""
@@ -523,7 +472,7 @@ class Tokenizer:
         found = self._special_re.get(key)
         if found is None:
             # A name is matched as its text would be encoded (lone surrogates as U+FFFD).
-            raw = [self._text_bytes(s) for s in key]
+            raw = [text_bytes(s) for s in key]
             # Longest first: where two specials match at one place, the longer wins.
             ordered = sorted(raw, key=lambda b: (-len(b), b))
             first, last = min(raw), max(raw)
@@ -570,7 +519,7 @@ class Tokenizer:
         if not isinstance(text, str):
             raise _text_type_error("text", text)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
-        data = self._text_bytes(text)
+        data = text_bytes(text)
         return self._encode_data(data, allowed, disallowed)
 
     def _encode_data(self, data: bytes, allowed: set[str], disallowed: set[str]) -> list[int]:
@@ -618,7 +567,7 @@ class Tokenizer:
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         workers = resolve_workers(workers)
         if workers == 1 or len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
-            return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in texts]
+            return [self._encode_data(text_bytes(t), allowed, disallowed) for t in texts]
         import concurrent.futures
         import multiprocessing
 
@@ -657,14 +606,10 @@ class Tokenizer:
 
     def render_document(self, text: str) -> list[int]:
         """`<|bos|>` + the text's ids (special-token text is plain text)."""
-        from mnemo.chat import render_document
-
         return render_document(self, text)
 
     def render_conversation(self, messages: Sequence[Mapping[str, object]]) -> list[int]:
         """`<|bos|>`, then role token, content, `<|end|>` per message; MASKBIT on assistant turns."""
-        from mnemo.chat import render_conversation
-
         return render_conversation(self, messages)
 
     # ---- decoding ----
@@ -946,7 +891,7 @@ def _batch_worker_encode(
 ) -> tuple[list[int], npt.NDArray[np.unsignedinteger]]:
     tok = _worker_tokenizer
     assert tok is not None, "worker not initialised"
-    parts = [tok._encode_data(tok._text_bytes(t), set(allowed), set(disallowed)) for t in texts]
+    parts = [tok._encode_data(text_bytes(t), set(allowed), set(disallowed)) for t in texts]
     dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
     flat: npt.NDArray[np.unsignedinteger] = np.array([i for p in parts for i in p], dtype=dtype)
     return [len(p) for p in parts], flat

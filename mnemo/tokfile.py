@@ -13,17 +13,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import BinaryIO, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from mnemo import remote
 from mnemo.constants import MASKBIT, MASKBIT32
-from mnemo.errors import FingerprintError, FormatError, InputError
+from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError
 
-if TYPE_CHECKING:
-    from mnemo.tokenizer import Tokenizer
+
+class Stamp(Protocol):
+    """What a .tok file records of the tokenizer that made it (a `Tokenizer` is one): its
+    fingerprint and vocabulary size.  A protocol, so that files sit below the Tokenizer."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def n_vocab(self) -> int: ...
 
 
 TOK_MAGIC: Final = b"MNEMOTOK"
@@ -117,7 +125,7 @@ class TokWriter:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], tokenizer: Tokenizer, *, chat: bool = False, masked: bool | None = None
+        self, path: str | os.PathLike[str], tokenizer: Stamp, *, chat: bool = False, masked: bool | None = None
     ) -> None:
         self.staged = remote.Staged(path) if remote.is_url(path) else None
         self.path = self.staged.local if self.staged is not None else Path(path)
@@ -143,8 +151,14 @@ class TokWriter:
         arr = np.asarray(ids)
         if arr.size:
             limit = 1 << (8 * self.width)
-            if int(arr.min()) < 0 or int(arr.max()) >= limit:
-                raise InputError(f"token id out of range for a {self.width}-byte .tok: {int(arr.max())}")
+            low, high = int(arr.min()), int(arr.max())
+            if low < 0 or high >= limit:
+                # the caller's values, not the input text's: a ConfigError naming the bad id
+                bad = low if low < 0 else high
+                raise ConfigError(
+                    f"{self.path}: token id {bad} does not fit a {self.width}-byte .tok (ids 0..{limit - 1}); "
+                    f"pass the ids the tokenizer gave (with MASKBIT only in a masked file)"
+                )
             self.file.write(arr.astype(self.dtype, copy=False).tobytes())
         self.n_tokens += int(arr.size)
         self.n_docs += n_docs
@@ -202,7 +216,7 @@ def read_tok_header(path: str | os.PathLike[str]) -> TokHeader:
     return parse_tok_header(head, source, size)
 
 
-def open_tok(path: str | os.PathLike[str], tokenizer: Tokenizer) -> TokFile:
+def open_tok(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
     """Memory-map a .tok file made by `tokenizer`; FingerprintError when another tokenizer made it."""
     header = read_tok_header(path)
     if header.fingerprint != tokenizer.fingerprint:

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, cast
 
-from mnemo.count import WordCounter, packed_to_dict
+from mnemo.count import PackedCounts, WordCounter, packed_to_dict
+from mnemo.checks import check_int, check_pattern, check_tie, type_error
+from mnemo.constants import MAX_TRAIN_VOCAB
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
-from mnemo.constants import PATTERNS
 from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
-from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer, check_int, check_special_tokens, type_error
+from mnemo.tokenizer import Tokenizer
+from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
 from mnemo.merge_loop import train_merges_packed
 from mnemo.remote import is_url
 from mnemo.sources import (
@@ -38,8 +40,6 @@ from mnemo.sources import (
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
-#: Ids are uint16 in the trainer's word array, where 0xFFFF separates words.
-MAX_TRAIN_VOCAB = 0xFFFF
 #: Longest chunk a word count can hold (count.py keeps its length in 31 bits).
 MAX_CHUNK_BYTES = (1 << 31) - 1
 #: Documents handed to a worker at a time when the parent reads a stream.
@@ -106,10 +106,7 @@ def check_count_args(
         isinstance(inputs, (bytes, bytearray, memoryview)) or not isinstance(inputs, (str, os.PathLike, Iterable))
     ):
         raise type_error("inputs", "a path, a list of paths, or an iterable of str/bytes documents", inputs)
-    if not isinstance(pattern, str):
-        raise type_error("pattern", "a str", pattern)
-    if pattern not in PATTERNS:
-        raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    pattern = check_pattern(pattern)
     specials = check_special_tokens(special_tokens)
     chunk = check_int("max_chunk_bytes", max_chunk_bytes)
     if chunk < 1:
@@ -124,13 +121,6 @@ def check_count_args(
     if progress is not None and not callable(progress):
         raise type_error("progress", "a callable progress(phase, done, total) or None", progress)
     return pattern_id(pattern), specials, chunk, n_workers
-
-
-def _count_documents(docs: Iterable[bytes], pattern: int, max_chunk_bytes: int) -> WordCounter:
-    counter = WordCounter(pattern, max_chunk_bytes)
-    for doc in docs:
-        counter.add(doc)
-    return counter
 
 
 def _worker(
@@ -204,9 +194,9 @@ def _count_packed(
     workers: int | None,
     text_field: str,
     progress: Progress | None,
-) -> tuple[tuple[bytes, bytes], CountStats]:
-    """count_words, with the counts packed as WordCounter.to_packed packs them (the trainer lays
-    them out directly; a dict of every word is never built)."""
+) -> tuple[PackedCounts, CountStats]:
+    """count_words, with the counts as a count.PackedCounts (the trainer lays them out
+    directly; a dict of every word is never built)."""
     pid, specials, max_chunk_bytes, n_workers = check_count_args(
         inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress
     )
@@ -239,7 +229,9 @@ def _count_packed(
         words = counter.to_packed()
         stats.n_bytes, stats.n_chunks, stats.n_skipped = counter.n_bytes, counter.n_chunks, counter.skipped
     else:
-        words = _count_in_workers(jobs, stream, n_workers, pid, max_chunk_bytes, special_tokens, text_field, stats, progress)
+        words = PackedCounts(
+            *_count_in_workers(jobs, stream, n_workers, pid, max_chunk_bytes, special_tokens, text_field, stats, progress)
+        )
     stats.seconds = time.perf_counter() - t0
     return words, stats
 
@@ -378,17 +370,14 @@ def _train(
     vocab_size = check_vocab_size(vocab_size, len(specials))
     if not isinstance(algorithm, str):
         raise type_error("algorithm", "a str", algorithm)
-    if not isinstance(tie, str):
-        raise type_error("tie", "a str", tie)
+    tie = check_tie(tie)
     if not isinstance(verify, bool):
         raise type_error("verify", "a bool", verify)
     if stats is not None and not isinstance(stats, TrainStats):
         raise type_error("stats", "a TrainStats or None", stats)
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-    if tie not in ("id", "bytes"):
-        raise ConfigError(f"unknown tie rule {tie!r}; choose 'id' or 'bytes'")
-    (blob, meta), count_stats = _count_packed(
+    packed, count_stats = _count_packed(
         inputs,
         pattern=pattern,
         special_tokens=specials,
@@ -397,6 +386,7 @@ def _train(
         text_field=text_field,
         progress=progress,
     )
+    blob, meta = packed
     if not meta:
         raise InputError(
             f"the training text is empty ({count_stats.n_bytes} bytes, no chunk of at most "
@@ -415,7 +405,7 @@ def _train(
         merges, counts = train_merges_packed(blob, meta, n_merges, tie, verify, progress, initial_merges=initial)
     if stats is not None:
         stats.count = count_stats
-        stats.unique_words = len(meta) // 16
+        stats.unique_words = packed.n_words
         stats.merges = len(merges)
         stats.requested_merges = n_merges
         stats.merge_seconds = time.perf_counter() - t0

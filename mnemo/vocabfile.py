@@ -1,7 +1,8 @@
 """tokenizer.bin: a trained vocabulary as one file (layout in docs/formats.md, little-endian).
 
 The reader validates everything and raises FormatError naming the file, the offset and what to do;
-no input makes it crash.  Files are written through `fileio.write_atomic`.
+no input makes it crash.  The layout is checked here; the vocabulary's rules (vocab.py) are the
+ones `Tokenizer(...)` applies, with the offset of the offending entry.  Files are written through `fileio.write_atomic`.
 """
 
 from __future__ import annotations
@@ -9,37 +10,32 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
 from mnemo.constants import MAX_VOCAB, PATTERNS, TIES
-from mnemo.errors import FormatError
+from mnemo.errors import FormatError, MnemoError
+from mnemo.vocab import (
+    MAX_SPECIAL_BYTES,
+    TokenizerFields,
+    check_id_map,
+    check_merges,
+    check_size,
+    check_special_names,
+    special_name_problem,
+)
 
 BIN_MAGIC: Final = b"MNEMOBPE"
 BIN_VERSION: Final = 1
 BIN_HEADER: Final = struct.Struct("<8sHHIHBBIII")  # 32 bytes
 BIN_FLAG_COUNTS: Final = 1
 BIN_FLAG_ID_MAP: Final = 2  # imported vocabularies: public id of each id (docs/interop.md)
-MAX_SPECIAL_BYTES: Final = 255  # a special token's name: one length byte, then its UTF-8
 #: The largest valid tokenizer.bin: the header, then with m merges and s specials (256 + m + s
 #: <= MAX_VOCAB) 4 bytes a merge, at most 1 + 255 bytes a special, 8 bytes a merge count and 2 bytes
 #: an id of the id map.  A special costs more than a merge, so the most specials make the largest
 #: file: 32 + 65,280 x 256 + 2 x 65,536 = 16,842,784 bytes.  Loaders read at most one byte more.
 MAX_BIN_BYTES: Final = 32 + (MAX_VOCAB - 256) * max(4 + 8, 1 + MAX_SPECIAL_BYTES) + 2 * MAX_VOCAB
-
-
-@dataclass(frozen=True)
-class TokenizerFields:
-    """What a tokenizer.bin holds, validated."""
-
-    merges: list[tuple[int, int]]
-    pattern: str
-    special_tokens: list[str]
-    tie: str
-    merge_counts: list[int] | None
-    id_map: list[int] | None = None
 
 
 def encode_tokenizer_bin(
@@ -81,7 +77,7 @@ def encode_tokenizer_bin(
 def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
     """Validate a whole tokenizer.bin image and return its fields.  `source` names it in errors."""
 
-    def fail(offset: int, what: str) -> FormatError:
+    def fail(offset: int, what: str) -> MnemoError:
         return FormatError(f"{source}: offset {offset}: {what}")
 
     size = len(data)
@@ -102,9 +98,7 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
         raise fail(19, f"unknown tie rule id {tie_id} (known: {', '.join(TIES)})")
     if reserved != 0:
         raise fail(28, f"reserved field is {reserved}, expected 0")
-    n_vocab = 256 + n_merges + n_specials
-    if n_vocab > MAX_VOCAB:
-        raise fail(12, f"{n_merges} merges + {n_specials} specials give {n_vocab} ids, more than {MAX_VOCAB}")
+    n_vocab = check_size(n_merges, n_specials, lambda what: fail(12, what))
     has_counts = bool(flags & BIN_FLAG_COUNTS)
     has_map = bool(flags & BIN_FLAG_ID_MAP)
     merges_at = BIN_HEADER.size
@@ -122,28 +116,15 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
 
     pairs = np.frombuffer(data, dtype="<u2", count=2 * n_merges, offset=merges_at).reshape(-1, 2)
     merges: list[tuple[int, int]] = [(int(a), int(b)) for a, b in pairs.tolist()]
-    seen: dict[tuple[int, int], int] = {}
-    for k, pair in enumerate(merges):
-        own = 256 + k
-        for part in pair:
-            if part >= own:
-                raise fail(
-                    merges_at + 4 * k,
-                    f"merge {k} (id {own}) uses token {part}, which does not exist yet (parts must be < {own})",
-                )
-        first = seen.setdefault(pair, k)
-        if first != k:
-            raise fail(merges_at + 4 * k, f"merge {k} repeats the pair {pair} of merge {first}")
+    check_merges(merges, lambda k, what: fail(merges_at + 4 * k, what))
 
     specials: list[str] = []
-    listed: dict[str, int] = {}  # name -> index: a list's `in` made 65,280 specials take 45 s
+    starts: list[int] = []
     pos = specials_at
     for j in range(n_specials):
         if pos >= counts_at:
             raise fail(pos, f"special token {j} of {n_specials} starts past the end of the specials section")
         length = data[pos]
-        if length == 0:
-            raise fail(pos, f"special token {j} has an empty name")
         if pos + 1 + length > counts_at:
             raise fail(pos, f"special token {j} ({length} bytes) runs past the end of the specials section")
         raw = data[pos + 1 : pos + 1 + length]
@@ -151,13 +132,15 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
             name = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise fail(pos + 1, f"special token {j} name {raw!r} is not valid UTF-8") from None
-        first_j = listed.setdefault(name, j)
-        if first_j != j:
-            raise fail(pos, f"special token {j} {name!r} is listed twice (first as special token {first_j})")
+        problem = special_name_problem(j, name)  # here, before the next name is parsed from a bad length
+        if problem is not None:
+            raise fail(pos, problem)
         specials.append(name)
+        starts.append(pos)
         pos += 1 + length
     if pos != counts_at:
         raise fail(pos, f"{counts_at - pos} unused bytes at the end of the specials section")
+    check_special_names(specials, lambda j, what: fail(starts[j], what))
 
     counts: list[int] | None = None
     if has_counts:
@@ -165,13 +148,7 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
     id_map: list[int] | None = None
     if has_map:
         id_map = [int(i) for i in np.frombuffer(data, dtype="<u2", count=n_vocab, offset=map_at).tolist()]
-        owner: dict[int, int] = {}
-        for i, public in enumerate(id_map):
-            if public >= n_vocab:
-                raise fail(map_at + 2 * i, f"id map: id {i} is renumbered {public}, outside 0..{n_vocab - 1}")
-            first = owner.setdefault(public, i)
-            if first != i:
-                raise fail(map_at + 2 * i, f"id map: ids {first} and {i} are both renumbered {public}")
+        check_id_map(id_map, n_vocab, lambda i, what: fail(map_at + 2 * i, what))
     return TokenizerFields(merges, PATTERNS[pattern_id], specials, TIES[tie_id], counts, id_map)
 
 

@@ -152,3 +152,127 @@ def test_full_standard_output(files: Path, argv: list[str]) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines() == ["mnemo: error: cannot write the output or standard output (No space left on device)"]
+
+
+# ---- the class of each error, by errors.py's rule ------------------------------------------------
+#
+# The user's to fix: ConfigError (an option's value, an output that cannot be written, options
+# that do not go together), InputError (an input missing, unreadable or of the wrong kind),
+# FormatError (a mnemo file that is not what it should be).  "usage": argparse refuses the option
+# syntax itself.  Never a bare MnemoError, never anything else.
+EXPECTED: dict[tuple[str, str], str] = {
+    ("train", "missing input"): "InputError",
+    ("train", "output folder missing"): "ConfigError",
+    ("train", "unwritable output"): "ConfigError",
+    ("train", "output is a folder"): "ConfigError",
+    ("train", "output is the input"): "ConfigError",
+    ("train", "a .tok as text"): "InputError",
+    ("train", "a tokenizer.bin as text"): "InputError",
+    ("train", "binary text"): "InputError",
+    ("train", "bad vocab size"): "ConfigError",
+    ("train", "vocab size not a number"): "usage",
+    ("tokenize", "missing input"): "InputError",
+    ("tokenize", "missing tokenizer"): "InputError",
+    ("tokenize", "output folder missing"): "ConfigError",
+    ("tokenize", "unwritable output"): "ConfigError",
+    ("tokenize", "output is the tokenizer"): "ConfigError",
+    ("tokenize", "tokenizer is text"): "FormatError",
+    ("tokenize", "a .tok as text"): "InputError",
+    ("tokenize", "unknown --bos"): "ConfigError",
+    ("tokenize", "workers 0"): "usage",
+    ("tokshow", "missing --file"): "InputError",
+    ("tokshow", "missing tokenizer"): "InputError",
+    ("tokshow", "missing --chat"): "InputError",
+    ("tokshow", "tokenizer is a .tok"): "FormatError",
+    ("tokshow", "--file is a folder"): "InputError",
+    ("tokshow", "bad --index"): "ConfigError",
+    ("tokshow", "--chat of text"): "InputError",
+    ("info", "missing file"): "InputError",
+    ("info", "text file"): "InputError",
+    ("info", "unknown option"): "usage",
+    ("convert", "missing input"): "InputError",
+    ("convert", "unwritable output"): "ConfigError",
+    ("convert", "output folder missing"): "ConfigError",
+    ("convert", "output is a folder"): "ConfigError",
+    ("convert", "gpt2 output is a file"): "ConfigError",
+    ("convert", "output is the input"): "ConfigError",
+    ("convert", "input of the wrong kind"): "FormatError",
+    ("convert", "bad --special"): "ConfigError",
+    ("convert", "unknown format"): "usage",
+    ("pretrain", "missing data"): "InputError",
+    ("pretrain", "unwritable output"): "ConfigError",
+    ("pretrain", "output is the data"): "ConfigError",
+    ("pretrain", "data is text"): "FormatError",
+    ("pretrain", "bad --val-fraction"): "ConfigError",
+    ("demo", "unwritable output"): "ConfigError",
+    ("demo", "output is a file"): "ConfigError",
+    ("demo", "bad --vocab-size"): "ConfigError",
+    ("train", "missing --from"): "InputError",
+    ("train", "--from a .tok"): "FormatError",
+    ("train", "output is --from"): "ConfigError",
+    ("inspect", "missing tokenizer"): "InputError",
+    ("inspect", "tokenizer is text"): "FormatError",
+    ("inspect", "missing corpus"): "InputError",
+    ("inspect", "binary corpus"): "InputError",
+    ("inspect", "bad --limit"): "usage",
+    ("eval", "missing tokenizer"): "InputError",
+    ("eval", "missing corpus"): "InputError",
+    ("eval", "no corpus"): "usage",
+    ("eval", "a .tok as corpus"): "InputError",
+    ("eval", "unwritable --plot"): "ConfigError",
+    ("eval", "--plot not a png"): "ConfigError",
+    ("eval", "--plot is the corpus"): "ConfigError",
+}
+
+# More failure paths, checked in-process only (each raised a bare MnemoError before).
+MORE_CASES: list[tuple[str, str, list[str], str]] = [
+    ("convert", "tiktoken without --pattern", ["convert", "t.tiktoken", "o.bin", "--from", "tiktoken", "--to", "mnemo"],
+     "ConfigError"),
+    ("convert", "--special for mnemo input", ["convert", "tok.bin", "o.bin", "--from", "mnemo", "--to", "mnemo",
+                                              "--special", "<|x|>=1"], "ConfigError"),
+    ("convert", "hf-dir input is a file", ["convert", "afile", "o.bin", "--from", "hf-dir", "--to", "mnemo"], "InputError"),
+    ("convert", "gpt2 input is a file", ["convert", "afile", "o.bin", "--from", "gpt2", "--to", "mnemo"], "InputError"),
+    ("convert", "gpt2 folder without files", ["convert", ".", "o.bin", "--from", "gpt2", "--to", "mnemo"], "InputError"),
+    ("tokenize", "--chat with --bos", ["tokenize", "-t", "tok.bin", "chat.jsonl", "-o", "c.tok", "--chat", "--bos",
+                                       "<|bos|>"], "ConfigError"),
+    ("tokshow", "negative --index", ["tokshow", "-t", "tok.bin", "--chat", "chat.jsonl", "--index", "-1"], "ConfigError"),
+    ("info", "unreadable file", ["info", "."], "InputError"),
+]
+
+
+def error_class(folder: Path, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
+    """The class of what `mnemo ARGV` fails with, run in this process ("usage" for argparse)."""
+    from mnemo.cli import build_parser, check_paths
+    from mnemo.errors import MnemoError
+
+    monkeypatch.chdir(folder)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:
+        return "usage"
+    try:
+        check_paths(args)
+        args.handler(args)
+    except MnemoError as exc:
+        return type(exc).__name__
+    return "no error"
+
+
+def test_every_case_is_classified() -> None:
+    assert set(EXPECTED) == {(c, k) for c, k, _, _ in CASES}
+
+
+@pytest.mark.parametrize(
+    ("command", "case", "argv", "expected"),
+    [(c, k, a, EXPECTED[c, k]) for c, k, a, _ in CASES] + MORE_CASES,
+    ids=[f"{c}-{k}" for c, k, _, _ in CASES + MORE_CASES],
+)
+def test_error_class_follows_the_rule(
+    files: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    command: str, case: str, argv: list[str], expected: str,
+) -> None:
+    """Each failure path raises the class errors.py's rule gives it (a bare MnemoError says
+    nothing of whose move it is: the CLI raised eleven of them)."""
+    got = error_class(files, argv, monkeypatch)
+    capsys.readouterr()
+    assert got == expected, (argv, got)

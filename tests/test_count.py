@@ -167,3 +167,23 @@ def test_count_words_errors(tmp_path: Path) -> None:
     bad.write_text('{"text": "a"}\n' * 10 + "nope\n")
     with pytest.raises(InputError, match=r"bad\.jsonl:11: not valid JSON"):
         count_words([bad], workers=2)
+
+
+def test_packed_counts_is_a_named_table() -> None:
+    """to_packed and pack_words give a count.PackedCounts: (blob, meta) by name and by unpacking,
+    n_words from the one layout count.py owns, and it survives the pickle a worker's pipe uses."""
+    import pickle
+
+    from mnemo.count import META_BYTES, PackedCounts
+
+    counter = WordCounter(pattern_id("mnemonic"), 256)
+    counter.add(b"the cat and the hat, the end " + b"x" * 30)
+    packed = counter.to_packed()
+    assert isinstance(packed, PackedCounts)
+    assert packed.n_words == len(counter.to_dict()) == len(packed.meta) // META_BYTES
+    blob, meta = packed
+    assert (blob, meta) == (packed.blob, packed.meta)
+    assert packed_to_dict(*packed) == counter.to_dict()
+    again = pickle.loads(pickle.dumps(packed))
+    assert again == packed and again.n_words == packed.n_words
+    assert pack_words(counter.to_dict()) == packed

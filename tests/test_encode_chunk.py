@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from librt.strings import BytesWriter
 
+from mnemo.errors import ConfigError
 from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
@@ -153,7 +154,8 @@ def test_encode_ends_cache_keys() -> None:
         data = b"".join(parts)
         ends = list(accumulate(len(p) for p in parts))
         assert enc.encode_ends(data, ends) == enc.encode_chunks_uncached(parts)
-    with pytest.raises(ValueError, match="chunk end 3 is out of order"):
+    # ConfigError (a ValueError too): a caller's bad argument, in mnemo's one hierarchy.
+    with pytest.raises(ConfigError, match="chunk end 3 is out of order"):
         enc.encode_ends(b"abcdef", [4, 3])
 
 

@@ -90,8 +90,12 @@ def test_spec_errors(tmp_path: Path) -> None:
         load_spec(str(tmp_path / "x.tiktoken"))
     with pytest.raises(mnemo.InputError, match="no such tokenizer file"):
         load_spec(str(tmp_path / "nope.bin"))
-    with pytest.raises(ConfigError, match="no tokenizer loaded"):
-        run([str(tmp_path / "nope.bin")], [], 10)
+    # a missing file is an error of its own, not a skipped tokenizer
+    with pytest.raises(mnemo.InputError, match="nope.bin: no such tokenizer file"):
+        run([str(tmp_path / "x.tiktoken"), str(tmp_path / "nope.bin")], [], 10)
+    # one this build cannot hold is skipped; when none is left, that is the error
+    with pytest.raises(ConfigError, match="no tokenizer loaded: .*x.tiktoken: .*name it after a preset"):
+        run([str(tmp_path / "x.tiktoken")], [], 10)
 
 
 def test_cli_table_and_plot(tmp_path: Path, trained: Tokenizer, cs336_dir: Path, corpus_path: Callable[[str], Path]) -> None:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemo import FingerprintError, FormatError, Tokenizer, open_tok
+from mnemo import ConfigError, FingerprintError, FormatError, Tokenizer, open_tok
 from mnemo.constants import MASKBIT, MAX_VOCAB
 from mnemo.tokfile import TokWriter, read_tok_header
 from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, parse_tokenizer_bin
@@ -77,11 +77,11 @@ def patch(data: bytes, offset: int, new: bytes) -> bytes:
         (lambda d: patch(d, 40, b"\x63"), r"offset 24: checksum mismatch"),
         # merge 2 (id 258) = (98, 99) -> (98, 300): part from the future
         (lambda d: with_crc(patch(d, 32 + 8, struct.pack("<HH", 98, 300))),
-         r"offset 40: merge 2 \(id 258\) uses token 300, which does not exist yet"),
+         r"offset 40: merge 2 \(id 258\) is \(98, 300\): token 300 does not exist yet"),
         (lambda d: with_crc(patch(d, 32 + 8, struct.pack("<HH", 97, 97))),
          r"offset 40: merge 2 repeats the pair \(97, 97\) of merge 0"),
         # specials section at 48: [5]<|a|>[6]<|bb|>
-        (lambda d: with_crc(patch(d, 48, b"\x00")), r"offset 48: special token 0 has an empty name"),
+        (lambda d: with_crc(patch(d, 48, b"\x00")), r"offset 48: special token 0 is '', not a non-empty string"),
         (lambda d: with_crc(patch(d, 48, b"\x0d")), r"offset 48: special token 0 \(13 bytes\) runs past"),
         (lambda d: with_crc(patch(d, 48, b"\x0c")), r"offset 61: special token 1 of 2 starts past the end"),
         (lambda d: with_crc(patch(d, 48, b"\x04")), r"offset 53: special token 1 \(62 bytes\) runs past"),
@@ -231,6 +231,17 @@ def test_tok_chat_flags_and_empty(tmp_path: Path, tok: Tokenizer) -> None:
     with TokWriter(empty, tok):
         pass
     assert len(open_tok(empty, tok)) == 0
+
+
+def test_tok_writer_refuses_ids_that_do_not_fit(tmp_path: Path, tok: Tokenizer) -> None:
+    """Ids a caller passes that do not fit the file's width are the caller's bug, a ConfigError
+    naming the id (it was an InputError, the class for unreadable input); no file is left."""
+    path = tmp_path / "data.tok"
+    for bad in ([1, 70000], [-1, 2]):
+        with pytest.raises(ConfigError, match=f"token id {min(bad) if min(bad) < 0 else max(bad)} does not fit a 2-byte .tok"):
+            with TokWriter(path, tok) as w:
+                w.write(bad)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tok_foreign_fingerprint(tmp_path: Path, tok: Tokenizer) -> None:

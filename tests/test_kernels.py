@@ -95,15 +95,12 @@ def test_pair_positions_matches_pair_scan(backend: str) -> None:
     assert kernels.pair_positions(tok, 2, 2, 0) == b""
 
 
-def test_pair_scan_threads_equal_one_thread(backend: str) -> None:
-    """Two to eight threads cut the array into parts; pairs across every cut are found once."""
-    rng = np.random.default_rng(3)
-    tok = rng.choice(np.array([1, 2, SEP], dtype=np.uint16), size=4_000_003)
-    expected = kernels.pair_positions(tok, 1, 2, 10**9)
-    for threads in (2, 3, 8):
-        assert kernels.pair_positions(tok, 1, 2, 10**9, 0, -1, threads) == expected
-    capped = kernels.pair_positions(tok, 1, 2, 1000, 0, -1, 4)
-    assert capped == expected[: 1000 * 8]
+def test_pair_scan_takes_no_threads_argument() -> None:
+    """The shim stays thin: splitting a scan across threads is the caller's (the bench does it
+    with Python threads while the GIL is released); a seventh argument is refused."""
+    tok = np.array([1, 2, 1, 2], dtype=np.uint16)
+    with pytest.raises(TypeError, match="takes 4 to 6 positional arguments, got 7"):
+        kernels.pair_positions(tok, 1, 2, 10, 0, -1, 2)  # type: ignore[call-arg]
 
 
 def test_pair_scan_accepts_librt_vec_buffer(backend: str) -> None:
@@ -295,17 +292,16 @@ def _scan_oracle(name: str, args: list[object]) -> object:
     a, b, cap = args[1], args[2], args[3]
     start = args[4] if len(args) > 4 else 0
     stop = args[5] if len(args) > 5 else -1
-    threads = args[6] if len(args) > 6 else 1
     assert isinstance(a, int) and isinstance(b, int) and isinstance(start, int)
-    assert isinstance(stop, int) and isinstance(threads, int)
+    assert isinstance(stop, int)
     if name == "pair_scan":
         cap = 16
     assert isinstance(cap, int)
     if stop == -1:
         stop = len(TOK)
-    # cap and threads are limits: beyond 64 bits they mean "no limit" (start, stop, a, b are
+    # cap is a limit: beyond 64 bits it means "no limit" (start, stop, a, b are
     # positions and ids: out of range there is an error)
-    if not (0 <= a <= 0xFFFF and 0 <= b <= 0xFFFF and 0 <= start <= stop <= len(TOK) and threads >= 1 and cap >= 0):
+    if not (0 <= a <= 0xFFFF and 0 <= b <= 0xFFFF and 0 <= start <= stop <= len(TOK) and cap >= 0):
         return None
     hits = [i for i in range(start, stop - 1) if TOK[i] == a and TOK[i + 1] == b]
     return hits[:cap]
@@ -324,8 +320,8 @@ def _extreme_calls() -> list[tuple[str, list[object]]]:
     calls += [("memeq", ["a8", 2**63 - 1, "b8", 0, 1]), ("memeq", ["a8", 1, "b8", 1, 2**63 - 1]),
               ("memeq", ["a8", 8, "b8", 8, 0]), ("memeq", ["a8", 2**63 - 1, "b8", 2**63 - 1, 2**63 - 1])]
     for name, fourth in (("pair_scan", "out"), ("pair_positions", 16)):
-        base: list[object] = ["tok", 1, 2, fourth, 0, -1, 1]
-        for pos in (1, 2, 4, 5, 6) + ((3,) if name == "pair_positions" else ()):
+        base: list[object] = ["tok", 1, 2, fourth, 0, -1]
+        for pos in (1, 2, 4, 5) + ((3,) if name == "pair_positions" else ()):
             for v in EXTREMES:
                 args = list(base)
                 args[pos] = v
@@ -387,8 +383,8 @@ def test_kernel_arguments_of_wrong_type_name_the_argument() -> None:
         kernels.memeq(b"ab", 0, b"ab", 0, None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"\bb\b"):
         kernels.memeq(b"ab", 0, 5, 0, 1)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="threads"):
-        kernels.pair_scan(tok, 1, 2, out, 0, -1, "2")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="stop"):
+        kernels.pair_scan(tok, 1, 2, out, 0, "2")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="tokens"):
         kernels.pair_scan(None, 1, 2, out)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="name"):

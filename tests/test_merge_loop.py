@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from mnemo import kernels
 from mnemo.errors import ConfigError, VerificationError
 from mnemo.reference import merge_word, train_merges_naive
+from mnemo import merge_loop
 from mnemo.merge_loop import train_merges
 
 Trainer = Callable[..., tuple[list[tuple[int, int]], list[int]]]
@@ -120,7 +121,7 @@ def test_high_bytes(trainer: Trainer) -> None:
 
 
 def test_bad_arguments(trainer: Trainer) -> None:
-    with pytest.raises(ConfigError, match="tie must be 'id' or 'bytes', got 'lex'"):
+    with pytest.raises(ConfigError, match="unknown tie rule 'lex'"):
         trainer(TEXTBOOK, 5, tie="lex")
     with pytest.raises(ConfigError, match="n_merges must be >= 0, got -1"):
         trainer(TEXTBOOK, -1)
@@ -130,9 +131,29 @@ def test_bad_arguments(trainer: Trainer) -> None:
         trainer({b"low": -2}, 5)
 
 
-def test_bad_skip_index_knobs() -> None:
-    with pytest.raises(ConfigError, match="_block must be >= 1 and _gap >= 0, got 0 and 4"):
-        train_merges(TEXTBOOK, 5, _block=0)
+def train_with(
+    words: dict[bytes, int], n_merges: int, *, tie: str = "id", verify: bool = True, **seams: int
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """train_merges with merge_loop.SEAMS (block, gap, corrupt_at) set for this one call: the
+    seams are module state, never arguments of the production signature."""
+    with pytest.MonkeyPatch.context() as m:
+        for name, value in seams.items():
+            m.setattr(merge_loop.SEAMS, name, value)
+        return train_merges(words, n_merges, tie=tie, verify=verify)
+
+
+def test_no_knob_in_the_signatures() -> None:
+    """Tests and benchmarks reach the loop through SEAMS; the public functions carry none."""
+    import inspect
+
+    for fn in (train_merges, merge_loop.train_merges_packed):
+        params = inspect.signature(fn).parameters
+        assert not [p for p in params if p.startswith("_")], (fn.__name__, list(params))
+
+
+def test_bad_skip_index_seams() -> None:
+    with pytest.raises(ConfigError, match="SEAMS.block must be >= 1 and SEAMS.gap >= 0, got 0 and 4"):
+        train_with(TEXTBOOK, 5, block=0)
 
 
 # ---- fast == naive ----------------------------------------------------------------------------
@@ -156,8 +177,8 @@ words_strategy = st.dictionaries(
 def test_fast_matches_naive_on_small_corpora(
     backend: str, words: dict[bytes, int], n_merges: int, tie: str, block: int, gap: int
 ) -> None:
-    """Small blocks (the skip index's hidden knobs) put many blocks and gaps into tiny arrays."""
-    fast = train_merges(words, n_merges, tie=tie, _block=block, _gap=gap)
+    """Small blocks (the skip index's seams) put many blocks and gaps into tiny arrays."""
+    fast = train_with(words, n_merges, tie=tie, block=block, gap=gap)
     assert fast == train_merges_naive(words, n_merges, tie=tie)
 
 
@@ -169,8 +190,8 @@ def test_fast_matches_naive_many_ties_and_compaction() -> None:
     for tie in ("id", "bytes"):
         naive = train_merges_naive(words, 500, tie=tie)
         assert train_merges(words, 500, tie=tie) == naive
-        assert train_merges(words, 500, tie=tie, _block=16, _gap=0) == naive
-        assert train_merges(words, 500, tie=tie, _block=64, _gap=2) == naive
+        assert train_with(words, 500, tie=tie, block=16, gap=0) == naive
+        assert train_with(words, 500, tie=tie, block=64, gap=2) == naive
 
 
 def test_bit_table() -> None:
@@ -196,7 +217,7 @@ def test_pair_filter_skips_blocks_holding_both_tokens_apart(monkeypatch: pytest.
         return real_scan(toks, a, b, cap, start, stop)
 
     monkeypatch.setattr(kernels, "pair_positions", spy)
-    result = train_merges(words, 2, _block=16, _gap=0)
+    result = train_with(words, 2, block=16, gap=0)
     assert result == train_merges_naive(words, 2)
     assert result[0] == [(ord("x"), ord("y")), (ord("a"), ord("b"))]
     array_tokens = sum(len(w) + 1 for w in words)  # ~24,000
@@ -232,7 +253,7 @@ def test_fast_matches_naive_on_corpus(
     fast = train_merges(words, 600)
     assert len(fast[0]) == 600
     assert fast == naive
-    assert train_merges(words, 600, _block=64, _gap=1) == naive  # hundreds of blocks
+    assert train_with(words, 600, block=64, gap=1) == naive  # hundreds of blocks
 
 
 _NAIVE_CACHE: dict[tuple[str, int], tuple[dict[bytes, int], tuple[list[tuple[int, int]], list[int]]]] = {}
@@ -322,14 +343,14 @@ def test_ids_above_32767_checked_against_recount() -> None:
 
 
 def test_verification_catches_a_corrupted_table() -> None:
-    """The hidden hook knocks one pair's count off by one after merge 3; the recount must see it
+    """The corrupt_at seam knocks one pair's count off by one after merge 3; the recount must see it
     and name the pair.  Without verify the same run returns quietly: the check is what catches it."""
     words = count_words(["the cat sat on the mat with the hat; that is that. " * 3])
     merges, _ = train_merges(words, 20)
     a, b = merges[3]
     with pytest.raises(VerificationError, match=rf"pair \({a}, {b}\) has count 1 .* but 0 .*recounted"):
-        train_merges(words, 20, _corrupt_at=3)
-    train_merges(words, 20, verify=False, _corrupt_at=3)
+        train_with(words, 20, corrupt_at=3)
+    train_with(words, 20, verify=False, corrupt_at=3)
 
 
 def test_backends_agree() -> None:

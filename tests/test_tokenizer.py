@@ -72,7 +72,7 @@ def test_token_bytes() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"merges": [(97, 256)]}, r"merge 0 \(id 256\) is \(97, 256\): both parts must be in 0..255"),
+        ({"merges": [(97, 256)]}, r"merge 0 \(id 256\) is \(97, 256\): token 256 does not exist yet \(both parts must be in 0..255\)"),
         ({"merges": [(97, 98), (97, 98)]}, r"merge 1 repeats the pair \(97, 98\) of merge 0"),
         ({"merges": [(97, -1)]}, "both parts must be in"),
         ({"merges": [(1, 2, 3)]}, "not a pair of token ids"),
@@ -82,7 +82,7 @@ def test_token_bytes() -> None:
         ({"special_tokens": [""]}, "not a non-empty string"),
         ({"special_tokens": ["x" * 256]}, "longer than 255"),
         ({"merge_counts": [5]}, "1 merge counts for 0 merges"),
-        ({"merges": chain_merges(65_280), "special_tokens": ["<|a|>"]}, "larger than 65536"),
+        ({"merges": chain_merges(65_280), "special_tokens": ["<|a|>"]}, "give 65537 ids, more than 65536"),
     ],
 )
 def test_constructor_rejects(kwargs: dict[str, object], message: str) -> None:

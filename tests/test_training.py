@@ -273,7 +273,7 @@ class _Watched:
     ("kwargs", "error", "message"),
     [
         ({"special_tokens": ["\ud800"]}, ConfigError, r"special token 0 '\\ud800' is not encodable as UTF-8"),
-        ({"special_tokens": ["<|a|>", "<|b|>", "<|a|>"]}, ConfigError, r"special token '<\|a\|>' is listed twice"),
+        ({"special_tokens": ["<|a|>", "<|b|>", "<|a|>"]}, ConfigError, r"special token 2 '<\|a\|>' is listed twice \(first as special token 0\)"),
         ({"special_tokens": ["x" * 256]}, ConfigError, r"special token 0 .* is longer than 255 UTF-8 bytes"),
         ({"special_tokens": ["é" * 128]}, ConfigError, r"longer than 255 UTF-8 bytes \(256\)"),
         ({"special_tokens": [""]}, ConfigError, "not a non-empty string"),

@@ -99,8 +99,8 @@ API_PARAMS: dict[str, tuple[str, ...]] = {
     "train_from_iterator": ("iterator", "vocab_size", "pattern", "special_tokens", "tie", "algorithm",
                             "workers", "max_chunk_bytes", "verify"),
     "memeq": ("a", "a_off", "b", "b_off", "n"),
-    "pair_scan": ("tokens", "a", "b", "out", "start", "stop", "threads"),
-    "pair_positions": ("tokens", "a", "b", "cap", "start", "stop", "threads"),
+    "pair_scan": ("tokens", "a", "b", "out", "start", "stop"),
+    "pair_positions": ("tokens", "a", "b", "cap", "start", "stop"),
 }
 
 
@@ -811,8 +811,8 @@ def random_api_call(rng: random.Random) -> bytes:
         args: list[Any] = [b"abcdefgh", 0, b"abcdefgh", 0, 8]
     else:
         fourth: Any = {"$i64": 8} if fn == "pair_scan" else 8
-        args = [{"$u16": b"\x01\x00\x02\x00\x01\x00\x02\x00"}, 1, 2, fourth, 0, -1, 1]
-        del args[rng.randint(4, 7) :]
+        args = [{"$u16": b"\x01\x00\x02\x00\x01\x00\x02\x00"}, 1, 2, fourth, 0, -1]
+        del args[rng.randint(4, 6) :]
     for _ in range(rng.randint(1, 2)):
         i = rng.randrange(len(args))
         args[i] = rng.choice(INTERESTING_INTS + HOSTILE_VALUES)

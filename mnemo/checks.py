@@ -1,0 +1,109 @@
+"""Argument checks shared by the layers that take arguments from callers: the API (tokenizer.py,
+training.py) and both trainers (merge_loop.py, the compiled one, and reference.py, its naive twin).
+
+One module both trainers import, so that the fast trainer does not borrow from its oracle, and one
+wording for each rule.  A wrong Python type is `ArgumentTypeError` naming the argument; a value of
+the right type that mnemo cannot use is `ConfigError` (errors.py states the rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Integral
+
+import numpy as np
+
+from mnemo.constants import MAX_PAIR_TOTAL, MAX_TRAIN_VOCAB, PATTERNS, TIES
+from mnemo.errors import ArgumentTypeError, ConfigError
+
+
+def type_error(name: str, expected: str, value: object) -> ArgumentTypeError:
+    """The error for an API argument of the wrong Python type: it names the argument, the type
+    expected and the value given (a TypeError, as Python users expect, and a MnemoError)."""
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return ArgumentTypeError(f"{name} must be {expected}, got {type(value).__name__} {shown}")
+
+
+def check_int(name: str, value: object) -> int:
+    """`value` when it is an int (numpy integers too); bool and float are type errors, not ids."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise type_error(name, "an int", value)
+    return int(value)
+
+
+def check_pattern(pattern: object) -> str:
+    """A pre-tokenizer pattern's name, one of constants.PATTERNS."""
+    if not isinstance(pattern, str):
+        raise type_error("pattern", "a str", pattern)
+    if pattern not in PATTERNS:
+        raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    return pattern
+
+
+def check_tie(tie: object) -> str:
+    """A tie rule's name, one of constants.TIES (the rule itself: reference.TIE_RULE_DOC)."""
+    if not isinstance(tie, str):
+        raise type_error("tie", "a str", tie)
+    if tie not in TIES:
+        raise ConfigError(f"unknown tie rule {tie!r}; choose one of {', '.join(TIES)}")
+    return tie
+
+
+def check_train_args(words: dict[bytes, int], n_merges: int, tie: str) -> None:
+    """The argument checks shared by both trainers: a clear ConfigError naming the value."""
+    check_tie(tie)
+    if n_merges < 0:
+        raise ConfigError(f"n_merges must be >= 0, got {n_merges}")
+    if 256 + n_merges > MAX_TRAIN_VOCAB:
+        raise ConfigError(
+            f"n_merges must be at most {MAX_TRAIN_VOCAB - 256} (token ids are 16-bit and 0xFFFF is reserved), "
+            f"got {n_merges}"
+        )
+    total = 0
+    for word, count in words.items():
+        if not isinstance(word, bytes):
+            raise ArgumentTypeError(f"word {word!r} must be bytes, got {type(word).__name__}")
+        given: object = count  # typed int, but a Python caller passes anything
+        if isinstance(given, bool) or not isinstance(given, Integral):
+            raise ArgumentTypeError(f"the count of word {word!r} must be an int, got {type(count).__name__} {count!r}")
+        if count < 0:
+            raise ConfigError(f"word {word!r} has a negative count {count}; counts must be >= 0")
+        if count > MAX_PAIR_TOTAL:
+            raise ConfigError(f"word {word!r} has the count {count}, more than 2**63 - 1 (counts are 64-bit)")
+        total += int(count) * max(len(word) - 1, 0)
+        if total > MAX_PAIR_TOTAL:
+            raise ConfigError(pair_total_error(word))
+
+
+def check_initial_merges(initial_merges: object, n_merges: int) -> list[tuple[int, int]]:
+    """The merges a run continues from (an existing tokenizer's, kept as the first ones):
+    each part lower than the merge it makes, and no more of them than n_merges, the run's total."""
+    if initial_merges is None:
+        return []
+    if isinstance(initial_merges, (str, bytes, bytearray)) or not isinstance(initial_merges, Sequence):
+        raise ArgumentTypeError(f"initial_merges must be a list of (int, int) pairs, got {type(initial_merges).__name__}")
+    checked: list[tuple[int, int]] = []
+    for k, pair in enumerate(initial_merges):
+        if not isinstance(pair, tuple) or len(pair) != 2 or not all(isinstance(x, int) for x in pair):
+            raise ArgumentTypeError(f"initial merge {k} is {pair!r}, not a pair of int ids")
+        a, b = pair
+        if not (0 <= a < 256 + k and 0 <= b < 256 + k):
+            raise ConfigError(f"initial merge {k} (id {256 + k}) is {(a, b)}: both parts must be in 0..{255 + k}")
+        checked.append((a, b))
+    if len(checked) > n_merges:
+        raise ConfigError(
+            f"n_merges ({n_merges}) counts the initial merges too, and there are {len(checked)} of them; "
+            f"ask for at least {len(checked)}"
+        )
+    return checked
+
+
+def pair_total_error(word: bytes) -> str:
+    """The message when the total of pair counts passes MAX_PAIR_TOTAL at `word`."""
+    return (
+        f"the word counts hold more than 2**63 - 1 pairs in all (count x (length - 1), summed; "
+        f"passed at word {word[:40]!r}): pair counts are 64-bit, which no real corpus fills; "
+        f"check the counts"
+    )

@@ -1,0 +1,303 @@
+"""The vocabulary and its rules: what a valid byte-level BPE vocabulary is, checked in one place.
+
+A vocabulary is 256 byte tokens, then merges (merge k makes id 256 + k from two earlier ids), then
+special tokens, and optionally an id map renumbering the ids it shows (imported vocabularies keep
+their own ids, docs/interop.md).  The rules are written once here and used by every door a
+vocabulary comes in by: `Tokenizer(...)` (a caller's values: ConfigError), tokenizer.bin
+(vocabfile.py: FormatError with the offset) and other tools' byte-level tokens (`from_byte_tokens`,
+used by interop.py and the CS336 interface: FormatError naming the source).  Each check takes a
+`fail(index, message)` that builds the caller's error, so the wording is shared and the error
+type and position are the caller's.
+
+Plain Python (not compiled): it runs once per vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from mnemo.checks import type_error
+from mnemo.constants import MAX_VOCAB
+from mnemo.errors import ConfigError, FormatError, MnemoError
+
+DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
+    "<|bos|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|system|>",
+    "<|end|>",
+    *(f"<|reserved_{i}|>" for i in range(11)),
+)
+MAX_SPECIAL_BYTES: Final = 255  # a special token's name in tokenizer.bin: one length byte, then its UTF-8
+
+#: fail(index, message) -> the error to raise for item `index` (a merge, a special, an id).
+Fail = Callable[[int, str], MnemoError]
+
+
+def _config_error(index: int, message: str) -> MnemoError:
+    return ConfigError(message)
+
+
+@dataclass(frozen=True)
+class TokenizerFields:
+    """A vocabulary's parts, as tokenizer.bin holds them and `Tokenizer(...)` takes them."""
+
+    merges: list[tuple[int, int]]
+    pattern: str
+    special_tokens: list[str]
+    tie: str
+    merge_counts: list[int] | None
+    id_map: list[int] | None = None
+
+
+# ---- the rules ----
+
+
+def check_size(n_merges: int, n_specials: int, fail: Callable[[str], MnemoError]) -> int:
+    """The number of ids, 256 + merges + specials, which must be at most MAX_VOCAB."""
+    n_vocab = 256 + n_merges + n_specials
+    if n_vocab > MAX_VOCAB:
+        raise fail(
+            f"{n_merges} merges + {n_specials} specials give {n_vocab} ids, more than {MAX_VOCAB} "
+            f"(ids are stored as uint16)"
+        )
+    return n_vocab
+
+
+def check_merges(merges: Sequence[tuple[int, int]], fail: Fail = _config_error) -> None:
+    """Merge k (id 256 + k) glues two ids that exist before it (bytes or earlier merges), and no
+    pair is merged twice."""
+    seen: dict[tuple[int, int], int] = {}
+    for k, (a, b) in enumerate(merges):
+        own = 256 + k
+        for part in (a, b):
+            if not 0 <= part < own:
+                raise fail(
+                    k,
+                    f"merge {k} (id {own}) is {(a, b)}: token {part} does not exist yet "
+                    f"(both parts must be in 0..{own - 1})",
+                )
+        first = seen.setdefault((a, b), k)
+        if first != k:
+            raise fail(k, f"merge {k} repeats the pair {(a, b)} of merge {first}")
+
+
+def special_name_problem(j: int, name: str) -> str | None:
+    """What is wrong with special token j's name on its own (empty, longer than
+    MAX_SPECIAL_BYTES of UTF-8), or None."""
+    if not name:
+        return f"special token {j} is {name!r}, not a non-empty string"
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_SPECIAL_BYTES:
+        return f"special token {j} {name[:20]!r}... is longer than {MAX_SPECIAL_BYTES} UTF-8 bytes ({size})"
+    return None
+
+
+def check_special_names(names: Sequence[str], fail: Fail = _config_error) -> None:
+    """Each special token's name passes special_name_problem, and no name is listed twice."""
+    listed: dict[str, int] = {}  # name -> index: a list's `in` made 65,280 specials take 45 s
+    for j, name in enumerate(names):
+        problem = special_name_problem(j, name)
+        if problem is not None:
+            raise fail(j, problem)
+        first = listed.setdefault(name, j)
+        if first != j:
+            raise fail(j, f"special token {j} {name!r} is listed twice (first as special token {first})")
+
+
+def check_id_map(id_map: Sequence[int], n_vocab: int, fail: Fail = _config_error) -> None:
+    """The id map gives each of the n_vocab ids a distinct public id in 0..n_vocab-1."""
+    owner: dict[int, int] = {}
+    for i, public in enumerate(id_map):
+        if not 0 <= public < n_vocab:
+            raise fail(i, f"id_map[{i}] = {public} is outside 0..{n_vocab - 1}")
+        first = owner.setdefault(public, i)
+        if first != i:
+            raise fail(i, f"id_map gives id {public} to both {first} and {i}")
+
+
+def check_special_tokens(special_tokens: object) -> list[str]:
+    """A caller's special tokens (None: DEFAULT_SPECIAL_TOKENS) as a list of str, each valid
+    UTF-8 (no lone surrogate), then check_special_names.  One rule for the Tokenizer and for
+    training, which checks them before counting a byte of text."""
+    if special_tokens is None:
+        return list(DEFAULT_SPECIAL_TOKENS)
+    if isinstance(special_tokens, (str, bytes, bytearray)) or not isinstance(special_tokens, Iterable):
+        raise type_error("special_tokens", "a list of str", special_tokens)
+    specials = list(special_tokens)
+    for j, name in enumerate(specials):
+        if not isinstance(name, str):
+            raise type_error(f"special_tokens[{j}]", "a str", name)
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(
+                f"special token {j} {name[:20]!r} is not encodable as UTF-8 (it holds a lone surrogate)"
+            ) from None
+    check_special_names(specials)
+    return specials
+
+
+def as_format_error(source: str, exc: ConfigError) -> FormatError:
+    """A rule broken by a vocabulary read from `source` (a file, another tool's object): the
+    source is damaged, not the caller's arguments."""
+    return FormatError(f"{source}: {exc}")
+
+
+# ---- vocabularies given as byte-level tokens (other tools, the CS336 interface) ----
+
+
+def from_byte_tokens(
+    source: str,
+    vocab: Mapping[bytes, int],
+    merges: Sequence[tuple[bytes, bytes]],
+    *,
+    pattern: str,
+    specials: Mapping[str, int] | None = None,
+    show: Callable[[bytes], str] = repr,
+    merge_where: Callable[[int], str] = lambda k: f"merge {k}",
+    vocab_where: Callable[[bytes], str] | None = None,
+    leftover_name: Callable[[bytes], str] | None = None,
+) -> TokenizerFields:
+    """A vocabulary from byte-level tokens with their ids, merges in priority order, and specials.
+
+    `vocab` maps every byte token and every merge's result to its (public) id.  Merge k must use
+    tokens that exist already (bytes or earlier merges) and make a token of `vocab`.  Entries of
+    `vocab` no merge makes become special tokens named by `leftover_name` when it is given
+    (GPT-2's vocab.json holds `<|endoftext|>` that way); otherwise they are an error.  The ids
+    together must be exactly 0..n-1 (FormatError names a repeated or missing id).  `show` spells
+    a token in messages (interop.py passes GPT-2's printable alphabet); `vocab_where` names a
+    vocabulary entry (default: `show`).  The Tokenizer built from the result checks the rules
+    above; a ConfigError there is the source's fault (`as_format_error`).
+    """
+    where_vocab = show if vocab_where is None else vocab_where
+    internal: dict[bytes, int] = {}
+    public: list[int] = []
+    labels: list[str] = []
+    for b in range(256):
+        raw = bytes([b])
+        if raw not in vocab:
+            raise FormatError(
+                f"{source}: the byte 0x{b:02x} ({show(raw)}) is not in the vocabulary; a byte-level "
+                f"BPE vocabulary has all 256 bytes"
+            )
+        internal[raw] = b
+        public.append(vocab[raw])
+        labels.append(where_vocab(raw))
+    pairs: list[tuple[int, int]] = []
+    for k, (left, right) in enumerate(merges):
+        where = merge_where(k)
+        for part in (left, right):
+            if part not in vocab:
+                raise FormatError(f"{source}: {where}: token {show(part)} is not in the vocabulary")
+            if part not in internal:
+                raise FormatError(
+                    f"{source}: {where}: token {show(part)} is not made by any earlier merge (merges must come "
+                    f"in the order they apply)"
+                )
+        merged = left + right
+        if merged not in vocab:
+            raise FormatError(f"{source}: {where}: the merged token {show(merged)} is not in the vocabulary")
+        if merged in internal:
+            raise FormatError(
+                f"{source}: {where}: makes {show(merged)} again (a byte or an earlier merge already made it)"
+            )
+        internal[merged] = 256 + k
+        pairs.append((internal[left], internal[right]))
+        public.append(vocab[merged])
+        labels.append(where_vocab(merged))
+    names: list[str] = []
+    named: set[str] = set()  # a list's `in` made 40,000 added_tokens take 15.6 s
+    for raw, i in sorted(vocab.items(), key=lambda item: item[1]):
+        if raw in internal:
+            continue
+        if leftover_name is None:
+            raise FormatError(
+                f"{source}: vocabulary entry {where_vocab(raw)} (id {i}) is neither a byte nor made by a merge"
+            )
+        names.append(leftover_name(raw))
+        named.add(names[-1])
+        public.append(i)
+        labels.append(where_vocab(raw))
+    for name, i in sorted((specials or {}).items(), key=lambda item: item[1]):
+        if name in named:
+            raise FormatError(f"{source}: special token {name!r} is listed twice")
+        names.append(name)
+        named.add(name)
+        public.append(i)
+        labels.append(repr(name))
+    owner: dict[int, int] = {}
+    for pos, i in enumerate(public):
+        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+            raise FormatError(f"{source}: {labels[pos]} has id {i!r}, not a non-negative integer")
+        first = owner.setdefault(i, pos)
+        if first != pos:
+            raise FormatError(f"{source}: id {i} is given to both {labels[first]} and {labels[pos]} (duplicate id)")
+    n = len(public)
+    if max(public) != n - 1:
+        missing = min(set(range(n)) - owner.keys())
+        raise FormatError(
+            f"{source}: no token has id {missing} but the ids go up to {max(public)}: mnemo needs ids "
+            f"0..{n - 1} without gaps"
+        )
+    return TokenizerFields(pairs, pattern, names, "id", None, public)
+
+
+def from_vocab_merges(
+    vocab: Mapping[int, bytes],
+    merges: Sequence[tuple[bytes, bytes]],
+    special_tokens: Sequence[str] | None,
+    pattern: str,
+) -> TokenizerFields:
+    """CS336's `vocab` (id -> bytes), `merges` (in the order they apply) and special tokens.
+
+    A special token whose UTF-8 bytes are already in `vocab` keeps that id; the others get the
+    next free ids, in the order given (as CS336's reference tokenizer does).  Entries of `vocab`
+    that are neither a byte nor made by a merge are special tokens too, named by their UTF-8
+    text, with their ids -- GPT-2's `<|endoftext|>` is one, and CS336's tests pass GPT-2's vocab
+    without naming it (interop.load_gpt2 reads vocab.json the same way).  Tokens are shown as
+    Python bytes in messages: CS336's interface speaks bytes.
+    """
+    source = "from_vocab_merges"
+    by_bytes: dict[bytes, int] = {}
+    for i, raw in vocab.items():
+        if not isinstance(raw, bytes) or not raw:
+            raise FormatError(f"{source}: vocab[{i!r}] is {raw!r}, not non-empty bytes")
+        if raw in by_bytes:
+            raise FormatError(f"{source}: vocab[{by_bytes[raw]}] and vocab[{i}] are both {raw!r}")
+        by_bytes[raw] = i
+    made = {a + b for a, b in merges}
+    specials: dict[str, int] = {}
+    next_id = max(vocab, default=-1) + 1
+    for name in special_tokens or []:
+        raw = name.encode("utf-8")
+        if name in specials:
+            continue
+        if raw in by_bytes and raw not in made and len(raw) > 1:
+            specials[name] = by_bytes.pop(raw)
+        else:
+            specials[name] = next_id
+            next_id += 1
+
+    def leftover_name(raw: bytes) -> str:
+        """The special-token name of an entry no merge makes: its UTF-8 text."""
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError(
+                f"{source}: vocab[{by_bytes[raw]}] {raw!r} is neither a byte nor made by a merge, and not UTF-8 "
+                f"text, so it cannot be a special token either; add the merge that makes it, or drop it from vocab"
+            ) from None
+
+    return from_byte_tokens(
+        source,
+        by_bytes,
+        [(bytes(a), bytes(b)) for a, b in merges],
+        pattern=pattern,
+        specials=specials,
+        merge_where=lambda k: f"merges[{k}]",
+        vocab_where=lambda raw: f"vocab[{by_bytes.get(raw)}] {raw!r}",
+        leftover_name=leftover_name,
+    )

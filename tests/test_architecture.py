@@ -1,0 +1,217 @@
+"""The package's import graph against docs/architecture.md: no circle, and no arrow pointing up.
+
+docs/architecture.md holds the layer table ("## Layers"): every mnemo module in exactly one
+layer, numbered from the bottom (0) up.  A module may import modules of its own layer or below;
+an import of a higher layer is an upward arrow, allowed only when the table "## Allowed upward
+arrows" lists it with its reason.  No import circle is allowed at all, listed or not.  The test
+reads the table from the doc, so the doc and the test cannot drift apart: adding a module to
+mnemo/ means adding it to the doc's table, and that is the only step needed.
+
+Imports counted: every `import mnemo.x` / `from mnemo.x import ...` / `from mnemo import x`,
+at module level AND inside functions (a deferred import is still an arrow; it only hides a
+circle until run time).  Not counted: imports under `if TYPE_CHECKING:`, which never run (they
+exist for annotations only; a module that uses one is still below what it names at run time).
+`from mnemo import name` where `name` is not a module is an arrow to the package's __init__.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "mnemo"
+DOC = ROOT / "docs" / "architecture.md"
+HOW = (
+    "add it to the layer table of docs/architecture.md ('## Layers'), in the lowest layer that is at or "
+    "above every mnemo module it imports -- that is the only step needed"
+)
+
+
+def modules() -> set[str]:
+    """The package's modules: mnemo/*.py, and the C extension _kernels (its stub mnemo/_kernels.pyi)."""
+    found = {p.stem for p in PACKAGE.glob("*.py")}
+    found |= {p.stem for p in PACKAGE.glob("*.pyi")}
+    return found
+
+
+def _section(text: str, title: str) -> list[str]:
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == f"## {title}")
+    except StopIteration:
+        raise AssertionError(f"docs/architecture.md has no '## {title}' section") from None
+    out: list[str] = []
+    for line in lines[start + 1 :]:
+        if line.startswith("## "):
+            break
+        out.append(line)
+    return out
+
+
+def _rows(lines: list[str]) -> list[list[str]]:
+    """The cells of a markdown table's body rows (header and separator skipped)."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.strip().startswith("|")]
+    return [r for r in rows[2:]]
+
+
+def layers() -> dict[str, int]:
+    """Module -> layer number, from the doc's layer table (| layer | name | modules | ...)."""
+    table: dict[str, int] = {}
+    for row in _rows(_section(DOC.read_text(encoding="utf-8"), "Layers")):
+        number = int(row[0])
+        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", row[2]):
+            assert name not in table, f"docs/architecture.md lists {name} in layers {table[name]} and {number}"
+            table[name] = number
+    return table
+
+
+def allowed_upward() -> set[tuple[str, str]]:
+    """The (importer, imported) pairs of '## Allowed upward arrows' (| from | to | why |)."""
+    pairs: set[tuple[str, str]] = set()
+    for row in _rows(_section(DOC.read_text(encoding="utf-8"), "Allowed upward arrows")):
+        names = [re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", cell) for cell in row[:2]]
+        if names[0] and names[1]:
+            pairs.add((names[0][0], names[1][0]))
+    return pairs
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(path: Path, known: set[str]) -> dict[str, int]:
+    """The mnemo modules `path` imports (module-level and function-level, not TYPE_CHECKING),
+    each with the line of its first import."""
+    found: dict[str, int] = {}
+
+    def add(name: str, line: int) -> None:
+        found.setdefault(name, line)
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "mnemo":
+                    add(parts[1] if len(parts) > 1 else "__init__", node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+            parts = node.module.split(".")
+            if parts[0] == "mnemo":
+                if len(parts) > 1:
+                    add(parts[1], node.lineno)
+                else:
+                    for alias in node.names:
+                        add(alias.name if alias.name in known else "__init__", node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            raise AssertionError(f"{path.name}:{node.lineno}: a relative import; mnemo spells imports in full")
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    return found
+
+
+def graph() -> dict[str, dict[str, int]]:
+    known = modules()
+    return {p.stem: imports_of(p, known) for p in sorted(PACKAGE.glob("*.py"))}
+
+
+def test_every_module_is_in_one_layer() -> None:
+    table = layers()
+    missing = sorted(modules() - set(table))
+    assert not missing, "; ".join(f"mnemo/{m}.py is in no layer: {HOW}" for m in missing)
+    gone = sorted(set(table) - modules())
+    assert not gone, f"docs/architecture.md lists {gone} in its layer table, but mnemo/ has no such module: remove them"
+
+
+def test_no_upward_arrow_that_the_doc_does_not_list() -> None:
+    table = layers()
+    allowed = allowed_upward()
+    problems = []
+    for importer, targets in graph().items():
+        if importer not in table:
+            continue  # reported by test_every_module_is_in_one_layer
+        for target, line in targets.items():
+            if target in table and table[target] > table[importer] and (importer, target) not in allowed:
+                problems.append(
+                    f"mnemo/{importer}.py:{line} (layer {table[importer]}) imports mnemo.{target} (layer "
+                    f"{table[target]}): an upward arrow.  Move what it needs down, or move the module up in "
+                    f"docs/architecture.md's layer table, or list the arrow with its reason under "
+                    f"'## Allowed upward arrows'"
+                )
+    assert not problems, "\n".join(problems)
+
+
+def test_allowed_upward_arrows_are_real() -> None:
+    """A listed exception that no longer exists is removed from the doc (it would excuse the next one)."""
+    edges = {(a, b) for a, targets in graph().items() for b in targets}
+    stale = sorted(allowed_upward() - edges)
+    assert not stale, f"docs/architecture.md allows upward arrows that no module has any more: {stale}; remove them"
+
+
+def find_cycle(edges: dict[str, dict[str, int]]) -> list[str] | None:
+    """One import circle (a list of modules, first == last), or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, {})):
+            if nxt == node:
+                continue  # `from mnemo import x` inside mnemo/x.py is not an arrow
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state:
+                found = walk(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state:
+            found = walk(start)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle() -> None:
+    cycle = find_cycle(graph())
+    assert cycle is None, "an import circle: " + " -> ".join(f"mnemo.{m}" for m in cycle) + (
+        "; break it by moving what the lower module borrows down (docs/architecture.md)"
+    )
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    """The walker sees function-level imports and skips TYPE_CHECKING ones, and a circle is found."""
+    src = tmp_path / "m.py"
+    src.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from mnemo.errors import MnemoError\n"
+        "if TYPE_CHECKING:\n    from mnemo.tokenizer import Tokenizer\n"
+        "def f():\n    from mnemo import interop\n    import mnemo.cli\n"
+    )
+    assert set(imports_of(src, {"errors", "tokenizer", "interop", "cli"})) == {"errors", "interop", "cli"}
+    assert find_cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b": 1}, "b": {}}) is None
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_every_module_has_a_paragraph(module: str) -> None:
+    """docs/architecture.md says what each module is for: a bullet `mnemo/NAME.py` under '## Modules'."""
+    text = "\n".join(_section(DOC.read_text(encoding="utf-8"), "Modules"))
+    assert f"- `mnemo/{module}.py`" in text or f"- `mnemo/{module}.pyi`" in text, (
+        f"docs/architecture.md has no paragraph for mnemo/{module}.py under '## Modules': add one"
+    )

@@ -1,0 +1,148 @@
+"""The properties other modules assume of EVERY pre-tokenizer pattern (constants.PATTERN_PROPERTIES),
+checked for each name in constants.PATTERNS against the `regex` module running the pattern's own
+regular expression (pretokenize.PATTERN_REGEX).  Adding a pattern to constants.PATTERNS runs it
+through every check here; a pattern that breaks a property fails, naming the property, instead of
+giving wrong chunks silently where the shortcut is taken:
+
+- "ascii_fast_path": pretokenize.chunk_end cuts four ASCII cases inline before it looks at the
+  pattern at all;
+- "cut_before_space_letter": tokenizer._SURE_CUT cuts long texts, and sources._WORD_GAP cuts
+  input files into tasks, before a space followed by an ASCII letter.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mnemo import pretokenize, sources
+from mnemo import tokenizer as tokenizer_module
+from mnemo.constants import PATTERN_PROPERTIES, PATTERNS
+
+LETTERS = ["a", "Z", "word", "Ab", "x" * 40]
+# what may follow the case's chunk: the end, white space, digits, marks, contractions, non-ASCII
+FOLLOW = ["", " ", "  ", "\n", "\r\n", "\t", "1", "12", "!", "?!", ".", "'", "'s", "'LL", "é", "中文", "é1",
+          "\u00a0", " a", "a"]
+MARKS = [c for c in string.punctuation if c != "'"] + ["\x00", "\x1b", "\x7f"]
+
+
+def first_chunk(pattern: str, text: str) -> str:
+    m = regex.match(pretokenize.PATTERN_REGEX[pattern], text)
+    assert m is not None, (pattern, text)
+    return str(m.group())
+
+
+def letter_run(text: str) -> str:
+    m = regex.match(r"\p{L}+", text)
+    return "" if m is None else str(m.group())
+
+
+def check_ascii_fast_path(pattern: str) -> None:
+    """The four cases pretokenize.chunk_end decides before looking at the pattern."""
+    for letters in LETTERS:
+        for follow in FOLLOW:
+            # " word": a space before an ASCII letter opens a chunk of the space and the letters
+            text = " " + letters + follow
+            assert first_chunk(pattern, text) == " " + letter_run(letters + follow), (pattern, text)
+            # "word": ASCII letters run as far as the letters go
+            text = letters + follow
+            assert first_chunk(pattern, text) == letter_run(text), (pattern, text)
+    for mark in MARKS:
+        for follow in FOLLOW:
+            # ", ": one mark before a space is a chunk of its own
+            text = mark + " " + follow
+            assert first_chunk(pattern, text) == mark, (pattern, text)
+    for newline in ("\n", "\r"):
+        for nxt in ["a", "Z", "7", "'", *MARKS]:
+            # a line break before a letter, digit or mark is a chunk of its own
+            text = newline + nxt + "tail"
+            assert first_chunk(pattern, text) == newline, (pattern, text)
+
+
+PIECES = ["", " ", "  ", "\n", "\n\n", "\r\n", "\t", " \n ", "a", "Ab", "word", " word", "'s", "1", "123",
+          "!!", "(", ", ", "é", "中文", "\u00a0", "\u3000", "x" * 40, " " * 40, "\n" * 3 + " " * 5, "\n\n\n     1"]
+SPACE_LETTER = regex.compile(r" [A-Za-z]")
+
+
+def check_cut_before_space_letter(pattern: str, text: str) -> None:
+    """Before every space followed by an ASCII letter lies a chunk boundary, and the text before
+    it, split on its own, gives the same chunks (its last chunk's lookahead sees the end of the
+    text instead of the space)."""
+    chunks = regex.findall(pretokenize.PATTERN_REGEX[pattern], text)
+    bounds = {0}
+    pos = 0
+    for chunk in chunks:
+        pos += len(chunk)
+        bounds.add(pos)
+    for m in SPACE_LETTER.finditer(text):
+        cut = m.start()
+        assert cut in bounds, (pattern, text, cut)
+        before = regex.findall(pretokenize.PATTERN_REGEX[pattern], text[:cut])
+        assert before == chunks[: len(before)] and "".join(before) == text[:cut], (pattern, text, cut)
+
+
+CHECKS: dict[str, Callable[[str], None]] = {
+    "ascii_fast_path": check_ascii_fast_path,
+    "cut_before_space_letter": lambda pattern: check_cut_before_space_letter(
+        pattern, "it's a word, then 12 more\n\nwords  and\tx y!! (z) é b \u00a0c"
+    ),
+}
+
+
+def test_every_property_has_a_check() -> None:
+    """constants.PATTERN_PROPERTIES and the checks here name the same properties."""
+    assert sorted(CHECKS) == sorted(PATTERN_PROPERTIES)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_every_pattern_is_implemented(pattern: str) -> None:
+    """A name in constants.PATTERNS has its regex (the oracle) and its id in the pre-tokenizer."""
+    assert pattern in pretokenize.PATTERN_REGEX
+    pid = pretokenize.pattern_id(pattern)
+    assert pid == PATTERNS.index(pattern) and pretokenize.pattern_name(pid) == pattern
+    text = "Hello world, it's 2026!\n  x"
+    assert pretokenize.split(text, pattern) == regex.findall(pretokenize.PATTERN_REGEX[pattern], text)
+
+
+@pytest.mark.parametrize("prop", PATTERN_PROPERTIES)
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_pattern_property(pattern: str, prop: str) -> None:
+    CHECKS[prop](pattern)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=60), st.sampled_from(PATTERNS))
+def test_cut_before_space_letter_on_random_texts(parts: list[str], pattern: str) -> None:
+    check_cut_before_space_letter(pattern, "".join(parts))
+
+
+def test_the_shortcuts_cut_only_where_the_property_holds() -> None:
+    """tokenizer._SURE_CUT and sources._WORD_GAP find only spaces before an ASCII letter, the
+    places "cut_before_space_letter" covers."""
+    text = b"ab cd, e\n f  G\xc3\xa9 h1 i"
+    for m in tokenizer_module._SURE_CUT.finditer(text):
+        assert SPACE_LETTER.match(text.decode(), len(text[: m.start()].decode()))
+    gap = sources._word_gap(text)
+    assert gap > 0 and SPACE_LETTER.match(text.decode(), len(text[:gap].decode()))
+
+
+def test_a_pattern_breaking_a_property_fails() -> None:
+    """The checks can fail: a pattern that keeps a mark with the space after it (", ") breaks
+    ascii_fast_path, and one that glues a space to the word before it breaks
+    cut_before_space_letter."""
+    saved = dict(pretokenize.PATTERN_REGEX)
+    try:
+        pretokenize.PATTERN_REGEX["bad-mark"] = r"[^\s\p{L}\p{N}] |\p{L}+| ?\p{L}+|\s+|."
+        with pytest.raises(AssertionError):
+            check_ascii_fast_path("bad-mark")
+        pretokenize.PATTERN_REGEX["bad-space"] = r"\p{L}+ ?|\s+|."
+        with pytest.raises(AssertionError):
+            check_cut_before_space_letter("bad-space", "ab cd")
+    finally:
+        pretokenize.PATTERN_REGEX.clear()
+        pretokenize.PATTERN_REGEX.update(saved)
