@@ -233,17 +233,24 @@ class Tokenizer:
         self._internal_specials = names
         self._public: list[int] | None = public
         # Indexed by public id; None marks a hole (an id no token has), so that a plain index
-        # finds every token and a hole fails the fast b"".join of decode_bytes.
-        self._vocab: list[bytes | None]
+        # finds every token and a hole fails the fast b"".join of decode_bytes.  An id space
+        # that is mostly holes (ids up to 2**31 - 1 are allowed) is a dict instead: a list
+        # would take 8 bytes per id, 16 GiB for one token at 2**31 - 1.
+        self._vocab: list[bytes | None] | dict[int, bytes]
+        self._n_ids = n_vocab if public is None else max(public) + 1
         if public is None:
             self.special_tokens: dict[str, int] = names
             self._vocab = list(vocab)
         else:
             self.special_tokens = {s: public[i] for s, i in names.items()}
-            self._vocab = [None] * (max(public) + 1)
-            for i, raw in enumerate(vocab):
-                self._vocab[public[i]] = raw
-        self._n_holes = len(self._vocab) - n_vocab
+            if self._n_ids > 4 * n_vocab:
+                self._vocab = {public[i]: raw for i, raw in enumerate(vocab)}
+            else:
+                table: list[bytes | None] = [None] * self._n_ids
+                for i, raw in enumerate(vocab):
+                    table[public[i]] = raw
+                self._vocab = table
+        self._n_holes = self._n_ids - n_vocab
         self._pattern_id = PATTERNS.index(pattern)
         self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
         self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
@@ -268,21 +275,28 @@ class Tokenizer:
     @property
     def n_vocab(self) -> int:
         """The largest id + 1, as tiktoken's `n_vocab` (holes included: see n_tokens)."""
-        return len(self._vocab)
+        return self._n_ids
 
     @property
     def n_tokens(self) -> int:
         """How many tokens there are: n_vocab less the holes of the id space."""
-        return len(self._vocab) - self._n_holes
+        return self._n_ids - self._n_holes
+
+    def _raw(self, token: int) -> bytes | None:
+        """The bytes of an id, or None when no token has it (a hole, or out of range)."""
+        vocab = self._vocab
+        if isinstance(vocab, dict):
+            return vocab.get(token)
+        return vocab[token] if 0 <= token < len(vocab) else None
 
     def _unknown(self, token: int) -> UnknownTokenError:
         """The error for an id that is no token: out of range, or a hole of the id space."""
-        if 0 <= token < len(self._vocab):
+        if 0 <= token < self._n_ids:
             return UnknownTokenError(
                 f"token id {token} is not in the vocabulary: this vocabulary leaves it unused "
-                f"(its ids are 0..{len(self._vocab) - 1} with {self._n_holes} holes)"
+                f"(its ids are 0..{self._n_ids - 1} with {self._n_holes} holes)"
             )
-        return UnknownTokenError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
+        return UnknownTokenError(f"token id {token} is not in the vocabulary (ids are 0..{self._n_ids - 1})")
 
     def __repr__(self) -> str:
         return (
@@ -303,7 +317,7 @@ class Tokenizer:
     def token_bytes(self, token: int) -> bytes:
         """The bytes of one id (a special token's UTF-8 name for specials)."""
         token = check_int("token", token)
-        raw = self._vocab[token] if 0 <= token < len(self._vocab) else None
+        raw = self._raw(token)
         if raw is None:
             raise self._unknown(token)
         return raw
@@ -311,6 +325,8 @@ class Tokenizer:
     @property
     def vocab(self) -> dict[int, bytes]:
         """Every id's bytes (special tokens: their UTF-8 names), as CS336's interface has it."""
+        if isinstance(self._vocab, dict):
+            return dict(sorted(self._vocab.items()))
         return {i: raw for i, raw in enumerate(self._vocab) if raw is not None}
 
     @property
@@ -494,7 +510,7 @@ class Tokenizer:
         for name, value in (("bos", bos), ("eos", eos)):
             if value is not None:
                 checked[name] = check_int(name, value)
-                if not 0 <= checked[name] < self.n_vocab or self._vocab[checked[name]] is None:
+                if self._raw(checked[name]) is None:
                     raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
         if isinstance(docs, (str, bytes, bytearray, memoryview)) or not isinstance(docs, Iterable):
             raise type_error("docs", "an iterable of bytes documents", docs)
@@ -716,19 +732,20 @@ class Tokenizer:
             toks = list(tokens)
         try:
             if not toks or min(toks) >= 0:
-                # A hole is None in the table: join raises TypeError, and the loop below names it.
+                # A hole is None in the list (join raises TypeError) or missing from the dict
+                # (KeyError); the loop below names it.  Both index by id alike.
                 spelled = cast("list[bytes]", vocab)
                 return b"".join([spelled[t] for t in toks])
-        except (IndexError, TypeError):
+        except (IndexError, KeyError, TypeError):
             pass
         # Chat ids carry the loss-mask bit (render_conversation, chat .tok files): no id has it,
         # so an id with it is that id, masked.
-        bit = maskbit_for(len(vocab))
+        bit = maskbit_for(self._n_ids)
         parts: list[bytes] = []
         for i, t in enumerate(toks):
             t = check_int(f"tokens[{i}]", t)
-            plain = t & ~bit if t >= len(vocab) and t & bit else t
-            raw = vocab[plain] if 0 <= plain < len(vocab) else None
+            plain = t & ~bit if t >= self._n_ids and t & bit else t
+            raw = self._raw(plain)
             if raw is None:
                 raise self._unknown(t)
             parts.append(raw)
@@ -753,7 +770,7 @@ class Tokenizer:
     def max_token_value(self) -> int:
         """The largest id, as tiktoken's (ids are 0..max_token_value; an imported id space may
         have holes, which are no tokens)."""
-        return len(self._vocab) - 1
+        return self._n_ids - 1
 
     @property
     def eot_token(self) -> int:

@@ -193,6 +193,21 @@ def test_holes_are_not_tokens(holey: Tokenizer) -> None:
     assert arr.dtype == np.uint32 and arr.tolist() == [257, 100_257]
 
 
+def test_a_sparse_id_space_costs_no_table_of_every_id(tmp_path: Path) -> None:
+    """Ids up to 2**31 - 1 are allowed: one special token there made a list of 2**31 entries
+    (16 GiB: MemoryError, or the process killed)."""
+    tok = Tokenizer([(97, 98)], special_tokens=["<|far|>"], id_map=[*range(257), MAX_TOKEN_ID])
+    assert tok.n_vocab == MASKBIT32 and tok.max_token_value == MAX_TOKEN_ID and tok.n_tokens == 258
+    assert tok.encode("ab<|far|>", allowed_special="all") == [256, MAX_TOKEN_ID]
+    assert tok.decode([256, MAX_TOKEN_ID]) == "ab<|far|>"
+    assert tok.encode_to_numpy("ab").dtype == np.uint32
+    with pytest.raises(UnknownTokenError, match="token id 1000 is not in the vocabulary: this vocabulary leaves it unused"):
+        tok.decode([1000])
+    assert sorted(tok.vocab) == [*range(257), MAX_TOKEN_ID]
+    tok.save(tmp_path / "far.bin")
+    assert Tokenizer.load(tmp_path / "far.bin") == tok
+
+
 def test_holes_survive_the_file(holey: Tokenizer, tmp_path: Path) -> None:
     path = tmp_path / "holey.bin"
     holey.save(path)
