@@ -192,7 +192,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             tok = Tokenizer.load(path)
             specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items())
             print(f"{path}: mnemo tokenizer")
-            print(f"  vocabulary   {tok.n_vocab} ids = 256 bytes + {len(tok.merges)} merges + {len(tok.special_tokens)} special")
+            print(f"  vocabulary   {tok.n_tokens} ids = 256 bytes + {len(tok.merges)} merges + {len(tok.special_tokens)} special"
+                  + (f" (ids 0..{tok.n_vocab - 1}: {tok.n_vocab - tok.n_tokens} unused)" if tok.n_vocab != tok.n_tokens else ""))
             print(f"  pattern      {tok.pattern}")
             print(f"  tie rule     {tok.tie}")
             print(f"  fingerprint  {tok.fingerprint}")

@@ -521,3 +521,11 @@ def test_131072_ids_end_to_end(tmp_path: Path) -> None:
     result = pretrain(stream, vocab_size=loaded.n_vocab, steps=3, batch_size=2, context=8, dim=4,
                       eval_every=3, eval_windows=4, n_generate=2, log=lambda _: None)
     assert result.history and all(np.isfinite(val) for _, _, val in result.history)
+
+
+def test_info_names_the_holes(holey: Tokenizer, tmp_path: Path) -> None:
+    holey.save(tmp_path / "holey.bin")
+    run = subprocess.run([sys.executable, "-m", "mnemo", "info", str(tmp_path / "holey.bin")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "260 ids = 256 bytes + 2 merges + 2 special (ids 0..100276: 100017 unused)" in run.stdout
