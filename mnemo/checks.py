@@ -13,7 +13,7 @@ from numbers import Integral
 
 import numpy as np
 
-from mnemo.constants import MAX_PAIR_TOTAL, MAX_TRAIN_VOCAB, PATTERNS, TIES
+from mnemo.constants import MAX_PAIR_TOTAL, MAX_VOCAB, PATTERNS, TIES
 from mnemo.errors import ArgumentTypeError, ConfigError
 
 
@@ -56,10 +56,10 @@ def check_train_args(words: dict[bytes, int], n_merges: int, tie: str) -> None:
     check_tie(tie)
     if n_merges < 0:
         raise ConfigError(f"n_merges must be >= 0, got {n_merges}")
-    if 256 + n_merges > MAX_TRAIN_VOCAB:
+    if 256 + n_merges > MAX_VOCAB:
         raise ConfigError(
-            f"n_merges must be at most {MAX_TRAIN_VOCAB - 256} (token ids are 16-bit and 0xFFFF is reserved), "
-            f"got {n_merges}"
+            f"n_merges must be at most {MAX_VOCAB - 256} (a vocabulary holds at most {MAX_VOCAB} tokens: "
+            f"constants.MAX_VOCAB), got {n_merges}"
         )
     total = 0
     for word, count in words.items():

@@ -239,7 +239,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             tok = Tokenizer.load(path)
             specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items())
             print(f"{path}: mnemo tokenizer")
-            print(f"  vocabulary   {tok.n_vocab} ids = 256 bytes + {len(tok.merges)} merges + {len(tok.special_tokens)} special")
+            print(f"  vocabulary   {tok.n_tokens} ids = 256 bytes + {len(tok.merges)} merges + {len(tok.special_tokens)} special"
+                  + (f" (ids 0..{tok.n_vocab - 1}: {tok.n_vocab - tok.n_tokens} unused)" if tok.n_vocab != tok.n_tokens else ""))
             print(f"  pattern      {tok.pattern}")
             print(f"  tie rule     {tok.tie}")
             print(f"  fingerprint  {tok.fingerprint}")
@@ -249,7 +250,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             if tok.merge_counts:
                 print(f"  merge counts first {tok.merge_counts[0]}, last {tok.merge_counts[-1]}")
             special_ids = set(tok.special_tokens.values())
-            regular = [i for i in range(tok.n_vocab) if i not in special_ids]
+            regular = [i for i in tok.vocab if i not in special_ids]  # tok.vocab: no holes
             longest = max(regular, key=lambda i: len(tok.token_bytes(i)))
             print(f"  longest      id {longest}: {tok.token_bytes(longest)!r}")
         elif magic == TOK_MAGIC:
@@ -446,7 +447,7 @@ def _separator_option(value: str | None) -> str | None:
 # ---- tokshow -----------------------------------------------------------------------------------
 
 def cmd_tokshow(args: argparse.Namespace) -> int:
-    from mnemo.chat import render_conversation, split_mask
+    from mnemo.chat import render_conversation_mask
     from mnemo.tokenizer import Tokenizer
     from mnemo.tokshow import render_tokens
 
@@ -471,7 +472,8 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         if found is None:
             raise ConfigError(f"{args.chat}: has {count} records; --index {args.index} is out of range")
         messages = json.loads(found[1])["messages"]
-        ids, mask = split_mask(render_conversation(tok, messages))
+        ids, learned = render_conversation_mask(tok, messages)
+        mask = [bool(m) for m in learned]
         if args.offsets:
             spans = tok.decode_with_offsets(ids, spans=True)[1]
     else:

@@ -28,10 +28,17 @@ PATTERN_PROPERTIES: Final = ("ascii_fast_path", "cut_before_space_letter")
 
 TIES: Final = ("id", "bytes")  # index = tie id; the rules in words: reference.TIE_RULE_DOC
 
-MAX_VOCAB: Final = 65536  # ids are stored as uint16 in tokenizer.bin
-#: The trainers keep words as uint16 tokens with 0xFFFF between words, so a trained vocabulary
-#: (bytes + merges + specials) has at most 0xFFFF ids.
-MAX_TRAIN_VOCAB: Final = 0xFFFF
+#: The most tokens (bytes + merges + specials) one vocabulary holds, trained or loaded.  The encoder
+#: packs a pair and its merge number into one 63-bit word, 21 bits each (encode_chunk.py):
+#: 2,097,152 tokens, eight times o200k_base.  A token's public id (an imported vocabulary's own
+#: numbering) may be larger.
+MAX_VOCAB: Final = 1 << 21
+#: The largest id a token may have: bit 31 is the loss-mask bit of uint32 token files.
+MAX_TOKEN_ID: Final = 0x7FFFFFFF
+#: Ids below this fit a uint16 array: the 16-bit token files, caches and fast trainer.
+VOCAB16: Final = 1 << 16
+#: The most special tokens a tokenizer.bin holds (its header counts them in 16 bits).
+MAX_SPECIALS: Final = 0xFFFF
 #: The largest total of pair counts the trainers take: sum over the words of count x (length - 1).
 #: The fast trainer counts in 64-bit integers, and no count it ever holds -- a pair's count, an
 #: intermediate value while a merge applies its deltas, the count a merge removes -- exceeds that
@@ -45,3 +52,9 @@ MASKBIT32: Final = 0x80000000  # the loss-mask bit of a masked uint32 .tok id
 #: GPT-2's and tiktoken's document separator: `Tokenizer.eot_token` names it, and plain-text
 #: inputs are cut into documents at it.
 EOT: Final = "<|endoftext|>"
+
+
+def maskbit_for(n_vocab: int) -> int:
+    """The loss-mask bit of a chat of this vocabulary: MASKBIT while every id is below it (the
+    chat fits a uint16 .tok), else MASKBIT32 (a uint32 .tok; ids stay below 2**31)."""
+    return MASKBIT if n_vocab <= MASKBIT else MASKBIT32

@@ -111,7 +111,7 @@ def assemble(
 
 def _regular_ids(tok: Tokenizer) -> list[int]:
     specials = set(tok.special_tokens.values())
-    return [i for i in range(tok.n_vocab) if i not in specials]
+    return [i for i in tok.vocab if i not in specials]  # tok.vocab: no holes
 
 
 #: The largest vocab.json, merges.txt, .tiktoken or tokenizer.json mnemo reads.  A vocabulary of
@@ -211,10 +211,10 @@ def gpt2_vocab(tok: Tokenizer) -> dict[str, int]:
     """The vocab.json mapping: GPT-2-alphabet token -> id; special tokens under their names."""
     specials = {i: s for s, i in tok.special_tokens.items()}
     out: dict[str, int] = {}
-    for i in range(tok.n_vocab):
+    for i, raw in tok.vocab.items():  # no holes
         key = specials.get(i)
         if key is None:
-            key = token_to_string(tok.token_bytes(i))
+            key = token_to_string(raw)
         if key in out:
             raise ConfigError(f"ids {out[key]} and {i} are both {key!r}: a vocab.json cannot hold both")
         out[key] = i

@@ -21,14 +21,14 @@ from typing import Any, Union, cast
 
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
-from mnemo.constants import MAX_TRAIN_VOCAB
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
-from mnemo.merge_loop import train_merges_packed
+from mnemo import merge_loop, merge_loop_wide
+from mnemo.constants import MAX_VOCAB
 from mnemo.remote import is_url
 from mnemo.sources import (
     Task,
@@ -77,15 +77,15 @@ def _as_paths(inputs: object) -> list[PathLike] | None:
 
 
 def check_vocab_size(vocab_size: object, n_specials: int = len(DEFAULT_SPECIAL_TOKENS)) -> int:
-    """`vocab_size` checked: an int from 256 bytes + the special tokens up to MAX_TRAIN_VOCAB.
+    """`vocab_size` checked: an int from 256 bytes + the special tokens up to constants.MAX_VOCAB.
     Callers that write files before training (`mnemo demo`) check it first too."""
     size = check_int("vocab_size", vocab_size)
     least = 256 + n_specials
     if size < least:
         raise ConfigError(f"vocab_size must be >= {least} (256 bytes + {n_specials} special tokens), got {size}")
-    if size > MAX_TRAIN_VOCAB:
+    if size > MAX_VOCAB:
         raise ConfigError(
-            f"vocab_size must be <= {MAX_TRAIN_VOCAB} (token ids are 16-bit and 0xFFFF separates words), got {size}"
+            f"vocab_size must be <= {MAX_VOCAB:,} (constants.MAX_VOCAB: the encoder packs ids in 21 bits), got {size}"
         )
     return size
 
@@ -402,7 +402,11 @@ def _train(
     if algorithm == "naive":
         merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress, initial)
     else:
-        merges, counts = train_merges_packed(blob, meta, n_merges, tie, verify, progress, initial_merges=initial)
+        # The 16-bit trainer while every id fits beside its separator 0xFFFF: half the memory
+        # traffic of 32-bit tokens, and the AVX2 pair scan.
+        narrow = 256 + n_merges <= merge_loop.MAX_IDS
+        fast = merge_loop.train_merges_packed if narrow else merge_loop_wide.train_merges_packed
+        merges, counts = fast(blob, meta, n_merges, tie, verify, progress, initial_merges=initial)
     if stats is not None:
         stats.count = count_stats
         stats.unique_words = packed.n_words

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from mnemo.checks import type_error
-from mnemo.constants import MAX_VOCAB
+from mnemo.constants import MAX_SPECIALS, MAX_TOKEN_ID, MAX_VOCAB
 from mnemo.errors import ConfigError, FormatError, MnemoError
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
@@ -55,14 +55,18 @@ class TokenizerFields:
 # ---- the rules ----
 
 
-def check_size(n_merges: int, n_specials: int, fail: Callable[[str], MnemoError]) -> int:
-    """The number of ids, 256 + merges + specials, which must be at most MAX_VOCAB."""
+def check_size(
+    n_merges: int, n_specials: int, fail: Callable[[str], MnemoError], most: int = MAX_VOCAB
+) -> int:
+    """The number of ids, 256 + merges + specials, which must be at most `most` (MAX_VOCAB: the
+    encoder packs ids in 21 bits; a version-1 tokenizer.bin holds 65,536), with at most
+    MAX_SPECIALS specials (tokenizer.bin counts them in 16 bits)."""
     n_vocab = 256 + n_merges + n_specials
-    if n_vocab > MAX_VOCAB:
-        raise fail(
-            f"{n_merges} merges + {n_specials} specials give {n_vocab} ids, more than {MAX_VOCAB} "
-            f"(ids are stored as uint16)"
-        )
+    if n_vocab > most:
+        why = "the encoder packs ids in 21 bits" if most == MAX_VOCAB else "ids are stored as uint16 in this version"
+        raise fail(f"{n_merges} merges + {n_specials} specials give {n_vocab:,} ids, more than {most:,} ({why})")
+    if n_specials > MAX_SPECIALS:
+        raise fail(f"{n_specials} special tokens are more than {MAX_SPECIALS} (tokenizer.bin counts them in 16 bits)")
     return n_vocab
 
 
@@ -107,12 +111,14 @@ def check_special_names(names: Sequence[str], fail: Fail = _config_error) -> Non
             raise fail(j, f"special token {j} {name!r} is listed twice (first as special token {first})")
 
 
-def check_id_map(id_map: Sequence[int], n_vocab: int, fail: Fail = _config_error) -> None:
-    """The id map gives each of the n_vocab ids a distinct public id in 0..n_vocab-1."""
+def check_id_map(id_map: Sequence[int], n_vocab: int, fail: Fail = _config_error, top: int = MAX_TOKEN_ID) -> None:
+    """The id map gives each of the n_vocab ids a distinct public id in 0..top.  Public ids may
+    leave holes (cl100k_base has no token 100256; docs/ids32.md); bit 31 stays free, the loss-mask
+    bit of uint32 token files.  A version-1 tokenizer.bin maps onto 0..n_vocab-1 (top)."""
     owner: dict[int, int] = {}
     for i, public in enumerate(id_map):
-        if not 0 <= public < n_vocab:
-            raise fail(i, f"id_map[{i}] = {public} is outside 0..{n_vocab - 1}")
+        if not 0 <= public <= top:
+            raise fail(i, f"id_map[{i}] = {public} is outside 0..{top}")
         first = owner.setdefault(public, i)
         if first != i:
             raise fail(i, f"id_map gives id {public} to both {first} and {i}")
@@ -167,7 +173,8 @@ def from_byte_tokens(
     tokens that exist already (bytes or earlier merges) and make a token of `vocab`.  Entries of
     `vocab` no merge makes become special tokens named by `leftover_name` when it is given
     (GPT-2's vocab.json holds `<|endoftext|>` that way); otherwise they are an error.  The ids
-    together must be exactly 0..n-1 (FormatError names a repeated or missing id).  `show` spells
+    together must be distinct, in 0..2**31-1 (FormatError names a repeated id); they may leave
+    holes, as cl100k_base's special tokens do (docs/ids32.md).  `show` spells
     a token in messages (interop.py passes GPT-2's printable alphabet); `vocab_where` names a
     vocabulary entry (default: `show`).  The Tokenizer built from the result checks the rules
     above; a ConfigError there is the source's fault (`as_format_error`).
@@ -235,12 +242,11 @@ def from_byte_tokens(
         first = owner.setdefault(i, pos)
         if first != pos:
             raise FormatError(f"{source}: id {i} is given to both {labels[first]} and {labels[pos]} (duplicate id)")
-    n = len(public)
-    if max(public) != n - 1:
-        missing = min(set(range(n)) - owner.keys())
+    top = max(public)
+    if top > MAX_TOKEN_ID:  # holes are allowed: cl100k_base leaves some (docs/ids32.md)
         raise FormatError(
-            f"{source}: no token has id {missing} but the ids go up to {max(public)}: mnemo needs ids "
-            f"0..{n - 1} without gaps"
+            f"{source}: {labels[public.index(top)]} has id {top}, above {MAX_TOKEN_ID} (bit 31 of an id is "
+            f"the loss-mask bit of uint32 token files)"
         )
     return TokenizerFields(pairs, pattern, names, "id", None, public)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from mnemo import ConfigError, FormatError, SpecialTokenError, Tokenizer, open_tok
+from mnemo import ConfigError, FormatError, SpecialTokenError, Tokenizer, UnknownTokenError, open_tok
 from mnemo import interop
 from mnemo.vocabfile import encode_tokenizer_bin
 from mnemo.interop import (
@@ -498,7 +498,8 @@ def test_small_gpt2_files_load(tmp_path: Path) -> None:
         ("a b\nxy c\n", None, r"line 2: token 'xy' is not in the vocabulary"),
         ("a b\nab d\n", None, r"line 2: the merged token 'abd' is not in the vocabulary"),
         ("a b\nab c\n", {"ab": 256, "abc": 256}, r"id 256 is given to both 'ab' and 'abc'"),
-        ("a b\nab c\n", {"ab": 256, "abc": 258}, r"no token has id 257 but the ids go up to 258"),
+        # a hole (257) is allowed since issue 16 (tests/test_ids32.py); an id past bit 31 is not
+        ("a b\nab c\n", {"ab": 256, "abc": 2**31}, r"has id 2147483648, above 2147483647"),
         ("a b\nab c\n", {"ab": 256, "abc": 257, "zz": 258}, r"neither|id 258"),
         ("ab c\na b\n", None, r"line 1: token 'ab' is not made by any earlier merge"),
         ("a b\na b\n", None, r"line 2: makes 'ab' again"),
@@ -562,8 +563,10 @@ def test_tiktoken_specials_must_fill_ids(tmp_path: Path) -> None:
     path = tmp_path / "t.tiktoken"
     path.write_text(tiktoken_lines(["YWI= 256"]), encoding="ascii")
     assert load_tiktoken(path, "gpt2", {EOT: 257}).encode("ab" + EOT, allowed_special="all") == [256, 257]
-    with pytest.raises(FormatError, match="no token has id 257 but the ids go up to 258"):
-        load_tiktoken(path, "gpt2", {EOT: 258})
+    holey = load_tiktoken(path, "gpt2", {EOT: 258})  # cl100k's shape: 257 is a hole (issue 16)
+    assert holey.n_vocab == 259 and holey.encode(EOT, allowed_special="all") == [258]
+    with pytest.raises(UnknownTokenError, match="token id 257 "):
+        holey.decode([257])
     with pytest.raises(ConfigError, match="unknown pattern 'cl100k'"):
         load_tiktoken(path, "cl100k")
 
@@ -603,8 +606,8 @@ def test_cs336_malformed() -> None:
         Tokenizer.from_vocab_merges(vocab, [(b"xy", b"z")])
     with pytest.raises(FormatError, match=r"vocab\[97\] and vocab\[300\] are both b'a'"):
         Tokenizer.from_vocab_merges({**vocab, 300: b"a"}, [])
-    with pytest.raises(FormatError, match=r"no token has id 256 but the ids go up to 300"):
-        Tokenizer.from_vocab_merges({**vocab, 300: b"ab"}, [(b"a", b"b")])
+    holey = Tokenizer.from_vocab_merges({**vocab, 300: b"ab"}, [(b"a", b"b")])  # holes 256..299 (issue 16)
+    assert holey.n_vocab == 301 and holey.encode("ab") == [300]
 
 
 def test_no_pickle_in_interop() -> None:

@@ -82,7 +82,7 @@ def test_token_bytes() -> None:
         ({"special_tokens": [""]}, "not a non-empty string"),
         ({"special_tokens": ["x" * 256]}, "longer than 255"),
         ({"merge_counts": [5]}, "1 merge counts for 0 merges"),
-        ({"merges": chain_merges(65_280), "special_tokens": ["<|a|>"]}, "give 65537 ids, more than 65536"),
+        ({"merges": chain_merges(2_097_152 - 256), "special_tokens": ["<|a|>"]}, "give 2,097,153 ids, more than 2,097,152"),
     ],
 )
 def test_constructor_rejects(kwargs: dict[str, object], message: str) -> None:
