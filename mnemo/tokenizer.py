@@ -15,7 +15,7 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Literal
 
 import numpy as np
@@ -609,12 +609,16 @@ class Tokenizer:
         if n_workers == 1:
             return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in checked]
         result: list[list[int]] = []
-        for lengths, flat in self._batch_in_workers(checked, allowed, disallowed, n_workers):
-            ids = flat.tolist()
+
+        def unpack(part: tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]) -> None:
+            # here, as each block arrives, while the workers encode the next ones
+            ids = part[1].tolist()
             pos = 0
-            for n in lengths.tolist():
+            for n in part[0].tolist():
                 result.append(ids[pos : pos + n])
                 pos += n
+
+        self._batch_in_workers(checked, allowed, disallowed, n_workers, unpack)
         return result
 
     def encode_batch_to_numpy(
@@ -637,7 +641,8 @@ class Tokenizer:
         if n_workers == 1:
             lengths, flat = _encode_flat(self, checked, allowed, disallowed)
         else:
-            parts = self._batch_in_workers(checked, allowed, disallowed, n_workers)
+            parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = []
+            self._batch_in_workers(checked, allowed, disallowed, n_workers, parts.append)
             lengths = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
             flat = np.concatenate([p[1] for p in parts]).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
         offsets = np.zeros(len(checked) + 1, dtype=np.int64)
@@ -660,17 +665,20 @@ class Tokenizer:
         return texts, allowed, disallowed, n_workers
 
     def _batch_in_workers(
-        self, texts: Sequence[str], allowed: set[str], disallowed: set[str], n_workers: int
-    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]]:
+        self,
+        texts: Sequence[str],
+        allowed: set[str],
+        disallowed: set[str],
+        n_workers: int,
+        sink: Callable[[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
+    ) -> None:
         """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers."""
         from mnemo.work import map_ordered, setup_of, shared_executor
 
-        parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = []
         blocks = (list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK))
         fn = functools.partial(_encode_texts, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
         with shared_executor(n_workers) as executor:
-            map_ordered(blocks, fn, parts.append, executor=executor, setup=setup_of(_tokenizer_of, self.to_bytes(), self))
-        return parts
+            map_ordered(blocks, fn, sink, executor=executor, setup=setup_of(_tokenizer_of, self.to_bytes(), self))
 
     def encode_to_numpy(
         self,

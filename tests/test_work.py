@@ -467,3 +467,27 @@ def test_encode_batch_in_an_unguarded_script(tmp_path: Path, corpus_docs: Callab
     assert done.returncode == 0, done.stderr
     workers = min(os.cpu_count() or 1, -(-len(texts) // 256)) if (os.cpu_count() or 1) > 1 else 0
     assert done.stdout.splitlines() == ["top level ran", "same ids True", f"workers {workers}"], done.stdout
+
+
+def test_tasks_say_what_they_are() -> None:
+    """An error names the task without opening its file: a byte range, a row group, a whole file;
+    a block of documents by its size."""
+    from mnemo.sources import Task
+
+    assert work.describe(Task("a.jsonl", "jsonl", 0, 100)) == "a.jsonl (bytes 0 to 100)"
+    assert work.describe(Task("b.parquet", "parquet", row_group=3)) == "b.parquet (row group 3)"
+    assert work.describe(Task("c.txt.gz", "text", sequential=True)) == "c.txt.gz"
+    assert work.describe([b"doc"] * 256) == "a block of 256 items"
+
+
+def test_a_worker_that_dropped_a_state_gets_it_again() -> None:
+    """A worker keeps KEPT_STATES states; the caller's note of what it has can be stale (a test
+    suite with many tokenizers in one process): the worker asks for the image again."""
+    ex = work.LocalProcesses(1)
+    try:
+        for k in [*range(work.KEPT_STATES + 2), 0, 1]:
+            got: list[tuple[str, int]] = []
+            work.map_ordered(range(2), with_state, got.append, executor=ex, setup=work.setup_of(build_upper, f"tok{k}".encode()))
+            assert got == [(f"TOK{k}", x) for x in range(2)]
+    finally:
+        ex.shutdown()
