@@ -414,8 +414,17 @@ def test_signals_at_many_moments_leave_nothing_behind(
     argv = (
         [MNEMO, "tokenize", "-t", str(tok), str(src), "-o", str(out), "--workers", "2", "-q"]
         if command == "tokenize"
-        else [MNEMO, "train", str(src), "-o", str(out), "--vocab-size", "1500", "--workers", "2", "-q"]
+        else [MNEMO, "train", str(src), "-o", str(out), "--vocab-size", "3000", "--workers", "2", "-q"]
     )
+    # How long a run works once its first worker exists, measured here: the moments are spread
+    # over that time, whatever the machine's speed and load.
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not _descendants(proc.pid) and proc.poll() is None:
+        time.sleep(0.005)
+    started = time.monotonic()
+    proc.wait(timeout=120)
+    span = time.monotonic() - started
+    out.unlink()
     interrupted = 0
     for k in range(20):
         sig = signal.SIGINT if k % 2 else signal.SIGTERM
@@ -425,7 +434,7 @@ def test_signals_at_many_moments_leave_nothing_behind(
         while not seen and time.monotonic() < deadline and proc.poll() is None:  # until workers exist
             seen |= _descendants(proc.pid)
             time.sleep(0.005)
-        moment = time.monotonic() + rng.uniform(0.0, 0.5)
+        moment = time.monotonic() + rng.uniform(0.0, 0.8 * span)
         while time.monotonic() < moment and proc.poll() is None:
             seen |= _descendants(proc.pid)
             time.sleep(0.005)
@@ -446,7 +455,7 @@ def test_signals_at_many_moments_leave_nothing_behind(
             assert proc.returncode == 128 + sig, (k, proc.returncode, err)
             assert not out.exists(), k
         assert sorted(p.name for p in tmp_path.iterdir()) == [], (k, list(tmp_path.iterdir()))
-    assert interrupted >= 14, interrupted  # most moments fell inside the runs
+    assert interrupted >= 10, (interrupted, span)  # most moments fell inside the runs
 
 
 # ---- encode_batch in a script without the __main__ guard (issue 15 item 2) --------------------------
