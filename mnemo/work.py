@@ -606,8 +606,15 @@ def _shutdown_all() -> None:
         ex.shutdown()
 
 
+def _shutdown_at_exit() -> None:
+    """At exit the work is done: a Ctrl-C or SIGTERM arriving now would only interrupt stopping
+    the workers and print a traceback, so both stay blocked while the process ends."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    _shutdown_all()
+
+
 os.register_at_fork(after_in_child=_after_fork_in_child)
-atexit.register(_shutdown_all)
+atexit.register(_shutdown_at_exit)
 
 
 @contextmanager
