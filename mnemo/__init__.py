@@ -34,6 +34,7 @@ from mnemo.errors import (
     SpecialTokenError,
     UnknownTokenError,
     VerificationError,
+    WorkerError,
 )
 from mnemo.tokfile import open_tok
 from mnemo.pretokenize import split
@@ -53,6 +54,7 @@ __all__ = [
     "Tokenizer",
     "UnknownTokenError",
     "VerificationError",
+    "WorkerError",
     "__version__",
     "open_tok",
     "split",

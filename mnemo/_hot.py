@@ -25,7 +25,7 @@ Sorted.  Modules NOT compiled, and why:
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file
-  mnemo/parallel.py         the worker start method and progress type; nothing hot
+  mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
   mnemo/remote.py          URLs through fsspec: opened, checked and uploaded once per file
@@ -43,6 +43,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/training.py         process orchestration around the compiled counter and trainer
   mnemo/vocab.py            the vocabulary's rules, checked once per vocabulary
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
+  mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
 """
 
 from typing import Final

@@ -16,6 +16,9 @@ The rule that picks the class -- whose move is it?
     FormatError        a tokenizer.bin, .tok or other tool's file that is damaged, truncated or
                        of another version (FingerprintError: made by another tokenizer);
     SpecialTokenError  special-token text where the caller did not allow it.
+- Neither's, but the machine's:
+    WorkerError        a worker process died (a signal, the out-of-memory killer) on a task; it
+                       names the process, the signal and the task, so the run can be retried.
 - mnemo's own fault, which no input should cause:
     VerificationError  a self-check failed (the trainer's recount);
     anything else      a bug: it propagates as what it is (AssertionError, IndexError, ...),
@@ -64,3 +67,7 @@ class UnknownTokenError(InputError, KeyError):
 
 class ArgumentTypeError(MnemoError, TypeError):
     """An argument of a mnemo function has the wrong Python type (a TypeError, as Python expects)."""
+
+
+class WorkerError(MnemoError):
+    """A worker process died (killed by a signal, the OOM killer) while working on a task."""
