@@ -26,6 +26,7 @@ Re-exports only; each name lives in the module that owns it.
 
 from mnemo.errors import (
     ArgumentTypeError,
+    ClusterError,
     ConfigError,
     FingerprintError,
     FormatError,
@@ -39,16 +40,19 @@ from mnemo.tokfile import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
 from mnemo.training import train, train_from_iterator
+from mnemo.work_ray import RayOptions
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentTypeError",
+    "ClusterError",
     "ConfigError",
     "FingerprintError",
     "FormatError",
     "InputError",
     "MnemoError",
+    "RayOptions",
     "SpecialTokenError",
     "Tokenizer",
     "UnknownTokenError",

@@ -19,8 +19,11 @@ Sorted.  Modules NOT compiled, and why:
                             parsing and checks once per file; encode_iterable only cuts text and
                             hands it to the compiled encoder and pre-tokenizer
   mnemo/parallel.py         the worker start method and progress type; nothing hot
+  mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
+                            the compiled encoder
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
+  mnemo/shards.py           shard directories: a manifest (JSON) and .tok files, once per shard
   mnemo/sources.py          file reading and planning, done by C libraries (lzma, pyarrow, json for
                             the lines the fast path declines); the hot part, the text field of
                             each JSON line, moved to the compiled mnemo/jsonfield.py
@@ -32,6 +35,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/tokshow.py          formats tokens for a terminal, a few hundred at a time
   mnemo/training.py         process orchestration around the compiled counter and trainer
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
+  mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
+                            functions by reference, which needs them plain Python
 """
 
 from typing import Final

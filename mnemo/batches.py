@@ -164,7 +164,9 @@ class TokenStream:
 
     @classmethod
     def from_tok_files(cls, paths: Sequence[str | os.PathLike[str]], tokenizer: Tokenizer) -> TokenStream:
-        """Memory-map .tok files written by `tokenizer` (mnemo.open_tok refuses any other's).
+        """Memory-map .tok files written by `tokenizer` (mnemo.open_tok refuses any other's), or
+        shard directories of `mnemo tokenize --ray`, each shard an array of its own (a window does
+        not cross from one shard to the next, as it does not cross from one file to the next).
 
         All files must be of one kind: documents, or masked chats.  Masked chats of vocabularies
         over 32,768 ids (uint32 files, MASKBIT 0x80000000) are not supported by this loader."""
@@ -184,7 +186,8 @@ class TokenStream:
                     f"{f.path}: a masked file of {f.header.n_vocab} ids stores MASKBIT {f.header.maskbit:#x}; "
                     f"this loader reads 16-bit chat files (vocabularies up to 32,768 ids)"
                 )
-        return cls([f.tokens for f in files], masked=masked)
+        # a shard directory (mnemo/shards.py) gives one memory-mapped array per shard, in input order
+        return cls([a for f in files for a in f.parts], masked=masked)
 
     @property
     def n_tokens(self) -> int:

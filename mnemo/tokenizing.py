@@ -51,6 +51,7 @@ from mnemo.sources import (
 )
 from mnemo.stackfiles import open_writer, output_paths
 from mnemo.tokenizer import Tokenizer
+from mnemo.work_ray import RayOptions, check_ray_option
 
 BLOCK_DOCS = 256
 #: `bos` / `eos` of tokenize_files: choose by document_separators' rule.
@@ -66,6 +67,9 @@ class TokenizeStats:
     n_tokens: int = 0
     n_bytes: int = 0
     seconds: float = 0.0
+    #: A Ray run (a shard directory): its shards, and those a previous run had completed.
+    n_shards: int = 0
+    n_skipped_shards: int = 0
 
     @property
     def bytes_per_token(self) -> float:
@@ -241,9 +245,15 @@ def tokenize_files(
     bos: str | None = AUTO,
     eos: str | None = AUTO,
     format: str = "tok",
+    ray: bool | str | RayOptions | None = None,
 ) -> TokenizeStats:
     """Encode every document of the inputs into the .tok file `output`, or into the token files
     of a training stack: `format` "megatron", "datatrove" or "nanogpt" (mnemo/stackfiles.py).
+
+    `ray` (True, "HOST:PORT" or a RayOptions; docs/ray.md): encode on a Ray cluster into the
+    shard directory `output` -- a .tok per task and a manifest (mnemo/shards.py), read back as
+    one dataset by open_tok, TokenStream and `mnemo info`.  A run started again with the same
+    arguments keeps the shards a previous run completed.
 
     `bos` / `eos`: the names of the special tokens put before / after each document, None for
     no token, or AUTO (see document_separators).  Chats (`chat=True`) are delimited by the chat
@@ -258,6 +268,9 @@ def tokenize_files(
         bos_id, eos_id = document_separators(tokenizer, bos, eos)
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
             warnings.warn(no_separator_warning(tokenizer), stacklevel=2)
+    ray_options = check_ray_option(ray)
+    if ray_options is not None:
+        return _tokenize_on_ray(inputs, tokenizer, output, ray_options, chat, text_field, progress, bos_id, eos_id, format)
     for part in output_paths(format, output, chat):
         check_output(part, [("input", p) for p in inputs])
     sink, bos_id, eos_id = open_writer(format, output, tokenizer, chat=chat, bos=bos_id, eos=eos_id)
@@ -298,6 +311,33 @@ def tokenize_files(
     stats.n_tokens = sink.n_tokens  # what the file holds: a boundary marker is not a token of it
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _tokenize_on_ray(
+    inputs: Sequence[str | os.PathLike[str]],
+    tokenizer: Tokenizer,
+    output: str | os.PathLike[str],
+    options: RayOptions,
+    chat: bool,
+    text_field: str,
+    progress: Progress | None,
+    bos_id: int | None,
+    eos_id: int | None,
+    format: str,
+) -> TokenizeStats:
+    from mnemo.work_ray import tokenize_on_ray
+
+    if format != "tok":
+        raise ConfigError(f"--ray writes a shard directory of .tok files; format {format!r} is not written on Ray (use tok)")
+    for p in inputs:
+        if same_file(output, p):
+            raise ConfigError(f"{output}: the output is also an input; choose another output folder")
+    check_output_folder(output)
+    t0 = time.perf_counter()
+    r = tokenize_on_ray(
+        inputs, tokenizer, output, options, chat=chat, text_field=text_field, bos=bos_id, eos=eos_id, progress=progress
+    )
+    return TokenizeStats(r.n_docs, r.n_tokens, r.n_bytes, time.perf_counter() - t0, r.n_shards, r.n_skipped)
 
 
 # ---- document separators ---------------------------------------------------------------------------

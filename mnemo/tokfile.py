@@ -172,11 +172,17 @@ class TokWriter:
 
 @dataclass(frozen=True)
 class TokFile:
-    """An opened .tok file: its header and its tokens, memory-mapped (read-only)."""
+    """An opened .tok file: its header and its tokens, memory-mapped (read-only).
+
+    A shard directory (`mnemo tokenize --ray`, mnemo/shards.py) opens as one TokFile: `header`
+    describes the whole dataset, `parts` holds each shard's memory-mapped tokens in input order,
+    and `tokens` is their concatenation (read into memory when there is more than one shard;
+    TokenStream reads `parts` and maps them instead)."""
 
     path: Path
     header: TokHeader
     tokens: npt.NDArray[np.unsignedinteger]
+    parts: tuple[npt.NDArray[np.unsignedinteger], ...] = ()
 
     def __len__(self) -> int:
         return self.header.n_tokens
@@ -195,7 +201,10 @@ def read_tok_header(path: str | os.PathLike[str]) -> TokHeader:
 
 
 def open_tok(path: str | os.PathLike[str], tokenizer: Tokenizer) -> TokFile:
-    """Memory-map a .tok file made by `tokenizer`; FingerprintError when another tokenizer made it."""
+    """Memory-map a .tok file (or a shard directory) made by `tokenizer`; FingerprintError when
+    another tokenizer made it."""
+    if os.path.isdir(path):
+        return _open_shard_dir(path, tokenizer)
     header = read_tok_header(path)
     if header.fingerprint != tokenizer.fingerprint:
         raise FingerprintError(
@@ -207,7 +216,18 @@ def open_tok(path: str | os.PathLike[str], tokenizer: Tokenizer) -> TokFile:
         tokens: npt.NDArray[np.unsignedinteger] = np.zeros(0, dtype=dtype)
     else:
         tokens = np.memmap(path, dtype=dtype, mode="r", offset=TOK_HEADER.size, shape=(header.n_tokens,))
-    return TokFile(Path(path), header, tokens)
+    return TokFile(Path(path), header, tokens, (tokens,))
+
+
+def _open_shard_dir(path: str | os.PathLike[str], tokenizer: Tokenizer) -> TokFile:
+    from mnemo.shards import combined_header, shard_arrays, shard_headers
+
+    manifest, headers = shard_headers(path, tokenizer.fingerprint)
+    header = combined_header(manifest, headers)
+    parts = tuple(shard_arrays(path, manifest, headers))
+    dtype = np.dtype("<u2" if header.width == 2 else "<u4")
+    tokens = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    return TokFile(Path(path), header, tokens, parts)
 
 
 assert TOK_HEADER.size == 64, "header layout changed"

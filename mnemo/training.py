@@ -27,6 +27,7 @@ from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer, check_int, check_special_tokens, type_error
 from mnemo.merge_loop import train_merges_packed
+from mnemo.work_ray import RayOptions, check_ray_option
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -203,9 +204,11 @@ def _count_packed(
     workers: int | None,
     text_field: str,
     progress: Progress | None,
+    ray: RayOptions | None = None,
 ) -> tuple[tuple[bytes, bytes], CountStats]:
     """count_words, with the counts packed as WordCounter.to_packed packs them (the trainer lays
-    them out directly; a dict of every word is never built)."""
+    them out directly; a dict of every word is never built).  With `ray`, counted and added up
+    on a Ray cluster (mnemo/work_ray.py)."""
     pid, specials, max_chunk_bytes, n_workers = check_count_args(
         inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress
     )
@@ -214,6 +217,19 @@ def _count_packed(
     if progress is not None:
         progress("count", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
     stats = CountStats()
+    if ray is not None:
+        from mnemo.work_ray import RayCountStats, count_packed_on_ray
+
+        if isinstance(inputs, Documents):
+            raise ConfigError("documents held in memory cannot be counted on Ray; write them to files every node can read")
+        ray_stats = RayCountStats()
+        words = count_packed_on_ray(
+            inputs, ray, pattern=pid, max_chunk_bytes=max_chunk_bytes, specials=specials,
+            text_field=text_field, progress=progress, stats=ray_stats,
+        )
+        stats.n_bytes, stats.n_chunks, stats.n_skipped = ray_stats.n_bytes, ray_stats.n_chunks, ray_stats.n_skipped
+        stats.seconds = time.perf_counter() - t0
+        return words, stats
     jobs: list[Task] | None = None
     stream: Iterator[bytes] | None = None
     if not isinstance(inputs, Documents):
@@ -359,6 +375,7 @@ def _train(
     text_field: str = "text",
     progress: Progress | None = None,
     stats: TrainStats | None = None,
+    ray: object = None,
 ) -> Tokenizer:
     """`train` and `train_from_iterator` once their inputs are known to be paths or documents.
 
@@ -379,6 +396,7 @@ def _train(
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     if tie not in ("id", "bytes"):
         raise ConfigError(f"unknown tie rule {tie!r}; choose 'id' or 'bytes'")
+    ray_options = check_ray_option(ray)
     (blob, meta), count_stats = _count_packed(
         inputs,
         pattern=pattern,
@@ -387,6 +405,7 @@ def _train(
         workers=workers,
         text_field=text_field,
         progress=progress,
+        ray=ray_options,
     )
     if not meta:
         raise InputError(
@@ -422,6 +441,7 @@ def train(
     text_field: str = "text",
     progress: Progress | None = None,
     stats: TrainStats | None = None,
+    ray: bool | str | RayOptions | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from files.
 
@@ -434,6 +454,11 @@ def train(
     DEFAULT_SPECIAL_TOKENS, at the top).  Special-token strings in the text split documents and
     are never learned.  Training stops early when no pair occurs twice.  `workers` processes
     count (default: every CPU); `stats`, when given, is filled with what the run did.
+
+    `ray`: count on a Ray cluster instead (docs/ray.md): True for the cluster RAY_ADDRESS names
+    (else a new local one), "HOST:PORT" for that cluster, or a RayOptions.  The files must be
+    readable by every node under the same path; the merge loop runs here, and the tokenizer is
+    byte for byte the one a local run makes.
     """
     return _train(
         _file_paths(files),
@@ -448,6 +473,7 @@ def train(
         text_field=text_field,
         progress=progress,
         stats=stats,
+        ray=ray,
     )
 
 

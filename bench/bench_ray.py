@@ -1,0 +1,257 @@
+"""What Ray costs: the same input with local processes and on a Ray cluster, and how the count
+tables' combine grows with the number of tasks.  Numbers for docs/scale.md and docs/ray.md.
+
+    .venv/bin/python bench/bench_ray.py ratio  [--mb 100] [--rounds 3]
+    .venv/bin/python bench/bench_ray.py tables [--mb 100] [--tasks 8,16,32,64]
+    .venv/bin/python bench/bench_ray.py rates  [--mb 100]
+
+With no --address, the bench makes a loopback-only network namespace (and a PID namespace, so
+that everything it started ends with it), starts a head and one more node of 1 CPU each there --
+two CPUs, as many as the local run's two worker processes -- and measures against that running
+cluster (../shared/notes/ray-on-loopback.md).  With --address it uses your cluster.
+
+- ratio: counting (the phase that runs on the nodes; the merge loop is the driver's either way)
+  and tokenizing, each timed `--rounds` times alternately local / Ray after one warm-up run of
+  each; prints the medians and Ray / local.
+- tables: counting on Ray with 8, 16, 32, 64 tasks, each in a fresh driver process: the
+  driver's peak RSS (ru_maxrss) beside its RSS once connected, the tree's depth, the time from
+  the last count table to the total on the driver, and the adding-up time of every combine task.
+  `--mb 1000` is the closing note's "64 tables of 1 GB of text".
+- rates: per-core counting and encoding rates, and distinct words against bytes (for the
+  FineWeb-scale estimate in docs/scale.md).
+
+Not a pytest-benchmark suite (no function here is named bench_*): a cluster run is minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+WORK = Path(os.environ.get("MNEMO_BENCH_DIR", "/tmp/mnemo-bench-ray"))
+PORT = 6389
+INNER_ENV = "MNEMO_BENCH_RAY_INNER"
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def input_file(mb: int) -> Path:
+    """`mb` MB of JSONL: English, multilingual and code records, repeated past their 270 MB
+    (repeats add bytes, not distinct words: said where it matters)."""
+    path = WORK / f"input-{mb}mb.jsonl"
+    if path.is_file():
+        return path
+    WORK.mkdir(parents=True, exist_ok=True)
+    want = mb * 1_000_000
+    tmp = path.with_suffix(".part")
+    written = 0
+    with open(tmp, "wb") as out:
+        while written < want:
+            for name in ("english", "multilingual", "code"):
+                with lzma.open(CORPUS / f"{name}.jsonl.xz", "rb") as f:
+                    for line in f:
+                        out.write(line)
+                        written += len(line)
+                        if written >= want:
+                            break
+                if written >= want:
+                    break
+    tmp.rename(path)
+    return path
+
+
+def tokenizer_file() -> Path:
+    import mnemo
+
+    path = WORK / "tokenizer.bin"
+    if not path.is_file():
+        mnemo.train(input_file(20), vocab_size=32768, workers=2).save(path)
+    return path
+
+
+# ---- the cluster ---------------------------------------------------------------------------------
+
+
+def ensure_cluster(args: argparse.Namespace) -> None:
+    """Re-run this command inside a fresh loopback-only namespace with a 2-node cluster, unless
+    an address was given or this is that run."""
+    if args.address or os.environ.get(INNER_ENV):
+        return
+    ray = Path(sys.executable).with_name("ray")
+    start = (
+        f"ip link set lo up && export RAY_ENABLE_USAGE_STATS=0 && "
+        f"{ray} start --head --port={PORT} --node-ip-address=127.0.0.1 --num-cpus=1 --include-dashboard=false "
+        f"--disable-usage-stats --object-store-memory={2 << 30} >/dev/null && "
+        f"{ray} start --address=127.0.0.1:{PORT} --num-cpus=1 --object-store-memory={2 << 30} >/dev/null && "
+        f"{sys.executable} {' '.join(sys.argv)} --address 127.0.0.1:{PORT}"
+    )
+    env = {**os.environ, INNER_ENV: "1"}
+    sys.exit(subprocess.call(["unshare", "--net", "--pid", "--fork", "--mount-proc", "sh", "-c", start], env=env))
+
+
+def connect(address: str) -> None:
+    import ray
+
+    ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+    deadline = time.monotonic() + 60
+    while sum(1 for n in ray.nodes() if n.get("Alive")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+# ---- ratio ---------------------------------------------------------------------------------------
+
+
+def cmd_ratio(args: argparse.Namespace) -> None:
+    import mnemo
+    from mnemo.pretokenize import pattern_id
+    from mnemo.tokenizing import tokenize_files
+    from mnemo.training import _count_packed
+    from mnemo.work_ray import RayCountStats, RayOptions, count_packed_on_ray
+
+    path = input_file(args.mb)
+    tok = mnemo.Tokenizer.load(tokenizer_file())
+    connect(args.address)
+    opts = RayOptions(address=args.address, shard_bytes=16 << 20)
+    out = WORK / "out"
+
+    def local_count() -> float:
+        t = time.perf_counter()
+        _count_packed([path], pattern="mnemonic", special_tokens=[], max_chunk_bytes=256, workers=2, text_field="text", progress=None)
+        return time.perf_counter() - t
+
+    def ray_count() -> float:
+        t = time.perf_counter()
+        count_packed_on_ray([path], opts, pattern=pattern_id("mnemonic"), max_chunk_bytes=256, specials=[], text_field="text", stats=RayCountStats())
+        return time.perf_counter() - t
+
+    def local_tokenize() -> float:
+        shutil.rmtree(out, ignore_errors=True)
+        t = time.perf_counter()
+        tokenize_files([path], tok, WORK / "out.tok", workers=2)
+        return time.perf_counter() - t
+
+    def ray_tokenize() -> float:
+        shutil.rmtree(out, ignore_errors=True)
+        t = time.perf_counter()
+        tokenize_files([path], tok, out, ray=opts)
+        return time.perf_counter() - t
+
+    print(f"input {path.name}: {path.stat().st_size / 1e6:.0f} MB; local: 2 worker processes; Ray: 2 nodes x 1 CPU "
+          f"({args.address}); load average {os.getloadavg()[0]:.1f}", flush=True)
+    for phase, local, on_ray in (("count", local_count, ray_count), ("tokenize", local_tokenize, ray_tokenize)):
+        local(), on_ray()  # warm-up: page cache, Ray's worker processes
+        lt, rt = [], []
+        for _ in range(args.rounds):
+            lt.append(local())
+            rt.append(on_ray())
+        lm, rm = statistics.median(lt), statistics.median(rt)
+        print(f"{phase:8}  local {lm:6.2f} s  ray {rm:6.2f} s  ray/local {rm / lm:.2f}  "
+              f"(rounds: local {', '.join(f'{x:.2f}' for x in lt)}; ray {', '.join(f'{x:.2f}' for x in rt)})", flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+# ---- tables --------------------------------------------------------------------------------------
+
+
+def cmd_tables(args: argparse.Namespace) -> None:
+    path = input_file(args.mb)
+    print(f"input {path.name}: {path.stat().st_size / 1e6:.0f} MB; cluster {args.address}; fan-in 4; "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print("tasks  depth combines  count s   tail s  combine s  words       table MB  driver RSS connected / peak MiB")
+    for n in [int(x) for x in args.tasks.split(",")]:
+        # a fresh driver per row: ru_maxrss is the peak of the process's whole life
+        r = subprocess.run([sys.executable, __file__, "tables-one", "--address", args.address, "--mb", str(args.mb), "--tasks", str(n)],
+                           capture_output=True, text=True, env={**os.environ, INNER_ENV: "1"})
+        if r.returncode:
+            print(r.stderr[-3000:])
+            sys.exit(1)
+        row = json.loads(r.stdout.strip().splitlines()[-1])
+        print(f"{row['tasks']:5}  {row['depth']:5} {row['combines']:8}  {row['map_s']:7.2f}  {row['tail_s']:7.2f}  "
+              f"{row['combine_s']:9.2f}  {row['words']:10,}  {row['table_mb']:8.1f}  {row['rss_connected']:.0f} / {row['peak']:.0f}", flush=True)
+
+
+def cmd_tables_one(args: argparse.Namespace) -> None:
+    from mnemo.pretokenize import pattern_id
+    from mnemo.work_ray import RayCountStats, RayOptions, count_packed_on_ray
+
+    import ray
+
+    path = input_file(args.mb)
+    connect(args.address)
+    nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+    rss_connected = rss_mib()
+    stats = RayCountStats()
+    n = int(args.tasks)
+    blob, meta = count_packed_on_ray([path], RayOptions(address=args.address, tasks_per_node=max(1, n // nodes)),
+                                     pattern=pattern_id("mnemonic"), max_chunk_bytes=256, specials=[], text_field="text", stats=stats)
+    print(json.dumps({"tasks": stats.n_tasks, "depth": stats.depth, "combines": stats.n_combines, "map_s": stats.map_seconds,
+                      "tail_s": stats.tail_seconds, "combine_s": stats.combine_seconds, "words": len(meta) // 16,
+                      "table_mb": (len(blob) + len(meta)) / 1e6, "rss_connected": rss_connected, "peak": peak_mib()}))
+
+
+# ---- rates ---------------------------------------------------------------------------------------
+
+
+def cmd_rates(args: argparse.Namespace) -> None:
+    """One core: counting MB/s, encoding MB/s and bytes/token; distinct words at growing sizes."""
+    import mnemo
+    from mnemo.tokenizing import tokenize_files
+    from mnemo.training import count_words
+
+    tok = mnemo.Tokenizer.load(tokenizer_file())
+    print(f"one core, load average {os.getloadavg()[0]:.1f}")
+    sizes = [m for m in (12, 25, 50, 100, 200, 270) if m <= args.mb] or [args.mb]
+    for mb in sizes:
+        path = input_file(mb)
+        t = time.perf_counter()
+        words, st = count_words(path, workers=1)
+        secs = time.perf_counter() - t
+        table = sum(len(w) + 16 for w in words)
+        print(f"count  {mb:4} MB: {st.n_bytes / 1e6 / secs:6.1f} MB/s of text, {len(words):>10,} distinct words, "
+              f"packed table {table / 1e6:6.1f} MB", flush=True)
+    path = input_file(sizes[-1] if sizes[-1] <= 100 else 100)
+    t = time.perf_counter()
+    st2 = tokenize_files([path], tok, WORK / "rate.tok", workers=1)
+    secs = time.perf_counter() - t
+    print(f"encode {path.stat().st_size / 1e6:.0f} MB: {st2.n_bytes / 1e6 / secs:6.1f} MB/s of text, "
+          f"{st2.bytes_per_token:.2f} bytes/token ({tok.n_vocab} ids)", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["ratio", "tables", "tables-one", "rates"])
+    parser.add_argument("--address", default=None, help="a running cluster (default: start one in a namespace)")
+    parser.add_argument("--mb", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tasks", default="8,16,32,64")
+    args = parser.parse_args()
+    if args.what == "rates":
+        cmd_rates(args)
+        return
+    ensure_cluster(args)
+    {"ratio": cmd_ratio, "tables": cmd_tables, "tables-one": cmd_tables_one}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
