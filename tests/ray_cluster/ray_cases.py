@@ -183,10 +183,12 @@ def test_resume_after_a_killed_driver(cluster: str, samples: Samples, tokenizer_
     and writes the rest; the result is the local .tok's ids."""
     big = _big_input(samples, tmp_path, 12)
     out = tmp_path / "shards"
-    driver = subprocess.Popen(_tokenize_cmd([big], tokenizer_path, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path / "driver.err"
+    with open(log, "wb") as err:
+        driver = subprocess.Popen(_tokenize_cmd([big], tokenizer_path, out), stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 120
     while len(list(out.glob("shard-*.tok"))) < 2:
-        assert driver.poll() is None, f"the driver ended before it could be killed: {driver.stderr.read() if driver.stderr else ''}"
+        assert driver.poll() is None, f"the driver ended before it could be killed: {log.read_text()}"
         assert time.monotonic() < deadline, "no shard written in 120 s"
         time.sleep(0.01)
     driver.send_signal(signal.SIGKILL)
