@@ -34,7 +34,7 @@ def start_node(*extra: str, block: bool = False) -> subprocess.Popen[bytes] | No
     """`ray start` for one more node of the cluster (--block: a process that lives as long as the
     node, in a process group of its own, for the test that kills one)."""
     args = [RAY, "start", f"--address={ADDRESS}", "--num-cpus=1", f"--object-store-memory={OBJECT_STORE}",
-            "--disable-usage-stats", *extra]
+            "--disable-usage-stats", f"--temp-dir={os.environ['MNEMO_RAY_TEMP']}", *extra]
     if block:
         return subprocess.Popen([*args, "--block"], env=ray_env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)

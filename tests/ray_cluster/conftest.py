@@ -23,13 +23,16 @@ from _cluster import ADDRESS, NAMESPACE_ENV, OBJECT_STORE, PORT, RAY, Samples, r
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[str]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A head and one worker node, 1 CPU each; the address.  This process is connected as a
     driver for the whole session (the library reuses the connection)."""
     if os.environ.get(NAMESPACE_ENV) != "1":
         pytest.fail("the Ray cluster tests run inside the namespace tests/test_ray.py makes: run tests/test_ray.py")
     env = ray_env()
-    subprocess.run([RAY, "start", "--head", f"--port={PORT}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+    # Ray's sessions (logs, sockets) under pytest's temporary folders, which pytest prunes
+    env["MNEMO_RAY_TEMP"] = str(tmp_path_factory.mktemp("ray"))
+    os.environ["MNEMO_RAY_TEMP"] = env["MNEMO_RAY_TEMP"]
+    subprocess.run([RAY, "start", "--head", f"--temp-dir={env['MNEMO_RAY_TEMP']}", f"--port={PORT}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
                     "--include-dashboard=false", "--disable-usage-stats", f"--object-store-memory={OBJECT_STORE}"],
                    env=env, check=True, capture_output=True, timeout=120)
     start_node()
@@ -40,8 +43,9 @@ def cluster() -> Iterator[str]:
         wait_nodes(2)
         yield ADDRESS
     finally:
+        # The nodes stop with the namespace: when this pytest (its first process) ends, the
+        # kernel kills every process in it -- on failure too, and ~25 s sooner than `ray stop`.
         ray.shutdown()
-        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
 
 
 @pytest.fixture(scope="session")
