@@ -104,7 +104,7 @@ def ensure_cluster(args: argparse.Namespace) -> None:
         f"{ray} start --head --port={PORT} --node-ip-address=127.0.0.1 --num-cpus=1 --include-dashboard=false "
         f"--disable-usage-stats --object-store-memory={2 << 30} >/dev/null && "
         f"{ray} start --address=127.0.0.1:{PORT} --num-cpus=1 --object-store-memory={2 << 30} >/dev/null && "
-        f"{sys.executable} {' '.join(sys.argv)} --address 127.0.0.1:{PORT}"
+        f"{sys.executable} {Path(__file__).resolve()} {' '.join(sys.argv[1:])} --address 127.0.0.1:{PORT}"
     )
     env = {**os.environ, INNER_ENV: "1"}
     sys.exit(subprocess.call(["unshare", "--net", "--pid", "--fork", "--mount-proc", "sh", "-c", start], env=env))
@@ -181,7 +181,7 @@ def cmd_tables(args: argparse.Namespace) -> None:
     print("tasks  depth combines  count s   tail s  combine s  words       table MB  driver RSS connected / peak MiB")
     for n in [int(x) for x in args.tasks.split(",")]:
         # a fresh driver per row: ru_maxrss is the peak of the process's whole life
-        r = subprocess.run([sys.executable, __file__, "tables-one", "--address", args.address, "--mb", str(args.mb), "--tasks", str(n)],
+        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "tables-one", "--address", args.address, "--mb", str(args.mb), "--tasks", str(n)],
                            capture_output=True, text=True, env={**os.environ, INNER_ENV: "1"})
         if r.returncode:
             print(r.stderr[-3000:])
@@ -246,6 +246,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tasks", default="8,16,32,64")
     args = parser.parse_args()
+    # Ray puts the driver's working folder on its workers' import path: from the checkout, the
+    # workers would import its uncompiled mnemo/ instead of the installed one.
+    WORK.mkdir(parents=True, exist_ok=True)
+    os.chdir(WORK)
     if args.what == "rates":
         cmd_rates(args)
         return
