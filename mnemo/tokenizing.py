@@ -269,6 +269,8 @@ def tokenize_files(
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
             warnings.warn(no_separator_warning(tokenizer), stacklevel=2)
     ray_options = check_ray_option(ray)
+    if ray_options is not None and workers is not None:
+        raise ConfigError(f"workers={workers} is for local runs; on Ray, size the shards with RayOptions(shard_bytes=...) (--shard-mb)")
     if ray_options is not None:
         return _tokenize_on_ray(inputs, tokenizer, output, ray_options, chat, text_field, progress, bos_id, eos_id, format)
     for part in output_paths(format, output, chat):

@@ -397,6 +397,8 @@ def _train(
     if tie not in ("id", "bytes"):
         raise ConfigError(f"unknown tie rule {tie!r}; choose 'id' or 'bytes'")
     ray_options = check_ray_option(ray)
+    if ray_options is not None and workers is not None:
+        raise ConfigError(f"workers={workers} is for local runs; on Ray, size the tasks with RayOptions(tasks_per_node=...) (--tasks-per-node)")
     (blob, meta), count_stats = _count_packed(
         inputs,
         pattern=pattern,

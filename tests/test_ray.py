@@ -71,6 +71,17 @@ def test_ray_option_is_checked(tmp_path: Path) -> None:
         tokenize_files([text], tok, tmp_path / "o", ray=True, format="megatron")
 
 
+def test_workers_are_for_local_runs(tmp_path: Path) -> None:
+    text = tmp_path / "in.txt"
+    text.write_text("hello world " * 100)
+    with pytest.raises(ConfigError, match="workers=2 is for local runs"):
+        mnemo.train(text, vocab_size=300, workers=2, ray=True)
+    tok = mnemo.train(text, vocab_size=300, workers=1)
+    with pytest.raises(ConfigError, match="workers=2 is for local runs"):
+        tokenize_files([text], tok, tmp_path / "o", workers=2, ray=True)
+    assert not (tmp_path / "o").exists()
+
+
 def test_tasks_per_node_needs_ray(tmp_path: Path) -> None:
     text = tmp_path / "in.txt"
     text.write_text("hello world " * 100)
