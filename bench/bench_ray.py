@@ -124,10 +124,9 @@ def connect(address: str) -> None:
 
 def cmd_ratio(args: argparse.Namespace) -> None:
     import mnemo
-    from mnemo.pretokenize import pattern_id
     from mnemo.tokenizing import tokenize_files
     from mnemo.training import _count_packed
-    from mnemo.work_ray import RayCountStats, RayOptions, count_packed_on_ray
+    from mnemo.work_ray import RayOptions
 
     path = input_file(args.mb)
     tok = mnemo.Tokenizer.load(tokenizer_file())
@@ -142,7 +141,7 @@ def cmd_ratio(args: argparse.Namespace) -> None:
 
     def ray_count() -> float:
         t = time.perf_counter()
-        count_packed_on_ray([path], opts, pattern=pattern_id("mnemonic"), max_chunk_bytes=256, specials=[], text_field="text", stats=RayCountStats())
+        _count_packed([path], pattern="mnemonic", special_tokens=[], max_chunk_bytes=256, workers=None, text_field="text", progress=None, ray=opts)
         return time.perf_counter() - t
 
     def local_tokenize() -> float:
@@ -192,49 +191,57 @@ def cmd_tables(args: argparse.Namespace) -> None:
 
 
 def cmd_tables_one(args: argparse.Namespace) -> None:
-    from mnemo.pretokenize import pattern_id
-    from mnemo.work_ray import RayCountStats, RayOptions, count_packed_on_ray
+    from functools import partial
 
     import ray
+
+    from mnemo.pretokenize import pattern_id
+    from mnemo.training import CountSettings, CountSum, count_task
+    from mnemo.work import map_combine
+    from mnemo.work_ray import RayOptions, plan_count_tasks, ray_executor
 
     path = input_file(args.mb)
     connect(args.address)
     nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
     rss_connected = rss_mib()
-    stats = RayCountStats()
-    n = int(args.tasks)
-    blob, meta = count_packed_on_ray([path], RayOptions(address=args.address, tasks_per_node=max(1, n // nodes)),
-                                     pattern=pattern_id("mnemonic"), max_chunk_bytes=256, specials=[], text_field="text", stats=stats)
-    print(json.dumps({"tasks": stats.n_tasks, "depth": stats.depth, "combines": stats.n_combines, "map_s": stats.map_seconds,
-                      "tail_s": stats.tail_seconds, "combine_s": stats.combine_seconds, "words": len(meta) // 16,
-                      "table_mb": (len(blob) + len(meta)) / 1e6, "rss_connected": rss_connected, "peak": peak_mib()}))
+    pid = pattern_id("mnemonic")
+    opts = RayOptions(address=args.address, tasks_per_node=max(1, int(args.tasks) // nodes))
+    with ray_executor(opts) as executor:
+        total = map_combine(plan_count_tasks([path], opts, executor, []), partial(count_task, CountSettings(pid, 256, (), "text")),
+                            partial(CountSum, pid, 256), executor=executor)
+        tree = executor.tree
+    print(json.dumps({"tasks": tree.n_tasks, "depth": tree.depth, "combines": tree.n_combines, "map_s": tree.map_seconds,
+                      "tail_s": tree.tail_seconds, "combine_s": tree.combine_seconds, "words": len(total.meta) // 16,
+                      "table_mb": (len(total.blob) + len(total.meta)) / 1e6, "rss_connected": rss_connected, "peak": peak_mib()}))
 
 
 # ---- rates ---------------------------------------------------------------------------------------
 
 
 def cmd_rates(args: argparse.Namespace) -> None:
-    """One core: counting MB/s, encoding MB/s and bytes/token; distinct words at growing sizes."""
+    """One core: counting MB/s, encoding MB/s and bytes/token; distinct words at growing sizes.
+    Rates per CPU second (this process's CPU time: workers=1 runs in this process) beside wall
+    time: on a shared machine the wall rate says as much about the other jobs as about mnemo."""
     import mnemo
     from mnemo.tokenizing import tokenize_files
     from mnemo.training import count_words
 
     tok = mnemo.Tokenizer.load(tokenizer_file())
     print(f"one core, load average {os.getloadavg()[0]:.1f}")
-    sizes = [m for m in (12, 25, 50, 100, 200, 270) if m <= args.mb] or [args.mb]
+    sizes = [m for m in (12, 25, 50, 100, 200, 270, 500, 1000) if m <= args.mb] or [args.mb]
     for mb in sizes:
         path = input_file(mb)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         words, st = count_words(path, workers=1)
-        secs = time.perf_counter() - t
+        secs, cpu = time.perf_counter() - t, time.process_time() - c
         table = sum(len(w) + 16 for w in words)
-        print(f"count  {mb:4} MB: {st.n_bytes / 1e6 / secs:6.1f} MB/s of text, {len(words):>10,} distinct words, "
-              f"packed table {table / 1e6:6.1f} MB", flush=True)
-    path = input_file(sizes[-1] if sizes[-1] <= 100 else 100)
-    t = time.perf_counter()
+        print(f"count  {mb:4} MB: {st.n_bytes / 1e6 / cpu:6.1f} MB per CPU s ({st.n_bytes / 1e6 / secs:5.1f} MB/s wall), "
+              f"{len(words):>10,} distinct words, packed table {table / 1e6:6.1f} MB", flush=True)
+    path = input_file(100)
+    t, c = time.perf_counter(), time.process_time()
     st2 = tokenize_files([path], tok, WORK / "rate.tok", workers=1)
-    secs = time.perf_counter() - t
-    print(f"encode {path.stat().st_size / 1e6:.0f} MB: {st2.n_bytes / 1e6 / secs:6.1f} MB/s of text, "
+    secs, cpu = time.perf_counter() - t, time.process_time() - c
+    print(f"encode 100 MB: {st2.n_bytes / 1e6 / cpu:6.1f} MB per CPU s ({st2.n_bytes / 1e6 / secs:5.1f} MB/s wall), "
           f"{st2.bytes_per_token:.2f} bytes/token ({tok.n_vocab} ids)", flush=True)
 
 

@@ -18,7 +18,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file; encode_iterable only cuts text and
                             hands it to the compiled encoder and pre-tokenizer
-  mnemo/parallel.py         the worker start method and progress type; nothing hot
+  mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
@@ -35,6 +35,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/tokshow.py          formats tokens for a terminal, a few hundred at a time
   mnemo/training.py         process orchestration around the compiled counter and trainer
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
+  mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
   mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
                             functions by reference, which needs them plain Python
 """

@@ -54,7 +54,7 @@ def _interactive() -> bool:
     return sys.stderr.isatty()
 
 
-#: Each progress phase (mnemo.parallel.Progress): its label and what it counts.  Bytes are
+#: Each progress phase (mnemo.work.Progress): its label and what it counts.  Bytes are
 #: shown in MB and MB/s, like the summary lines.
 PHASES: dict[str, tuple[str, str]] = {
     "count": ("counting", "B"),

@@ -47,3 +47,7 @@ class ClusterError(MnemoError):
 
 class ArgumentTypeError(MnemoError, TypeError):
     """An argument of a mnemo function has the wrong Python type (a TypeError, as Python expects)."""
+
+
+class WorkerError(MnemoError):
+    """A worker process died (killed by a signal, the OOM killer) while working on a task."""

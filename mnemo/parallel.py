@@ -1,6 +1,6 @@
-"""What the orchestration modules (training.py, tokenizing.py, tokenizer.encode_batch) share about
-worker processes: how to start them, how they die with their parent, and the progress callback
-they report through."""
+"""Worker processes, the lower layer of the work engine (mnemo/work.py, the only module that
+starts them): which start method is safe, how a worker leaves signals to its parent and dies
+with it, and how many workers a `workers` argument means."""
 
 from __future__ import annotations
 
@@ -16,10 +16,6 @@ from multiprocessing.context import ForkContext, SpawnContext
 from typing import Final
 
 from mnemo.errors import ArgumentTypeError, ConfigError
-
-Progress = Callable[[str, int, int], None]
-"""progress(phase, done, total): phase "count" (bytes), "merge" (merges) or "tokenize" (bytes);
-total is 0 when unknown."""
 
 #: prctl(2) option: the signal the kernel sends this process when its parent dies.
 PR_SET_PDEATHSIG = 1
@@ -55,6 +51,9 @@ def init_worker_signals(parent_pid: int) -> None:
     worker started (see die_with_parent)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # The parent blocks both while it starts a worker (mnemo/work.py); a fork and an exec
+    # both keep the signal mask, and a worker must die of SIGTERM.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     die_with_parent(parent_pid)
 
 

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +25,9 @@ from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.sources import Task, iter_task_documents
 from mnemo.tokfile import TokHeader, TokWriter, read_tok_header
+
+if TYPE_CHECKING:
+    from mnemo.tokenizer import Tokenizer
 
 MANIFEST_NAME: Final = "manifest.json"
 MANIFEST_FORMAT: Final = "mnemo-shards"
@@ -187,22 +190,25 @@ def plan_shards(tasks: Sequence[Task], shard_bytes: int) -> list[tuple[Task, ...
     return groups
 
 
-def write_shard(
-    tokenizer_bytes: bytes,
-    tasks: Sequence[Task],
-    path: str,
-    text_field: str,
-    chat: bool,
-    bos: int | None,
-    eos: int | None,
-) -> tuple[int, int, int]:
-    """Encode `tasks` into the .tok `path` (a temporary name, renamed when complete): (documents,
-    tokens, text bytes).  Runs where the task runs; the tokenizer arrives as its tokenizer.bin
-    image and is built once per process (cached by its bytes)."""
+@dataclass(frozen=True)
+class ShardSettings:
+    """What every shard task needs besides the tokenizer and its inputs (plain data: it travels)."""
+
+    chat: bool
+    text_field: str
+    bos: int | None
+    eos: int | None
+
+
+def write_shard(settings: ShardSettings, tok: Tokenizer, job: tuple[str, Sequence[Task]]) -> tuple[str, int, int, int]:
+    """The shard map (work.py: fn(state, task), the state a tokenizer): encode the tasks of `job`
+    (path, tasks) into the .tok `path`, through a temporary name renamed when complete; (its
+    name, documents, tokens, text bytes).  Runs where the task runs."""
     from mnemo.tokenizing import chat_lines, encode_block
 
-    tok = _tokenizer(tokenizer_bytes)
+    path, tasks = job
     specials = list(tok.special_tokens)
+    chat = settings.chat
     n_bytes = 0
     with TokWriter(path, tok, chat=chat) as writer:
         for task in tasks:
@@ -210,30 +216,18 @@ def write_shard(
             if chat:
                 docs_iter = (line for _, line in chat_lines(Path(task.path), specials))
             else:
-                docs_iter = iter_task_documents(task, text_field=text_field, whole_documents=True)
+                docs_iter = iter_task_documents(task, text_field=settings.text_field, whole_documents=True)
             block: list[bytes] = []
             for doc in docs_iter:
                 block.append(doc)
                 if len(block) == BLOCK_DOCS:
-                    writer.write(encode_block(tok, block, chat, bos, eos), len(block))
+                    writer.write(encode_block(tok, block, chat, settings.bos, settings.eos), len(block))
                     n_bytes += sum(len(d) for d in block)
                     block = []
             if block:
-                writer.write(encode_block(tok, block, chat, bos, eos), len(block))
+                writer.write(encode_block(tok, block, chat, settings.bos, settings.eos), len(block))
                 n_bytes += sum(len(d) for d in block)
-    return writer.n_docs, writer.n_tokens, n_bytes
-
-
-_cached: list[Any] = [b"", None]
-
-
-def _tokenizer(image: bytes) -> Any:
-    from mnemo.tokenizer import Tokenizer
-
-    if _cached[0] != image:
-        _cached[1] = Tokenizer.from_bytes(image, "<driver>")
-        _cached[0] = image
-    return _cached[1]
+    return Path(path).name, writer.n_docs, writer.n_tokens, n_bytes
 
 
 def finished_shard(folder: Path, shard: Shard, fingerprint: str) -> TokHeader | None:

@@ -8,7 +8,9 @@ disallowed_special contract), error wording -- and is plain Python.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
+import itertools
 import os
 import re
 import signal
@@ -595,41 +597,82 @@ class Tokenizer:
     ) -> list[list[int]]:
         """`encode` of each text, in order.
 
-        Large batches (more than BATCH_PARALLEL_BYTES of text) are split into blocks of
-        BATCH_BLOCK texts and encoded by `workers` processes (default: every CPU); each worker
-        rebuilds the tokenizer from its tokenizer.bin image, and sends ids back as uint16/uint32
-        arrays.  workers=1 always encodes in this process.
-        """
+        Small batches (at most BATCH_BLOCK texts or less than BATCH_PARALLEL_BYTES of text) are
+        encoded in this process.  Larger ones go to the work engine's persistent worker
+        processes in blocks of BATCH_BLOCK texts (mnemo/work.py: started on first use, kept for
+        the next calls; forked when no other thread runs, else fresh interpreters that never run
+        the caller's script again, so a script without an `if __name__ == "__main__":` guard is
+        safe).  `workers`: how many (default: every CPU, or 1 in a process that multiprocessing
+        started -- a datasets.map or DataLoader worker -- whose siblings use the other CPUs);
+        workers=1 always encodes in this process.  docs/pipelines.md tells the rule."""
+        checked, allowed, disallowed, n_workers = self._check_batch(texts, allowed_special, disallowed_special, workers)
+        if n_workers == 1:
+            return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in checked]
+        result: list[list[int]] = []
+        for lengths, flat in self._batch_in_workers(checked, allowed, disallowed, n_workers):
+            ids = flat.tolist()
+            pos = 0
+            for n in lengths.tolist():
+                result.append(ids[pos : pos + n])
+                pos += n
+        return result
+
+    def encode_batch_to_numpy(
+        self,
+        texts: Sequence[str],
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+        workers: int | None = None,
+    ) -> tuple[npt.NDArray[np.unsignedinteger], npt.NDArray[np.int64]]:
+        """`encode_batch` in the flat form token-file writers want: (ids, offsets), where ids is
+        one array of every text's ids back to back (uint16, or uint32 when the vocabulary needs
+        it) and offsets an int64 array of len(texts) + 1 entries: text i's ids are
+        ids[offsets[i]:offsets[i + 1]].  Same ids, same rules for workers as encode_batch; no
+        Python list of every id is built when workers encode."""
+        checked, allowed, disallowed, n_workers = self._check_batch(texts, allowed_special, disallowed_special, workers)
+        dtype = np.uint16 if self.n_vocab <= 1 << 16 else np.uint32
+        lengths: npt.NDArray[np.int64]
+        flat: npt.NDArray[np.unsignedinteger]
+        if n_workers == 1:
+            lists = [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in checked]
+            lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+            flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=dtype, count=int(lengths.sum()))
+        else:
+            parts = self._batch_in_workers(checked, allowed, disallowed, n_workers)
+            lengths = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+            flat = np.concatenate([p[1] for p in parts]).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+        offsets = np.zeros(len(checked) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return flat, offsets
+
+    def _check_batch(
+        self, texts: object, allowed_special: AllOr, disallowed_special: AllOr, workers: object
+    ) -> tuple[Sequence[str], set[str], set[str], int]:
+        """encode_batch's arguments checked: (texts, allowed, disallowed, workers to use)."""
         if isinstance(texts, (str, bytes, bytearray)) or not isinstance(texts, Sequence):
             raise type_error("texts", "a sequence of str", texts)
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise _text_type_error(f"texts[{i}]", t)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
-        workers = resolve_workers(workers)
-        if workers == 1 or len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
-            return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in texts]
-        import concurrent.futures
-        import multiprocessing
+        n_workers = _batch_workers(workers)
+        if len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
+            n_workers = 1
+        return texts, allowed, disallowed, n_workers
 
-        blocks = [list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK)]
-        context = multiprocessing.get_context("spawn")
-        result: list[list[int]] = []
-        with concurrent.futures.ProcessPoolExecutor(
-            max_workers=min(workers, len(blocks)),
-            mp_context=context,
-            initializer=_batch_worker_init,
-            initargs=(self.to_bytes(), os.getpid()),
-        ) as pool:
-            for lengths, flat in pool.map(
-                _batch_worker_encode, blocks, [sorted(allowed)] * len(blocks), [sorted(disallowed)] * len(blocks)
-            ):
-                ids = flat.tolist()
-                pos = 0
-                for n in lengths:
-                    result.append(ids[pos : pos + n])
-                    pos += n
-        return result
+    def _batch_in_workers(
+        self, texts: Sequence[str], allowed: set[str], disallowed: set[str], n_workers: int
+    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]]:
+        """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers."""
+        from mnemo.work import map_ordered, setup_of, shared_executor
+
+        parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = []
+        blocks = (list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK))
+        fn = functools.partial(_encode_texts, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
+        with shared_executor(n_workers) as executor:
+            map_ordered(blocks, fn, parts.append, executor=executor, setup=setup_of(_tokenizer_of, self.to_bytes(), self))
+        return parts
 
     def encode_to_numpy(
         self,
@@ -887,25 +930,32 @@ def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: lis
     out.extend(ids_of(b"".join(parts)))
 
 
-# ---- encode_batch workers (module level: spawned processes import them by name) ----
-
-_worker_tokenizer: Tokenizer | None = None
+# ---- encode_batch's map (module level: the work engine ships it to worker processes by name) ----
 
 
-def _batch_worker_init(image: bytes, parent_pid: int) -> None:
-    global _worker_tokenizer
-    from mnemo.parallel import die_with_parent
-
-    die_with_parent(parent_pid)
-    _worker_tokenizer = Tokenizer.from_bytes(image, "<encode_batch>")
+def _tokenizer_of(image: bytes) -> Tokenizer:
+    return Tokenizer.from_bytes(image, "<encode_batch>")
 
 
-def _batch_worker_encode(
-    texts: list[str], allowed: list[str], disallowed: list[str]
-) -> tuple[list[int], npt.NDArray[np.unsignedinteger]]:
-    tok = _worker_tokenizer
-    assert tok is not None, "worker not initialised"
-    parts = [tok._encode_data(tok._text_bytes(t), set(allowed), set(disallowed)) for t in texts]
+def _encode_texts(
+    specials: tuple[tuple[str, ...], tuple[str, ...]], tok: Tokenizer, texts: list[str]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
+    """(lengths, ids back to back) of a block of texts: two arrays, one message each way."""
+    allowed, disallowed = set(specials[0]), set(specials[1])
+    parts = [tok._encode_data(tok._text_bytes(t), allowed, disallowed) for t in texts]
     dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
-    flat: npt.NDArray[np.unsignedinteger] = np.array([i for p in parts for i in p], dtype=dtype)
-    return [len(p) for p in parts], flat
+    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    flat: npt.NDArray[np.unsignedinteger] = np.fromiter(itertools.chain.from_iterable(parts), dtype=dtype, count=int(lengths.sum()))
+    return lengths, flat
+
+
+def _batch_workers(workers: object) -> int:
+    """encode_batch's `workers`: as given, else every CPU -- but 1 in a process multiprocessing
+    started (a datasets.map(num_proc=...) or DataLoader worker): its siblings have the other
+    CPUs, and nested pools would only fight over them."""
+    if workers is None:
+        import multiprocessing
+
+        if multiprocessing.parent_process() is not None:
+            return 1
+    return resolve_workers(workers)

@@ -1,6 +1,7 @@
 """Whole datasets to .tok files: `mnemo tokenize`.
 
-Work goes to worker processes in input order, in two forms (mnemo/sources.py):
+Work goes through the work engine (mnemo/work.py: map_ordered) in input order, in two forms
+(mnemo/sources.py):
 - tasks: a byte range of a plain .txt/.jsonl file cut at a document boundary (about
   TASK_BYTES), whole small files gathered up to that size, or one Parquet row group; the
   worker reads and parses them itself: no JSON decoding in the parent, no documents pickled to
@@ -9,8 +10,8 @@ Work goes to worker processes in input order, in two forms (mnemo/sources.py):
 - a block of BLOCK_DOCS documents that the parent read: compressed files, which can only be
   read from their start, and chat files.
 The parent writes the tokens in input order through a TokWriter (temporary name, renamed at the
-end: an interrupted run leaves no output file).  At most 2 x workers pieces of work are in
-flight, so memory stays bounded whatever the input size.
+end: an interrupted run leaves no output file).  At most `workers` pieces of work are in
+flight and a few finished ones wait for their turn, so memory stays bounded whatever the input size.
 
 Documents stay apart (document_separators): <|bos|> before each document when the vocabulary
 has it (mnemo's default specials), else <|endoftext|> after each one when it has that (GPT-2's
@@ -26,19 +27,18 @@ import os
 import tempfile
 import time
 import warnings
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from multiprocessing.context import ForkContext, SpawnContext
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from mnemo.chat import check_conversation
 from mnemo.errors import ConfigError, InputError
-from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
+from mnemo.parallel import resolve_workers
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -51,6 +51,7 @@ from mnemo.sources import (
 )
 from mnemo.stackfiles import open_writer, output_paths
 from mnemo.tokenizer import Tokenizer
+from mnemo.work import Progress, map_ordered, setup_of, shared_executor
 from mnemo.work_ray import RayOptions, check_ray_option
 
 BLOCK_DOCS = 256
@@ -80,29 +81,17 @@ class TokenizeStats:
         return self.n_bytes / 1e6 / self.seconds if self.seconds else 0.0
 
 
-# ---- worker side --------------------------------------------------------------------------------
-
-_worker_tok: Tokenizer | None = None
+# ---- the map (runs in whichever process the executor chooses) ---------------------------------
 
 
-def _worker_image(ctx: ForkContext | SpawnContext, tokenizer: Tokenizer) -> bytes | None:
-    """In the parent: what _init_worker will get.  Forked workers get None and inherit
-    `tokenizer` through the module global set here (it stays set until the next call); spawned
-    ones get its tokenizer.bin image."""
-    global _worker_tok
-    if ctx.get_start_method() == "fork":
-        _worker_tok = tokenizer
-        return None
-    return tokenizer.to_bytes()
+@dataclass(frozen=True)
+class EncodeSettings:
+    """What every tokenize task needs besides the tokenizer (plain data: it travels to workers)."""
 
-
-def _init_worker(tokenizer_bytes: bytes | None, parent_pid: int) -> None:
-    """A tokenize worker: rebuild the tokenizer from its tokenizer.bin image, or (None, forked
-    workers) keep the parent's, which the fork copied: rebuilding it took ~0.15 s per worker."""
-    global _worker_tok
-    init_worker_signals(parent_pid)
-    if tokenizer_bytes is not None:
-        _worker_tok = Tokenizer.from_bytes(tokenizer_bytes, "<parent>")
+    chat: bool
+    text_field: str
+    bos: int | None
+    eos: int | None
 
 
 def encode_block(
@@ -120,27 +109,28 @@ def encode_block(
     return np.array(flat, dtype=np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32)
 
 
-def _encode_block_in_worker(
-    docs: list[bytes], chat: bool, bos: int | None, eos: int | None
+def encode_task(
+    settings: EncodeSettings, tok: Tokenizer, job: tuple[list[Task], list[bytes]]
 ) -> tuple[npt.NDArray[np.unsignedinteger], int, int]:
-    assert _worker_tok is not None
-    return encode_block(_worker_tok, docs, chat, bos, eos), len(docs), sum(len(d) for d in docs)
-
-
-def _encode_tasks_in_worker(
-    tasks: list[Task], text_field: str, bos: int | None, eos: int | None
-) -> tuple[npt.NDArray[np.unsignedinteger], int, int]:
-    """Read, parse and encode a group of tasks, in order: (tokens, documents, text bytes)."""
-    assert _worker_tok is not None
+    """The tokenize map: (tokens, documents, text bytes) of a piece of work -- a group of tasks,
+    read and parsed here, in order, or a block of documents the caller read."""
+    tasks, block = job
+    if not tasks:
+        return encode_block(tok, block, settings.chat, settings.bos, settings.eos), len(block), sum(len(d) for d in block)
     parts: list[npt.NDArray[np.unsignedinteger]] = []
     n_docs = 0
     n_bytes = 0
-    docs_of_tasks = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, whole_documents=True))
+    docs_of_tasks = (d for t in tasks for d in iter_task_documents(t, text_field=settings.text_field, whole_documents=True))
     for docs in _blocks(docs_of_tasks):
-        parts.append(encode_block(_worker_tok, docs, False, bos, eos))
+        parts.append(encode_block(tok, docs, False, settings.bos, settings.eos))
         n_docs += len(docs)
         n_bytes += sum(len(d) for d in docs)
     return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint16)), n_docs, n_bytes  # ids < MAX_VOCAB
+
+
+def tokenizer_from_image(image: bytes) -> Tokenizer:
+    """A worker's tokenizer, rebuilt from its tokenizer.bin image (work.Setup.build)."""
+    return Tokenizer.from_bytes(image, "<parent>")
 
 
 # ---- parent side ----------------------------------------------------------------------------------
@@ -282,7 +272,8 @@ def tokenize_files(
         progress("tokenize", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
     with sink as writer:
 
-        def emit(ids: npt.NDArray[np.unsignedinteger], n_docs: int, n_bytes: int) -> None:
+        def emit(result: tuple[npt.NDArray[np.unsignedinteger], int, int]) -> None:
+            ids, n_docs, n_bytes = result
             writer.write(ids, n_docs)
             stats.n_docs += n_docs
             stats.n_tokens += int(ids.size)
@@ -290,26 +281,20 @@ def tokenize_files(
             if progress is not None:
                 progress("tokenize", stats.n_bytes, 0)
 
-        if n_workers == 1:
-            for docs in _blocks(_documents(inputs, text_field, chat, list(tokenizer.special_tokens))):
-                emit(encode_block(tokenizer, docs, chat, bos_id, eos_id), len(docs), sum(len(d) for d in docs))
-        else:
-            ctx = worker_context()
-            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(_worker_image(ctx, tokenizer), os.getpid())) as pool:
-                pending: deque[Any] = deque()
-
-                def submit(result: Any) -> None:
-                    pending.append(result)
-                    if len(pending) >= 2 * n_workers:
-                        emit(*pending.popleft().get())
-
-                for tasks, docs in _work(inputs, text_field, chat, n_workers, list(tokenizer.special_tokens)):
-                    if tasks:
-                        submit(pool.apply_async(_encode_tasks_in_worker, (tasks, text_field, bos_id, eos_id)))
-                    else:
-                        submit(pool.apply_async(_encode_block_in_worker, (docs, chat, bos_id, eos_id)))
-                while pending:
-                    emit(*pending.popleft().get())
+        settings = EncodeSettings(chat, text_field, bos_id, eos_id)
+        work = (
+            _work(inputs, text_field, chat, n_workers, list(tokenizer.special_tokens))
+            if n_workers > 1
+            else (([], block) for block in _blocks(_documents(inputs, text_field, chat, list(tokenizer.special_tokens))))
+        )
+        with shared_executor(n_workers) as executor:
+            map_ordered(
+                work,
+                partial(encode_task, settings),
+                emit,
+                executor=executor,
+                setup=setup_of(tokenizer_from_image, tokenizer.to_bytes(), tokenizer),
+            )
     stats.n_tokens = sink.n_tokens  # what the file holds: a boundary marker is not a token of it
     stats.seconds = time.perf_counter() - t0
     return stats

@@ -1,32 +1,34 @@
 """`mnemo.train` (files) and `mnemo.train_from_iterator` (documents): from inputs to a trained Tokenizer.
 
-Phases: (1) count words -- worker processes pre-tokenize their share of the input and count
-chunks in their own table (mnemo/count.py); the parent merges the tables; (2) learn merges
+Phases: (1) count words -- each task (a byte range, a row group, a batch of documents) is
+pre-tokenized and counted in a table of its own (mnemo/count.py), and the tables are added up as
+they arrive, by the work engine (mnemo/work.py: map_combine); (2) learn merges
 (mnemo/merge_loop.py, or the naive twin in mnemo/reference.py); (3) wrap them in a Tokenizer.
 
 Workers: with seekable inputs (plain text and JSONL files, Parquet row groups) each worker reads
 its own tasks; with streams (compressed files, in-memory documents) the parent reads and hands
-out batches of documents through a bounded queue, so it never holds a corpus in memory.
+out batches of documents, a few at a time, so it never holds a corpus in memory.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Union, cast
+from typing import Union, cast
 
 from mnemo.count import WordCounter, packed_to_dict
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.constants import PATTERNS
-from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worker_context
+from mnemo.parallel import resolve_workers
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer, check_int, check_special_tokens, type_error
 from mnemo.merge_loop import train_merges_packed
+from mnemo.work import Progress, map_combine, shared_executor
 from mnemo.work_ray import RayOptions, check_ray_option
 from mnemo.sources import (
     Task,
@@ -126,35 +128,87 @@ def check_count_args(
     return pattern_id(pattern), specials, chunk, n_workers
 
 
-def _count_documents(docs: Iterable[bytes], pattern: int, max_chunk_bytes: int) -> WordCounter:
-    counter = WordCounter(pattern, max_chunk_bytes)
+@dataclass(frozen=True)
+class CountSettings:
+    """What every counting task needs besides its documents (plain data: it travels to workers)."""
+
+    pattern: int
+    max_chunk_bytes: int
+    specials: tuple[str, ...]
+    text_field: str
+
+
+@dataclass(frozen=True)
+class CountPart:
+    """A count table as it travels between processes (WordCounter.to_packed's two byte strings)
+    and what was counted into it."""
+
+    blob: bytes
+    meta: bytes
+    n_bytes: int
+    n_chunks: int
+    skipped: int
+
+
+def count_task(settings: CountSettings, state: object, job: Task | Iterable[bytes]) -> CountPart:
+    """The counting map: one Task (read here, by whichever process runs this) or documents the
+    caller read (a list when it goes to a worker), counted in a table of their own."""
+    counter = WordCounter(settings.pattern, settings.max_chunk_bytes)
+    docs = (
+        iter_task_documents(job, text_field=settings.text_field, specials=settings.specials)
+        if isinstance(job, Task)
+        else job
+    )
     for doc in docs:
         counter.add(doc)
-    return counter
+    blob, meta = counter.to_packed()
+    return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped)
 
 
-def _worker(
-    jobs: Any,
-    results: Any,
-    pattern: int,
-    max_chunk_bytes: int,
-    specials: Sequence[str],
-    text_field: str,
-    parent_pid: int,
-) -> None:
-    """A counting process: takes Tasks or lists of documents until None, then sends its table."""
-    init_worker_signals(parent_pid)
-    counter = WordCounter(pattern, max_chunk_bytes)
-    try:
-        while (job := jobs.get()) is not None:
-            docs = iter_task_documents(job, text_field=text_field, specials=specials) if isinstance(job, Task) else job
-            before = counter.n_bytes
-            for doc in docs:
-                counter.add(doc)
-            results.put(("progress", counter.n_bytes - before))
-        results.put(("done", (counter.to_packed(), counter.n_bytes, counter.n_chunks, counter.skipped)))
-    except BaseException as exc:  # report, never hang the parent
-        results.put(("error", exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")))
+class CountSum:
+    """The counting combine: count tables added into one, as they arrive.  A single table (one
+    worker, one task) is the sum as it is: it is not unpacked and packed again."""
+
+    def __init__(self, pattern: int, max_chunk_bytes: int) -> None:
+        self.pattern = pattern
+        self.max_chunk_bytes = max_chunk_bytes
+        self.only: CountPart | None = None
+        self.words: WordCounter | None = None
+        self.n_bytes = 0
+        self.n_chunks = 0
+        self.skipped = 0
+
+    def add(self, part: CountPart) -> None:
+        self.n_bytes += part.n_bytes
+        self.n_chunks += part.n_chunks
+        self.skipped += part.skipped
+        if self.words is None and self.only is None:
+            self.only = part
+            return
+        if self.words is None:
+            self.words = WordCounter(self.pattern, self.max_chunk_bytes)
+            assert self.only is not None
+            self.words.add_packed(self.only.blob, self.only.meta)
+            self.only = None
+        self.words.add_packed(part.blob, part.meta)
+
+    def result(self) -> CountPart:
+        if self.words is None:
+            blob, meta = (self.only.blob, self.only.meta) if self.only is not None else (b"", b"")
+        else:
+            blob, meta = self.words.to_packed()
+        return CountPart(blob, meta, self.n_bytes, self.n_chunks, self.skipped)
+
+
+def _reporting(docs: Iterator[bytes], progress: Progress | None) -> Iterator[bytes]:
+    """The documents, reporting the bytes of those before each one as it is taken (they have been
+    counted by then)."""
+    done = 0
+    for doc in docs:
+        yield doc
+        done += len(doc)
+        if progress is not None:
+            progress("count", done, 0)
 
 
 def _batches(docs: Iterator[bytes]) -> Iterator[list[bytes]]:
@@ -217,124 +271,51 @@ def _count_packed(
     if progress is not None:
         progress("count", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
     stats = CountStats()
+
+    def on_part(part: CountPart) -> None:
+        stats.n_bytes += part.n_bytes
+        if progress is not None:
+            progress("count", stats.n_bytes, 0)
+
+    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field)
     if ray is not None:
-        from mnemo.work_ray import RayCountStats, count_packed_on_ray
+        from mnemo.work_ray import plan_count_tasks, ray_executor
 
         if isinstance(inputs, Documents):
             raise ConfigError("documents held in memory cannot be counted on Ray; write them to files every node can read")
-        ray_stats = RayCountStats()
-        words = count_packed_on_ray(
-            inputs, ray, pattern=pid, max_chunk_bytes=max_chunk_bytes, specials=specials,
-            text_field=text_field, progress=progress, stats=ray_stats,
-        )
-        stats.n_bytes, stats.n_chunks, stats.n_skipped = ray_stats.n_bytes, ray_stats.n_chunks, ray_stats.n_skipped
+        with ray_executor(ray) as on_ray:  # its map_combine adds the tables up in a tree on the cluster
+            total = map_combine(
+                plan_count_tasks(inputs, ray, on_ray, special_tokens),
+                partial(count_task, settings),
+                partial(CountSum, pid, max_chunk_bytes),
+                executor=on_ray,
+                on_part=on_part,
+            )
+        stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
         stats.seconds = time.perf_counter() - t0
-        return words, stats
-    jobs: list[Task] | None = None
-    stream: Iterator[bytes] | None = None
-    if not isinstance(inputs, Documents):
-        paths = check_inputs(inputs)
-        tasks = plan_tasks(paths, n_workers=n_workers, specials=special_tokens)
-        if any(t.sequential for t in tasks) and n_workers > 1:
-            stream = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, specials=special_tokens))
-        else:
-            jobs = tasks
+        return (total.blob, total.meta), stats
+    docs: Iterator[bytes]
+    jobs: Iterable[Task | Iterable[bytes]]
+    if isinstance(inputs, Documents):
+        docs = documents_from_iterable(inputs.docs, special_tokens)
     else:
-        stream = documents_from_iterable(inputs.docs, special_tokens)
-
+        tasks = plan_tasks(check_inputs(inputs), n_workers=n_workers, specials=special_tokens)
+        docs = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, specials=special_tokens))
     if n_workers == 1:
-        docs = stream if stream is not None else (
-            d for t in jobs or [] for d in iter_task_documents(t, text_field=text_field, specials=special_tokens)
-        )
-        counter = WordCounter(pid, max_chunk_bytes)
-        for doc in docs:
-            counter.add(doc)
-            if progress is not None:
-                progress("count", counter.n_bytes, 0)
-        words = counter.to_packed()
-        stats.n_bytes, stats.n_chunks, stats.n_skipped = counter.n_bytes, counter.n_chunks, counter.skipped
+        # Nothing travels: the whole input is one task, counted into one table as it is read
+        # (each document before the next is taken), progress at every document.
+        jobs = [_reporting(docs, progress)]
+    elif not isinstance(inputs, Documents) and not any(t.sequential for t in tasks):
+        jobs = tasks  # each worker reads its own byte ranges and row groups
     else:
-        words = _count_in_workers(jobs, stream, n_workers, pid, max_chunk_bytes, special_tokens, text_field, stats, progress)
-    stats.seconds = time.perf_counter() - t0
-    return words, stats
-
-
-def _count_in_workers(
-    jobs: list[Task] | None,
-    stream: Iterator[bytes] | None,
-    n_workers: int,
-    pid: int,
-    max_chunk_bytes: int,
-    specials: Sequence[str],
-    text_field: str,
-    stats: CountStats,
-    progress: Progress | None,
-) -> tuple[bytes, bytes]:
-    ctx = worker_context()
-    job_q: Any = ctx.Queue(maxsize=2 * n_workers)
-    result_q: Any = ctx.Queue()
-    procs = [
-        ctx.Process(
-            target=_worker,
-            args=(job_q, result_q, pid, max_chunk_bytes, tuple(specials), text_field, os.getpid()),
-            daemon=True,
+        jobs = _batches(docs)  # a compressed file or a stream is read here, once, and handed out
+    with shared_executor(n_workers) as executor:
+        total = map_combine(
+            jobs, partial(count_task, settings), partial(CountSum, pid, max_chunk_bytes), executor=executor, on_part=on_part
         )
-        for _ in range(n_workers)
-    ]
-    for p in procs:
-        p.start()
-    # The workers' tables are added up in one table here, each as it arrives (the first while
-    # the others still count, on the core its worker has freed).
-    words = WordCounter(pid, max_chunk_bytes)
-    done = 0
-    try:
-        source: Iterable[Task | list[bytes]] = jobs if jobs is not None else _batches(stream or iter(()))
-        for job in source:
-            while True:  # put, but notice a worker's error while the queue is full
-                try:
-                    job_q.put(job, timeout=0.1)
-                    break
-                except queue.Full:
-                    done = _drain(result_q, words, stats, progress, done, block=False)
-            done = _drain(result_q, words, stats, progress, done, block=False)
-        for _ in procs:
-            job_q.put(None)
-        while done < n_workers:
-            before = done
-            done = _drain(result_q, words, stats, progress, done, block=True)
-            if done == before and result_q.empty() and not any(p.is_alive() for p in procs):
-                codes = [p.exitcode for p in procs]
-                raise InputError(f"a counting worker died without a result (exit codes {codes}); out of memory?")
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-            p.join()
-    return words.to_packed()
-
-
-def _drain(result_q: Any, words: WordCounter, stats: CountStats, progress: Progress | None, done: int, block: bool) -> int:
-    while True:
-        try:
-            kind, payload = result_q.get(timeout=1.0) if block else result_q.get_nowait()
-        except queue.Empty:
-            return done
-        if kind == "error":
-            raise payload
-        if kind == "progress":
-            stats.n_bytes += payload
-            if progress is not None:
-                progress("count", stats.n_bytes, 0)
-        else:
-            (blob, meta), _n_bytes, n_chunks, skipped = payload
-            words.add_packed(blob, meta)
-            stats.n_chunks += n_chunks
-            stats.n_skipped += skipped
-            done += 1
-            if progress is not None:  # adding up the tables is counting time too, as in stats.seconds
-                progress("count", stats.n_bytes, 0)
-        if block:
-            return done
+    stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
+    stats.seconds = time.perf_counter() - t0
+    return (total.blob, total.meta), stats
 
 
 # ---- train ------------------------------------------------------------------------------------

@@ -18,23 +18,36 @@ same absolute path (paths are made absolute on the driver).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
-from mnemo.errors import ArgumentTypeError, ClusterError, ConfigError, InputError, MnemoError
-from mnemo.sources import Task, check_inputs, display_name, is_stream, iter_task_documents, kind_of, plan_tasks
+from mnemo.errors import ArgumentTypeError, ClusterError, ConfigError, InputError, MnemoError, VerificationError, WorkerError
+from mnemo.sources import Task, check_inputs, display_name, is_stream, kind_of, plan_tasks
+from mnemo.work import (
+    KEPT_STATES,
+    Combiner,
+    Executor,
+    P,
+    Progress,
+    R,
+    RemoteTraceback,
+    Setup,
+    describe,
+    map_ordered,
+    setup_of,
+)
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
-
-Progress = Callable[[str, int, int], None]
 
 #: What to install for Ray, named in the error when it is missing.
 RAY_EXTRA: Final = "pip install 'mnemo[ray]'"
@@ -132,26 +145,27 @@ class _Session:
     def nodes(self) -> int:
         return max(1, sum(1 for n in self.ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0))
 
-    def get(self, ref: Any) -> Any:
-        """ray.get, with the task's own error: a mnemo error raised in a task arrives as that
-        error (an InputError naming the file and offset); a bug arrives as Ray's RayTaskError
-        (its traceback is the worker's); a node lost past Ray's retries is a ClusterError."""
+    def get(self, ref: Any, task: Any) -> Any:
+        """ray.get by the engine's error rule (mnemo/work.py): a mnemo error raised in a task
+        arrives as that error (an InputError naming the file and offset); any other exception
+        as itself with the worker's traceback as __cause__; work lost past Ray's retries (a node
+        that died) is a WorkerError naming the task."""
         try:
             return self.ray.get(ref)
         except self.exceptions.RayTaskError as exc:
             cause = getattr(exc, "cause", None)
-            if isinstance(cause, MnemoError):
+            if not isinstance(cause, BaseException):
+                raise
+            if isinstance(cause, MnemoError) and not isinstance(cause, VerificationError):
+                cause.__suppress_context__ = True
                 raise cause from None
-            raise
+            raise cause from RemoteTraceback(str(exc))
         except self.exceptions.RayError as exc:
-            raise ClusterError(
-                f"the Ray cluster lost work past its retries ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise WorkerError(
+                f"the Ray cluster lost {describe(task)} past its retries ({type(exc).__name__}: {first}); "
                 f"check the nodes (ray status) and run again"
             ) from None
-
-    def wait(self, refs: list[Any]) -> tuple[list[Any], list[Any]]:
-        done, rest = self.ray.wait(refs, num_returns=1)
-        return list(done), list(rest)
 
     def cancel(self, refs: Sequence[Any]) -> None:
         for ref in refs:
@@ -178,135 +192,201 @@ def _absolute_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return [p.absolute() for p in paths]
 
 
-# ---- counting ------------------------------------------------------------------------------------
+# ---- the executor -----------------------------------------------------------------------------
 
-CountResult = tuple[bytes, bytes]
-CountStatsTuple = tuple[int, int, int]
-
-
-def _count_task(
-    tasks: list[Task], pattern: int, max_chunk_bytes: int, specials: list[str], text_field: str
-) -> tuple[CountResult, CountStatsTuple]:
-    """On a node: count the chunks of `tasks`; (packed table, (bytes, chunks, skipped))."""
-    from mnemo.count import WordCounter
-
-    counter = WordCounter(pattern, max_chunk_bytes)
-    for task in tasks:
-        for doc in iter_task_documents(task, text_field=text_field, specials=specials):
-            counter.add(doc)
-    return counter.to_packed(), (counter.n_bytes, counter.n_chunks, counter.skipped)
+#: Worker states (tokenizers) a Ray worker process keeps, by Setup key, most recent last.
+_STATES: dict[str, Any] = {}
 
 
-def _combine_task(pattern: int, max_chunk_bytes: int, *tables: CountResult) -> tuple[CountResult, tuple[int, float]]:
-    """On a node: add up packed tables; (the sum, packed; (its words, seconds spent adding))."""
-    from mnemo.count import WordCounter
+def _run_call(fn: Callable[[Any, Any], Any], key: str | None, build: Callable[[bytes], Any] | None, image: bytes | None, payload: Any) -> Any:
+    """On a node: fn(state, payload), the state built once per worker process and key (Ray keeps
+    its worker processes between tasks, so a tokenizer is built once per worker, not per task)."""
+    state = None
+    if key is not None and build is not None and image is not None:
+        state = _STATES.pop(key, None)
+        if state is None:
+            state = build(image)
+        _STATES[key] = state
+        while len(_STATES) > KEPT_STATES:
+            del _STATES[next(iter(_STATES))]
+    return fn(state, payload)
 
+
+def _light(part: Any) -> Any:
+    """What the driver sees of a part the tree keeps on the cluster: a dataclass with its bytes
+    fields emptied (a count table's counts and sizes, without its words)."""
+    if dataclasses.is_dataclass(part) and not isinstance(part, type):
+        empty = {f.name: b"" for f in dataclasses.fields(part) if isinstance(getattr(part, f.name), bytes)}
+        return dataclasses.replace(part, **empty)
+    return None
+
+
+def _map_split(fn: Callable[[Any, Any], Any], key: str | None, build: Any, image: Any, payload: Any) -> tuple[Any, Any]:
+    part = _run_call(fn, key, build, image, payload)
+    return part, _light(part)
+
+
+def _combine_parts(combiner: Callable[[], Combiner[Any]], *parts: Any) -> tuple[Any, tuple[Any, float]]:
+    """On a node: parts added up by a new combiner; (the sum, (what the driver sees of it, seconds))."""
     t0 = time.perf_counter()
-    total = WordCounter(pattern, max_chunk_bytes)
-    for blob, meta in tables:
-        total.add_packed(blob, meta)
-    packed = total.to_packed()
-    return packed, (len(packed[1]) // 16, time.perf_counter() - t0)
+    total = combiner()
+    for part in parts:
+        total.add(part)
+    result = total.result()
+    return result, (_light(result), time.perf_counter() - t0)
 
 
 @dataclass
-class RayCountStats:
-    """What a counting run on Ray did (bench/bench_ray.py prints it)."""
+class TreeStats:
+    """What the last map_combine of a RayExecutor did (bench/bench_ray.py prints it)."""
 
-    n_bytes: int = 0
-    n_chunks: int = 0
-    n_skipped: int = 0
     n_tasks: int = 0
     n_combines: int = 0
     #: levels of the combine tree
     depth: int = 0
-    #: from the first task submitted to the last count table ready
+    #: from the first task submitted to the last map result ready
     map_seconds: float = 0.0
-    #: from the last count table ready to the total on the driver: the part of the tree that
-    #: does not overlap counting
+    #: from the last map result ready to the sum on the driver: the part of the tree that does
+    #: not overlap the map tasks
     tail_seconds: float = 0.0
     #: adding up, summed over every combine task
     combine_seconds: float = 0.0
 
 
-def count_packed_on_ray(
-    inputs: Sequence[str | os.PathLike[str]],
-    options: RayOptions,
-    *,
-    pattern: int,
-    max_chunk_bytes: int,
-    specials: Sequence[str],
-    text_field: str,
-    progress: Progress | None = None,
-    stats: RayCountStats | None = None,
-) -> CountResult:
-    """The packed count table of every chunk of the inputs, counted and added up on the cluster."""
-    paths = _absolute_inputs(inputs)
-    stats = stats if stats is not None else RayCountStats()
-    session = _Session(options)
-    try:
-        nodes, cpus = session.nodes(), session.cpus()
-        if options.tasks_per_node is not None:
-            # exactly sized: about tasks_per_node x nodes tasks of equal size
-            n_tasks = options.tasks_per_node * nodes
-            total = sum(p.stat().st_size for p in paths)
-            size = max(1, -(-total // n_tasks))
-            planned = plan_tasks(paths, n_workers=n_tasks, specials=specials, min_task_bytes=size, max_task_bytes=size)
-        else:
-            planned = plan_tasks(paths, n_workers=cpus, specials=specials)
-        work = deque([[t] for t in planned])
-        stats.n_tasks = len(work)
-        count = session.remote(_count_task, num_returns=2)
-        combine = session.remote(_combine_task, num_returns=2)
-        specials_list = list(specials)
-        max_in_flight = IN_FLIGHT_PER_CPU * cpus
-        # in flight: the small second return of each task, waited on; its table stays on the cluster
-        in_flight: dict[Any, tuple[Any, int]] = {}  # stats ref -> (table ref, tree level)
-        ready: list[tuple[Any, int]] = []  # finished tables not yet added up: (ref, level)
+class RayExecutor(Executor):
+    """The engine's executor on a Ray cluster (mnemo/work.py, Executor): calls run as Ray tasks,
+    `width` = IN_FLIGHT_PER_CPU x the cluster's CPUs in flight; a Setup's image goes to the object
+    store once and each worker process builds its state once.
+
+    map_combine is overridden: parts stay in the object store and are added up by combine tasks,
+    `fan_in` at a time, as they become ready -- a tree on the cluster -- so only the sum reaches
+    the driver; `on_part` sees each part without its bytes fields (_light).  map_ordered is the
+    engine's own (results come to the driver in order): tokenize's results are small counts, its
+    tokens go to shards on the nodes."""
+
+    def __init__(self, session: _Session, options: RayOptions) -> None:
+        self.session = session
+        self.options = options
+        self._width = IN_FLIGHT_PER_CPU * session.cpus()
+        self._in_flight: dict[Any, tuple[int, Any]] = {}
+        self._images: dict[str, Any] = {}
+        self.tree = TreeStats()
+
+    @property
+    def width(self) -> int:
+        return self._width
+
+    def _setup_args(self, setup: Setup | None) -> tuple[Any, Any, Any]:
+        if setup is None:
+            return None, None, None
+        if setup.key not in self._images:
+            self._images[setup.key] = self.session.ray.put(setup.image)
+        return setup.key, setup.build, self._images[setup.key]
+
+    def submit(self, index: int, fn: Callable[[Any, Any], Any], payload: Any, setup: Setup | None) -> None:
+        ref = self.session.remote(_run_call).remote(fn, *self._setup_args(setup), payload)
+        self._in_flight[ref] = (index, payload)
+
+    def wait(self) -> tuple[int, Any]:
+        done, _ = self.session.ray.wait(list(self._in_flight), num_returns=1)
+        index, payload = self._in_flight.pop(done[0])
+        return index, self.session.get(done[0], payload)
+
+    def abort(self) -> None:
+        self.session.cancel(list(self._in_flight))
+        self._in_flight.clear()
+
+    def map_combine(
+        self,
+        tasks: Iterable[P],
+        fn: Callable[[Any, P], R],
+        combiner: Callable[[], Combiner[R]],
+        setup: Setup | None,
+        on_part: Callable[[R], None] | None,
+    ) -> R:
+        tree = self.tree = TreeStats()
+        session = self.session
+        fan_in = self.options.fan_in
+        split = session.remote(_map_split, num_returns=2)
+        combine = session.remote(_combine_parts, num_returns=2)
+        source = iter(tasks)
+        exhausted = False
+        # in flight: the small second return of each call, waited on; the part stays on the cluster
+        in_flight: dict[Any, tuple[Any, int, Any]] = {}  # small ref -> (part ref, tree level, task)
+        ready: list[tuple[Any, int]] = []  # parts not yet added up: (ref, level)
+        maps_in_flight = 0
         t0 = time.perf_counter()
-        maps_left = len(work)
         try:
-            while work or in_flight or len(ready) > 1:
-                while work and len(in_flight) < max_in_flight:
-                    table, small = count.remote(work.popleft(), pattern, max_chunk_bytes, specials_list, text_field)
-                    in_flight[small] = (table, 0)
-                # Add up as soon as fan_in tables are ready; at the end, whatever is left.
-                while len(ready) >= options.fan_in or (ready and len(ready) > 1 and not work and not in_flight):
-                    group, ready = ready[: options.fan_in], ready[options.fan_in :]
+            while True:
+                while not exhausted and len(in_flight) < self._width:
+                    try:
+                        task = next(source)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    part, small = split.remote(fn, *self._setup_args(setup), task)
+                    in_flight[small] = (part, 0, task)
+                    maps_in_flight += 1
+                    tree.n_tasks += 1
+                # Add up as soon as fan_in parts are ready; once every map is done, whatever is left.
+                maps_done = exhausted and maps_in_flight == 0
+                while len(ready) >= fan_in or (maps_done and len(ready) > 1):
+                    group, ready = ready[:fan_in], ready[fan_in:]
                     level = max(lv for _, lv in group) + 1
-                    table, small = combine.remote(pattern, max_chunk_bytes, *[ref for ref, _ in group])
-                    in_flight[small] = (table, level)
-                    stats.n_combines += 1
-                    stats.depth = max(stats.depth, level)
+                    part, small = combine.remote(combiner, *[ref for ref, _ in group])
+                    in_flight[small] = (part, level, f"adding up {len(group)} parts")
+                    tree.n_combines += 1
+                    tree.depth = max(tree.depth, level)
                 if not in_flight:
                     break
-                done, _ = session.wait(list(in_flight))
-                for small in done:
-                    table, level = in_flight.pop(small)
-                    result = session.get(small)
-                    if level > 0:
-                        stats.combine_seconds += result[1]
-                    else:
-                        maps_left -= 1
-                        if maps_left == 0:
-                            stats.map_seconds = time.perf_counter() - t0
-                        n_bytes, n_chunks, skipped = result
-                        stats.n_bytes += n_bytes
-                        stats.n_chunks += n_chunks
-                        stats.n_skipped += skipped
-                        if progress is not None:
-                            progress("count", stats.n_bytes, 0)
-                    ready.append((table, level))
+                done, _ = session.ray.wait(list(in_flight), num_returns=1)
+                part, level, task = in_flight.pop(done[0])
+                seen = session.get(done[0], task)
+                if level == 0:
+                    maps_in_flight -= 1
+                    if exhausted and maps_in_flight == 0:
+                        tree.map_seconds = time.perf_counter() - t0
+                    if on_part is not None:
+                        on_part(seen)
+                else:
+                    tree.combine_seconds += seen[1]
+                ready.append((part, level))
         except BaseException:
-            session.cancel([ref for pair in in_flight.items() for ref in (pair[0], pair[1][0])])
+            session.cancel([ref for small, (part, _, _) in in_flight.items() for ref in (small, part)])
             raise
         if not ready:
-            return b"", b""
-        final: CountResult = session.get(ready[0][0])
-        stats.tail_seconds = time.perf_counter() - t0 - stats.map_seconds
-        return final
+            return combiner().result()
+        total: R = session.get(ready[0][0], "the sum of the parts")
+        tree.tail_seconds = time.perf_counter() - t0 - tree.map_seconds
+        return total
+
+
+@contextmanager
+def ray_executor(options: RayOptions) -> Iterator[RayExecutor]:
+    """A RayExecutor on the cluster `options` names, connected for the block (and disconnected
+    after it when this call connected)."""
+    session = _Session(options)
+    try:
+        yield RayExecutor(session, options)
     finally:
         session.close()
+
+
+# ---- planning ------------------------------------------------------------------------------------
+
+
+def plan_count_tasks(
+    inputs: Sequence[str | os.PathLike[str]], options: RayOptions, executor: RayExecutor, specials: Sequence[str]
+) -> list[Task]:
+    """Counting tasks for the cluster: about `tasks_per_node` per alive node, or as a local run
+    plans them for as many workers as the cluster has CPUs.  Compressed files are whole-file
+    tasks, read by the node that gets them."""
+    paths = _absolute_inputs(inputs)
+    if options.tasks_per_node is None:
+        return plan_tasks(paths, n_workers=executor.session.cpus(), specials=specials)
+    n_tasks = options.tasks_per_node * executor.session.nodes()
+    size = max(1, -(-sum(p.stat().st_size for p in paths) // n_tasks))
+    return plan_tasks(paths, n_workers=n_tasks, specials=specials, min_task_bytes=size, max_task_bytes=size)
 
 
 # ---- tokenizing ----------------------------------------------------------------------------------
@@ -333,9 +413,11 @@ def tokenize_on_ray(
     eos: int | None,
     progress: Progress | None = None,
 ) -> RayTokenizeStats:
-    """Encode the inputs into the shard directory `output`, one shard per task on the cluster;
-    shards a previous run of the same arguments completed are kept (see mnemo/shards.py)."""
+    """Encode the inputs into the shard directory `output`, one shard per task on the cluster
+    (the engine's map_ordered: each result, a shard's counts, is recorded in order); shards a
+    previous run of the same arguments completed are kept (see mnemo/shards.py)."""
     from mnemo import shards as sh
+    from mnemo.tokenizing import tokenizer_from_image
 
     paths = _absolute_inputs(inputs)
     folder = Path(output).absolute()
@@ -358,46 +440,38 @@ def tokenize_on_ray(
         "shard_bytes": options.shard_bytes,
     }
     shards = [sh.Shard(sh.shard_name(i), group) for i, group in enumerate(groups)]
-    manifest = sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), False)
-    kept = _resume(folder, manifest)
+    kept = _resume(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), False))
     stats = RayTokenizeStats(n_shards=len(shards), n_skipped=len(kept))
-    for h in kept.values():
-        stats.n_docs += h[0]
-        stats.n_tokens += h[1]
+    for n_docs, n_tokens in kept.values():
+        stats.n_docs += n_docs
+        stats.n_tokens += n_tokens
     shards = [sh.Shard(s.name, s.tasks, *kept[s.name]) if s.name in kept else s for s in shards]
-    todo = deque(i for i, s in enumerate(shards) if s.name not in kept)
-    session = _Session(options)  # connected (or refused) before anything is written
-    try:
+    index = {s.name: i for i, s in enumerate(shards)}
+
+    def record(result: tuple[str, int, int, int]) -> None:
+        name, n_docs, n_tokens, n_bytes = result
+        i = index[name]
+        shards[i] = sh.Shard(name, shards[i].tasks, n_docs, n_tokens)
+        stats.n_docs += n_docs
+        stats.n_tokens += n_tokens
+        stats.n_bytes += n_bytes
+        if progress is not None:
+            progress("tokenize", stats.n_bytes, 0)
+
+    with ray_executor(options) as executor:  # connected (or refused) before anything is written
         folder.mkdir(parents=True, exist_ok=True)
         sh.remove_temporaries(folder)
         sh.write_manifest(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), False))
-        image = session.ray.put(tokenizer.to_bytes())
-        write = session.remote(sh.write_shard)
-        max_in_flight = IN_FLIGHT_PER_CPU * session.cpus()
-        in_flight: dict[Any, int] = {}
         if progress is not None:
             progress("tokenize", 0, 0)
-        try:
-            while todo or in_flight:
-                while todo and len(in_flight) < max_in_flight:
-                    i = todo.popleft()
-                    ref = write.remote(image, list(shards[i].tasks), str(folder / shards[i].name), text_field, chat, bos, eos)
-                    in_flight[ref] = i
-                done, _ = session.wait(list(in_flight))
-                for ref in done:
-                    i = in_flight.pop(ref)
-                    n_docs, n_tokens, n_bytes = session.get(ref)
-                    shards[i] = sh.Shard(shards[i].name, shards[i].tasks, n_docs, n_tokens)
-                    stats.n_docs += n_docs
-                    stats.n_tokens += n_tokens
-                    stats.n_bytes += n_bytes
-                    if progress is not None:
-                        progress("tokenize", stats.n_bytes, 0)
-        except BaseException:
-            session.cancel(list(in_flight))
-            raise
-    finally:
-        session.close()
+        jobs = [(str(folder / s.name), s.tasks) for s in shards if s.name not in kept]
+        map_ordered(
+            jobs,
+            partial(sh.write_shard, sh.ShardSettings(chat, text_field, bos, eos)),
+            record,
+            executor=executor,
+            setup=setup_of(tokenizer_from_image, tokenizer.to_bytes()),
+        )
     sh.remove_temporaries(folder)
     sh.write_manifest(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), True))
     return stats

@@ -14,7 +14,7 @@ import pytest
 import mnemo
 from mnemo.batches import TokenStream
 from mnemo.errors import FingerprintError, FormatError, InputError
-from mnemo.shards import MANIFEST_NAME, Manifest, Shard, plan_shards, shard_name, write_manifest, write_shard
+from mnemo.shards import MANIFEST_NAME, Manifest, Shard, ShardSettings, plan_shards, shard_name, write_manifest, write_shard
 from mnemo.sources import plan_tasks
 from mnemo.tokenizer import Tokenizer
 from mnemo.tokenizing import tokenize_files
@@ -35,7 +35,7 @@ def _write_dir(tok: Tokenizer, folder: Path, inputs: list[Path], shard_bytes: in
     shards = []
     bos = tok.special_tokens["<|bos|>"]
     for i, group in enumerate(plan_shards(tasks, shard_bytes)):
-        n_docs, n_tokens, _ = write_shard(tok.to_bytes(), list(group), str(folder / shard_name(i)), "text", False, bos, None)
+        _, n_docs, n_tokens, _ = write_shard(ShardSettings(False, "text", bos, None), tok, (str(folder / shard_name(i)), group))
         shards.append(Shard(shard_name(i), group, n_docs, n_tokens))
     manifest = Manifest(tok.fingerprint, tok.n_vocab, False, {"inputs": [str(p) for p in inputs]}, tuple(shards), complete)
     write_manifest(folder, manifest)

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo import Tokenizer, dataset, open_tok, sources, train_from_iterator
+from mnemo import Tokenizer, open_tok, sources, train_from_iterator
+from mnemo import tokenizing as dataset
 from mnemo.errors import InputError
 from mnemo.sources import plan_tasks
 
@@ -63,19 +64,27 @@ def test_every_input_kind_gives_the_single_process_file(
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_workers_get_the_tokenizer_either_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer, method: str) -> None:
-    """Forked workers use the parent's tokenizer as the fork copied it; spawned ones rebuild it
-    from its tokenizer.bin image.  Same file as one process."""
+    """Forked workers use the parent's tokenizer as the fork copied it; workers started as fresh
+    interpreters (mnemo.work.spawned_main) rebuild it from its tokenizer.bin image.  Same file
+    as one process."""
     import multiprocessing
 
+    from mnemo import work
+
+    work._shutdown_all()  # workers started before the patch would not be `method`'s
     monkeypatch.setattr(dataset, "TASK_BYTES", 64 << 10)
-    monkeypatch.setattr(dataset, "worker_context", lambda: multiprocessing.get_context(method))
-    monkeypatch.setattr(dataset, "_worker_tok", None)
+    monkeypatch.setattr(work, "worker_context", lambda: multiprocessing.get_context(method))
     src = tmp_path / "a.jsonl"
     src.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs[:200]))
-    dataset.tokenize_files([src], tok, tmp_path / "one.tok", workers=1)
-    dataset.tokenize_files([src], tok, tmp_path / "two.tok", workers=2)
+    try:
+        dataset.tokenize_files([src], tok, tmp_path / "one.tok", workers=1)
+        dataset.tokenize_files([src], tok, tmp_path / "two.tok", workers=2)
+        assert work._SHARED is not None and work._SHARED._workers
+        spawned = [b"spawned_main" in Path(f"/proc/{w.pid}/cmdline").read_bytes() for w in work._SHARED._workers]
+        assert spawned == [method == "spawn"] * len(spawned)
+    finally:
+        work._shutdown_all()
     assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
-    assert (dataset._worker_tok is tok) == (method == "fork")
 
 
 def test_a_bad_line_in_a_worker_range_names_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +24,9 @@ from mnemo.pretokenize import pattern_id
 from mnemo.shards import MANIFEST_NAME, read_manifest
 from mnemo.tokenizer import Tokenizer
 from mnemo.tokenizing import tokenize_files
-from mnemo.training import count_words
-from mnemo.work_ray import RayCountStats, RayOptions, count_packed_on_ray
+from mnemo.training import CountPart, CountSettings, CountSum, count_task, count_words
+from mnemo.work import map_combine
+from mnemo.work_ray import RayOptions, plan_count_tasks, ray_executor
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -62,18 +64,27 @@ def test_train_on_cluster_is_a_local_run(cluster: str, samples: Samples, corpus:
 def test_count_tables_are_added_in_a_tree(cluster: str, samples: Samples) -> None:
     """About 16 tables (8 tasks on each of 2 nodes; fewer where a document is longer than a
     task) added 4 at a time by combine tasks on the cluster, in at least 2 levels; the driver
-    receives one table, equal to the local count."""
+    receives one table, equal to the local count, and sees each part without its words."""
     path = samples.path("multilingual")
-    stats = RayCountStats()
-    blob, meta = count_packed_on_ray(
-        [path], RayOptions(address=cluster, tasks_per_node=8), pattern=pattern_id("mnemonic"), max_chunk_bytes=256,
-        specials=[], text_field="text", stats=stats,
-    )
+    pid = pattern_id("mnemonic")
+    options = RayOptions(address=cluster, tasks_per_node=8)
+    seen: list[CountPart] = []
+    with ray_executor(options) as executor:
+        total = map_combine(
+            plan_count_tasks([path], options, executor, []),
+            partial(count_task, CountSettings(pid, 256, (), "text")),
+            partial(CountSum, pid, 256),
+            executor=executor,
+            on_part=seen.append,
+        )
+        tree = executor.tree
     words, local_stats = count_words(path, workers=1, special_tokens=[])
-    assert packed_to_dict(blob, meta) == words
-    assert stats.n_bytes == local_stats.n_bytes and stats.n_chunks == local_stats.n_chunks
-    assert stats.n_tasks >= 8
-    assert stats.depth >= 2 and stats.n_combines >= -(-(stats.n_tasks - 1) // 3)
+    assert packed_to_dict(total.blob, total.meta) == words
+    assert (total.n_bytes, total.n_chunks) == (local_stats.n_bytes, local_stats.n_chunks)
+    assert tree.n_tasks >= 8 and len(seen) == tree.n_tasks
+    assert all(p.blob == b"" and p.meta == b"" and p.n_bytes > 0 for p in seen)
+    assert sum(p.n_bytes for p in seen) == local_stats.n_bytes
+    assert tree.depth >= 2 and tree.n_combines >= -(-(tree.n_tasks - 1) // 3)
 
 
 def test_cli_train_with_address(cluster: str, samples: Samples, tmp_path: Path) -> None:
