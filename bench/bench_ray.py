@@ -131,7 +131,10 @@ def cmd_ratio(args: argparse.Namespace) -> None:
     path = input_file(args.mb)
     tok = mnemo.Tokenizer.load(tokenizer_file())
     connect(args.address)
-    opts = RayOptions(address=args.address, shard_bytes=16 << 20)
+    # shards of 4 MB: the size of a local run's pieces of work (tokenizing.TASK_BYTES), so that both
+    # spread 100 MB as evenly over the two CPUs (7 shards of 16 MB on 2 CPUs idle one CPU for a
+    # quarter of the run)
+    opts = RayOptions(address=args.address, shard_bytes=4 << 20)
     out = WORK / "out"
 
     def local_count() -> float:
@@ -245,13 +248,64 @@ def cmd_rates(args: argparse.Namespace) -> None:
           f"{st2.bytes_per_token:.2f} bytes/token ({tok.n_vocab} ids)", flush=True)
 
 
+def cmd_scale(args: argparse.Namespace) -> None:
+    """The FineWeb-scale estimate of docs/scale.md, from the rates `rates` printed (arguments)."""
+    import math
+
+    text = args.tb * 1e12
+    cores = args.nodes * args.cores
+    print(f"{args.tb:.0f} TB of text, {args.nodes} nodes x {args.cores} cores = {cores} cores; per core: counting "
+          f"{args.count_rate} MB/s, encoding {args.encode_rate} MB/s, {args.bytes_per_token} bytes/token")
+
+    def words(n_bytes: float) -> float:  # Heaps' law through the measured point
+        return args.heaps_words * (n_bytes / (args.heaps_mb * 1e6)) ** args.heaps_beta
+
+    # counting: mnemo's default plan, 16 tasks per CPU
+    tasks = 16 * cores
+    task_bytes = text / tasks
+    depth = math.ceil(math.log(tasks, 4))
+    table = lambda n: words(n) * args.bytes_per_word  # noqa: E731
+    traffic = sum((tasks / 4**lv) * table(task_bytes * 4**lv) for lv in range(depth))
+    total_words = words(text)
+    print(f"count:    {text / 1e6 / args.count_rate / cores / 60:6.1f} min of counting; {tasks:,} tasks of "
+          f"{task_bytes / 1e9:.2f} GB, {words(task_bytes) / 1e6:.1f} M distinct words each ({table(task_bytes) / 1e6:.0f} MB table); "
+          f"tree depth {depth}; object-store traffic {traffic / 1e12:.1f} TB in all")
+    print(f"          distinct words in all {total_words / 1e9:.2f} G: the final packed table {table(text) / 1e9:.0f} GB "
+          f"(the root combine task and the driver each hold it; the merge loop's word array adds "
+          f"{total_words * args.array_bytes_per_word / 1e9:.0f} GB on the driver)")
+    for shard_mb in (64, 1024):
+        shards = text / (shard_mb * 1e6)
+        print(f"tokenize: {text / 1e6 / args.encode_rate / cores / 60:6.1f} min of encoding; --shard-mb {shard_mb}: "
+              f"{shards:,.0f} shards of {shard_mb * 1e6 / args.bytes_per_token * 2 / 1e6:.0f} MB of tokens, manifest "
+              f"~{shards * 250 / 1e6:.0f} MB; object store: tokenizer.bin x {args.nodes} nodes "
+              f"({args.nodes * args.tokenizer_kb / 1e3:.0f} MB) + ~100 B per shard")
+    io = text + text / args.bytes_per_token * 2
+    secs = text / 1e6 / args.encode_rate / cores
+    print(f"          shared filesystem: {text / 1e12:.0f} TB read + {text / args.bytes_per_token * 2 / 1e12:.0f} TB written = "
+          f"{io / 1e12:.0f} TB, {io / secs / 1e9:.0f} GB/s to keep the cores busy")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["ratio", "tables", "tables-one", "rates"])
+    parser.add_argument("what", choices=["ratio", "tables", "tables-one", "rates", "scale"])
     parser.add_argument("--address", default=None, help="a running cluster (default: start one in a namespace)")
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tasks", default="8,16,32,64")
+    scale = parser.add_argument_group("scale: the measured figures (bench_ray.py rates) and the cluster")
+    scale.add_argument("--tb", type=float, default=60.0)
+    scale.add_argument("--nodes", type=int, default=100)
+    scale.add_argument("--cores", type=int, default=32)
+    scale.add_argument("--count-rate", type=float, default=20.0, help="MB per CPU second")
+    scale.add_argument("--encode-rate", type=float, default=20.0, help="MB per CPU second")
+    scale.add_argument("--bytes-per-token", type=float, default=4.04)
+    scale.add_argument("--heaps-mb", type=float, default=100.0)
+    scale.add_argument("--heaps-words", type=float, default=354_276)
+    scale.add_argument("--heaps-beta", type=float, default=0.58)
+    scale.add_argument("--bytes-per-word", type=float, default=24.3, help="packed table bytes per distinct word")
+    scale.add_argument("--array-bytes-per-word", type=float, default=26.6,
+                       help="merge loop: 2 bytes per byte + separator, and its count")
+    scale.add_argument("--tokenizer-kb", type=float, default=390.0)
     args = parser.parse_args()
     # Ray puts the driver's working folder on its workers' import path: from the checkout, the
     # workers would import its uncompiled mnemo/ instead of the installed one.
@@ -259,6 +313,9 @@ def main() -> None:
     os.chdir(WORK)
     if args.what == "rates":
         cmd_rates(args)
+        return
+    if args.what == "scale":
+        cmd_scale(args)
         return
     ensure_cluster(args)
     {"ratio": cmd_ratio, "tables": cmd_tables, "tables-one": cmd_tables_one}[args.what](args)

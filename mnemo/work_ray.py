@@ -315,6 +315,7 @@ class RayExecutor(Executor):
         in_flight: dict[Any, tuple[Any, int, Any]] = {}  # small ref -> (part ref, tree level, task)
         ready: list[tuple[Any, int]] = []  # parts not yet added up: (ref, level)
         maps_in_flight = 0
+        combines_in_flight = 0
         t0 = time.perf_counter()
         try:
             while True:
@@ -328,13 +329,17 @@ class RayExecutor(Executor):
                     in_flight[small] = (part, 0, task)
                     maps_in_flight += 1
                     tree.n_tasks += 1
-                # Add up as soon as fan_in parts are ready; once every map is done, whatever is left.
-                maps_done = exhausted and maps_in_flight == 0
-                while len(ready) >= fan_in or (maps_done and len(ready) > 1):
+                # Add up as soon as fan_in parts are ready; once every map and combine is done,
+                # whatever is left (not before: the last level would then be two combines in a
+                # row where one suffices -- the tail after the last map is the tree's only cost
+                # that does not overlap counting).
+                settled = exhausted and maps_in_flight == 0 and combines_in_flight == 0
+                while len(ready) >= fan_in or (settled and len(ready) > 1):
                     group, ready = ready[:fan_in], ready[fan_in:]
                     level = max(lv for _, lv in group) + 1
                     part, small = combine.remote(combiner, *[ref for ref, _ in group])
                     in_flight[small] = (part, level, f"adding up {len(group)} parts")
+                    combines_in_flight += 1
                     tree.n_combines += 1
                     tree.depth = max(tree.depth, level)
                 if not in_flight:
@@ -349,6 +354,7 @@ class RayExecutor(Executor):
                     if on_part is not None:
                         on_part(seen)
                 else:
+                    combines_in_flight -= 1
                     tree.combine_seconds += seen[1]
                 ready.append((part, level))
         except BaseException:
