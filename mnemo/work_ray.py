@@ -313,7 +313,7 @@ class RayExecutor(Executor):
         exhausted = False
         # in flight: the small second return of each call, waited on; the part stays on the cluster
         in_flight: dict[Any, tuple[Any, int, Any]] = {}  # small ref -> (part ref, tree level, task)
-        ready: list[tuple[Any, int]] = []  # parts not yet added up: (ref, level)
+        ready: dict[int, list[Any]] = {}  # parts not yet added up, by tree level
         maps_in_flight = 0
         combines_in_flight = 0
         t0 = time.perf_counter()
@@ -329,19 +329,27 @@ class RayExecutor(Executor):
                     in_flight[small] = (part, 0, task)
                     maps_in_flight += 1
                     tree.n_tasks += 1
-                # Add up as soon as fan_in parts are ready; once every map and combine is done,
-                # whatever is left (not before: the last level would then be two combines in a
-                # row where one suffices -- the tail after the last map is the tree's only cost
-                # that does not overlap counting).
+                # Add up fan_in parts of one level as soon as they are ready (a balanced tree: a
+                # sum is never added again and again into a growing total); once every map and
+                # combine is done, whatever is left, lowest levels first.
                 settled = exhausted and maps_in_flight == 0 and combines_in_flight == 0
-                while len(ready) >= fan_in or (settled and len(ready) > 1):
-                    group, ready = ready[:fan_in], ready[fan_in:]
-                    level = max(lv for _, lv in group) + 1
-                    part, small = combine.remote(combiner, *[ref for ref, _ in group])
-                    in_flight[small] = (part, level, f"adding up {len(group)} parts")
+                while True:
+                    full = [lv for lv, refs in ready.items() if len(refs) >= fan_in]
+                    if full:
+                        level = min(full)
+                        group, ready[level] = ready[level][:fan_in], ready[level][fan_in:]
+                    elif settled and sum(len(refs) for refs in ready.values()) > 1:
+                        left = [ref for lv in sorted(ready) for ref in ready[lv]]
+                        level = max(lv for lv, refs in ready.items() if refs)
+                        group, rest = left[:fan_in], left[fan_in:]
+                        ready = {level: rest} if rest else {}
+                    else:
+                        break
+                    part, small = combine.remote(combiner, *group)
+                    in_flight[small] = (part, level + 1, f"adding up {len(group)} parts")
                     combines_in_flight += 1
                     tree.n_combines += 1
-                    tree.depth = max(tree.depth, level)
+                    tree.depth = max(tree.depth, level + 1)
                 if not in_flight:
                     break
                 done, _ = session.ray.wait(list(in_flight), num_returns=1)
@@ -356,13 +364,14 @@ class RayExecutor(Executor):
                 else:
                     combines_in_flight -= 1
                     tree.combine_seconds += seen[1]
-                ready.append((part, level))
+                ready.setdefault(level, []).append(part)
         except BaseException:
             session.cancel([ref for small, (part, _, _) in in_flight.items() for ref in (small, part)])
             raise
-        if not ready:
+        last = [ref for refs in ready.values() for ref in refs]
+        if not last:
             return combiner().result()
-        total: R = session.get(ready[0][0], "the sum of the parts")
+        total: R = session.get(last[0], "the sum of the parts")
         tree.tail_seconds = time.perf_counter() - t0 - tree.map_seconds
         return total
 
