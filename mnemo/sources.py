@@ -92,6 +92,16 @@ class Task:
     end: int = -1  # -1: to the end of the (decompressed) stream
     row_group: int = -1  # -1: every row group
     sequential: bool = False
+    size: int = -1  # bytes of the whole file on disk, for a whole-file task (-1: unknown, or a range)
+
+    def describe(self) -> str:
+        """The task as an error message names it (work.describe)."""
+        name = display_name(self.path)
+        if self.row_group >= 0:
+            return f"{name} (row group {self.row_group})"
+        if self.end >= 0:
+            return f"{name} (bytes {self.start} to {self.end})"
+        return name
 
 
 def is_stdin(path: str | os.PathLike[str]) -> bool:
@@ -476,11 +486,11 @@ def plan_tasks(
         elif kind == "parquet":
             tasks += [Task(str(p), kind, row_group=g) for g in range(_parquet_row_groups(p))]
         elif kind == "arrow":  # one task per file (datasets shards big datasets into files)
-            tasks.append(Task(str(p), kind))
+            tasks.append(Task(str(p), kind, size=p.stat().st_size))
         elif compression_of(p):
             tasks.append(Task(str(p), kind, sequential=True))
         elif p.stat().st_size <= target:
-            tasks.append(Task(str(p), kind))
+            tasks.append(Task(str(p), kind, size=p.stat().st_size))
         else:
             tasks += [Task(str(p), kind, s, e) for s, e in _cut_points(p, kind, target, specials, whole_documents)]
     return tasks

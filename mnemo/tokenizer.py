@@ -15,7 +15,7 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Literal
 
 import numpy as np
@@ -609,12 +609,16 @@ class Tokenizer:
         if n_workers == 1:
             return [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in checked]
         result: list[list[int]] = []
-        for lengths, flat in self._batch_in_workers(checked, allowed, disallowed, n_workers):
-            ids = flat.tolist()
+
+        def unpack(part: tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]) -> None:
+            # here, as each block arrives, while the workers encode the next ones
+            ids = part[1].tolist()
             pos = 0
-            for n in lengths.tolist():
+            for n in part[0].tolist():
                 result.append(ids[pos : pos + n])
                 pos += n
+
+        self._batch_in_workers(checked, allowed, disallowed, n_workers, unpack)
         return result
 
     def encode_batch_to_numpy(
@@ -635,11 +639,10 @@ class Tokenizer:
         lengths: npt.NDArray[np.int64]
         flat: npt.NDArray[np.unsignedinteger]
         if n_workers == 1:
-            lists = [self._encode_data(self._text_bytes(t), allowed, disallowed) for t in checked]
-            lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-            flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=dtype, count=int(lengths.sum()))
+            lengths, flat = _encode_flat(self, checked, allowed, disallowed)
         else:
-            parts = self._batch_in_workers(checked, allowed, disallowed, n_workers)
+            parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = []
+            self._batch_in_workers(checked, allowed, disallowed, n_workers, parts.append)
             lengths = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
             flat = np.concatenate([p[1] for p in parts]).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
         offsets = np.zeros(len(checked) + 1, dtype=np.int64)
@@ -662,17 +665,20 @@ class Tokenizer:
         return texts, allowed, disallowed, n_workers
 
     def _batch_in_workers(
-        self, texts: Sequence[str], allowed: set[str], disallowed: set[str], n_workers: int
-    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]]:
+        self,
+        texts: Sequence[str],
+        allowed: set[str],
+        disallowed: set[str],
+        n_workers: int,
+        sink: Callable[[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
+    ) -> None:
         """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers."""
         from mnemo.work import map_ordered, setup_of, shared_executor
 
-        parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = []
         blocks = (list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK))
         fn = functools.partial(_encode_texts, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
         with shared_executor(n_workers) as executor:
-            map_ordered(blocks, fn, parts.append, executor=executor, setup=setup_of(_tokenizer_of, self.to_bytes(), self))
-        return parts
+            map_ordered(blocks, fn, sink, executor=executor, setup=setup_of(_tokenizer_of, self.to_bytes(), self))
 
     def encode_to_numpy(
         self,
@@ -940,22 +946,58 @@ def _tokenizer_of(image: bytes) -> Tokenizer:
 def _encode_texts(
     specials: tuple[tuple[str, ...], tuple[str, ...]], tok: Tokenizer, texts: list[str]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
-    """(lengths, ids back to back) of a block of texts: two arrays, one message each way."""
-    allowed, disallowed = set(specials[0]), set(specials[1])
-    parts = [tok._encode_data(tok._text_bytes(t), allowed, disallowed) for t in texts]
-    dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
-    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    flat: npt.NDArray[np.unsignedinteger] = np.fromiter(itertools.chain.from_iterable(parts), dtype=dtype, count=int(lengths.sum()))
+    """encode_batch's map: (lengths, ids back to back) of a block of texts, two arrays, one
+    message each way."""
+    return _encode_flat(tok, texts, set(specials[0]), set(specials[1]))
+
+
+def _encode_flat(
+    tok: Tokenizer, texts: Sequence[str], allowed: set[str], disallowed: set[str]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
+    """(lengths, ids back to back) of the texts.  A text with no allowed special token in it
+    and at most PIECE_BYTES long is encoded straight into packed uint16 by the compiled encoder
+    (encode_documents_packed: no Python int per id; converting lists of ids cost more than the
+    encoding of short documents); others go through _encode_data and are packed here."""
+    if tok.n_vocab > 1 << 16:
+        parts = [tok._encode_data(tok._text_bytes(t), allowed, disallowed) for t in texts]
+        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+        wide: npt.NDArray[np.unsignedinteger] = np.fromiter(
+            itertools.chain.from_iterable(parts), dtype=np.uint32, count=int(lengths.sum())
+        )
+        return lengths, wide
+    packed: list[bytes] = []
+    public = None if tok._public is None else np.asarray(tok._public, dtype="<u2")
+    for t in texts:
+        data = tok._text_bytes(t)
+        if len(data) > PIECE_BYTES or (allowed and tok._find_special(allowed, data) is not None):
+            ids = tok._encode_data(data, allowed, disallowed)  # public ids already
+            packed.append(np.asarray(ids, dtype="<u2").tobytes())
+            continue
+        if disallowed:
+            m = tok._find_special(disallowed, data)
+            if m is not None:
+                tok._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
+        raw = encode_documents_packed(tok._encoder, [data], tok._pattern_id, -1, -1)
+        if public is not None:
+            raw = public[np.frombuffer(raw, dtype="<u2")].tobytes()
+        packed.append(raw)
+    lengths = np.fromiter((len(p) // 2 for p in packed), dtype=np.int64, count=len(packed))
+    flat: npt.NDArray[np.unsignedinteger] = np.frombuffer(b"".join(packed), dtype="<u2").astype(np.uint16)
     return lengths, flat
 
 
 def _batch_workers(workers: object) -> int:
-    """encode_batch's `workers`: as given, else every CPU -- but 1 in a process multiprocessing
-    started (a datasets.map(num_proc=...) or DataLoader worker): its siblings have the other
-    CPUs, and nested pools would only fight over them."""
+    """encode_batch's `workers`: as given, else every CPU -- but 1 in a process that
+    multiprocessing (or `multiprocess`) started, such as a datasets.map(num_proc=...) or
+    DataLoader worker: its siblings have the other CPUs, and nested pools would only fight over
+    them."""
     if workers is None:
-        import multiprocessing
+        import sys
 
-        if multiprocessing.parent_process() is not None:
-            return 1
+        # multiprocessing's, and its dill-based twin `multiprocess`, which datasets.map uses
+        for name in ("multiprocessing", "multiprocess"):
+            module = sys.modules.get(name)
+            parent = getattr(module, "parent_process", None)
+            if callable(parent) and parent() is not None:
+                return 1
     return resolve_workers(workers)

@@ -204,7 +204,7 @@ def _work(
         if task.kind == "parquet":
             size += TASK_BYTES  # a row group: a piece of work of its own
         else:
-            size += task.end - task.start if task.end >= 0 else Path(task.path).stat().st_size
+            size += task.end - task.start if task.end >= 0 else max(task.size, 0)
         if size >= TASK_BYTES:
             yield group, []
             group, size = [], 0

@@ -239,6 +239,7 @@ class _Worker:
         self.popen = popen
         self.known = known
         self.job: tuple[int, Any] | None = None
+        self.call: tuple[Callable[[Any, Any], Any], Setup | None] = (_nothing, None)
         self.status: int | None = None
 
     def reap(self, block: bool) -> bool:
@@ -383,6 +384,7 @@ class LocalProcesses(Executor):
             _remember(setup)
         w = self._idle_worker()
         w.job = (index, payload)  # before sending: an interrupted send leaves it busy, so abort kills it
+        w.call = (fn, setup)
         try:
             w.conn.send(_message(w, fn, payload, setup))
         except (BrokenPipeError, ConnectionResetError):
@@ -392,6 +394,7 @@ class LocalProcesses(Executor):
             self._workers.remove(w)
             w = self._idle_worker()
             w.job = (index, payload)
+            w.call = (fn, setup)
             w.conn.send(_message(w, fn, payload, setup))
 
     def wait(self) -> tuple[int, Any]:
@@ -413,9 +416,14 @@ class LocalProcesses(Executor):
                 f"a worker process (pid {w.pid}) {w.how_it_ended()} while working on {describe(payload)}; "
                 f"if the system ran out of memory, use fewer workers"
             ) from None
+        if reply[0] == "need":  # it no longer keeps that setup's state: the image, and again
+            fn, setup = w.call
+            assert setup is not None
+            w.known.discard(setup.key)
+            w.conn.send(_message(w, fn, payload, setup))
+            return self.wait()
         w.job = None
-        kind = reply[0]
-        if kind == "ok":
+        if reply[0] == "ok":
             return index, reply[1]
         raise _rebuild(reply)
 
@@ -423,6 +431,10 @@ class LocalProcesses(Executor):
         for w in [w for w in self._workers if w.job is not None]:
             w.kill()
             self._workers.remove(w)
+
+
+def _nothing(state: object, payload: object) -> None:
+    return None
 
 
 def _message(w: _Worker, fn: Callable[[Any, Any], Any], payload: Any, setup: Setup | None) -> tuple[Any, ...]:
@@ -461,14 +473,18 @@ def serve(conn: Connection) -> None:
         try:
             state = None
             if key is not None:
-                state = states.get(key)
+                state = states.pop(key, None)
                 if state is None:
                     state = _INHERITED.get(key)
-                    if state is None:
-                        state = build(image)
-                    states[key] = state
-                    while len(states) > KEPT_STATES:
-                        del states[next(iter(states))]
+                if state is None and build is None:
+                    # evicted here, so the caller's note that this worker has it is stale
+                    conn.send(("need",))
+                    continue
+                if state is None:
+                    state = build(image)
+                states[key] = state  # the most recent last
+                while len(states) > KEPT_STATES:
+                    del states[next(iter(states))]
             reply: tuple[Any, ...] = ("ok", fn(state, payload))
         except BaseException as exc:
             reply = _pack(exc)

@@ -552,3 +552,38 @@ def test_tokenize_in_process_stops_at_once(tmp_path: Path, sig: int) -> None:
     assert proc.returncode == 128 + sig, (proc.returncode, err)
     assert waited < 2.0, f"the signal took {waited:.1f} s to take effect"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.bin", "ws.txt"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_encode_batch_to_numpy_is_the_flat_form_of_encode_batch(small: Tokenizer, workers: int) -> None:
+    """(ids, offsets): every text's ids back to back, text i at ids[offsets[i]:offsets[i + 1]];
+    in this process and from workers (more than BATCH_BLOCK texts and BATCH_PARALLEL_BYTES)."""
+    from mnemo import tokenizer as module
+
+    filler = "y" * (module.BATCH_PARALLEL_BYTES // 600 + 1)
+    texts = [f"hello world {i} <|bos|> " * (i % 5) + ("héllo " + filler if i % 4 else "") for i in range(600)]
+    flat, offsets = small.encode_batch_to_numpy(texts, allowed_special={"<|bos|>"}, workers=workers)
+    lists = small.encode_batch(texts, allowed_special={"<|bos|>"}, workers=workers)
+    assert flat.dtype == np.uint16 and offsets.dtype == np.int64 and offsets.shape == (len(texts) + 1,)
+    assert offsets[0] == 0 and offsets[-1] == flat.size
+    assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == lists
+    assert lists == [small.encode(t, allowed_special={"<|bos|>"}) for t in texts]
+    assert small.decode_batch([flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]) == small.decode_batch(lists)
+    with pytest.raises(SpecialTokenError, match="<|bos|>"):
+        small.encode_batch_to_numpy(texts, workers=workers)
+    empty_ids, empty_offsets = small.encode_batch_to_numpy([])
+    assert empty_ids.size == 0 and empty_offsets.tolist() == [0]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_encode_batch_to_numpy_with_an_id_map(cs336_dir: Path, workers: int) -> None:
+    """GPT-2's vocabulary numbers its ids its own way (an id map): the flat form holds GPT-2's ids."""
+    from mnemo import tokenizer as module
+    from mnemo.interop import load_gpt2
+
+    gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
+    assert gpt2._public is not None
+    filler = " the end" * (module.BATCH_PARALLEL_BYTES // 4000 + 1)
+    texts = [f"Hello world {i}, héllo!" + (filler if i % 3 else "") for i in range(600)]
+    flat, offsets = gpt2.encode_batch_to_numpy(texts, workers=workers)
+    assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [gpt2.encode(t) for t in texts]

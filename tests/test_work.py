@@ -371,7 +371,7 @@ def signal_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     words = ["".join(rng.choices("abcdefghijklmnop", k=rng.randint(2, 8))) for _ in range(3000)]
     src = folder / "in.jsonl"
     with src.open("w") as f:
-        for _ in range(12000):
+        for _ in range(6000):
             f.write(json.dumps({"text": " ".join(rng.choices(words, k=150))}) + "\n")
     tok = folder / "tok.bin"
     subprocess.run([MNEMO, "train", str(src), "-o", str(tok), "--vocab-size", "400", "--workers", "1", "-q"], check=True)
@@ -392,7 +392,7 @@ def test_signals_at_many_moments_leave_nothing_behind(
     argv = (
         [MNEMO, "tokenize", "-t", str(tok), str(src), "-o", str(out), "--workers", "2", "-q"]
         if command == "tokenize"
-        else [MNEMO, "train", str(src), "-o", str(out), "--vocab-size", "2000", "--workers", "2", "-q"]
+        else [MNEMO, "train", str(src), "-o", str(out), "--vocab-size", "1500", "--workers", "2", "-q"]
     )
     interrupted = 0
     for k in range(20):
@@ -403,7 +403,7 @@ def test_signals_at_many_moments_leave_nothing_behind(
         while not seen and time.monotonic() < deadline and proc.poll() is None:  # until workers exist
             seen |= _descendants(proc.pid)
             time.sleep(0.005)
-        moment = time.monotonic() + rng.uniform(0.0, 0.8)
+        moment = time.monotonic() + rng.uniform(0.0, 0.5)
         while time.monotonic() < moment and proc.poll() is None:
             seen |= _descendants(proc.pid)
             time.sleep(0.005)
@@ -414,12 +414,80 @@ def test_signals_at_many_moments_leave_nothing_behind(
             os.kill(p, signal.SIGKILL)
         assert not left, f"run {k}: workers {left} outlived the run"
         assert "Traceback" not in err, err
-        if proc.returncode == 0:  # the signal came after the work: a complete output is fine
-            assert out.exists()
+        if proc.returncode in (0, -sig):
+            # The signal came after the work: the output is complete.  (-sig: it came while the
+            # interpreter was shutting down, after Python had put the default handlers back.)
+            assert out.exists(), (k, proc.returncode, err)
             out.unlink()
         else:
             interrupted += 1
             assert proc.returncode == 128 + sig, (k, proc.returncode, err)
             assert not out.exists(), k
         assert sorted(p.name for p in tmp_path.iterdir()) == [], (k, list(tmp_path.iterdir()))
-    assert interrupted >= 15  # the moments fell inside the runs
+    assert interrupted >= 14, interrupted  # most moments fell inside the runs
+
+
+# ---- encode_batch in a script without the __main__ guard (issue 15 item 2) --------------------------
+
+UNGUARDED = """
+import json, sys, threading
+import mnemo
+
+print("top level ran", flush=True)
+tok = mnemo.Tokenizer.load(sys.argv[1])
+texts = json.loads(open(sys.argv[2]).read())
+if sys.argv[3] == "threaded":  # another thread: no fork, workers are fresh interpreters
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, daemon=True).start()
+ids = tok.encode_batch(texts)
+flat, offsets = tok.encode_batch_to_numpy(texts)
+loop = [tok.encode(t) for t in texts]
+print("same ids", ids == loop and flat.tolist() == [i for x in loop for i in x], flush=True)
+from mnemo import work
+print("workers", len(work._SHARED._workers) if work._SHARED is not None else 0)
+"""
+
+
+@pytest.mark.parametrize("mode", ["single-threaded", "threaded"])
+def test_encode_batch_in_an_unguarded_script(tmp_path: Path, corpus_docs: Callable[..., list[str]], mode: str) -> None:
+    """encode_batch hung for good in a script without `if __name__ == "__main__":` once the batch
+    held 4 MB of text: its spawned workers ran the script again and died.  Now the script runs
+    once, to its end, whatever the start method."""
+    texts = corpus_docs("english", 5_000_000)
+    assert sum(len(t) for t in texts) > 4_000_000 and len(texts) > 256
+    tok = train_from_iterator(texts[:200], vocab_size=1000, workers=1)
+    tok.save(tmp_path / "tok.bin")
+    (tmp_path / "texts.json").write_text(json.dumps(texts))
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "tok.bin"), str(tmp_path / "texts.json"), mode],
+        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    workers = min(os.cpu_count() or 1, -(-len(texts) // 256)) if (os.cpu_count() or 1) > 1 else 0
+    assert done.stdout.splitlines() == ["top level ran", "same ids True", f"workers {workers}"], done.stdout
+
+
+def test_tasks_say_what_they_are() -> None:
+    """An error names the task without opening its file: a byte range, a row group, a whole file;
+    a block of documents by its size."""
+    from mnemo.sources import Task
+
+    assert work.describe(Task("a.jsonl", "jsonl", 0, 100)) == "a.jsonl (bytes 0 to 100)"
+    assert work.describe(Task("b.parquet", "parquet", row_group=3)) == "b.parquet (row group 3)"
+    assert work.describe(Task("c.txt.gz", "text", sequential=True)) == "c.txt.gz"
+    assert work.describe([b"doc"] * 256) == "a block of 256 items"
+
+
+def test_a_worker_that_dropped_a_state_gets_it_again() -> None:
+    """A worker keeps KEPT_STATES states; the caller's note of what it has can be stale (a test
+    suite with many tokenizers in one process): the worker asks for the image again."""
+    ex = work.LocalProcesses(1)
+    try:
+        for k in [*range(work.KEPT_STATES + 2), 0, 1]:
+            got: list[tuple[str, int]] = []
+            work.map_ordered(range(2), with_state, got.append, executor=ex, setup=work.setup_of(build_upper, f"tok{k}".encode()))
+            assert got == [(f"TOK{k}", x) for x in range(2)]
+    finally:
+        ex.shutdown()
