@@ -59,6 +59,22 @@ def test_tokenize_without_ray_installed_names_the_extra(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_ray_is_imported_only_when_asked_for(tmp_path: Path) -> None:
+    """`import ray` costs seconds and hundreds of MB: a local run never pays it."""
+    text = tmp_path / "in.txt"
+    text.write_text("hello world " * 100)
+    code = (
+        "import sys, mnemo\n"
+        "from mnemo.tokenizing import tokenize_files\n"
+        f"tok = mnemo.train({str(text)!r}, vocab_size=300, workers=2)\n"
+        f"tokenize_files([{str(text)!r}], tok, {str(tmp_path / 'o.tok')!r}, workers=2)\n"
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
 def test_ray_option_is_checked(tmp_path: Path) -> None:
     text = tmp_path / "in.txt"
     text.write_text("hello world " * 100)
