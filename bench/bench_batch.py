@@ -5,7 +5,7 @@
 Documents are the English corpus's, in file order, cycled when more are asked for than it holds,
 each cut to --max-chars characters (100,000 whole documents would be ~860 MB of text).  The
 tokenizer is trained on the first 20 MB (32,768 ids) unless one is given.  For each size it
-prints the loop's time, encode_batch's (best of 5 in turns for up to 10,000 documents, one
+prints the loop's time, encode_batch's (best of 20 in turns for up to 10,000 documents, one
 run above; default workers: every CPU; the persistent workers are
 started by a warm-up call first, as they are in any program that calls it twice), and the ratio
 loop / encode_batch (above 1: encode_batch is faster); encode_batch_to_numpy too.  Every result
@@ -61,7 +61,7 @@ def main() -> None:
     for n in sizes:
         batch = docs[:n]
         mb = sum(len(d.encode()) for d in batch) / 1e6
-        rounds = 5 if n <= 10_000 else 1  # small batches: the best of 5, taken in turns
+        rounds = 20 if n <= 10_000 else 1  # small batches: the best of 20, taken in turns
         t_loop = t_batch = t_numpy = float("inf")
         for _ in range(rounds):
             t0 = time.perf_counter()

@@ -677,7 +677,7 @@ class Tokenizer:
 
         blocks = (list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK))
         fn = functools.partial(_encode_texts, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
-        with shared_executor(n_workers) as executor:
+        with shared_executor(n_workers, caller_helps=True) as executor:
             map_ordered(blocks, fn, sink, executor=executor, setup=setup_of(_tokenizer_of, self.to_bytes(), self))
 
     def encode_to_numpy(

@@ -432,6 +432,49 @@ class LocalProcesses(Executor):
             w.kill()
             self._workers.remove(w)
 
+    def ready(self) -> bool:
+        """Whether wait() would return (or raise) without blocking."""
+        return bool(wait([w.conn for w in self._workers if w.job is not None], timeout=0))
+
+
+class CallerHelps(Executor):
+    """Local workers plus the caller itself: while every worker is busy and no result is ready,
+    the caller runs one call instead of sleeping in wait().  For encode_batch, whose caller
+    would otherwise only wait: on a busy machine an extra process gets an extra share of the
+    CPUs, and on an idle one the caller's own time is used; a worker that finishes meanwhile
+    waits at most one call (a block of texts) for its next task."""
+
+    def __init__(self, workers: LocalProcesses) -> None:
+        self._workers = workers
+        self._own = InProcess()
+        self._in_workers = 0
+        self._held = 0
+
+    @property
+    def width(self) -> int:
+        return self._workers.width + 1
+
+    def submit(self, index: int, fn: Callable[[Any, Any], Any], payload: Any, setup: Setup | None) -> None:
+        if self._in_workers < self._workers.width:
+            self._workers.submit(index, fn, payload, setup)
+            self._in_workers += 1
+        else:
+            self._own.submit(index, fn, payload, setup)
+            self._held += 1
+
+    def wait(self) -> tuple[int, Any]:
+        if self._held and (self._in_workers == 0 or not self._workers.ready()):
+            self._held -= 1
+            return self._own.wait()
+        self._in_workers -= 1
+        return self._workers.wait()
+
+    def abort(self) -> None:
+        self._own.abort()
+        self._held = 0
+        self._workers.abort()
+        self._in_workers = 0
+
 
 def _nothing(state: object, payload: object) -> None:
     return None
@@ -568,11 +611,12 @@ atexit.register(_shutdown_all)
 
 
 @contextmanager
-def shared_executor(workers: int) -> Iterator[Executor]:
+def shared_executor(workers: int, *, caller_helps: bool = False) -> Iterator[Executor]:
     """The executor for `workers` (an int, resolve_workers'): this process for 1, else the
     process's persistent local workers, started on first use and kept for the next calls (a
     different width replaces them).  A second thread asking while they are in use gets workers
-    of its own for the call, stopped at its end."""
+    of its own for the call, stopped at its end.  `caller_helps`: the caller runs calls too
+    while it would only wait (CallerHelps)."""
     global _SHARED
     if workers == 1:
         yield InProcess()
@@ -581,7 +625,7 @@ def shared_executor(workers: int) -> Iterator[Executor]:
     if not lock.acquire(blocking=False):
         own = LocalProcesses(workers)
         try:
-            yield own
+            yield CallerHelps(own) if caller_helps else own
         finally:
             own.shutdown()
         return
@@ -590,7 +634,7 @@ def shared_executor(workers: int) -> Iterator[Executor]:
             if _SHARED is not None:
                 _SHARED.shutdown()
             _SHARED = LocalProcesses(workers)
-        yield _SHARED
+        yield CallerHelps(_SHARED) if caller_helps else _SHARED
     finally:
         lock.release()
 
