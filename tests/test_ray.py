@@ -114,7 +114,7 @@ def test_on_a_multi_node_cluster(tmp_path: Path) -> None:
     inner = (
         "ip link set lo up && "
         f"exec {Path(sys.executable).with_name('pytest')} {HERE / 'ray_cluster'} -q -p no:randomly -p no:cacheprovider "
-        "-o python_files=ray_*.py -x --durations=8"
+        "-o python_files=ray_*.py -x --durations=8 -rA"
     )
     env = {**os.environ, "MNEMO_RAY_NAMESPACE": "1", "RAY_ENABLE_USAGE_STATS": "0"}
     env.pop("RAY_ADDRESS", None)
