@@ -225,25 +225,26 @@ def test_killed_raylet_mid_run(cluster: str, samples: Samples, tokenizer_path: P
     """A third node joins; its raylet is killed while one of its workers runs a shard task.  Ray
     retries that task on the other nodes: the run ends well and the shards are the local .tok's
     ids (or, the other outcome the issue allows, a clear error and no half-written shard)."""
-    big = _big_input(samples, tmp_path, 12)
+    big = _big_input(samples, tmp_path, 40)  # ~24 shards: work for all three nodes for seconds
     out = tmp_path / "shards"
     node = start_node(block=True)
     assert node is not None
     try:
         wait_nodes(3)
-        driver = subprocess.Popen(_tokenize_cmd([big], tokenizer_path, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        # until the third node runs a shard task (its worker process is titled after the task's
-        # function; idle, it is ray::IDLE): the raylet dies with work on it
-        while not any(name.startswith("ray::_run_call") for _, name in descendants(node.pid)):
-            assert driver.poll() is None, "the run ended before the third node got a task"
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        raylets = [pid for pid, name in descendants(node.pid) if name == "raylet"]
-        assert raylets, "the third node has no raylet"
-        for pid in raylets:
-            os.kill(pid, signal.SIGKILL)
-        stdout, stderr = driver.communicate(timeout=300)
+        with subprocess.Popen(_tokenize_cmd([big], tokenizer_path, out), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) as driver:
+            deadline = time.monotonic() + 120
+            # until the third node runs a shard task (its worker process is titled after the
+            # task's function; idle, it is ray::IDLE): the raylet dies with work on it
+            while not any(name.startswith("ray::_run_call") for _, name in descendants(node.pid)):
+                assert driver.poll() is None, "the run ended before the third node got a task"
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            raylets = [pid for pid, name in descendants(node.pid) if name == "raylet"]
+            assert raylets, "the third node has no raylet"
+            for pid in raylets:
+                os.kill(pid, signal.SIGKILL)
+            stdout, stderr = driver.communicate(timeout=300)
     finally:
         kill_group(node)
     wait_nodes(2)
