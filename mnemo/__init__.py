@@ -26,6 +26,7 @@ Re-exports only; each name lives in the module that owns it.
 
 from mnemo.errors import (
     ArgumentTypeError,
+    ClusterError,
     ConfigError,
     FingerprintError,
     FormatError,
@@ -36,20 +37,23 @@ from mnemo.errors import (
     VerificationError,
     WorkerError,
 )
-from mnemo.tokfile import open_tok
+from mnemo.shards import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
 from mnemo.training import train, train_from_iterator
+from mnemo.work_ray import RayOptions
 
 from mnemo.buildinfo import VERSION as __version__
 
 __all__ = [
     "ArgumentTypeError",
+    "ClusterError",
     "ConfigError",
     "FingerprintError",
     "FormatError",
     "InputError",
     "MnemoError",
+    "RayOptions",
     "SpecialTokenError",
     "Tokenizer",
     "UnknownTokenError",

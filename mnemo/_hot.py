@@ -26,9 +26,12 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file
   mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
+  mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
+                            the compiled encoder
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
   mnemo/remote.py          URLs through fsspec: opened, checked and uploaded once per file
+  mnemo/shards.py           shard directories: a manifest (JSON) and .tok files, once per shard
   mnemo/sources.py          file reading and planning, done by C libraries (lzma, pyarrow, json for
                             the lines the fast path declines); the hot part, the text field of
                             each JSON line, moved to the compiled mnemo/jsonfield.py
@@ -44,6 +47,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/vocab.py            the vocabulary's rules, checked once per vocabulary
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
   mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
+  mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
+                            functions by reference, which needs them plain Python
 """
 
 from typing import Final

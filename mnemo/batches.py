@@ -25,7 +25,8 @@ from numpy.typing import NDArray
 
 from mnemo.constants import MASKBIT, MASKBIT32  # the loss-mask bits (of uint16 and uint32 files)
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
-from mnemo.tokfile import Stamp, open_tok
+from mnemo.shards import open_tok
+from mnemo.tokfile import Stamp
 
 ID_MASK: Final = MASKBIT - 1
 """`raw & ID_MASK` is the token id of a raw chat-file token of a uint16 file."""
@@ -175,7 +176,9 @@ class TokenStream:
 
     @classmethod
     def from_tok_files(cls, paths: Sequence[str | os.PathLike[str]], tokenizer: Stamp) -> TokenStream:
-        """Memory-map .tok files written by `tokenizer` (mnemo.open_tok refuses any other's).
+        """Memory-map .tok files written by `tokenizer` (mnemo.open_tok refuses any other's), or
+        shard directories of `mnemo tokenize --ray`, each shard an array of its own (a window does
+        not cross from one shard to the next, as it does not cross from one file to the next).
 
         All files must be of one kind: documents, or masked chats (of one tokenizer, so of one
         mask bit: MASKBIT in uint16 files, MASKBIT32 in uint32 ones)."""
@@ -191,7 +194,8 @@ class TokenStream:
         if masked and len(bits) > 1:
             names = ", ".join(f"{f.path} (mask bit {f.header.maskbit:#x})" for f in files)
             raise ConfigError(f"masked chat files with different mask bits in one stream: {names}")
-        return cls([f.tokens for f in files], masked=masked, maskbit=files[0].header.maskbit if masked else None)
+        # a shard directory (mnemo/shards.py) gives one memory-mapped array per shard, in input order
+        return cls([a for f in files for a in f.parts], masked=masked, maskbit=files[0].header.maskbit if masked else None)
 
     @property
     def n_tokens(self) -> int:

@@ -23,6 +23,7 @@ from mnemo.errors import ConfigError, InputError, MnemoError
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
+    from mnemo.work_ray import RayOptions
 
 
 class _VersionAction(argparse.Action):
@@ -159,6 +160,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             progress=progress,
             stats=stats,
             base=base,
+            ray=_ray_choice(args, tasks_per_node=args.tasks_per_node),
         )
     finally:
         progress.close()
@@ -230,6 +232,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     from mnemo.tokenizer import Tokenizer
 
     for path in args.files:
+        if os.path.isdir(path):
+            _info_shard_dir(path)
+            continue
         try:
             with open(path, "rb") as f:
                 magic = f.read(8)
@@ -270,6 +275,21 @@ def cmd_info(args: argparse.Namespace) -> int:
                 f"stack's token file (Megatron's .bin/.idx, datatrove's .ds, nanoGPT's .bin, known by their names)"
             )
     return 0
+
+
+def _info_shard_dir(path: str) -> None:
+    from mnemo.shards import combined_header, shard_headers
+
+    manifest, headers = shard_headers(path)
+    h = combined_header(manifest, headers)
+    kind = "chat, masked" if h.chat and h.masked else "chat" if h.chat else "documents"
+    size = sum(os.path.getsize(os.path.join(path, s.name)) for s in manifest.shards)
+    print(f"{path}: mnemo shard directory ({kind}; {len(manifest.shards)} .tok shards, read in order as one dataset)")
+    print(f"  tokens       {h.n_tokens} x {h.width} bytes ({size / 1e6:.1f} MB on disk)")
+    print(f"  documents    {h.n_docs}")
+    print(f"  vocabulary   {h.n_vocab} ids")
+    print(f"  fingerprint  {h.fingerprint} (the tokenizer that wrote it)")
+    print(f"  inputs       {len(manifest.run.get('inputs', []))} files")
 
 
 def _info_stack_file(path: str) -> None:
@@ -410,11 +430,16 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
             bos=bos,
             eos=eos,
             format=args.format,
+            ray=_ray_choice(args, shard_mb=args.shard_mb),
         )
     finally:
         progress.close()
+    written = _written(args.format, args.output, args.chat)
+    if args.ray is not None:
+        kept = f", {stats.n_skipped_shards} kept from an earlier run" if stats.n_skipped_shards else ""
+        written = f"{args.output}/ ({stats.n_shards} shards{kept})"
     print(
-        f"tokenized {_written(args.format, args.output, args.chat)}: {stats.n_docs} {'conversations' if args.chat else 'documents'}{separators}, "
+        f"tokenized {written}: {stats.n_docs} {'conversations' if args.chat else 'documents'}{separators}, "
         f"{stats.n_tokens} tokens, {stats.n_bytes / 1e6:.1f} MB in {stats.seconds:.2f} s "
         f"({stats.mb_per_s:.1f} MB/s, {stats.bytes_per_token:.2f} bytes/token)"
     )
@@ -579,6 +604,39 @@ def _positive(text: str) -> int:
     return value
 
 
+def _ray_options(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help=f"{what} on a Ray cluster: ADDRESS (HOST:PORT), else the one RAY_ADDRESS names, else a new "
+                        f"local one; needs pip install 'mnemo[ray]'")
+
+
+def _ray_argv(argv: Sequence[str]) -> list[str]:
+    """`--ray` followed by something that is not a Ray address (an input file) takes no value:
+    argparse would otherwise read `mnemo train --ray data.txt -o x` as the address data.txt."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        nxt = out[i + 1]
+        if arg == "--ray" and not (":" in nxt or nxt in ("auto", "local")):
+            out[i] = "--ray="
+    return out
+
+
+def _ray_choice(args: argparse.Namespace, tasks_per_node: int | None = None, shard_mb: int | None = None) -> RayOptions | None:
+    """The library's `ray=` for --ray: None (not given), or RayOptions with what was given."""
+    from mnemo.work_ray import DEFAULT_SHARD_BYTES, RayOptions
+
+    if args.ray is None:
+        for flag, value in (("--tasks-per-node", tasks_per_node), ("--shard-mb", shard_mb)):
+            if value is not None:
+                raise MnemoError(f"{flag} is for runs on a Ray cluster; add --ray [ADDRESS]")
+        return None
+    return RayOptions(
+        address=None if args.ray in ("", "auto") else args.ray,
+        tasks_per_node=tasks_per_node,
+        shard_bytes=DEFAULT_SHARD_BYTES if shard_mb is None else shard_mb << 20,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mnemo", description="Fast, verifiable byte-level BPE tokenizer.",
                                      epilog="`mnemo COMMAND --help` describes each command.")
@@ -606,6 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
     p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
+    _ray_options(p, "count")
+    p.add_argument("--tasks-per-node", type=_positive, default=None, metavar="N",
+                   help="with --ray: counting tasks per node (default: about 16 per CPU, at least 16 MB each)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
     p.set_defaults(handler=cmd_train)
 
@@ -628,6 +689,9 @@ def build_parser() -> argparse.ArgumentParser:
                         ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
     p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
+    _ray_options(p, "encode into a shard directory -o DIR (docs/ray.md)")
+    p.add_argument("--shard-mb", type=_positive, default=None, metavar="MB",
+                   help="with --ray: input megabytes per shard (default 64)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
     p.set_defaults(handler=cmd_tokenize)
 
@@ -738,7 +802,8 @@ def build_parser() -> argparse.ArgumentParser:
         "fingerprint; a .tok file's tokens, documents and the fingerprint of the tokenizer that wrote it; "
         "Megatron (.bin/.idx), datatrove (.ds) and nanoGPT (.bin) token files, read back and checked."))
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="tokenizer.bin or .tok files (known by their first bytes), or stack token files (by their names)")
+                   help="tokenizer.bin or .tok files (known by their first bytes), stack token files (by their names), "
+                        "or shard directories of tokenize --ray")
     p.set_defaults(handler=cmd_info)
     return parser
 
@@ -794,6 +859,11 @@ def check_paths(args: argparse.Namespace) -> None:
         check_output_folder(args.out)
     elif command == "eval" and args.plot is not None:
         check_output(args.plot, [("corpus", Path(p)) for p in args.corpus])
+    elif command == "tokenize" and args.ray is not None:
+        for label, other in inputs:
+            if same_file(args.output, other):
+                raise ConfigError(f"{args.output}: the output folder is also the {label} {other}: choose another output folder")
+        check_output_folder(args.output)
     elif command == "tokenize":
         from mnemo.stackfiles import output_paths
 
@@ -828,7 +898,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # does for background jobs), so that an interrupted run always cleans up after itself.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_ray_argv(sys.argv[1:] if argv is None else argv))
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -65,6 +65,10 @@ class UnknownTokenError(InputError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class ClusterError(MnemoError):
+    """A cluster (Ray) could not be reached, or lost work past its retries (a node died)."""
+
+
 class ArgumentTypeError(MnemoError, TypeError):
     """An argument of a mnemo function has the wrong Python type (a TypeError, as Python expects)."""
 

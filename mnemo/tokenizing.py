@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -52,11 +52,14 @@ from mnemo.sources import (
     plan_tasks,
     read_errors,
 )
+from mnemo import shards as sh
 from mnemo.stackfiles import open_writer, output_paths
+from mnemo.tokfile import TokWriter
 from mnemo.tokenizer import Tokenizer
 from mnemo.work import Progress, map_ordered, setup_of, shared_executor
+from mnemo.work_ray import RayOptions, absolute_inputs, check_ray_option, ray_executor
 
-BLOCK_DOCS = 256
+BLOCK_DOCS: Final = 256
 #: `bos` / `eos` of tokenize_files: choose by document_separators' rule.
 AUTO: Final = "auto"
 #: The size of a worker's byte range of a plain file (smaller than training's: a tokenize run
@@ -70,6 +73,9 @@ class TokenizeStats:
     n_tokens: int = 0
     n_bytes: int = 0
     seconds: float = 0.0
+    #: A Ray run (a shard directory): its shards, and those a previous run had completed.
+    n_shards: int = 0
+    n_skipped_shards: int = 0
 
     @property
     def bytes_per_token(self) -> float:
@@ -234,9 +240,15 @@ def tokenize_files(
     bos: str | None = AUTO,
     eos: str | None = AUTO,
     format: str = "tok",
+    ray: bool | str | RayOptions | None = None,
 ) -> TokenizeStats:
     """Encode every document of the inputs into the .tok file `output`, or into the token files
     of a training stack: `format` "megatron", "datatrove" or "nanogpt" (mnemo/stackfiles.py).
+
+    `ray` (True, "HOST:PORT" or a RayOptions; docs/ray.md): encode on a Ray cluster into the
+    shard directory `output` -- a .tok per task and a manifest (mnemo/shards.py), read back as
+    one dataset by open_tok, TokenStream and `mnemo info`.  A run started again with the same
+    arguments keeps the shards a previous run completed.
 
     `bos` / `eos`: the names of the special tokens put before / after each document, None for
     no token, or AUTO (see document_separators).  Chats (`chat=True`) are delimited by the chat
@@ -251,6 +263,11 @@ def tokenize_files(
         bos_id, eos_id = document_separators(tokenizer, bos, eos)
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
             warnings.warn(no_separator_warning(tokenizer), stacklevel=2)
+    ray_options = check_ray_option(ray)
+    if ray_options is not None and workers is not None:
+        raise ConfigError(f"workers={workers} is for local runs; on Ray, size the shards with RayOptions(shard_bytes=...) (--shard-mb)")
+    if ray_options is not None:
+        return _tokenize_on_ray(inputs, tokenizer, output, ray_options, chat, text_field, progress, bos_id, eos_id, format)
     if remote.is_url(output):  # the parts of a set go next to the key given
         out = remote.as_url(output)
         for name in output_paths(format, out.name, chat):
@@ -291,6 +308,31 @@ def tokenize_files(
     stats.n_tokens = sink.n_tokens  # what the file holds: a boundary marker is not a token of it
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _tokenize_on_ray(
+    inputs: Sequence[str | os.PathLike[str]],
+    tokenizer: Tokenizer,
+    output: str | os.PathLike[str],
+    options: RayOptions,
+    chat: bool,
+    text_field: str,
+    progress: Progress | None,
+    bos_id: int | None,
+    eos_id: int | None,
+    format: str,
+) -> TokenizeStats:
+    if format != "tok":
+        raise ConfigError(f"--ray writes a shard directory of .tok files; format {format!r} is not written on Ray (use tok)")
+    for p in inputs:
+        if same_file(output, p):
+            raise ConfigError(f"{output}: the output is also an input; choose another output folder")
+    check_output_folder(output)
+    t0 = time.perf_counter()
+    r = tokenize_on_ray(
+        inputs, tokenizer, output, options, chat=chat, text_field=text_field, bos=bos_id, eos=eos_id, progress=progress
+    )
+    return TokenizeStats(r.n_docs, r.n_tokens, r.n_bytes, time.perf_counter() - t0, r.n_shards, r.n_skipped)
 
 
 # ---- document separators ---------------------------------------------------------------------------
@@ -398,3 +440,183 @@ def _check_folder_writable(path: Path, where: Path) -> None:
         raise ConfigError(f"{path}: cannot write in {where} ({exc.strerror}); choose a folder you can write to") from None
     os.close(fd)
     os.unlink(probe)
+
+
+# ---- shards of a run on Ray (mnemo/shards.py has the directory's format) ----
+
+
+def plan_shards(tasks: Sequence[Task], shard_bytes: int) -> list[tuple[Task, ...]]:
+    """Group the tasks, in order, into shards of about `shard_bytes` of input each (a Parquet row
+    group or a compressed file is one piece of work: it counts as a whole shard)."""
+    groups: list[tuple[Task, ...]] = []
+    group: list[Task] = []
+    size = 0
+    for task in tasks:
+        group.append(task)
+        if task.kind in ("parquet", "arrow") or task.sequential:
+            size += shard_bytes
+        else:
+            size += task.end - task.start if task.end >= 0 else Path(task.path).stat().st_size
+        if size >= shard_bytes:
+            groups.append(tuple(group))
+            group, size = [], 0
+    if group:
+        groups.append(tuple(group))
+    return groups
+
+
+@dataclass(frozen=True)
+class ShardSettings:
+    """What every shard task needs besides the tokenizer and its inputs (plain data: it travels)."""
+
+    chat: bool
+    text_field: str
+    bos: int | None
+    eos: int | None
+
+
+def write_shard(settings: ShardSettings, tok: Tokenizer, job: tuple[str, Sequence[Task]]) -> tuple[str, int, int, int]:
+    """The shard map (work.py: fn(state, task), the state a tokenizer): encode the tasks of `job`
+    (path, tasks) into the .tok `path`, through a temporary name renamed when complete; (its
+    name, documents, tokens, text bytes).  Runs where the task runs."""
+    path, tasks = job
+    specials = list(tok.special_tokens)
+    chat = settings.chat
+    n_bytes = 0
+    with TokWriter(path, tok, chat=chat) as writer:
+        for task in tasks:
+            docs_iter: Iterator[bytes]
+            if chat:
+                docs_iter = (line for _, line in chat_lines(Path(task.path), specials))
+            else:
+                docs_iter = iter_task_documents(task, text_field=settings.text_field, whole_documents=True)
+            block: list[bytes] = []
+            for doc in docs_iter:
+                block.append(doc)
+                if len(block) == BLOCK_DOCS:
+                    writer.write(encode_block(tok, block, chat, settings.bos, settings.eos), len(block))
+                    n_bytes += sum(len(d) for d in block)
+                    block = []
+            if block:
+                writer.write(encode_block(tok, block, chat, settings.bos, settings.eos), len(block))
+                n_bytes += sum(len(d) for d in block)
+    return Path(path).name, writer.n_docs, writer.n_tokens, n_bytes
+
+
+# ---- tokenizing on Ray: one shard per task (mnemo/shards.py has the directory's format) ----
+
+
+@dataclass
+class RayTokenizeStats:
+    n_docs: int = 0
+    n_tokens: int = 0
+    n_bytes: int = 0
+    n_shards: int = 0
+    n_skipped: int = 0
+
+
+def tokenize_on_ray(
+    inputs: Sequence[str | os.PathLike[str]],
+    tokenizer: Tokenizer,
+    output: str | os.PathLike[str],
+    options: RayOptions,
+    *,
+    chat: bool,
+    text_field: str,
+    bos: int | None,
+    eos: int | None,
+    progress: Progress | None = None,
+) -> RayTokenizeStats:
+    """Encode the inputs into the shard directory `output`, one shard per task on the cluster
+    (the engine's map_ordered: each result, a shard's counts, is recorded in order); shards a
+    previous run of the same arguments completed are kept (see mnemo/shards.py)."""
+    paths = absolute_inputs(inputs)
+    folder = Path(output).absolute()
+    if chat:
+        for p in paths:
+            if kind_of(p) != "jsonl":
+                raise InputError(f"{p}: --chat reads JSON Lines records with a 'messages' list; this is {kind_of(p)}")
+        tasks = [Task(str(p), "jsonl", sequential=True) for p in paths]  # a chat file is read whole
+    else:
+        tasks = plan_tasks(
+            paths, n_workers=1, min_task_bytes=options.shard_bytes, max_task_bytes=options.shard_bytes, whole_documents=True
+        )
+    groups = plan_shards(tasks, options.shard_bytes)
+    run = {
+        "inputs": [[str(p), p.stat().st_size, p.stat().st_mtime_ns] for p in paths],
+        "text_field": text_field,
+        "chat": chat,
+        "bos": bos,
+        "eos": eos,
+        "shard_bytes": options.shard_bytes,
+    }
+    shards = [sh.Shard(sh.shard_name(i), group) for i, group in enumerate(groups)]
+    kept = _resume(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), False))
+    stats = RayTokenizeStats(n_shards=len(shards), n_skipped=len(kept))
+    for n_docs, n_tokens in kept.values():
+        stats.n_docs += n_docs
+        stats.n_tokens += n_tokens
+    shards = [sh.Shard(s.name, s.tasks, *kept[s.name]) if s.name in kept else s for s in shards]
+    index = {s.name: i for i, s in enumerate(shards)}
+
+    def record(result: tuple[str, int, int, int]) -> None:
+        name, n_docs, n_tokens, n_bytes = result
+        i = index[name]
+        shards[i] = sh.Shard(name, shards[i].tasks, n_docs, n_tokens)
+        stats.n_docs += n_docs
+        stats.n_tokens += n_tokens
+        stats.n_bytes += n_bytes
+        if progress is not None:
+            progress("tokenize", stats.n_bytes, 0)
+
+    with ray_executor(options) as executor:  # connected (or refused) before anything is written
+        folder.mkdir(parents=True, exist_ok=True)
+        sh.remove_temporaries(folder)
+        sh.write_manifest(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), False))
+        if progress is not None:
+            progress("tokenize", 0, 0)
+        jobs = [(str(folder / s.name), s.tasks) for s in shards if s.name not in kept]
+        map_ordered(
+            jobs,
+            partial(write_shard, ShardSettings(chat, text_field, bos, eos)),
+            record,
+            executor=executor,
+            setup=setup_of(tokenizer_from_image, tokenizer.to_bytes()),
+        )
+    sh.remove_temporaries(folder)
+    sh.write_manifest(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), True))
+    return stats
+
+
+def _resume(folder: Path, manifest: Any) -> dict[str, tuple[int, int]]:
+    """The shards of `manifest` already complete in `folder`: {name: (documents, tokens)}.  A
+    folder holding another run (other inputs, options or tokenizer) is refused, never mixed."""
+    if not folder.exists():
+        return {}
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: is a file; with --ray the output is a folder of shards (created if missing)")
+    if not sh.is_shard_dir(folder):
+        if any(folder.iterdir()):
+            raise ConfigError(
+                f"{folder}: is a folder holding files and no {sh.MANIFEST_NAME}; with --ray the output is a "
+                f"folder of shards: give an empty or new folder"
+            )
+        return {}
+    old = sh.read_manifest(folder)
+    same = (
+        old.fingerprint == manifest.fingerprint
+        and old.chat == manifest.chat
+        and old.run == manifest.run
+        and [s.tasks for s in old.shards] == [s.tasks for s in manifest.shards]
+    )
+    if not same:
+        raise ConfigError(
+            f"{folder}: holds the shards of another run (other inputs, options or tokenizer); remove it "
+            f"or choose another output folder"
+        )
+    kept: dict[str, tuple[int, int]] = {}
+    for s in manifest.shards:
+        header = sh.finished_shard(folder, s, manifest.fingerprint)
+        if header is not None:
+            kept[s.name] = (header.n_docs, header.n_tokens)
+    return kept

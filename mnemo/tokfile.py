@@ -194,11 +194,17 @@ class TokWriter:
 
 @dataclass(frozen=True)
 class TokFile:
-    """An opened .tok file: its header and its tokens, memory-mapped (read-only)."""
+    """An opened .tok file: its header and its tokens, memory-mapped (read-only).
+
+    A shard directory (`mnemo tokenize --ray`, mnemo/shards.py) opens as one TokFile: `header`
+    describes the whole dataset, `parts` holds each shard's memory-mapped tokens in input order,
+    and `tokens` is their concatenation (read into memory when there is more than one shard;
+    TokenStream reads `parts` and maps them instead)."""
 
     path: Path
     header: TokHeader
     tokens: npt.NDArray[np.unsignedinteger]
+    parts: tuple[npt.NDArray[np.unsignedinteger], ...] = ()
 
     def __len__(self) -> int:
         return self.header.n_tokens
@@ -217,7 +223,8 @@ def read_tok_header(path: str | os.PathLike[str]) -> TokHeader:
 
 
 def open_tok(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
-    """Memory-map a .tok file made by `tokenizer`; FingerprintError when another tokenizer made it."""
+    """Memory-map a .tok file made by `tokenizer`; FingerprintError when another tokenizer made
+    it.  (mnemo.open_tok, shards.open_tok, also opens a shard directory as one file.)"""
     header = read_tok_header(path)
     if header.fingerprint != tokenizer.fingerprint:
         raise FingerprintError(
@@ -229,7 +236,7 @@ def open_tok(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
         tokens: npt.NDArray[np.unsignedinteger] = np.zeros(0, dtype=dtype)
     else:
         tokens = np.memmap(path, dtype=dtype, mode="r", offset=TOK_HEADER.size, shape=(header.n_tokens,))
-    return TokFile(Path(path), header, tokens)
+    return TokFile(Path(path), header, tokens, (tokens,))
 
 
 assert TOK_HEADER.size == 64, "header layout changed"

@@ -32,6 +32,7 @@ from mnemo import merge_loop, merge_loop_wide
 from mnemo.constants import MAX_VOCAB
 from mnemo.remote import is_url
 from mnemo.work import Progress, map_combine, shared_executor
+from mnemo.work_ray import RayOptions, check_ray_option
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -255,9 +256,11 @@ def _count_packed(
     workers: int | None,
     text_field: str,
     progress: Progress | None,
+    ray: RayOptions | None = None,
 ) -> tuple[PackedCounts, CountStats]:
     """count_words, with the counts as a count.PackedCounts (the trainer lays them out
-    directly; a dict of every word is never built)."""
+    directly; a dict of every word is never built).  With `ray`, counted and added up on a Ray
+    cluster (mnemo/work_ray.py)."""
     pid, specials, max_chunk_bytes, n_workers = check_count_args(
         inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress
     )
@@ -266,6 +269,29 @@ def _count_packed(
     if progress is not None:
         progress("count", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
     stats = CountStats()
+
+    def on_part(part: CountPart) -> None:
+        stats.n_bytes += part.n_bytes
+        if progress is not None:
+            progress("count", stats.n_bytes, 0)
+
+    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field)
+    if ray is not None:
+        from mnemo.work_ray import plan_count_tasks, ray_executor
+
+        if isinstance(inputs, Documents):
+            raise ConfigError("documents held in memory cannot be counted on Ray; write them to files every node can read")
+        with ray_executor(ray) as on_ray:  # its map_combine adds the tables up in a tree on the cluster
+            total = map_combine(
+                plan_count_tasks(inputs, ray, on_ray, special_tokens),
+                partial(count_task, settings),
+                partial(CountSum, pid, max_chunk_bytes),
+                executor=on_ray,
+                on_part=on_part,
+            )
+        stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
+        stats.seconds = time.perf_counter() - t0
+        return PackedCounts(total.blob, total.meta), stats
     docs: Iterator[bytes]
     jobs: Iterable[Task | Iterable[bytes]]
     if isinstance(inputs, Documents):
@@ -281,13 +307,6 @@ def _count_packed(
         jobs = tasks  # each worker reads its own byte ranges and row groups
     else:
         jobs = _batches(docs)  # a compressed file or a stream is read here, once, and handed out
-
-    def on_part(part: CountPart) -> None:
-        stats.n_bytes += part.n_bytes
-        if progress is not None:
-            progress("count", stats.n_bytes, 0)
-
-    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field)
     with shared_executor(n_workers) as executor:
         total = map_combine(
             jobs, partial(count_task, settings), partial(CountSum, pid, max_chunk_bytes), executor=executor, on_part=on_part
@@ -336,6 +355,7 @@ def _train(
     progress: Progress | None = None,
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
+    ray: object = None,
 ) -> Tokenizer:
     """`train` and `train_from_iterator` once their inputs are known to be paths or documents.
 
@@ -360,6 +380,9 @@ def _train(
         raise type_error("stats", "a TrainStats or None", stats)
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+    ray_options = check_ray_option(ray)
+    if ray_options is not None and workers is not None:
+        raise ConfigError(f"workers={workers} is for local runs; on Ray, size the tasks with RayOptions(tasks_per_node=...) (--tasks-per-node)")
     packed, count_stats = _count_packed(
         inputs,
         pattern=pattern,
@@ -368,6 +391,7 @@ def _train(
         workers=workers,
         text_field=text_field,
         progress=progress,
+        ray=ray_options,
     )
     blob, meta = packed
     if not meta:
@@ -414,6 +438,7 @@ def train(
     progress: Progress | None = None,
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
+    ray: bool | str | RayOptions | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from files.
 
@@ -431,6 +456,11 @@ def train(
     `base`: continue training from this tokenizer -- its merges are the first ones, in order,
     and new merges learned from `files` follow up to `vocab_size` (which counts them all);
     its pattern, tie rule and special tokens are the defaults (docs/extending.md).
+
+    `ray`: count on a Ray cluster instead (docs/ray.md): True for the cluster RAY_ADDRESS names
+    (else a new local one), "HOST:PORT" for that cluster, or a RayOptions.  The files must be
+    readable by every node under the same path; the merge loop runs here, and the tokenizer is
+    byte for byte the one a local run makes.
     """
     return _train(
         _file_paths(files),
@@ -446,6 +476,7 @@ def train(
         progress=progress,
         stats=stats,
         base=base,
+        ray=ray,
     )
 
 

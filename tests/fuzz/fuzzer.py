@@ -209,7 +209,7 @@ def run_case(env: _Env, target: str, data: bytes) -> None:
         path = env.write(f"input-{env.cases}.tok", data)
         try:
             tokfile.read_tok_header(path)
-            f = tokfile.open_tok(path, env.tokenizer)
+            f = tokfile.open_tok(path, env.tokenizer)  # files; shard folders: shards.open_tok
             int(f.tokens.sum()) if len(f.tokens) else 0
             del f
         finally:
