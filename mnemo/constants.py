@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-PATTERNS: Final = ("mnemonic", "gpt4", "gpt2")  # index = pattern id (docs/formats.md, tokenizer.bin)
+PATTERNS: Final = ("mnemonic", "gpt4", "gpt2", "o200k", "cl100k")  # index = pattern id (docs/formats.md, tokenizer.bin): new ones at the end
 TIES: Final = ("id", "bytes")  # index = tie id
 MAX_VOCAB: Final = 65536  # ids are stored as uint16
 MASKBIT: Final = 0x8000  # the loss-mask bit of a masked uint16 .tok id
