@@ -35,6 +35,7 @@ from mnemo.errors import (
     UnknownTokenError,
     VerificationError,
 )
+from mnemo.interop import load_tiktoken
 from mnemo.tokfile import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
@@ -54,6 +55,7 @@ __all__ = [
     "UnknownTokenError",
     "VerificationError",
     "__version__",
+    "load_tiktoken",
     "open_tok",
     "split",
     "train",

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
+from mnemo.constants import PATTERNS
 from mnemo.errors import MnemoError
 
 if TYPE_CHECKING:
@@ -285,8 +286,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     src: Path = args.input
     dst: Path = args.output
     merges: Path | None = args.merges
-    if args.from_format == "tiktoken" and args.pattern is None:
-        raise MnemoError("a .tiktoken file does not hold its split pattern: pass --pattern (mnemonic, gpt4 or gpt2)")
+    if args.preset is not None and args.from_format != "tiktoken":
+        raise MnemoError("--preset is for --from tiktoken only (the other formats hold their pattern and specials)")
+    if args.preset is not None and (args.pattern is not None or args.special):
+        raise MnemoError("--preset sets the pattern and the special tokens: give either --preset or --pattern/--special")
+    if args.from_format == "tiktoken" and args.pattern is None and args.preset is None:
+        raise MnemoError(
+            "a .tiktoken file does not hold its split pattern: pass --preset (cl100k_base or o200k_base, for "
+            f"OpenAI's files) or --pattern ({', '.join(PATTERNS)}) with --special"
+        )
     if args.from_format != "tiktoken" and args.special:
         raise MnemoError("--special NAME=ID is for --from tiktoken only (the other formats hold their specials)")
     tok: Tokenizer
@@ -296,7 +304,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
         vocab_path, merges_path = _gpt2_paths(src, merges, reading=True)
         tok = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
     elif args.from_format == "tiktoken":
-        tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
+        if args.preset is not None:
+            if args.preset not in interop.TIKTOKEN_PRESETS:
+                raise MnemoError(
+                    f"unknown preset {args.preset!r}: use {' or '.join(interop.TIKTOKEN_PRESETS)} (or --pattern and "
+                    "--special for another .tiktoken file)"
+                )
+            tok = interop.load_tiktoken(src, args.preset)
+        else:
+            tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
     elif args.from_format == "hf-dir":
         if not src.is_dir():
             raise MnemoError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
@@ -530,7 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=Path, help="the tokenizer.bin to write (required)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
-    p.add_argument("--pattern", default="mnemonic", choices=["mnemonic", "gpt4", "gpt2"], help="split pattern (default mnemonic)")
+    p.add_argument("--pattern", default="mnemonic", choices=PATTERNS, help="split pattern (default mnemonic)")
     p.add_argument("--tie", default="id", choices=["id", "bytes"],
                    help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires (default id)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
@@ -635,8 +651,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
     p.add_argument("--merges", type=Path, default=None,
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
-    p.add_argument("--pattern", choices=["mnemonic", "gpt4", "gpt2"], default=None,
-                   help="split pattern of a .tiktoken input (required) or a gpt2 input (default gpt2)")
+    p.add_argument("--pattern", choices=PATTERNS, default=None,
+                   help="split pattern of a .tiktoken input (or --preset) or a gpt2 input (default gpt2)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="--from tiktoken: OpenAI's encoding the file holds, cl100k_base or o200k_base: sets the pattern "
+                        "and special tokens as tiktoken does, and checks the file's SHA-256 (the file may be gzipped)")
     p.add_argument("--special", action="append", metavar="NAME=ID",
                    help="a .tiktoken input's special token (repeat; default: none)")
     p.set_defaults(handler=cmd_convert)
