@@ -3,10 +3,11 @@
 Everything here works on plain 1-D integer arrays -- in practice `np.memmap` views of .tok files --
 and never copies a whole array: windows are strided views, batches gather only the rows they need.
 
-Chat token files mark what the model should learn to produce with MASKBIT (0x8000, the top bit of
-a 16-bit token).  A stream built with `masked=True` strips that bit from the ids it hands out and
-returns the mask separately: `mask[b, t]` is True when target `targets[b, t]` carried the bit, i.e.
-when the loss at that position counts.
+Chat token files mark what the model should learn to produce with the loss-mask bit: MASKBIT
+(0x8000, the top bit of a uint16 token) or, in uint32 files (vocabularies of 32,768 ids and more),
+MASKBIT32 (bit 31).  A stream built with `masked=True` strips that bit from the ids it hands out
+and returns the mask separately: `mask[b, t]` is True when target `targets[b, t]` carried the bit,
+i.e. when the loss at that position counts.
 
 Not compiled with mypyc: numpy does the work here, so compiling would only add a build step.
 """
@@ -22,16 +23,15 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
+from mnemo.constants import MASKBIT, MASKBIT32  # the loss-mask bits (of uint16 and uint32 files)
 from mnemo.errors import ConfigError
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
 
-MASKBIT: Final = 0x8000
-"""In chat token files, marks a token the model must learn to produce (the loss mask)."""
 
 ID_MASK: Final = 0x7FFF
-"""`raw & ID_MASK` is the token id of a raw chat-file token."""
+"""`raw & ID_MASK` is the token id of a raw chat-file token of a uint16 file."""
 
 IntArray = NDArray[np.integer[Any]]
 IdArray = NDArray[np.int64]
@@ -149,25 +149,39 @@ class TokenStream:
     which stream through them in chunks.
     """
 
-    def __init__(self, arrays: Sequence[IntArray], *, masked: bool = False) -> None:
+    def __init__(self, arrays: Sequence[IntArray], *, masked: bool = False, maskbit: int | None = None) -> None:
+        """`maskbit` (masked streams): the bit that marks learned tokens; by default the one a .tok
+        of the arrays' dtype holds -- MASKBIT32 in uint32 arrays, else MASKBIT."""
         if len(arrays) == 0:
             raise ConfigError("a token stream needs at least one token array, got none")
         for i, a in enumerate(arrays):
             _check_stream(a, f"token array {i}")
+        if maskbit is None:
+            wide = {a.dtype == np.uint32 for a in arrays}
+            if masked and len(wide) > 1:
+                raise ConfigError(
+                    "masked arrays of uint16 and uint32 mark learned tokens with different bits "
+                    "(MASKBIT, MASKBIT32): pass maskbit=, or arrays of one dtype"
+                )
+            maskbit = MASKBIT32 if wide.pop() else MASKBIT
+        if maskbit not in (MASKBIT, MASKBIT32):
+            raise ConfigError(f"maskbit must be MASKBIT (0x8000) or MASKBIT32 (0x80000000), got {maskbit!r}")
         self.arrays: tuple[IntArray, ...] = tuple(arrays)
         self.masked: bool = masked
+        self.maskbit: int = maskbit
+        self.id_mask: int = maskbit - 1
 
     @classmethod
-    def from_arrays(cls, *arrays: IntArray, masked: bool = False) -> TokenStream:
+    def from_arrays(cls, *arrays: IntArray, masked: bool = False, maskbit: int | None = None) -> TokenStream:
         """The seam for file readers: build a stream from already opened (memory-mapped) arrays."""
-        return cls(arrays, masked=masked)
+        return cls(arrays, masked=masked, maskbit=maskbit)
 
     @classmethod
     def from_tok_files(cls, paths: Sequence[str | os.PathLike[str]], tokenizer: Tokenizer) -> TokenStream:
         """Memory-map .tok files written by `tokenizer` (mnemo.open_tok refuses any other's).
 
-        All files must be of one kind: documents, or masked chats.  Masked chats of vocabularies
-        over 32,768 ids (uint32 files, MASKBIT 0x80000000) are not supported by this loader."""
+        All files must be of one kind: documents, or masked chats (of one tokenizer, so of one
+        mask bit: MASKBIT in uint16 files, MASKBIT32 in uint32 ones)."""
         from mnemo.tokfile import open_tok
 
         if not paths:
@@ -178,13 +192,11 @@ class TokenStream:
             names = ", ".join(f"{f.path} ({'masked chat' if f.header.masked else 'documents'})" for f in files)
             raise ConfigError(f"mixing masked chat files and document files in one stream: {names}")
         masked = kinds.pop()
-        for f in files:
-            if f.header.masked and f.header.maskbit != MASKBIT:
-                raise ConfigError(
-                    f"{f.path}: a masked file of {f.header.n_vocab} ids stores MASKBIT {f.header.maskbit:#x}; "
-                    f"this loader reads 16-bit chat files (vocabularies up to 32,768 ids)"
-                )
-        return cls([f.tokens for f in files], masked=masked)
+        bits = {f.header.maskbit for f in files}
+        if masked and len(bits) > 1:
+            names = ", ".join(f"{f.path} (mask bit {f.header.maskbit:#x})" for f in files)
+            raise ConfigError(f"masked chat files with different mask bits in one stream: {names}")
+        return cls([f.tokens for f in files], masked=masked, maskbit=files[0].header.maskbit)
 
     @property
     def n_tokens(self) -> int:
@@ -201,7 +213,10 @@ class TokenStream:
             t, v = split_stream(a, val_fraction)
             train.append(t)
             val.append(v)
-        return TokenStream(train, masked=self.masked), TokenStream(val, masked=self.masked)
+        return (
+            TokenStream(train, masked=self.masked, maskbit=self.maskbit),
+            TokenStream(val, masked=self.masked, maskbit=self.maskbit),
+        )
 
     def token_counts(self, vocab_size: int) -> NDArray[np.int64]:
         """How often each id is a target: `counts[i]` over every id but each array's first.
@@ -213,12 +228,12 @@ class TokenStream:
         for i, a in enumerate(self.arrays):
             for lo in range(0, len(a), _COUNT_CHUNK):
                 raw = np.asarray(a[lo : lo + _COUNT_CHUNK], dtype=np.int64)
-                ids = raw & ID_MASK if self.masked else raw
+                ids = raw & self.id_mask if self.masked else raw
                 self._check_ids(ids, vocab_size, i, lo)  # every id, learned or not, the first too
                 if lo == 0:
                     raw, ids = raw[1:], ids[1:]  # an array's first id is never a target
                 if self.masked:
-                    ids = ids[(raw & MASKBIT) != 0]
+                    ids = ids[(raw & self.maskbit) != 0]
                 counts += np.bincount(ids, minlength=vocab_size)
         return counts
 
@@ -229,7 +244,7 @@ class TokenStream:
             for lo in range(0, len(a), _COUNT_CHUNK):
                 raw = np.asarray(a[lo : lo + _COUNT_CHUNK], dtype=np.int64)
                 if self.masked:
-                    raw = raw & ID_MASK
+                    raw = raw & self.id_mask
                 if raw.size:
                     best = max(best, int(raw.max()))
         return best
@@ -314,8 +329,8 @@ class BatchLoader:
             rows[sel] = self.stream.arrays[int(a)][starts[sel, None] + offsets]
         mask: BoolArray | None = None
         if self.stream.masked:
-            mask = (rows[:, 1:] & MASKBIT) != 0
-            rows &= ID_MASK
+            mask = (rows[:, 1:] & self.stream.maskbit) != 0
+            rows &= self.stream.id_mask
         return Batch(inputs=rows[:, :-1], targets=rows[:, 1:], mask=mask)
 
     def next_batch(self) -> Batch:

@@ -1,9 +1,11 @@
 """Documents and conversations as token ids, with the loss-mask bit of chat token files.
 
 A document is `<|bos|>` + its text.  A conversation is `<|bos|>`, then for each message its role's
-token, its content and `<|end|>`.  MASKBIT (0x8000) marks the tokens the model should learn to
-produce: each assistant message's content and its `<|end|>` (docs/formats.md,
-"Documents and chats").
+token, its content and `<|end|>`.  The loss-mask bit marks the tokens the model should learn to
+produce: each assistant message's content and its `<|end|>` (docs/formats.md, "Documents and
+chats").  It is MASKBIT (0x8000, bit 15) while the vocabulary's ids are below 32,768 (a uint16
+chat .tok), else MASKBIT32 (bit 31, a uint32 .tok): constants.maskbit_for.  Callers who want
+Hugging Face's shape take `(ids, mask)` instead (render_conversation_mask).
 """
 
 from __future__ import annotations
@@ -15,13 +17,20 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, InputError, SpecialTokenError
-from mnemo.constants import MASKBIT
+from mnemo.constants import MASKBIT, MASKBIT32, maskbit_for
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
 
 ROLE_TOKENS: Final = {"system": "<|system|>", "user": "<|user|>", "assistant": "<|assistant|>"}
 CHAT_SPECIALS: Final = ("<|bos|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
+# Vocabularies without any of mnemo's chat tokens (GPT-2's, cl100k_base, o200k_base) get ChatML
+# spelt as text -- the template Hugging Face applied to tokenizers without one of their own
+# (`default_chat_template`): `<|im_start|>ROLE\nCONTENT<|im_end|>\n`, after `<|endoftext|>`
+# when the vocabulary has it (docs/ids32.md).
+CHATML_START: Final = "<|im_start|>"
+CHATML_END: Final = "<|im_end|>"
+EOT: Final = "<|endoftext|>"
 
 
 def _special(tokenizer: Tokenizer, name: str) -> int:
@@ -38,32 +47,73 @@ def render_document(tokenizer: Tokenizer, text: str) -> list[int]:
 
 
 def render_conversation(tokenizer: Tokenizer, messages: Sequence[Mapping[str, object]]) -> list[int]:
-    """The ids of a conversation, with MASKBIT set on what the assistant says (and its `<|end|>`).
+    """The ids of a conversation, with the loss-mask bit (maskbit_for: MASKBIT below 32,768 ids,
+    else MASKBIT32) set on what the assistant says (and its `<|end|>`): the ids a chat .tok holds.
 
     `messages` is `[{"role": "system"|"user"|"assistant", "content": str}, ...]`.  A message with
     another role, a content that is not a string, or special-token text inside its content is an
     InputError naming the message's index.
     """
-    if tokenizer.n_vocab > MASKBIT:
-        raise ConfigError(
-            f"chat rendering needs every id below MASKBIT = {MASKBIT}, but the vocabulary has {tokenizer.n_vocab} ids"
-        )
+    ids, mask = render_conversation_mask(tokenizer, messages)
+    bit = maskbit_for(tokenizer.n_vocab)
+    return [t | bit if m else t for t, m in zip(ids, mask)]
+
+
+def render_conversation_mask(tokenizer: Tokenizer, messages: Sequence[Mapping[str, object]]) -> tuple[list[int], list[int]]:
+    """The conversation as (ids, mask), Hugging Face's shape (`apply_chat_template(...,
+    return_assistant_tokens_mask=True)`'s `assistant_masks`): plain ids, and 1 where the loss
+    counts (what the assistant says and its `<|end|>`), else 0.  Any vocabulary size."""
+    if not any(name in tokenizer.special_tokens for name in CHAT_SPECIALS):
+        return _render_chatml_text(tokenizer, messages)
     ids = {name: _special(tokenizer, name) for name in CHAT_SPECIALS}
     out = [ids["<|bos|>"]]
+    mask = [0]
     for i, message in enumerate(_messages(messages)):
         role, content = _checked_message(i, message)
         try:
             body = tokenizer.encode(content)
         except SpecialTokenError as exc:
             raise InputError(f"message {i} ({role}): {exc}") from None
+        learned = 1 if role == "assistant" else 0
         out.append(ids[ROLE_TOKENS[role]])
-        if role == "assistant":
-            out.extend(t | MASKBIT for t in body)
-            out.append(ids["<|end|>"] | MASKBIT)
-        else:
-            out.extend(body)
-            out.append(ids["<|end|>"])
-    return out
+        out.extend(body)
+        out.append(ids["<|end|>"])
+        mask.append(0)
+        mask.extend([learned] * (len(body) + 1))
+    return out, mask
+
+
+def _render_chatml_text(tokenizer: Tokenizer, messages: Sequence[Mapping[str, object]]) -> tuple[list[int], list[int]]:
+    """ChatML spelt as text, for vocabularies without chat tokens.  Header, content, end marker and
+    newline are encoded apart, so that the mask (content and `<|im_end|>` of the assistant's
+    turns, as the `{% generation %}` blocks of Hugging Face's ChatML templates) falls on token
+    boundaries; the markers are ordinary text here, so a message may not hold them."""
+    out: list[int] = []
+    mask: list[int] = []
+    eot = tokenizer.special_tokens.get(EOT)
+    if eot is not None:
+        out.append(eot)
+        mask.append(0)
+    end = tokenizer.encode_ordinary(CHATML_END)
+    newline = tokenizer.encode_ordinary("\n")
+    for i, message in enumerate(_messages(messages)):
+        role, content = _checked_message(i, message)
+        for marker in (CHATML_START, CHATML_END):
+            at = content.find(marker)
+            if at >= 0:
+                raise InputError(
+                    f"message {i} ({role}): the text contains the chat marker {marker!r} at character {at}; "
+                    f"chat messages cannot hold the template's markers"
+                )
+        try:
+            body = tokenizer.encode(content)
+        except SpecialTokenError as exc:
+            raise InputError(f"message {i} ({role}): {exc}") from None
+        head = tokenizer.encode_ordinary(f"{CHATML_START}{role}\n")
+        learned = 1 if role == "assistant" else 0
+        out += head + body + end + newline
+        mask += [0] * len(head) + [learned] * (len(body) + len(end)) + [0] * len(newline)
+    return out, mask
 
 
 def check_conversation(messages: object, special_tokens: Iterable[str] = ()) -> None:
@@ -103,21 +153,35 @@ def _checked_message(i: int, message: object) -> tuple[str, str]:
     return role, content
 
 
-def split_mask(ids: Iterable[int]) -> tuple[list[int], list[bool]]:
-    """(ids without MASKBIT, which of them carried it)."""
+def split_mask(ids: Iterable[int], maskbit: int = MASKBIT) -> tuple[list[int], list[bool]]:
+    """(ids without the mask bit, which of them carried it).  `maskbit`: the vocabulary's,
+    maskbit_for(tokenizer.n_vocab) -- MASKBIT (the default) for vocabularies below 32,768 ids;
+    for a larger one bit 15 is part of an id, and MASKBIT32 is the bit."""
+    _check_maskbit(maskbit)
     plain: list[int] = []
     mask: list[bool] = []
     for t in ids:
-        plain.append(t & ~MASKBIT)
-        mask.append(bool(t & MASKBIT))
+        plain.append(t & ~maskbit)
+        mask.append(bool(t & maskbit))
     return plain, mask
 
 
-def strip_mask(ids: Iterable[int]) -> list[int]:
-    """The ids without MASKBIT (what to decode or feed to a model)."""
-    return [t & ~MASKBIT for t in ids]
+def strip_mask(ids: Iterable[int], maskbit: int = MASKBIT) -> list[int]:
+    """The ids without the mask bit (what to decode or feed to a model); `maskbit` as in split_mask."""
+    _check_maskbit(maskbit)
+    return [t & ~maskbit for t in ids]
 
 
-def strip_mask_array(ids: npt.NDArray[np.integer]) -> tuple[npt.NDArray[np.integer], npt.NDArray[np.bool_]]:
-    """numpy twin of split_mask for uint16 token arrays (e.g. a memory-mapped chat .tok)."""
-    return ids & ~np.asarray(MASKBIT, dtype=ids.dtype), (ids & MASKBIT) != 0
+def _check_maskbit(maskbit: int) -> None:
+    if maskbit not in (MASKBIT, MASKBIT32):
+        raise ConfigError(f"maskbit must be MASKBIT (0x8000) or MASKBIT32 (0x80000000), got {maskbit!r}")
+
+
+def strip_mask_array(
+    ids: npt.NDArray[np.integer], maskbit: int | None = None
+) -> tuple[npt.NDArray[np.integer], npt.NDArray[np.bool_]]:
+    """numpy twin of split_mask for chat token arrays (e.g. a memory-mapped chat .tok).  The bit,
+    unless given, is the one a .tok of this dtype holds: MASKBIT32 in uint32 arrays, else MASKBIT."""
+    bit = maskbit if maskbit is not None else MASKBIT32 if ids.dtype == np.uint32 else MASKBIT
+    _check_maskbit(bit)
+    return ids & ~np.asarray(bit, dtype=ids.dtype), (ids & bit) != 0

@@ -203,7 +203,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             if tok.merge_counts:
                 print(f"  merge counts first {tok.merge_counts[0]}, last {tok.merge_counts[-1]}")
             special_ids = set(tok.special_tokens.values())
-            regular = [i for i in range(tok.n_vocab) if i not in special_ids]
+            regular = [i for i in tok.vocab if i not in special_ids]  # tok.vocab: no holes
             longest = max(regular, key=lambda i: len(tok.token_bytes(i)))
             print(f"  longest      id {longest}: {tok.token_bytes(longest)!r}")
         elif magic == TOK_MAGIC:
@@ -412,7 +412,7 @@ def _separator_option(value: str | None) -> str | None:
 
 #: Background colours (xterm-256) for unmasked tokens: muted; masked tokens: bright, underlined.
 def cmd_tokshow(args: argparse.Namespace) -> int:
-    from mnemo.chat import render_conversation, split_mask
+    from mnemo.chat import render_conversation_mask
     from mnemo.tokenizer import Tokenizer
     from mnemo.tokshow import render_tokens
 
@@ -436,7 +436,8 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         if found is None:
             raise MnemoError(f"{args.chat}: has {count} records; --index {args.index} is out of range")
         messages = json.loads(found[1])["messages"]
-        ids, mask = split_mask(render_conversation(tok, messages))
+        ids, learned = render_conversation_mask(tok, messages)
+        mask = [bool(m) for m in learned]
     else:
         if args.file is not None:
             text = _read_text(Path(args.file)) if args.file != "-" else sys.stdin.read()

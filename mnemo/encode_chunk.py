@@ -20,23 +20,28 @@ Three paths, all with the same result (tests compare each with the naive twin in
   1 MB run of one letter or a 1 MB base64 blob stays near-linear.
 
 The pair -> merge number table is open addressing in one `vec[i64]`: each slot holds
-(a << 16 | b) << 16 | merge, or -1 when empty; ids fit in 16 bits (tokenizer.bin stores them as
-uint16).  It measured faster than `dict[int, int]` (no boxing of the key).
+(a << 21 | b) << 21 | merge, or -1 when empty; ids fit in 21 bits (constants.MAX_VOCAB).  It
+measured faster than `dict[int, int]` (no boxing of the key).  The caches pack ids 21 bits each
+too, so one layout serves every vocabulary: a 16-bit one keeps its table and cache sizes.
+
+Ids go out packed: little-endian uint16 while every id fits (`wide` False: the 16-bit token
+files and their speed), uint32 when the vocabulary has ids of 65,536 and more.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from librt.strings import BytesWriter, read_i16_le, read_i64_le, write_i16_le
+from librt.strings import BytesWriter, read_i16_le, read_i32_le, read_i64_le, write_i16_le, write_i32_le
 from librt.vecs import append, vec
-from mypy_extensions import i16, i64
+from mypy_extensions import i16, i32, i64
 
 CACHE_SLOTS: Final = 65536
 CACHE_MASK: Final = 65535
 CACHE_MAX_BYTES: Final = 48
 # A cache entry is 16 i64 words in one vec: word 0 = hash tag << 5 | id count; the chunk's bytes
-# packed 8 to a word (6 words hold 48 bytes) and up to 15 ids packed 3 to a word (5 words).
+# packed 8 to a word (6 words hold 48 bytes) and up to 15 ids packed 3 to a word (5 words, 21
+# bits an id).
 # Words are placed so that a chunk of up to 24 bytes with up to 12 ids reads only the first 64
 # bytes of its entry -- the lookup is memory-bound, one cache line instead of three arrays:
 #   [meta k0 k1 k2 v0 v1 v2 v3 | k3 k4 k5 v4 - - - -]
@@ -44,8 +49,8 @@ CACHE_MAX_BYTES: Final = 48
 KEY_WORDS: Final = 6
 CACHE_MAX_IDS: Final = 15
 # The small cache, in front of it: chunks of 2 to 7 bytes (about 70 % of English chunks) whose
-# encoding has at most 3 ids, in 16-byte entries [bytes | length << 56, ids packed 16 bits each |
-# count << 48].  65,536 entries are 1 MB: it stays in the L2/L3 cache, where the 8 MB main cache
+# encoding has at most 3 ids, in 16-byte entries [bytes | length << 56 | count << 59, ids packed
+# 21 bits each].  65,536 entries are 1 MB: it stays in the L2/L3 cache, where the 8 MB main cache
 # misses to memory on most lookups (perf: one load was ~20 % of encoding time).
 SMALL_SLOTS: Final = 65536
 SMALL_MASK: Final = 65535
@@ -59,13 +64,18 @@ LONG_CHUNK: Final = 64
 NO_RANK: Final = 1 << 40
 FNV_OFFSET: Final = 2166136261
 FNV_PRIME: Final = 16777619
-# Multiplicative hashing of the 32-bit pair key: the product stays below 2**63 and its middle bits
-# (from bit 29 up) depend on every bit of the key.  Low bits of a product would cluster badly.
-HASH_MUL: Final = 0x4F1BBCDD
-HASH_SHIFT: Final = 29
+# Multiplicative hashing of the 42-bit pair key: the product wraps at 64 bits, and its bits from
+# 40 up (the slot, up to 2**22 of them) depend on every bit of the key below them.  Low bits of a
+# product would cluster badly.
+HASH_MUL: Final = 0x9E3779B97F4A7C15 - (1 << 64)
+HASH_SHIFT: Final = 40
+ID_BITS: Final = 21  # bits of an id, and of a merge number, in the table and the caches
 M32: Final = 0xFFFFFFFF
 M56: Final = 0xFFFFFFFFFFFFFF
 M16: Final = 0xFFFF
+M21: Final = 0x1FFFFF
+M42: Final = (1 << 42) - 1
+M59: Final = (1 << 59) - 1
 
 
 class Encoder:
@@ -90,13 +100,17 @@ class Encoder:
     cache: vec[i64]
     small: vec[i64]
     use_cache: bool
+    wide: bool
     kw: vec[i64]
     tk: vec[i64]
     rk: vec[i64]
 
-    def __init__(self, merges: list[tuple[int, int]], use_cache: bool = True) -> None:
+    def __init__(self, merges: list[tuple[int, int]], use_cache: bool = True, wide: bool = False) -> None:
+        """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
+        has ids of 65,536 and more; merges alone would not say so)."""
         n: i64 = len(merges)
         self.n_merges = n
+        self.wide = wide or n + 256 > M16 + 1
         left: vec[i64] = vec[i64]([0] * n)
         right: vec[i64] = vec[i64]([0] * n)
         # Load factor at most 1/2: 512 KB for 32,768 ids.  (At most 1/4 the table was 1 MB and
@@ -115,11 +129,11 @@ class Encoder:
             b: i64 = pair[1]
             left[k] = a
             right[k] = b
-            key: i64 = (a << 16) | b
+            key: i64 = (a << ID_BITS) | b
             h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
             while table[h] != -1:
                 h = (h + 1) & mask
-            table[h] = (key << 16) | k
+            table[h] = (key << ID_BITS) | k
             if a < 256 and b < 256:
                 byte_pairs[(a << 8) | b] = k
             k += 1
@@ -138,7 +152,7 @@ class Encoder:
 
     def rank(self, a: i64, b: i64) -> i64:
         """The merge number of pair (a, b), or NO_RANK when no merge makes it."""
-        key: i64 = (a << 16) | b
+        key: i64 = (a << ID_BITS) | b
         table = self.table
         mask = self.table_mask
         h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
@@ -146,8 +160,8 @@ class Encoder:
             e = table[h]
             if e == -1:
                 return NO_RANK
-            if (e >> 16) == key:
-                return e & M16
+            if (e >> ID_BITS) == key:
+                return e & M21
             h = (h + 1) & mask
 
     def clear_cache(self) -> None:
@@ -165,12 +179,14 @@ class Encoder:
     # ---- one chunk ----
 
     def encode_span(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
-        """Write the ids of chunk data[start:end] to `dst`, as little-endian uint16 (through the
-        cache when short).  Ids go out packed, not as a list: a list of ids boxed every id above
-        256 into a new int object (with its malloc and free), which cost ~10 % of encoding."""
+        """Write the ids of chunk data[start:end] to `dst`, as little-endian uint16 or uint32 when
+        `wide` (through the cache when short).  Ids go out packed, not as a list: a list of ids
+        boxed every id above 256 into a new int object (with its malloc and free), which cost
+        ~10 % of encoding."""
         n: i64 = end - start
+        wide = self.wide
         if n == 1:
-            put(dst, data[start])
+            emit(dst, data[start], wide)
             return
         if n > CACHE_MAX_BYTES or not self.use_cache:
             self.encode_uncached(data, start, end, dst)
@@ -180,27 +196,28 @@ class Encoder:
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
             small = self.small
             at: i64 = (((key * SMALL_MUL) >> SMALL_SHIFT) & SMALL_MASK) << 1
-            if small[at] == key:
+            stored: i64 = small[at]
+            if (stored & M59) == key:
                 sp: i64 = small[at + 1]
-                sn: i64 = sp >> 48
+                sn: i64 = stored >> 59
                 st: i64 = 0
                 while st < sn:
-                    put(dst, (sp >> (st << 4)) & M16)
+                    emit(dst, (sp >> (st * ID_BITS)) & M21, wide)
                     st += 1
                 return
             sn = self.short_bpe(data, start, end)
             stk = self.tk
             if sn <= SMALL_MAX_IDS:
-                sp = sn << 48
+                sp = 0
                 st = 0
                 while st < sn:
-                    sp |= stk[st] << (st << 4)
+                    sp |= stk[st] << (st * ID_BITS)
                     st += 1
-                small[at] = key
+                small[at] = key | (sn << 59)
                 small[at + 1] = sp
             st = 0
             while st < sn:
-                put(dst, stk[st])
+                emit(dst, stk[st], wide)
                 st += 1
             return
         # Pack the bytes 8 to a word (one unaligned load each, except near the end of `data`)
@@ -250,7 +267,7 @@ class Encoder:
                 while t < count:
                     v: i64 = t // 3
                     packed = cache[base + v + (4 if v < 4 else 8)]
-                    put(dst, (packed >> ((t - 3 * v) * 16)) & M16)
+                    emit(dst, (packed >> ((t - 3 * v) * ID_BITS)) & M21, wide)
                     t += 1
                 return
         count = self.short_bpe(data, start, end)
@@ -266,14 +283,14 @@ class Encoder:
                 t = 3 * v
                 packed = tk[t]
                 if t + 1 < count:
-                    packed |= tk[t + 1] << 16
+                    packed |= tk[t + 1] << ID_BITS
                 if t + 2 < count:
-                    packed |= tk[t + 2] << 32
+                    packed |= tk[t + 2] << (2 * ID_BITS)
                 cache[base + v + (4 if v < 4 else 8)] = packed
                 v += 1
         t = 0
         while t < count:
-            put(dst, tk[t])
+            emit(dst, tk[t], wide)
             t += 1
 
     def encode_uncached(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
@@ -287,9 +304,10 @@ class Encoder:
         """Rank-array BPE for a chunk of fewer than LONG_CHUNK bytes."""
         count = self.short_bpe(data, start, end)
         tk = self.tk
+        wide = self.wide
         t: i64 = 0
         while t < count:
-            put(dst, tk[t])
+            emit(dst, tk[t], wide)
             t += 1
 
     def short_bpe(self, data: bytes, start: i64, end: i64) -> i64:
@@ -401,9 +419,10 @@ class Encoder:
                 r3 = self.rank(new, tok[nq])
                 if r3 != NO_RANK:
                     heap, size = heap_push(heap, size, (r3 << 32) | p)
+        wide = self.wide
         i = 0
         while i != -1:
-            put(dst, tok[i])
+            emit(dst, tok[i], wide)
             i = nxt[i]
 
     # ---- many chunks ----
@@ -413,7 +432,7 @@ class Encoder:
         dst = BytesWriter()
         for c in chunks:
             self.encode_span(c, 0, len(c), dst)
-        return ids_of(dst.getvalue())
+        return ids_of(dst.getvalue(), self.wide)
 
     def encode_ends(self, data: bytes, ends: list[int]) -> list[int]:
         """The ids of data cut at `ends` (increasing chunk end offsets, the last = len(data))."""
@@ -425,13 +444,13 @@ class Encoder:
                 raise ValueError(f"chunk end {end} is out of order (previous end {pos}, length {len(data)})")
             self.encode_span(data, pos, end, dst)
             pos = end
-        return ids_of(dst.getvalue())
+        return ids_of(dst.getvalue(), self.wide)
 
     def encode_chunks_uncached(self, chunks: list[bytes]) -> list[int]:
         dst = BytesWriter()
         for c in chunks:
             self.encode_uncached(c, 0, len(c), dst)
-        return ids_of(dst.getvalue())
+        return ids_of(dst.getvalue(), self.wide)
 
 
 def put(dst: BytesWriter, x: i64) -> None:
@@ -440,10 +459,28 @@ def put(dst: BytesWriter, x: i64) -> None:
     write_i16_le(dst, i16((x ^ 0x8000) - 0x8000))
 
 
-def ids_of(packed: bytes) -> list[int]:
-    """The ids written by the encoder (little-endian uint16) as a list."""
+def put32(dst: BytesWriter, x: i64) -> None:
+    """Write id x (0..2**31-1) as a little-endian uint32."""
+    write_i32_le(dst, i32(x))
+
+
+def emit(dst: BytesWriter, x: i64, wide: bool) -> None:
+    """Write id x at the encoder's width (the branch is taken the same way for a whole run)."""
+    if wide:
+        write_i32_le(dst, i32(x))
+    else:
+        write_i16_le(dst, i16((x ^ 0x8000) - 0x8000))
+
+
+def ids_of(packed: bytes, wide: bool) -> list[int]:
+    """The ids written by the encoder (little-endian uint16, or uint32 when `wide`) as a list."""
     out: list[int] = []
     i: i64 = 0
+    if wide:
+        while i < len(packed):
+            out.append(i64(read_i32_le(packed, i)))
+            i += 4
+        return out
     while i < len(packed):
         out.append(i64(read_i16_le(packed, i)) & M16)
         i += 2

@@ -10,12 +10,13 @@ from __future__ import annotations
 from librt.strings import BytesWriter
 from mypy_extensions import i64
 
-from mnemo.encode_chunk import Encoder, ids_of, put
+from mnemo.encode_chunk import Encoder, emit, ids_of
 from mnemo.pretokenize import chunk_end
 
 
 def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, dst: BytesWriter) -> None:
-    """Write the ids of data[start:end], split with `pattern`, to `dst` (little-endian uint16).
+    """Write the ids of data[start:end], split with `pattern`, to `dst` (little-endian uint16, or
+    uint32 when the encoder is `wide`).
 
     The text seen by the pattern is data[start:end]: chunks start at `start` and the pattern's
     lookahead stops at `end` (a special token cuts the text there, as in tiktoken).
@@ -31,27 +32,28 @@ def encode_range(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, 
     """Append the ids of data[start:end], split with `pattern`, to `out` (see encode_range_packed)."""
     dst = BytesWriter()
     encode_range_packed(enc, data, start, end, pattern, dst)
-    out.extend(ids_of(dst.getvalue()))
+    out.extend(ids_of(dst.getvalue(), enc.wide))
 
 
 def encode_bytes(enc: Encoder, data: bytes, pattern: i64) -> list[int]:
     """The ids of a whole byte string, split with `pattern`."""
     dst = BytesWriter()
     encode_range_packed(enc, data, 0, len(data), pattern, dst)
-    return ids_of(dst.getvalue())
+    return ids_of(dst.getvalue(), enc.wide)
 
 
 def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64, eos: i64) -> bytes:
     """The ids of every document, each preceded by `bos` and followed by `eos` (none when < 0),
-    packed as little-endian uint16 (every id is below 65,536: constants.MAX_VOCAB): the array a
+    packed as little-endian uint16 (uint32 when the encoder is `wide`): the array a
     .tok file stores, without a list of every id of the block and its conversion to numpy
     (measured: that conversion alone cost 0.9 s per 100 MB of English, bench/breakdown.py).  The
     encoder writes the ids straight into the array: no id is ever a Python int on the way."""
     dst = BytesWriter()
+    wide = enc.wide
     for data in docs:
         if bos >= 0:
-            put(dst, bos)
+            emit(dst, bos, wide)
         encode_range_packed(enc, data, 0, len(data), pattern, dst)
         if eos >= 0:
-            put(dst, eos)
+            emit(dst, eos, wide)
     return dst.getvalue()

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from mnemo.constants import MAX_TOKEN_ID
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.pretokenize import PATTERN_REGEX, split
@@ -99,7 +100,8 @@ def assemble(
     tokens that exist already (bytes or earlier merges) and make a token of `vocab`.  Entries of
     `vocab` no merge makes become special tokens named by `leftover_name` when it is given
     (GPT-2's vocab.json holds `<|endoftext|>` that way); otherwise they are an error.  The ids
-    together must be exactly 0..n-1 (FormatError names a repeated or missing id).
+    together must be distinct, in 0..2**31-1 (FormatError names a repeated id); they may leave
+    holes, as cl100k_base's special tokens do (ids no token has: docs/ids32.md).
     """
     internal: dict[bytes, int] = {}
     public: list[int] = []
@@ -163,12 +165,11 @@ def assemble(
         first = owner.setdefault(i, pos)
         if first != pos:
             raise FormatError(f"{source}: id {i} is given to both {labels[first]} and {labels[pos]} (duplicate id)")
-    n = len(public)
-    if max(public) != n - 1:
-        missing = min(set(range(n)) - owner.keys())
+    top = max(public)
+    if top > MAX_TOKEN_ID:
         raise FormatError(
-            f"{source}: no token has id {missing} but the ids go up to {max(public)}: mnemo needs ids "
-            f"0..{n - 1} without gaps"
+            f"{source}: {labels[public.index(top)]} has id {top}, above {MAX_TOKEN_ID} (bit 31 of an id is "
+            f"the loss-mask bit of uint32 token files)"
         )
     try:
         return Tokenizer(pairs, pattern=pattern, special_tokens=names, id_map=public)
@@ -178,7 +179,7 @@ def assemble(
 
 def _regular_ids(tok: Tokenizer) -> list[int]:
     specials = set(tok.special_tokens.values())
-    return [i for i in range(tok.n_vocab) if i not in specials]
+    return [i for i in tok.vocab if i not in specials]  # tok.vocab: no holes
 
 
 def _check_pattern(pattern: str) -> str:
@@ -284,10 +285,10 @@ def gpt2_vocab(tok: Tokenizer) -> dict[str, int]:
     """The vocab.json mapping: GPT-2-alphabet token -> id; special tokens under their names."""
     specials = {i: s for s, i in tok.special_tokens.items()}
     out: dict[str, int] = {}
-    for i in range(tok.n_vocab):
+    for i, raw in tok.vocab.items():  # no holes
         key = specials.get(i)
         if key is None:
-            key = token_to_string(tok.token_bytes(i))
+            key = token_to_string(raw)
         if key in out:
             raise ConfigError(f"ids {out[key]} and {i} are both {key!r}: a vocab.json cannot hold both")
         out[key] = i

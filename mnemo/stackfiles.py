@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, FormatError, InputError
-from mnemo.constants import MASKBIT
+from mnemo.constants import maskbit_for
 from mnemo.tokfile import TokWriter
 
 if TYPE_CHECKING:
@@ -225,8 +225,8 @@ class StackWriter:
         self.n_docs = 0
         self.parts: list[_Part] = []
         self.dtype = np.dtype("<u2")
-        if chat and n_vocab > MASKBIT:
-            raise ConfigError(f"chat ids carry MASKBIT = {MASKBIT}: the vocabulary's {n_vocab} ids must be below it")
+        # chat ids carry the vocabulary's mask bit (bit 15, or bit 31 from 32,768 ids: chat.py)
+        self.maskbit = maskbit_for(n_vocab)
 
     @property
     def where(self) -> str:
@@ -253,7 +253,7 @@ class StackWriter:
 
     def write(self, ids: Any, n_docs: int = 0) -> None:
         """Append whole documents: `ids` holds `n_docs` of them, each with its separators (and
-        MASKBIT on what the model learns in a chat)."""
+        the mask bit on what the model learns in a chat)."""
         if not self.parts:
             raise ConfigError("use the writer in a with block")
         arr = np.asarray(ids)
@@ -262,8 +262,8 @@ class StackWriter:
         arr = arr.reshape(-1).astype(np.int64, copy=False)
         mask: npt.NDArray[np.bool_] | None = None
         if self.chat:
-            mask = (arr & MASKBIT) != 0
-            arr = arr & ~MASKBIT
+            mask = (arr & self.maskbit) != 0
+            arr = arr & ~self.maskbit
         if arr.size:
             low, high = int(arr.min()), int(arr.max())
             if low < 0 or high >= self.n_vocab:

@@ -14,7 +14,7 @@ import re
 import signal
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Final, Literal
+from typing import Final, Literal, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -25,9 +25,9 @@ from mnemo.encode_chunk import Encoder, ids_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.parallel import resolve_workers
-from mnemo.constants import MAX_VOCAB, PATTERNS, TIES
+from mnemo.constants import MAX_SPECIALS, MAX_TOKEN_ID, MAX_VOCAB, PATTERNS, TIES, VOCAB16, maskbit_for
 from mnemo.fileio import read_file, write_atomic
-from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, parse_tokenizer_bin
+from mnemo.vocabfile import MAX_BIN_BYTES, bin_version_for, encode_tokenizer_bin, parse_tokenizer_bin
 from mnemo.pretokenize import chunk_end
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
@@ -134,8 +134,10 @@ class Tokenizer:
     names for these methods, and how they differ, are in docs/tiktoken.md.
 
     `id_map` (imported vocabularies, docs/interop.md) renumbers the ids the tokenizer shows:
-    id_map[i] is the public id of mnemo's id i, a permutation of 0..n_vocab-1.  `merges` stay in
-    mnemo's own numbering (the encoder's); every other id in and out (encode, decode,
+    id_map[i] is the public id of mnemo's id i, distinct ids in 0..2**31-1.  Public ids may
+    leave holes (cl100k_base has no token 100256): a hole is no token, and decoding it is an
+    error.  `n_vocab` is then the largest id + 1, as in tiktoken (docs/ids32.md).  `merges` stay
+    in mnemo's own numbering (the encoder's); every other id in and out (encode, decode,
     token_bytes, special_tokens, vocab) is public.  An identity map is stored as None.
     """
 
@@ -163,7 +165,11 @@ class Tokenizer:
             raise type_error("merges", "a sequence of (int, int) pairs", merges)
         n_vocab = 256 + len(merges) + len(specials)
         if n_vocab > MAX_VOCAB:
-            raise ConfigError(f"vocabulary of {n_vocab} ids is larger than {MAX_VOCAB} (ids are stored as uint16)")
+            raise ConfigError(
+                f"vocabulary of {n_vocab} tokens is larger than {MAX_VOCAB:,} (the encoder packs ids in 21 bits)"
+            )
+        if len(specials) > MAX_SPECIALS:
+            raise ConfigError(f"{len(specials)} special tokens are more than {MAX_SPECIALS} (tokenizer.bin counts them in 16 bits)")
         checked: list[tuple[int, int]] = []
         seen: dict[tuple[int, int], int] = {}
         vocab: list[bytes] = [bytes([i]) for i in range(256)]
@@ -213,8 +219,8 @@ class Tokenizer:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
             owner: dict[int, int] = {}
             for i, p in enumerate(public):
-                if not 0 <= p < n_vocab:
-                    raise ConfigError(f"id_map[{i}] = {p} is outside 0..{n_vocab - 1}")
+                if not 0 <= p <= MAX_TOKEN_ID:
+                    raise ConfigError(f"id_map[{i}] = {p} is outside 0..{MAX_TOKEN_ID} (bit 31 is the loss-mask bit)")
                 first_owner = owner.setdefault(p, i)
                 if first_owner != i:
                     raise ConfigError(f"id_map gives id {p} to both {first_owner} and {i}")
@@ -229,34 +235,57 @@ class Tokenizer:
         self._internal_vocab = vocab
         self._internal_specials = names
         self._public: list[int] | None = public
+        # Indexed by public id; None marks a hole (an id no token has), so that a plain index
+        # finds every token and a hole fails the fast b"".join of decode_bytes.
+        self._vocab: list[bytes | None]
         if public is None:
             self.special_tokens: dict[str, int] = names
-            self._vocab = vocab
+            self._vocab = list(vocab)
         else:
             self.special_tokens = {s: public[i] for s, i in names.items()}
-            self._vocab = [b""] * n_vocab
+            self._vocab = [None] * (max(public) + 1)
             for i, raw in enumerate(vocab):
                 self._vocab[public[i]] = raw
+        self._n_holes = len(self._vocab) - n_vocab
         self._pattern_id = PATTERNS.index(pattern)
-        self._encoder = Encoder(checked)
+        self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
         self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
-        h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer1")
+        # Ids hashed at the width tokenizer.bin stores them: a vocabulary that fits in 16 bits
+        # keeps the fingerprint earlier versions gave it (its .tok files name it).
+        wide = bin_version_for(n_vocab, public) > 1
+        id_type = "<u4" if wide else "<u2"
+        h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1")
         h.update(pattern.encode() + b"\0")
-        h.update(np.asarray(checked, dtype="<u2").tobytes())
+        h.update(np.asarray(checked, dtype=id_type).tobytes())
         for name in specials:
             raw = name.encode("utf-8")
             h.update(bytes([len(raw)]) + raw)
         if public is not None:
-            h.update(b"id_map" + np.asarray(public, dtype="<u2").tobytes())
+            h.update(b"id_map" + np.asarray(public, dtype=id_type).tobytes())
         self.fingerprint: str = h.hexdigest()
 
     # ---- properties and files ----
 
     @property
     def n_vocab(self) -> int:
+        """The largest id + 1, as tiktoken's `n_vocab` (holes included: see n_tokens)."""
         return len(self._vocab)
+
+    @property
+    def n_tokens(self) -> int:
+        """How many tokens there are: n_vocab less the holes of the id space."""
+        return len(self._vocab) - self._n_holes
+
+    def _unknown(self, token: int) -> UnknownTokenError:
+        """The error for an id that is no token: out of range, or a hole of the id space."""
+        if 0 <= token < len(self._vocab):
+            return UnknownTokenError(
+                f"token id {token} is not in the vocabulary: this vocabulary leaves it unused "
+                f"(its ids are 0..{len(self._vocab) - 1} with {self._n_holes} holes)"
+            )
+        return UnknownTokenError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
 
     def __repr__(self) -> str:
         return (
@@ -277,14 +306,15 @@ class Tokenizer:
     def token_bytes(self, token: int) -> bytes:
         """The bytes of one id (a special token's UTF-8 name for specials)."""
         token = check_int("token", token)
-        if not 0 <= token < len(self._vocab):
-            raise UnknownTokenError(f"token id {token} is not in the vocabulary (ids are 0..{len(self._vocab) - 1})")
-        return self._vocab[token]
+        raw = self._vocab[token] if 0 <= token < len(self._vocab) else None
+        if raw is None:
+            raise self._unknown(token)
+        return raw
 
     @property
     def vocab(self) -> dict[int, bytes]:
         """Every id's bytes (special tokens: their UTF-8 names), as CS336's interface has it."""
-        return dict(enumerate(self._vocab))
+        return {i: raw for i, raw in enumerate(self._vocab) if raw is not None}
 
     @property
     def merge_pairs(self) -> list[tuple[bytes, bytes]]:
@@ -445,7 +475,7 @@ class Tokenizer:
                 e = chunk_end(data, pos, end, pid)
                 if e - pos > PIECE_BYTES:
                     break  # a long chunk: the next step's
-            out.extend(ids_of(dst.getvalue()))
+            out.extend(ids_of(dst.getvalue(), enc.wide))
         encode_range(enc, data, pos, end, pid, out)
 
     def encode_bytes(self, data: bytes) -> list[int]:
@@ -467,7 +497,7 @@ class Tokenizer:
         for name, value in (("bos", bos), ("eos", eos)):
             if value is not None:
                 checked[name] = check_int(name, value)
-                if not 0 <= checked[name] < self.n_vocab:
+                if not 0 <= checked[name] < self.n_vocab or self._vocab[checked[name]] is None:
                     raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
         if isinstance(docs, (str, bytes, bytearray, memoryview)) or not isinstance(docs, Iterable):
             raise type_error("docs", "an iterable of bytes documents", docs)
@@ -486,16 +516,16 @@ class Tokenizer:
                     self._encode_range(doc, 0, len(doc), flat)
                     if internal_eos >= 0:
                         flat.append(internal_eos)
-                packed = np.asarray(flat, dtype="<u2").tobytes()
+                packed = np.asarray(flat, dtype="<u4" if self._encoder.wide else "<u2").tobytes()
         except TypeError:
             # the compiled code takes bytes only; looking for the culprit costs nothing until then
             for i, doc in enumerate(doc_list):
                 if not isinstance(doc, bytes):
                     raise type_error(f"docs[{i}]", "bytes", doc) from None
             raise
-        ids: npt.NDArray[np.uint16] = np.frombuffer(packed, dtype="<u2")
+        ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if self._encoder.wide else "<u2")
         if public is not None:
-            ids = np.asarray(public, dtype=np.uint16)[ids]
+            ids = np.asarray(public, dtype=np.uint16 if self.n_vocab <= VOCAB16 else np.uint32)[ids]
         return ids
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -654,10 +684,26 @@ class Tokenizer:
 
         return render_document(self, text)
 
-    def render_conversation(self, messages: Sequence[Mapping[str, object]]) -> list[int]:
-        """`<|bos|>`, then role token, content, `<|end|>` per message; MASKBIT on assistant turns."""
-        from mnemo.chat import render_conversation
+    @overload
+    def render_conversation(
+        self, messages: Sequence[Mapping[str, object]], *, return_mask: Literal[False] = False
+    ) -> list[int]: ...
+    @overload
+    def render_conversation(
+        self, messages: Sequence[Mapping[str, object]], *, return_mask: Literal[True]
+    ) -> tuple[list[int], list[int]]: ...
+    def render_conversation(
+        self, messages: Sequence[Mapping[str, object]], *, return_mask: bool = False
+    ) -> list[int] | tuple[list[int], list[int]]:
+        """`<|bos|>`, then role token, content, `<|end|>` per message, the loss-mask bit on
+        assistant turns (MASKBIT, or MASKBIT32 from 32,768 ids: mnemo/chat.py).  With
+        `return_mask=True`, Hugging Face's shape: (plain ids, mask of 0/1)."""
+        from mnemo.chat import render_conversation, render_conversation_mask
 
+        if not isinstance(return_mask, bool):
+            raise type_error("return_mask", "a bool", return_mask)
+        if return_mask:
+            return render_conversation_mask(self, messages)
         return render_conversation(self, messages)
 
     # ---- decoding ----
@@ -673,14 +719,23 @@ class Tokenizer:
             toks = list(tokens)
         try:
             if not toks or min(toks) >= 0:
-                return b"".join([vocab[t] for t in toks])
+                # A hole is None in the table: join raises TypeError, and the loop below names it.
+                spelled = cast("list[bytes]", vocab)
+                return b"".join([spelled[t] for t in toks])
         except (IndexError, TypeError):
             pass
+        # Chat ids carry the loss-mask bit (render_conversation, chat .tok files): no id has it,
+        # so an id with it is that id, masked.
+        bit = maskbit_for(len(vocab))
+        parts: list[bytes] = []
         for i, t in enumerate(toks):
-            check_int(f"tokens[{i}]", t)
-            if not 0 <= t < len(vocab):
-                raise UnknownTokenError(f"token id {t!r} is not in the vocabulary (ids are 0..{len(vocab) - 1})")
-        raise AssertionError("unreachable: a bad id was found above")
+            t = check_int(f"tokens[{i}]", t)
+            plain = t & ~bit if t >= len(vocab) and t & bit else t
+            raw = vocab[plain] if 0 <= plain < len(vocab) else None
+            if raw is None:
+                raise self._unknown(t)
+            parts.append(raw)
+        return b"".join(parts)
 
     def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
         """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
@@ -699,7 +754,8 @@ class Tokenizer:
 
     @property
     def max_token_value(self) -> int:
-        """The largest id (ids are 0..max_token_value, without gaps)."""
+        """The largest id, as tiktoken's (ids are 0..max_token_value; an imported id space may
+        have holes, which are no tokens)."""
         return len(self._vocab) - 1
 
     @property
@@ -829,7 +885,7 @@ def _python_handles_signals() -> bool:
 def _encode_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
     dst = BytesWriter()
     enc.encode_span(data, start, end, dst)
-    out.extend(ids_of(dst.getvalue()))
+    out.extend(ids_of(dst.getvalue(), enc.wide))
 
 
 def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
@@ -866,7 +922,7 @@ def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: lis
             die_with_parent(parent)
             dst = BytesWriter()
             enc.encode_span(data, start, end, dst)  # the chunk alone: no pre-tokenizer
-            view = memoryview(dst.getvalue())  # mnemo's ids, little-endian uint16
+            view = memoryview(dst.getvalue())  # mnemo's ids, little-endian uint16 (uint32 when wide)
             while view:
                 view = view[os.write(w, view) :]
             code = 0
@@ -887,7 +943,7 @@ def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: lis
     if status != 0:
         _encode_chunk(enc, data, start, end, out)
         return
-    out.extend(ids_of(b"".join(parts)))
+    out.extend(ids_of(b"".join(parts), enc.wide))
 
 
 # ---- encode_batch workers (module level: spawned processes import them by name) ----

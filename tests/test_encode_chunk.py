@@ -32,7 +32,7 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 def long_ids(enc: Encoder, data: bytes) -> list[int]:
     dst = BytesWriter()
     enc.encode_long(data, 0, len(data), dst)
-    return ids_of(dst.getvalue())
+    return ids_of(dst.getvalue(), enc.wide)
 
 
 def all_paths(enc: Encoder, data: bytes) -> list[list[int]]:
@@ -41,7 +41,7 @@ def all_paths(enc: Encoder, data: bytes) -> list[list[int]]:
     if len(data) < LONG_CHUNK:
         dst = BytesWriter()
         enc.encode_short(data, 0, len(data), dst)
-        results.append(ids_of(dst.getvalue()))
+        results.append(ids_of(dst.getvalue(), enc.wide))
     return results
 
 
@@ -54,7 +54,7 @@ def test_ids_packed_as_uint16_round_trip() -> None:
     for x in range(65536):
         put(dst, x)
     packed = dst.getvalue()
-    assert ids_of(packed) == list(range(65536))
+    assert ids_of(packed, False) == list(range(65536))
     assert np.frombuffer(packed, dtype="<u2").tolist() == list(range(65536))
 
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemo import FingerprintError, FormatError, Tokenizer, open_tok
-from mnemo.constants import MASKBIT, MAX_VOCAB
+from mnemo.constants import MASKBIT, MAX_SPECIALS, MAX_VOCAB, VOCAB16
 from mnemo.tokfile import TokWriter, read_tok_header
 from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, parse_tokenizer_bin
 
@@ -66,7 +66,7 @@ def patch(data: bytes, offset: int, new: bytes) -> bytes:
     [
         (lambda d: d[:31], r"offset 31: truncated: the file has 31 bytes, the header alone needs 32"),
         (lambda d: b"MNEMOXXX" + d[8:], r"offset 0: bad magic b'MNEMOXXX'"),
-        (lambda d: patch(d, 8, b"\x02\x00"), r"offset 8: format version 2 is not supported"),
+        (lambda d: patch(d, 8, b"\x03\x00"), r"offset 8: format version 3 is not supported \(this mnemo reads versions 1 and 2\)"),
         (lambda d: patch(d, 10, b"\x04\x00"), r"offset 10: unknown flags 0x0004"),
         (lambda d: patch(d, 18, b"\x07"), r"offset 18: unknown pattern id 7"),
         (lambda d: patch(d, 19, b"\x05"), r"offset 19: unknown tie rule id 5"),
@@ -108,20 +108,23 @@ def test_specials_duplicate_and_slack() -> None:
 
 
 def largest_bin() -> bytes:
-    """The largest valid tokenizer.bin: no merges, 65,280 specials of 255 bytes, an id map."""
-    n = MAX_VOCAB - 256
+    """The largest valid version-1 tokenizer.bin: no merges, 65,280 specials of 255 bytes, an id map."""
+    n = VOCAB16 - 256
     names = [f"<|{j:05d}|>".ljust(255, "x") for j in range(n)]
-    return encode_tokenizer_bin([], "mnemonic", names, "id", [], list(range(MAX_VOCAB))[::-1])
+    return encode_tokenizer_bin([], "mnemonic", names, "id", [], list(range(VOCAB16))[::-1])
 
 
 def test_the_size_bound_is_the_largest_valid_file(tmp_path: Path) -> None:
-    """MAX_BIN_BYTES is computed from the layout; the largest file it allows loads, in time
-    linear in its size (a list's `in` for repeated specials once made 65,280 of them take 45 s
-    at 446 KB, 129 s at this size), and one byte more is refused before it is parsed."""
+    """MAX_BIN_BYTES is computed from the layout (version 2: MAX_VOCAB ids of a merge, its count
+    and an id map entry, and MAX_SPECIALS specials of 255 bytes); the largest version-1 file
+    loads, in time linear in its size (a list's `in` for repeated specials once made 65,280 of
+    them take 45 s at 446 KB, 129 s at this size), and one byte more than the bound is refused
+    before it is parsed."""
     import threading
 
     data = largest_bin()
-    assert len(data) == MAX_BIN_BYTES == 16_842_784
+    assert len(data) == 16_842_784
+    assert MAX_BIN_BYTES == 32 + (8 + 8 + 4) * MAX_VOCAB + 256 * MAX_SPECIALS == 58_720_032
     path = tmp_path / "largest.bin"
     path.write_bytes(data)
     loaded: list[Tokenizer] = []
@@ -129,9 +132,10 @@ def test_the_size_bound_is_the_largest_valid_file(tmp_path: Path) -> None:
     t.start()
     t.join(30)
     assert loaded, "loading the largest tokenizer.bin took more than 30 s"
-    assert loaded[0].n_vocab == MAX_VOCAB
-    path.write_bytes(data + b"\0")
-    with pytest.raises(FormatError, match=rf"{path}: larger than 16,842,784 bytes, the most mnemo reads as a tokenizer.bin"):
+    assert loaded[0].n_vocab == VOCAB16
+    with open(path, "wb") as f:
+        f.truncate(MAX_BIN_BYTES + 1)  # sparse: nothing is written
+    with pytest.raises(FormatError, match=rf"{path}: larger than 58,720,032 bytes, the most mnemo reads as a tokenizer.bin"):
         Tokenizer.load(path)
 
 
@@ -139,7 +143,7 @@ def test_many_short_specials_load_fast() -> None:
     """The issue's 446 KB file: 65,280 short specials."""
     import time
 
-    names = [f"<|{j}|>" for j in range(MAX_VOCAB - 256)]
+    names = [f"<|{j}|>" for j in range(VOCAB16 - 256)]
     data = encode_tokenizer_bin([], "mnemonic", names, "id", None)
     t0 = time.perf_counter()
     fields = parse_tokenizer_bin(data, "x")
@@ -163,7 +167,7 @@ def test_an_endless_input_is_read_to_the_bound_only(tmp_path: Path) -> None:
     # cwd: away from the checkout, whose mnemo/ would shadow the installed package
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("/dev/zero: larger than 16,842,784 bytes")
+    assert done.stdout.startswith("/dev/zero: larger than 58,720,032 bytes")
 
 
 def test_every_truncation_is_a_format_error() -> None:
