@@ -251,6 +251,14 @@ WORKED = [
     ("o200k", "iPhone", ["i", "Phone"]),
     ("o200k", "HTTPServer", ["HTTPServer"]),
     ("o200k", "HELLO world", ["HELLO", " world"]),
+    # the ASCII shortcuts of chunk_end ("word", "Word", " word", " Word") and where they hand over
+    ("o200k", " Word's x", [" Word's", " x"]),
+    ("o200k", "word\u00e9'S", ["word\u00e9'S"]),
+    ("o200k", "abcDEF", ["abc", "DEF"]),
+    ("o200k", "Abc'", ["Abc", "'"]),
+    ("o200k", "aB c", ["a", "B", " c"]),
+    ("o200k", " A", [" A"]),
+    ("o200k", " Ab", [" Ab"]),
     # titlecase (Lt) counts as upper; modifier letters and letters without case (Lm, Lo) are
     # in both runs, so U* gives back the last of them to L+ when no lowercase letter follows
     ("o200k", "\u01c5ungla", ["\u01c5ungla"]),
