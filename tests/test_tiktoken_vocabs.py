@@ -236,24 +236,30 @@ def _with_specials(docs: list[str], specials: list[str]) -> list[str]:
 def test_corpus_ids_equal_tiktoken(
     pair: tuple[str, Tokenizer, Any], corpus: str, corpus_docs: Callable[..., list[str]], full_corpus: bool
 ) -> None:
-    """Every document (sample by default): encode_ordinary, encode with specials disallowed
-    (no special text in it) and allowed; then documents joined by special-token text, with
-    specials allowed (ids of the specials), disallowed (both raise), and as ordinary text."""
+    """Every document (sample by default): encode_ordinary; then the documents joined pairwise
+    by special-token text, with specials allowed (the specials' ids between the texts' ids),
+    disallowed (both raise) and not special (disallowed_special=(): the text of the special is
+    encoded as text).  On the sample, also the other entry points over the same texts (encode
+    of a document without special text, encode with all specials allowed, encode_ordinary of a
+    joined text); --full-corpus leaves out these repeats of the same work, which would double
+    its time."""
     name, tok, enc = pair
     docs = corpus_docs(corpus, max_bytes=300_000)
     assert docs
     for k, doc in enumerate(docs):
         theirs = enc.encode_ordinary(doc)
         assert tok.encode_ordinary(doc) == theirs, f"{name} {corpus} document {k}"
-        if not any(s in doc for s in tok.special_tokens):
-            assert tok.encode(doc) == theirs, f"{name} {corpus} document {k}"
-        assert tok.encode(doc, allowed_special="all") == enc.encode(doc, allowed_special="all")
+        if not full_corpus:
+            if not any(s in doc for s in tok.special_tokens):
+                assert tok.encode(doc) == theirs, f"{name} {corpus} document {k}"
+            assert tok.encode(doc, allowed_special="all") == enc.encode(doc, allowed_special="all")
     specials = sorted(tok.special_tokens)
     for k, text in enumerate(_with_specials(docs, specials)):
         where = f"{name} {corpus} joined text {k}"
         assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all"), where
         assert tok.encode(text, disallowed_special=()) == enc.encode(text, disallowed_special=()), where
-        assert tok.encode_ordinary(text) == enc.encode_ordinary(text), where
+        if not full_corpus:
+            assert tok.encode_ordinary(text) == enc.encode_ordinary(text), where
         with pytest.raises(ValueError):
             enc.encode(text)
         with pytest.raises(SpecialTokenError):
