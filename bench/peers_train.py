@@ -5,7 +5,9 @@ the same run -- and report wall time of the training call, peak RSS and bytes pe
 no special tokens, so every library learns 32,512 merges.
 
     .venv/bin/pip install rustbpe tokenizers bpeasy tiktoken    # the peers (optional)
-    .venv/bin/python bench/peers_train.py [--mb 100] [--heldout-mb 10] [--threads 2] [--only mnemo,rustbpe]
+    .venv/bin/python bench/peers_train.py [--mb 100] [--heldout-mb 10] [--threads 2] [--only mnemo,rustbpe] [--vocab 131072]
+
+--vocab above 65,535 runs mnemo's 32-bit trainer (docs/ids32.md).
 
 Read the ratios: these machines are shared and noisy.
 """
@@ -46,7 +48,8 @@ def load(mb: float, heldout_mb: float) -> tuple[list[str], list[str]]:
     return train, held
 
 
-def run_one(name: str, mb: float, heldout_mb: float, threads: int) -> dict[str, object]:
+def run_one(name: str, mb: float, heldout_mb: float, threads: int, vocab_size: int = VOCAB) -> dict[str, object]:
+    VOCAB = vocab_size  # noqa: N806 -- the module default, or --vocab
     train, held = load(mb, heldout_mb)
     t0 = time.perf_counter()
     if name == "mnemo":
@@ -97,16 +100,18 @@ def main() -> None:
     ap.add_argument("--heldout-mb", type=float, default=10)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default=",".join(LIBRARIES))
+    ap.add_argument("--vocab", type=int, default=VOCAB)
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one, args.mb, args.heldout_mb, args.threads)))
+        print(json.dumps(run_one(args.one, args.mb, args.heldout_mb, args.threads, args.vocab)))
         return
     if not CORPUS.is_file():
         raise SystemExit(f"{CORPUS} is absent")
     rows = []
     for name in args.only.split(","):
-        cmd = [sys.executable, __file__, "--one", name, "--mb", str(args.mb), "--heldout-mb", str(args.heldout_mb), "--threads", str(args.threads)]
+        cmd = [sys.executable, __file__, "--one", name, "--mb", str(args.mb), "--heldout-mb", str(args.heldout_mb),
+               "--threads", str(args.threads), "--vocab", str(args.vocab)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -121,7 +126,7 @@ def main() -> None:
             fastest = min(peers, key=lambda r: float(r["seconds"]))  # type: ignore[arg-type]
             ratio = float(rows[0]["seconds"]) / float(fastest["seconds"])  # type: ignore[arg-type]
             print(f"mnemo / fastest peer ({fastest['library']}): {ratio:.2f}x the wall time "
-                  f"({args.mb:g} MB, {args.threads} threads, vocabulary {VOCAB})")
+                  f"({args.mb:g} MB, {args.threads} threads, vocabulary {args.vocab})")
 
 
 if __name__ == "__main__":

@@ -44,5 +44,6 @@ HOT_MODULES: Final = [
     "mnemo/jsonfield.py",
     "mnemo/kernels.py",
     "mnemo/merge_loop.py",
+    "mnemo/merge_loop_wide.py",
     "mnemo/pretokenize.py",
 ]

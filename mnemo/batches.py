@@ -196,7 +196,7 @@ class TokenStream:
         if masked and len(bits) > 1:
             names = ", ".join(f"{f.path} (mask bit {f.header.maskbit:#x})" for f in files)
             raise ConfigError(f"masked chat files with different mask bits in one stream: {names}")
-        return cls([f.tokens for f in files], masked=masked, maskbit=files[0].header.maskbit)
+        return cls([f.tokens for f in files], masked=masked, maskbit=files[0].header.maskbit if masked else None)
 
     @property
     def n_tokens(self) -> int:

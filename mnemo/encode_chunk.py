@@ -64,17 +64,17 @@ LONG_CHUNK: Final = 64
 NO_RANK: Final = 1 << 40
 FNV_OFFSET: Final = 2166136261
 FNV_PRIME: Final = 16777619
-# Multiplicative hashing of the 42-bit pair key: the product wraps at 64 bits, and its bits from
-# 40 up (the slot, up to 2**22 of them) depend on every bit of the key below them.  Low bits of a
-# product would cluster badly.
-HASH_MUL: Final = 0x9E3779B97F4A7C15 - (1 << 64)
+# Multiplicative hashing of the 42-bit pair key: the product wraps at 64 bits (the build uses
+# -fwrapv), and its bits from 40 up (the slot, up to 2**22 of them) depend on every bit of the key
+# below them.  Low bits of a product would cluster badly.  The constant is below 2**62: mypyc
+# boxes larger Final ints, and unboxed this one on every lookup (seen in the generated C).
+HASH_MUL: Final = 0x2545F4914F6CDD1D
 HASH_SHIFT: Final = 40
 ID_BITS: Final = 21  # bits of an id, and of a merge number, in the table and the caches
 M32: Final = 0xFFFFFFFF
 M56: Final = 0xFFFFFFFFFFFFFF
 M16: Final = 0xFFFF
 M21: Final = 0x1FFFFF
-M42: Final = (1 << 42) - 1
 M59: Final = (1 << 59) - 1
 
 

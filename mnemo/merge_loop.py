@@ -45,26 +45,53 @@ from librt.strings import read_i64_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
-from mnemo import kernels
 from mnemo.count import pack_words
 from mnemo.errors import ConfigError, VerificationError
 from mnemo.reference import MAX_PAIR_TOTAL, check_train_args, pair_total_error
 
-SEP: Final[i64] = 0xFFFF
-SEP16: Final[i16] = -1
 EMPTY: Final[i64] = -1
 
+# ---- the id width: begin (tools/gen_merge_loop_wide.py writes mnemo/merge_loop_wide.py, the
+# trainer of vocabularies above 65,535 ids, from this file with 32-bit tokens: every line that
+# depends on the width of a token is here, or spells `vec[i16]`) ----
+from mnemo import kernels
 
-def _u16(x: i16) -> i64:
+#: The largest vocabulary this trainer takes: ids 0..0xFFFE, and 0xFFFF separates words.
+MAX_IDS: Final[i64] = 0xFFFF
+SEP: Final[i64] = 0xFFFF
+SEPT: Final[i16] = -1  # SEP as stored in the array
+KEY_SHIFT: Final[i64] = 16  # pair (a, b) is the key a << KEY_SHIFT | b
+KEY_MASK: Final[i64] = 0xFFFF
+PAIR_MUL: Final[i64] = 0x9E3779B1  # _Pairs' hash: ((key * PAIR_MUL) >> PAIR_SHIFT) & mask
+PAIR_SHIFT: Final[i64] = 7
+
+
+def _id(x: i16) -> i64:
     """A token read from the array, as its id 0..65535."""
     return i64(x) & 0xFFFF
 
 
-def _i16(x: i64) -> i16:
+def _tok(x: i64) -> i16:
     """A token id 0..65535 as the i16 with the same bits."""
     if x >= 32768:
         return i16(x - 65536)
     return i16(x)
+
+
+def _scan(toks: vec[i16], a: i64, b: i64, cap: i64, start: i64, stop: i64) -> bytes:
+    """Positions of (a, b) in toks[start:stop], at most cap, as little-endian int64: the asm scan."""
+    return kernels.pair_positions(toks, a, b, cap, start, stop)
+
+
+def _check_width(n_merges: i64) -> None:
+    if 256 + n_merges > MAX_IDS:
+        raise ConfigError(
+            f"n_merges must be at most {MAX_IDS - 256} for the 16-bit trainer (0xFFFF separates words), "
+            f"got {n_merges}; mnemo.train uses mnemo.merge_loop_wide above that"
+        )
+
+
+# ---- the id width: end ----
 
 
 class _Pairs:
@@ -99,7 +126,7 @@ class _Pairs:
         """The offset of `key`'s slot, inserted with zero counts if absent."""
         data = self.data
         mask = self.mask
-        h = ((key * 0x9E3779B1) >> 7) & mask
+        h = ((key * PAIR_MUL) >> PAIR_SHIFT) & mask
         while True:
             k = data[4 * h]
             if k == key:
@@ -118,7 +145,7 @@ class _Pairs:
         """The offset of `key`'s slot, or -1 if it was never inserted."""
         data = self.data
         mask = self.mask
-        h = ((key * 0x9E3779B1) >> 7) & mask
+        h = ((key * PAIR_MUL) >> PAIR_SHIFT) & mask
         while True:
             k = data[4 * h]
             if k == key:
@@ -229,11 +256,11 @@ class _Heap:
 
 def _beats_bytes(k1: i64, k2: i64, token_bytes: list[bytes]) -> bool:
     """tie="bytes": whether pair k1 beats pair k2 (greater (bytes(a), bytes(b)))."""
-    a1 = token_bytes[k1 >> 16]
-    a2 = token_bytes[k2 >> 16]
+    a1 = token_bytes[k1 >> KEY_SHIFT]
+    a2 = token_bytes[k2 >> KEY_SHIFT]
     if a1 != a2:
         return a1 > a2
-    return token_bytes[k1 & 0xFFFF] > token_bytes[k2 & 0xFFFF]
+    return token_bytes[k1 & KEY_MASK] > token_bytes[k2 & KEY_MASK]
 
 
 BLOCK: Final[i64] = 2048  # tokens per block of the skip index (blocks end at word boundaries)
@@ -330,7 +357,7 @@ class _Words:
         begin: i64 = 0
         block = self.block
         for i in range(n):
-            if toks[i] == SEP16 and i - begin >= block:
+            if toks[i] == SEPT and i - begin >= block:
                 bstart = append(bstart, i)
                 begin = i
         bstart = append(bstart, n)
@@ -349,13 +376,13 @@ class _Words:
             bit: i64 = bits[k & 63]
             prev: i64 = SEP
             for i in range(bstart[k], bstart[k + 1]):
-                x = _u16(toks[i])
+                x = _id(toks[i])
                 if x != SEP:
                     masks[x * mw + word] |= bit
                     if prev == SEP:
                         winfo[2 * i64(widx[i]) + 1] = k
                     else:
-                        key = (prev << 16) | x
+                        key = (prev << KEY_SHIFT) | x
                         pf[_slice1(key, fmask) * mw + word] |= bit
                         pf[_slice2(key, fmask) * mw + word] |= bit
                 prev = x
@@ -405,8 +432,8 @@ class _Words:
         a = self.a
         b = self.b
         c = self.c
-        c16 = _i16(c)
-        best = (a << 16) | b
+        ct = _tok(c)
+        best = (a << KEY_SHIFT) | b
         touched = self.touched
         masks = self.masks
         pf = self.pf
@@ -430,48 +457,48 @@ class _Words:
             masks[c * mw + bw] |= bit
             i: i64 = p
             o: i64 = p
-            left = _u16(toks[p - 1])  # the last token written (SEP at the word's start)
+            left = _id(toks[p - 1])  # the last token written (SEP at the word's start)
             left_merged = False  # whether the old position i - 1 was part of a merge
             while True:
-                x16 = toks[i]
-                x = _u16(x16)
+                xt = toks[i]
+                x = _id(xt)
                 if x == SEP:
                     break
-                if x == a and _u16(toks[i + 1]) == b:
+                if x == a and _id(toks[i + 1]) == b:
                     # old pairs touching positions i and i + 1 go, each exactly once
                     if left != SEP and not left_merged:
-                        table.add((left << 16) | a, -wc, -1)
+                        table.add((left << KEY_SHIFT) | a, -wc, -1)
                     gone += wc  # (a, b) itself: applied once, after the loop
                     gone_occ += 1
-                    z = _u16(toks[i + 2])
+                    z = _id(toks[i + 2])
                     if z != SEP:
-                        table.add((b << 16) | z, -wc, -1)
+                        table.add((b << KEY_SHIFT) | z, -wc, -1)
                     # the new pair on the left
                     if left != SEP:
-                        nk = (left << 16) | c
+                        nk = (left << KEY_SHIFT) | c
                         pf[_slice1(nk, fmask) * mw + bw] |= bit
                         pf[_slice2(nk, fmask) * mw + bw] |= bit
                         if table.add(nk, wc, 1) == 0:
                             touched = append(touched, nk)
-                    toks[o] = c16
+                    toks[o] = ct
                     left = c
                     left_merged = True
                     i += 2
                 else:
                     if left == c:
-                        nk = (c << 16) | x
+                        nk = (c << KEY_SHIFT) | x
                         pf[_slice1(nk, fmask) * mw + bw] |= bit
                         pf[_slice2(nk, fmask) * mw + bw] |= bit
                         if table.add(nk, wc, 1) == 0:
                             touched = append(touched, nk)
-                    toks[o] = x16
+                    toks[o] = xt
                     left = x
                     left_merged = False
                     i += 1
                 o += 1
             holes += i - o
             while o < i:
-                toks[o] = SEP16
+                toks[o] = SEPT
                 o += 1
         table.add(best, -gone, -gone_occ)
         self.touched = touched
@@ -486,22 +513,22 @@ class _Words:
         n = len(toks)
         out = vec[i16](capacity=n)
         oidx = vec[i32](capacity=n)
-        out = append(out, SEP16)
+        out = append(out, SEPT)
         oidx = append(oidx, -1)
         i: i64 = 1
         while i < n:
-            if toks[i] == SEP16:
+            if toks[i] == SEPT:
                 i += 1
                 continue
             j = i
-            while toks[j] != SEP16:
+            while toks[j] != SEPT:
                 j += 1
             if j - i >= 2:
                 w = widx[i]
                 for q in range(i, j):
                     out = append(out, toks[q])
                     oidx = append(oidx, w)
-                out = append(out, SEP16)
+                out = append(out, SEPT)
                 oidx = append(oidx, w)
             i = j
         self.toks = out
@@ -516,9 +543,9 @@ def _count_pairs(toks: vec[i16], widx: vec[i32], wcount: vec[i64], table: _Pairs
     n = len(toks)
     prev: i64 = SEP
     for i in range(n):
-        x = _u16(toks[i])
+        x = _id(toks[i])
         if x != SEP and prev != SEP:
-            table.add((prev << 16) | x, wcount[i64(widx[i])], 1)
+            table.add((prev << KEY_SHIFT) | x, wcount[i64(widx[i])], 1)
         prev = x
 
 
@@ -561,10 +588,10 @@ def train_merges_packed(
     """train_merges on word counts packed as count.WordCounter.to_packed makes them (what
     mnemo.train passes: no dict of every word is built on the way)."""
     check_train_args({}, n_merges, tie)
+    _check_width(n_merges)
     if _block < 1 or _gap < 0:
         raise ConfigError(f"_block must be >= 1 and _gap >= 0, got {_block} and {_gap}")
     by_id = tie == "id"
-    scan = kernels.pair_positions
 
     # ---- lay the words out -------------------------------------------------------------------
     nwords: i64 = len(meta) // 16
@@ -572,7 +599,7 @@ def train_merges_packed(
     toks = vec[i16](capacity=total)
     widx = vec[i32](capacity=total)
     wcount = vec[i64]()
-    toks = append(toks, SEP16)
+    toks = append(toks, SEPT)
     widx = append(widx, -1)
     nw: i32 = 0
     bpos: i64 = 0
@@ -594,9 +621,9 @@ def train_merges_packed(
         pair_total += word_count * (wlen - 1)
         wcount = append(wcount, word_count)
         for q in range(bpos, bpos + wlen):
-            toks = append(toks, i16(blob[q]))
+            toks = append(toks, _tok(blob[q]))
             widx = append(widx, nw)
-        toks = append(toks, SEP16)
+        toks = append(toks, SEPT)
         widx = append(widx, nw)
         nw += 1
         bpos += wlen
@@ -637,7 +664,7 @@ def train_merges_packed(
             heap.pop()
             if cur > hc:
                 raise VerificationError(
-                    f"fast trainer: pair ({hk >> 16}, {hk & 0xFFFF}) has count {cur} in the table "
+                    f"fast trainer: pair ({hk >> KEY_SHIFT}, {hk & KEY_MASK}) has count {cur} in the table "
                     f"but only {hc} on the heap; a count went up without a push"
                 )
             if cur >= 2:
@@ -666,12 +693,12 @@ def train_merges_packed(
                     heap.push(best_cnt, 0, hk)
         if verify and prev_best >= 0 and best_cnt > prev_best:
             raise VerificationError(
-                f"fast trainer: merge {step} of pair ({best >> 16}, {best & 0xFFFF}) has count "
+                f"fast trainer: merge {step} of pair ({best >> KEY_SHIFT}, {best & KEY_MASK}) has count "
                 f"{best_cnt}, more than the previous merge's {prev_best}"
             )
         prev_best = best_cnt
-        a: i64 = best >> 16
-        b: i64 = best & 0xFFFF
+        a: i64 = best >> KEY_SHIFT
+        b: i64 = best & KEY_MASK
         c: i64 = 256 + step
         merges.append((int(a), int(b)))
         counts.append(int(best_cnt))
@@ -717,7 +744,7 @@ def train_merges_packed(
             elif run < 0:
                 break
             # blocks [run, last] may hold the pair: one scan over them (no pair crosses a block)
-            pos = scan(arr.toks, a, b, occ - found + 1, bstart[run], bstart[last + 1])
+            pos = _scan(arr.toks, a, b, occ - found + 1, bstart[run], bstart[last + 1])
             nh: i64 = len(pos) // 8
             found += nh
             if found > occ:
@@ -765,7 +792,7 @@ def _verify(toks: vec[i16], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> 
         fo = fresh.occurrences(k)
         if fc != data[s + 1] or fo != data[s + 2]:
             raise VerificationError(
-                f"fast trainer: pair ({k >> 16}, {k & 0xFFFF}) has count {data[s + 1]} "
+                f"fast trainer: pair ({k >> KEY_SHIFT}, {k & KEY_MASK}) has count {data[s + 1]} "
                 f"({data[s + 2]} occurrences) in the maintained table but {fc} ({fo}) when "
                 f"recounted from scratch; please report this as a bug"
             )
@@ -774,7 +801,7 @@ def _verify(toks: vec[i16], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> 
         k = fdata[s]
         if k != EMPTY and table.find(k) < 0:
             raise VerificationError(
-                f"fast trainer: pair ({k >> 16}, {k & 0xFFFF}) occurs {fdata[s + 2]} times "
+                f"fast trainer: pair ({k >> KEY_SHIFT}, {k & KEY_MASK}) occurs {fdata[s + 2]} times "
                 f"(count {fdata[s + 1]}) but is missing from the maintained table; please report "
                 f"this as a bug"
             )

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from numbers import Integral
 
+from mnemo.constants import MAX_VOCAB
 from mnemo.errors import ArgumentTypeError, ConfigError, VerificationError
 
 # ---- training ----------------------------------------------------------------------------
@@ -47,10 +48,10 @@ def check_train_args(words: dict[bytes, int], n_merges: int, tie: str) -> None:
         raise ConfigError(f"tie must be 'id' or 'bytes', got {tie!r}")
     if n_merges < 0:
         raise ConfigError(f"n_merges must be >= 0, got {n_merges}")
-    if 255 + n_merges >= 0xFFFF:
+    if 256 + n_merges > MAX_VOCAB:
         raise ConfigError(
-            f"n_merges must be at most {0xFFFF - 256} (token ids are 16-bit and 0xFFFF is reserved), "
-            f"got {n_merges}"
+            f"n_merges must be at most {MAX_VOCAB - 256} (a vocabulary holds at most {MAX_VOCAB} tokens: "
+            f"constants.MAX_VOCAB), got {n_merges}"
         )
     total = 0
     for word, count in words.items():

@@ -26,7 +26,8 @@ from mnemo.parallel import Progress, init_worker_signals, resolve_workers, worke
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS, Tokenizer, check_int, check_special_tokens, type_error
-from mnemo.merge_loop import train_merges_packed
+from mnemo import merge_loop, merge_loop_wide
+from mnemo.constants import MAX_VOCAB
 from mnemo.sources import (
     Task,
     check_inputs,
@@ -37,8 +38,9 @@ from mnemo.sources import (
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
-#: Ids are uint16 in the trainer's word array, where 0xFFFF separates words.
-MAX_TRAIN_VOCAB = 0xFFFF
+#: The largest vocabulary mnemo trains (constants.MAX_VOCAB: ids in 21 bits).  Up to 65,535 ids
+#: (merge_loop.MAX_IDS) the 16-bit trainer runs, above it the 32-bit one (merge_loop_wide).
+MAX_TRAIN_VOCAB = MAX_VOCAB
 #: Longest chunk a word count can hold (count.py keeps its length in 31 bits).
 MAX_CHUNK_BYTES = (1 << 31) - 1
 #: Documents handed to a worker at a time when the parent reads a stream.
@@ -84,7 +86,7 @@ def check_vocab_size(vocab_size: object, n_specials: int = len(DEFAULT_SPECIAL_T
         raise ConfigError(f"vocab_size must be >= {least} (256 bytes + {n_specials} special tokens), got {size}")
     if size > MAX_TRAIN_VOCAB:
         raise ConfigError(
-            f"vocab_size must be <= {MAX_TRAIN_VOCAB} (token ids are 16-bit and 0xFFFF separates words), got {size}"
+            f"vocab_size must be <= {MAX_TRAIN_VOCAB:,} (constants.MAX_VOCAB: the encoder packs ids in 21 bits), got {size}"
         )
     return size
 
@@ -398,7 +400,11 @@ def _train(
     if algorithm == "naive":
         merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress)
     else:
-        merges, counts = train_merges_packed(blob, meta, n_merges, tie, verify, progress)
+        # The 16-bit trainer while every id fits beside its separator 0xFFFF: half the memory
+        # traffic of 32-bit tokens, and the AVX2 pair scan.
+        narrow = 256 + n_merges <= merge_loop.MAX_IDS
+        fast = merge_loop.train_merges_packed if narrow else merge_loop_wide.train_merges_packed
+        merges, counts = fast(blob, meta, n_merges, tie, verify, progress)
     if stats is not None:
         stats.count = count_stats
         stats.unique_words = len(meta) // 16

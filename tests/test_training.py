@@ -114,8 +114,8 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
         train([empty], vocab_size=300)
     with pytest.raises(ConfigError, match=r"vocab_size must be >= 272 \(256 bytes \+ 16 special tokens\), got 271"):
         train_from_iterator(iter(["abc"]), vocab_size=271)
-    with pytest.raises(ConfigError, match="vocab_size must be <= 65535"):
-        train_from_iterator(iter(["abc"]), vocab_size=70000)
+    with pytest.raises(ConfigError, match="vocab_size must be <= 2,097,152"):
+        train_from_iterator(iter(["abc"]), vocab_size=2_097_153)
     with pytest.raises(InputError, match="no such file"):
         train([tmp_path / "missing.txt"])
     bad = tmp_path / "bad.jsonl"
@@ -282,7 +282,7 @@ class _Watched:
         ({"vocab_size": 1500.0}, TypeError, "vocab_size must be an int, got float 1500.0"),
         ({"vocab_size": "1500"}, TypeError, "vocab_size must be an int"),
         ({"vocab_size": 271}, ConfigError, r"vocab_size must be >= 272"),
-        ({"vocab_size": 65536}, ConfigError, r"vocab_size must be <= 65535"),
+        ({"vocab_size": 2_097_153}, ConfigError, r"vocab_size must be <= 2,097,152"),
         ({"pattern": "gpt5"}, ConfigError, "unknown pattern 'gpt5'"),
         ({"pattern": None}, TypeError, "pattern must be a str"),
         ({"tie": "coin"}, ConfigError, "unknown tie rule 'coin'"),
