@@ -388,9 +388,9 @@ def _newlines(data: bytes, i: i64, end: i64) -> i64:
     return i
 
 
-def _white(data: bytes, pos: i64, end: i64, newline_branch: bool, to_end: bool) -> i64:
-    """The chunk of white space starting at pos, by branches \\s++$ (only when `to_end`),
-    \\s*[\\r\\n] (only when `newline_branch`), \\s+(?!\\S) and \\s+."""
+def _white(data: bytes, pos: i64, end: i64, newline_branch: bool) -> i64:
+    """The chunk of white space starting at pos, by branches \\s*[\\r\\n] (only when
+    `newline_branch`), \\s+(?!\\S) and \\s+."""
     i: i64 = pos
     last: i64 = pos  # start of the run's last character
     after_newline: i64 = -1  # end of the run's last CR or LF
@@ -410,13 +410,31 @@ def _white(data: bytes, pos: i64, end: i64, newline_branch: bool, to_end: bool) 
                 break
             last = i
             i += v >> 3
-    if to_end and i >= end:
-        return i
     if newline_branch and after_newline >= 0:
         return after_newline
     if i < end and last > pos:
         return last
     return i
+
+
+def _white_to_end(data: bytes, pos: i64, end: i64) -> i64:
+    """cl100k's white-space chunk: \\s++$ first (a run that reaches the end of the text is one
+    chunk), else gpt4's.  Kept apart from _white so that the other patterns' calls stay as they
+    were; the rest of the run is scanned once more, only for cl100k."""
+    e = _white(data, pos, end, True)
+    i: i64 = e
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            if _ASCII[b] < _SPACE:
+                return e
+            i += 1
+        else:
+            v = _decode(data, i, end)
+            if (v & 7) < _SPACE:
+                return e
+            i += v >> 3
+    return end
 
 
 # ---- the patterns --------------------------------------------------------------------------
@@ -438,7 +456,7 @@ def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64, to_end: bool) ->
     if c == _NUMBER:
         return _numbers(data, i, end, max_digits - 1)
     if c == _NEWLINE:
-        return _white(data, pos, end, True, to_end)
+        return _white_to_end(data, pos, end) if to_end else _white(data, pos, end, True)
     if i >= end:
         return i  # one character at the end of the text: a chunk whatever its class
     if c == _APOS:
@@ -454,7 +472,7 @@ def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64, to_end: bool) ->
         return _newlines(data, _punctuation(data, i, end), end)
     if c == _SPACE and nc <= _APOS:
         return _newlines(data, _punctuation(data, i + (n >> 3), end), end)
-    return _white(data, pos, end, True, to_end)
+    return _white_to_end(data, pos, end) if to_end else _white(data, pos, end, True)
 
 
 def _end_gpt2(data: bytes, pos: i64, end: i64) -> i64:
@@ -489,7 +507,7 @@ def _end_gpt2(data: bytes, pos: i64, end: i64) -> i64:
             return _numbers(data, i + (n >> 3), end, -1)
         if nc <= _APOS:
             return _punctuation(data, i + (n >> 3), end)
-    return _white(data, pos, end, False, False)
+    return _white(data, pos, end, False)
 
 
 # ---- o200k ---------------------------------------------------------------------------------
@@ -653,7 +671,7 @@ def _end_o200k(data: bytes, pos: i64, end: i64) -> i64:
     if c == _O_NUMBER:
         return _numbers(data, i, end, 2)
     if c == _O_NEWLINE:
-        return _white(data, pos, end, True, False)
+        return _white(data, pos, end, True)
     if i >= end:
         return i  # one character at the end of the text: a chunk whatever its class
     # c is punctuation or white space other than CR/LF: a prefix X when letters follow
@@ -674,7 +692,7 @@ def _end_o200k(data: bytes, pos: i64, end: i64) -> i64:
             nn = v >> 4
         if nc <= _O_APOS:  # not a mark: _cased would have taken it
             return _newlines_slashes(data, _punctuation(data, i + nn, end), end)
-    return _white(data, pos, end, True, False)
+    return _white(data, pos, end, True)
 
 
 def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
