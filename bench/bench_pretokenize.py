@@ -32,6 +32,7 @@ from typing import Any
 import regex
 
 from mnemo import pretokenize
+from mnemo.constants import PATTERNS
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
 
@@ -89,7 +90,7 @@ def side_by_side(mb: float, repeat: int, corpus: Path) -> None:
     data = text.encode("utf-8")
     size = len(data) / 1e6
     print(f"English corpus, first {size:.1f} MB ({len(text):,} characters); best of {repeat}, round-robin; MB/s of UTF-8 bytes")
-    names = pretokenize.PATTERN_NAMES
+    names = PATTERNS
     compiled = {name: regex.compile(pretokenize.PATTERN_REGEX[name]) for name in names}
     counts = {name: pretokenize.chunk_count(data, pretokenize.pattern_id(name)) for name in names}
     forms: dict[str, Callable[[str], Any]] = {

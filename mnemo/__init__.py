@@ -37,6 +37,7 @@ from mnemo.errors import (
     VerificationError,
     WorkerError,
 )
+from mnemo.interop import load_tiktoken
 from mnemo.shards import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
@@ -60,6 +61,7 @@ __all__ = [
     "VerificationError",
     "WorkerError",
     "__version__",
+    "load_tiktoken",
     "open_tok",
     "split",
     "train",

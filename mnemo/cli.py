@@ -164,6 +164,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
+    _past_the_point_of_no_return()
     tok.save(args.output)
     seconds = time.perf_counter() - t0
     mb = stats.count.n_bytes / 1e6
@@ -353,8 +354,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     src: Path = args.input
     dst: Path = args.output
     merges: Path | None = args.merges
-    if args.from_format == "tiktoken" and args.pattern is None:
-        raise ConfigError(f"a .tiktoken file does not hold its split pattern: pass --pattern ({', '.join(PATTERNS)})")
+    if args.preset is not None and args.from_format != "tiktoken":
+        raise ConfigError("--preset is for --from tiktoken only (the other formats hold their pattern and specials)")
+    if args.preset is not None and (args.pattern is not None or args.special):
+        raise ConfigError("--preset sets the pattern and the special tokens: give either --preset or --pattern/--special")
+    if args.from_format == "tiktoken" and args.pattern is None and args.preset is None:
+        raise ConfigError(
+            "a .tiktoken file does not hold its split pattern: pass --preset (cl100k_base or o200k_base, for "
+            f"OpenAI's files) or --pattern ({', '.join(PATTERNS)}) with --special"
+        )
     if args.from_format != "tiktoken" and args.special:
         raise ConfigError("--special NAME=ID is for --from tiktoken only (the other formats hold their specials)")
     tok: Tokenizer
@@ -364,7 +372,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
         vocab_path, merges_path = _gpt2_paths(src, merges, reading=True)
         tok = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
     elif args.from_format == "tiktoken":
-        tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
+        if args.preset is not None:
+            if args.preset not in interop.TIKTOKEN_PRESETS:
+                raise ConfigError(
+                    f"unknown preset {args.preset!r}: use {' or '.join(interop.TIKTOKEN_PRESETS)} (or --pattern and "
+                    "--special for another .tiktoken file)"
+                )
+            tok = interop.load_tiktoken(src, args.preset)
+        else:
+            tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
     elif args.from_format == "hf-dir":
         if not src.is_dir():
             raise InputError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
@@ -434,6 +450,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
+    _past_the_point_of_no_return()
     written = _written(args.format, args.output, args.chat)
     if args.ray is not None:
         kept = f", {stats.n_skipped_shards} kept from an earlier run" if stats.n_skipped_shards else ""
@@ -628,7 +645,7 @@ def _ray_choice(args: argparse.Namespace, tasks_per_node: int | None = None, sha
     if args.ray is None:
         for flag, value in (("--tasks-per-node", tasks_per_node), ("--shard-mb", shard_mb)):
             if value is not None:
-                raise MnemoError(f"{flag} is for runs on a Ray cluster; add --ray [ADDRESS]")
+                raise ConfigError(f"{flag} is for runs on a Ray cluster; add --ray [ADDRESS]")
         return None
     return RayOptions(
         address=None if args.ray in ("", "auto") else args.ray,
@@ -769,7 +786,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--merges", type=Path, default=None,
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
     p.add_argument("--pattern", choices=PATTERNS, default=None,
-                   help="split pattern of a .tiktoken input (required) or a gpt2 input (default gpt2)")
+                   help="split pattern of a .tiktoken input (or --preset) or a gpt2 input (default gpt2)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="--from tiktoken: OpenAI's encoding the file holds, cl100k_base or o200k_base: sets the pattern "
+                        "and special tokens as tiktoken does, and checks the file's SHA-256 (the file may be gzipped)")
     p.add_argument("--special", action="append", metavar="NAME=ID",
                    help="a .tiktoken input's special token (repeat; default: none)")
     p.set_defaults(handler=cmd_convert)
@@ -873,6 +893,29 @@ def check_paths(args: argparse.Namespace) -> None:
         check_output(args.output, inputs)
 
 
+def _past_the_point_of_no_return() -> None:
+    """The work is done and its output (being) written: a Ctrl-C or SIGTERM from here on would
+    only make a run whose output is complete exit as interrupted, so both stay blocked for the
+    rest of the command (saving a tokenizer.bin and printing the summary: bounded).  A blocked
+    signal is dropped when the process ends; the run exits 0 with its output."""
+    if threading.current_thread() is threading.main_thread():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _unblock_dropping_pending(saved_mask: set[int | signal.Signals]) -> None:
+    """Put back the signal mask main() started with (main may run inside another program, a
+    test), dropping a Ctrl-C or SIGTERM that arrived while blocked: the run it came too late for
+    has finished.  Ignored while unblocked, a pending signal is discarded."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in handlers:
+        signal.signal(s, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, saved_mask)
+    for s, h in handlers.items():
+        signal.signal(s, h)
+
+
 class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that `with` blocks (the .tok writer) clean up."""
 
@@ -897,6 +940,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Ctrl-C interrupts even when this process was started with SIGINT ignored (as a shell
         # does for background jobs), so that an interrupted run always cleans up after itself.
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     parser = build_parser()
     args = parser.parse_args(_ray_argv(sys.argv[1:] if argv is None else argv))
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
@@ -929,3 +973,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             _silence_stdout()
             print(f"mnemo: error: cannot write the output or standard output ({exc.strerror or exc})", file=sys.stderr)
         return 1
+    finally:
+        _unblock_dropping_pending(saved_mask)

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
+import hashlib
 import heapq
 import importlib
+import io
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -395,10 +399,93 @@ def from_mergeable_ranks(
     return assemble(source, ranks, merges, pattern=check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
 
 
-def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
-    """A Tokenizer from a `.tiktoken` rank file, a mnemo pattern name and the special tokens' ids."""
+#: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
+#: pattern that splits as theirs does, the SHA-256 tiktoken checks (of the decompressed file), and
+#: the special tokens.  ../shared/fixtures/tiktoken/README.md lists the same.
+TIKTOKEN_PRESETS: Final[dict[str, tuple[str, str, dict[str, int]]]] = {
+    "cl100k_base": (
+        "cl100k",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+    "o200k_base": (
+        "o200k",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+}
+
+GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
+def read_tiktoken_bytes(path: PathLike) -> tuple[bytes, str]:
+    """A .tiktoken file's bytes, decompressed when it is gzip (known by its first two bytes, as
+    the files are shipped: cl100k_base.tiktoken.gz), and the name to give in messages.  Both the
+    file and what it decompresses to are bounded by MAX_TEXT_FILE_BYTES: a gzip bomb costs that
+    much and no more."""
     source = os.fspath(path)
-    ranks, lines = parse_tiktoken(_read_text(path, ".tiktoken file"), source)
+    data = read_file(path, MAX_TEXT_FILE_BYTES, ".tiktoken file")
+    if data[:2] != GZIP_MAGIC:
+        return data, source
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            out = f.read(MAX_TEXT_FILE_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise FormatError(
+            f"{source}: starts as a gzip file does (1f 8b) but does not decompress ({exc}): the file is damaged "
+            "or cut short; download it again"
+        ) from None
+    if len(out) > MAX_TEXT_FILE_BYTES:
+        raise FormatError(
+            f"{source}: decompresses to more than {MAX_TEXT_FILE_BYTES:,} bytes, the most mnemo reads as a "
+            ".tiktoken file: check that the path names one"
+        )
+    return out, f"{source} (decompressed)"
+
+
+def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
+    """A Tokenizer from a `.tiktoken` rank file (gzip-compressed or not).
+
+    `pattern` is a mnemo pattern name, with the special tokens' ids in `special_tokens`; or the
+    name of one of OpenAI's encodings, "cl100k_base" or "o200k_base" (TIKTOKEN_PRESETS), which
+    sets the pattern and the special tokens as tiktoken's encoding of that name has them, and
+    checks the file's SHA-256 as tiktoken does: load_tiktoken("o200k_base.tiktoken",
+    "o200k_base") encodes as tiktoken.get_encoding("o200k_base").
+    """
+    preset = TIKTOKEN_PRESETS.get(pattern)
+    if preset is None:
+        if pattern not in PATTERN_REGEX:
+            raise ConfigError(
+                f"unknown pattern or preset {pattern!r}: give a pattern ({', '.join(PATTERN_REGEX)}) with the "
+                f"special tokens, or a preset ({', '.join(TIKTOKEN_PRESETS)})"
+            )
+    elif special_tokens is not None:
+        raise ConfigError(
+            f"the preset {pattern!r} sets the special tokens; to choose others, give its pattern instead: "
+            f"load_tiktoken(path, {preset[0]!r}, special_tokens={{...}})"
+        )
+    data, source = read_tiktoken_bytes(path)
+    if preset is not None:
+        name = pattern
+        pattern, expected, special_tokens = preset
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != expected:
+            raise FormatError(
+                f"{source}: SHA-256 {digest}, not {expected}: this is not OpenAI's {name}.tiktoken, which the "
+                f"preset {name!r} stands for (tiktoken refuses it too); to load it anyway, give its pattern and "
+                f"special tokens: load_tiktoken(path, {pattern!r}, special_tokens={{...}})"
+            )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{source}: offset {exc.start}: not valid UTF-8") from None
+    ranks, lines = parse_tiktoken(text, source)
     return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}")
 
 

@@ -1,10 +1,15 @@
-"""The pre-tokenizer: cuts text into chunks that BPE merges never cross.
+r"""The pre-tokenizer: cuts text into chunks that BPE merges never cross.
 
-Three patterns, each reproduced exactly as the `regex` module runs it (see PATTERN_REGEX):
+Five patterns, each reproduced exactly as the `regex` module runs it (see PATTERN_REGEX):
 
     mnemonic  GPT-4's cl100k pattern with numbers in groups of 1 to 2 digits (the default)
     gpt4      GPT-4's cl100k_base pattern as published (groups of 1 to 3 digits)
     gpt2      GPT-2's pattern (the one Stanford CS336 uses)
+    o200k     the o200k_base pattern (GPT-4o): letter runs split by case, contractions at
+              their end
+    cl100k    cl100k_base's pattern exactly as tiktoken spells it: gpt4 with \s++$ before
+              the white-space branches (a white-space run that reaches the end of the text is
+              one chunk: "a\n " is a|\n  where gpt4 gives a|\n| )
 
 No regex engine runs here: each pattern is written out as branches over UTF-8 bytes, and the
 classes \\p{L}, \\p{N} and \\s come from tables generated from `regex` itself
@@ -34,14 +39,26 @@ the text, so the first branch that matches at a chunk start decides its end:
     3. c is a number                                           -> up to 2 (3) numbers
     4. c is punctuation ("other": not space/letter/number)     -> the other-run, then CR/LF run
        c is ' ' and n is punctuation                           -> ' ' + that, same
-    5-7. c is white space: take the maximal white-space run.  If it holds CR or LF, the chunk
-       ends after the last CR/LF in it (\\s*[\\r\\n] backtracks to there).  Else if the run
+    5-7. c is white space: take the maximal white-space run.  (cl100k: if it reaches the end
+       of the text, all of it.)  If it holds CR or LF, the chunk ends after the last CR/LF in it (\\s*[\\r\\n] backtracks to there).  Else if the run
        reaches the end of the text, all of it; else if it has 2+ characters, all but its last
        (\\s+(?!\\S) backtracks one character, leaving the last to prefix what follows); else
        the single character (\\s+).
   gpt2              '(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
     The same without case folding, without the CR/LF branches, with an optional ' ' before
     letter, number and punctuation runs alike, and numbers unbounded.
+  o200k             X?U*L+C?|X?U+L*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    with X = [^\r\n\p{L}\p{N}], U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], L = [\p{Ll}\p{Lm}\p{Lo}\p{M}],
+    C = (?i:'s|'t|'re|'ve|'m|'ll|'d).  Nothing is possessive, so the letter branches backtrack;
+    _cased works out where they stop.  Marks (\p{M}) are in U and L but not in \p{L}: a mark
+    is a prefix X, punctuation, and a letter of both runs at once.
+    1-2. c is a letter or a mark                               -> _cased(pos)
+       c is not CR/LF/letter/number and _cased(after c) matches -> c + that
+    3. c is a number                                           -> up to 3 numbers
+    4. c is punctuation -> the punctuation run, then the run of CR, LF and '/'
+       c is ' ' and n is punctuation                           -> ' ' + that, same
+    5-7. white space as in gpt4 (\s*[\r\n]+ ends where \s*[\r\n] does: after the last
+       CR/LF of the run).
 
 Every branch scans at most its chunk plus the white-space run it looks past, and a run looked
 past is never rescanned more than once more, so time is linear in the input.
@@ -59,9 +76,19 @@ from mnemo.errors import ConfigError, InputError
 PATTERN_MNEMONIC: Final[i64] = 0
 PATTERN_GPT4: Final[i64] = 1
 PATTERN_GPT2: Final[i64] = 2
+PATTERN_O200K: Final[i64] = 3
+PATTERN_CL100K: Final[i64] = 4
 
-# The hot code compares these local ids; the names and their order (= ids) live in constants.PATTERNS.
-assert PATTERNS[PATTERN_MNEMONIC] == "mnemonic" and PATTERNS[PATTERN_GPT4] == "gpt4" and PATTERNS[PATTERN_GPT2] == "gpt2"
+# The hot code compares these local ids; the names and their order (= ids, stored in tokenizer.bin:
+# new patterns go at the end) live in constants.PATTERNS.
+assert PATTERNS == ("mnemonic", "gpt4", "gpt2", "o200k", "cl100k")
+
+# o200k_base's letter branches: [^\r\n\p{L}\p{N}]? + a run of "upper" letters and a run of
+# "lower" ones (marks and letters without case in both), + an optional contraction.
+_O200K_LETTERS: Final[str] = (
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+)
 
 # The regular expressions each pattern reproduces, as the `regex` module spells them.
 PATTERN_REGEX: Final[dict[str, str]] = {
@@ -74,6 +101,13 @@ PATTERN_REGEX: Final[dict[str, str]] = {
         r"""| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
     ),
     "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+    # as tiktoken's o200k_base spells it (../shared/fixtures/tiktoken/README.md)
+    "o200k": _O200K_LETTERS + r"""|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    # as tiktoken's cl100k_base spells it (the same README)
+    "cl100k": (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
+        r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+    ),
 }
 
 UNICODE_VERSION: Final[str] = _tables.UNICODE_VERSION
@@ -90,14 +124,33 @@ _NEWLINE: Final[i64] = 6
 # Classes below _SPACE are not white space; _OTHER and _APOS make up "punctuation", i.e.
 # [^\s\p{L}\p{N}].
 
+# The o200k pattern's own classes (a table of its own, so the others' lookups stay as they
+# were).  Ranges: [^\s\p{L}\p{N}] is <= _O_MARK; the "upper" set is _O_MARK.._O_BOTH; the
+# "lower" set is _O_MARK, _O_BOTH and _O_LOWER.
+_O_OTHER: Final[i64] = 0
+_O_APOS: Final[i64] = 1
+_O_MARK: Final[i64] = 2
+_O_UPPER: Final[i64] = 3
+_O_BOTH: Final[i64] = 4
+_O_LOWER: Final[i64] = 5
+_O_NUMBER: Final[i64] = 6
+_O_SPACE: Final[i64] = 7
+_O_WHITE: Final[i64] = 8
+_O_NEWLINE: Final[i64] = 9
+
 _ASCII: Final[bytes] = _tables.ASCII_CLASS
 _STAGE1: Final[bytes] = _tables.STAGE1
 _STAGE2: Final[bytes] = _tables.STAGE2
 _FOLD_CPS: Final[tuple[int, ...]] = _tables.FOLD_CPS
 _FOLD_LETTERS: Final[bytes] = _tables.FOLD_LETTERS
+_O_ASCII: Final[bytes] = _tables.O200K_ASCII_CLASS
+_O_STAGE1: Final[bytes] = _tables.O200K_STAGE1
+_O_STAGE2: Final[bytes] = _tables.O200K_STAGE2
 
 # _decode packs a character as class | length << 3.
 _ONE_OTHER: Final[i64] = _OTHER | (1 << 3)
+# _decode_o packs an o200k class as class | length << 4.
+_O_ONE_OTHER: Final[i64] = _O_OTHER | (1 << 4)
 
 # One in every byte of an i64, for the eight-bytes-at-a-time letter scan (_ascii_letters).
 _ONES: Final[i64] = 0x0101010101010101
@@ -356,10 +409,30 @@ def _white(data: bytes, pos: i64, end: i64, newline_branch: bool) -> i64:
     return i
 
 
+def _white_to_end(data: bytes, pos: i64, end: i64) -> i64:
+    """cl100k's white-space chunk: \\s++$ first (a run that reaches the end of the text is one
+    chunk), else gpt4's.  Kept apart from _white so that the other patterns' calls stay as they
+    were; the rest of the run is scanned once more, only for cl100k."""
+    e = _white(data, pos, end, True)
+    i: i64 = e
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            if _ASCII[b] < _SPACE:
+                return e
+            i += 1
+        else:
+            v = _decode(data, i, end)
+            if (v & 7) < _SPACE:
+                return e
+            i += v >> 3
+    return end
+
+
 # ---- the patterns --------------------------------------------------------------------------
 
 
-def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64) -> i64:
+def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64, to_end: bool) -> i64:
     b: i64 = data[pos]
     c: i64
     i: i64
@@ -375,7 +448,7 @@ def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64) -> i64:
     if c == _NUMBER:
         return _numbers(data, i, end, max_digits - 1)
     if c == _NEWLINE:
-        return _white(data, pos, end, True)
+        return _white_to_end(data, pos, end) if to_end else _white(data, pos, end, True)
     if i >= end:
         return i  # one character at the end of the text: a chunk whatever its class
     if c == _APOS:
@@ -391,7 +464,7 @@ def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64) -> i64:
         return _newlines(data, _punctuation(data, i, end), end)
     if c == _SPACE and nc <= _APOS:
         return _newlines(data, _punctuation(data, i + (n >> 3), end), end)
-    return _white(data, pos, end, True)
+    return _white_to_end(data, pos, end) if to_end else _white(data, pos, end, True)
 
 
 def _end_gpt2(data: bytes, pos: i64, end: i64) -> i64:
@@ -429,6 +502,191 @@ def _end_gpt2(data: bytes, pos: i64, end: i64) -> i64:
     return _white(data, pos, end, False)
 
 
+# ---- o200k ---------------------------------------------------------------------------------
+# Its own table and decoder: the other patterns keep their 3-bit classes and their lookups.
+# Numbers, punctuation and white space are the same classes in both tables, so o200k shares
+# _numbers, _punctuation and _white with the others.
+
+
+def _class_o(cp: i64) -> i64:
+    return _O_STAGE2[(_O_STAGE1[cp >> 7] << 7) | (cp & 127)]
+
+
+def _decode_o(data: bytes, i: i64, end: i64) -> i64:
+    """_decode with o200k's classes, packed as class | length << 4 (the same UTF-8 rules;
+    written twice so that the other patterns' decoder keeps its single table lookup)."""
+    b0: i64 = data[i]
+    if b0 < 0xE0:
+        if b0 < 0xC2 or i + 1 >= end:
+            return _O_ONE_OTHER
+        b1: i64 = data[i + 1]
+        if (b1 & 0xC0) != 0x80:
+            return _O_ONE_OTHER
+        return _class_o(((b0 & 0x1F) << 6) | (b1 & 0x3F)) | (2 << 4)
+    if b0 < 0xF0:
+        if i + 2 >= end:
+            return _O_ONE_OTHER
+        b1 = data[i + 1]
+        b2: i64 = data[i + 2]
+        if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80:
+            return _O_ONE_OTHER
+        if b0 == 0xE0 and b1 < 0xA0:  # overlong
+            return _O_ONE_OTHER
+        if b0 == 0xED and b1 >= 0xA0:  # a surrogate
+            return _O_ONE_OTHER
+        return _class_o(((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)) | (3 << 4)
+    if b0 > 0xF4 or i + 3 >= end:
+        return _O_ONE_OTHER
+    b1 = data[i + 1]
+    b2 = data[i + 2]
+    b3: i64 = data[i + 3]
+    if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or (b3 & 0xC0) != 0x80:
+        return _O_ONE_OTHER
+    if b0 == 0xF0 and b1 < 0x90:  # overlong
+        return _O_ONE_OTHER
+    if b0 == 0xF4 and b1 >= 0x90:  # above U+10FFFF
+        return _O_ONE_OTHER
+    cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+    return _class_o(cp) | (4 << 4)
+
+
+def _ascii_lower(data: bytes, i: i64, end: i64) -> i64:
+    """The end of the run of ASCII lowercase letters [a-z] starting at i: _ascii_letters
+    without its case fold (see there for the lane arithmetic)."""
+    seven: i64 = 7
+    hi = _ONES << seven
+    while i + 8 <= end:
+        x = read_i64_le(data, i)
+        y = x & ~hi
+        m = ~((y + _ONES * 0x1F) & ~(y + _ONES * 0x05) & ~x) & hi
+        if m != 0:
+            low = m & -m
+            return i + ((((low - 1) & _ONES) * _ONES) >> 56) - 1
+        i += 8
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x61 or b > 0x7A:
+            return i
+        i += 1
+    return i
+
+
+def _lower_run(data: bytes, i: i64, end: i64) -> i64:
+    """The end of the run of [\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}] starting at i."""
+    i = _ascii_lower(data, i, end)
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            if _O_ASCII[b] != _O_LOWER:
+                return i
+            i += 1
+        else:
+            v = _decode_o(data, i, end)
+            c: i64 = v & 15
+            if c < _O_MARK or c == _O_UPPER or c > _O_LOWER:
+                return i
+            i += v >> 4
+    return i
+
+
+def _cased(data: bytes, q: i64, end: i64) -> i64:
+    """Where o200k's letter branches end when their optional prefix is taken (or there is
+    none) and their runs start at q, or -1 when neither matches there.
+
+    U*L+C? first: U* takes the whole run of U (upper, marks, letters without case).  If a
+    lowercase letter follows it, L+ takes the run of L from there.  Else U* gives back one
+    character at a time until L+ can start: at the run's last character that is also in L (a
+    mark or a letter without case), and L+ then takes just that character (what follows it
+    in the run is uppercase; what follows the run is not in L).  With no such character,
+    U+L*C? takes the run itself when it is not empty (L* is empty: what follows is not in L).
+    Then (?i:'s|'t|'re|'ve|'m|'ll|'d)? at the end."""
+    i: i64 = q
+    c: i64 = _O_OTHER
+    n: i64 = 0
+    both_end: i64 = -1  # end of the run's last character that is in L as well
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            c = _O_ASCII[b]
+            n = 1
+        else:
+            v = _decode_o(data, i, end)
+            c = v & 15
+            n = v >> 4
+        if c < _O_MARK or c > _O_BOTH:
+            break
+        i += n
+        if c != _O_UPPER:
+            both_end = i
+    e: i64
+    if i < end and c == _O_LOWER:
+        e = _lower_run(data, i + n, end)
+    elif both_end >= 0:
+        e = both_end
+    elif i > q:
+        e = i
+    else:
+        return -1
+    if e + 1 < end and data[e] == 0x27:
+        j = _contraction_end(data, e + 1, end, True)
+        if j >= 0:
+            return j
+    return e
+
+
+def _newlines_slashes(data: bytes, i: i64, end: i64) -> i64:
+    """The end of the run of CR, LF and '/' starting at i."""
+    while i < end:
+        b: i64 = data[i]
+        if b != 0x0A and b != 0x0D and b != 0x2F:
+            return i
+        i += 1
+    return i
+
+
+def _end_o200k(data: bytes, pos: i64, end: i64) -> i64:
+    b: i64 = data[pos]
+    c: i64
+    i: i64
+    if b < 0x80:
+        c = _O_ASCII[b]
+        i = pos + 1
+    else:
+        v = _decode_o(data, pos, end)
+        c = v & 15
+        i = pos + (v >> 4)
+    if c >= _O_MARK and c <= _O_LOWER:
+        # A letter starts a run of U or of L.  A mark is a prefix X whose own runs are tried
+        # first; when they fail, X? gives it back and it is a one-character L+ (U* empty):
+        # both are what _cased(pos) finds, since the mark is itself a character of U and L.
+        return _cased(data, pos, end)
+    if c == _O_NUMBER:
+        return _numbers(data, i, end, 2)
+    if c == _O_NEWLINE:
+        return _white(data, pos, end, True)
+    if i >= end:
+        return i  # one character at the end of the text: a chunk whatever its class
+    # c is punctuation or white space other than CR/LF: a prefix X when letters follow
+    j = _cased(data, i, end)
+    if j >= 0:
+        return j
+    if c <= _O_APOS:
+        return _newlines_slashes(data, _punctuation(data, i, end), end)
+    if c == _O_SPACE:
+        nb: i64 = data[i]
+        nc: i64
+        nn: i64 = 1
+        if nb < 0x80:
+            nc = _O_ASCII[nb]
+        else:
+            v = _decode_o(data, i, end)
+            nc = v & 15
+            nn = v >> 4
+        if nc <= _O_APOS:  # not a mark: _cased would have taken it
+            return _newlines_slashes(data, _punctuation(data, i + nn, end), end)
+    return _white(data, pos, end, True)
+
+
 def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
     """The end of the chunk that starts at `pos` in the text data[0:end] (> pos).
 
@@ -442,18 +700,49 @@ def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
     """
     if pos < 0 or pos >= end or end > len(data):
         raise ConfigError(f"chunk_end needs 0 <= pos < end <= len(data), got pos={pos}, end={end}, len={len(data)}")
-    if pattern < PATTERN_MNEMONIC or pattern > PATTERN_GPT2:
-        raise ConfigError(f"unknown pre-tokenizer pattern id {pattern}; use 0 (mnemonic), 1 (gpt4) or 2 (gpt2)")
+    if pattern < PATTERN_MNEMONIC or pattern > PATTERN_CL100K:
+        raise ConfigError(
+            f"unknown pre-tokenizer pattern id {pattern}; use 0 (mnemonic), 1 (gpt4), 2 (gpt2), 3 (o200k) or 4 (cl100k)"
+        )
+    b: i64 = data[pos]
+    c: i64
+    i: i64
+    if pattern == PATTERN_O200K:
+        # o200k cuts words by case, so it has shortcuts of its own (constants.OWN_ASCII_SHORTCUTS):
+        # an ASCII word in lowercase or with one capital ("word", "Word"), after a space or not,
+        # that ends at an ASCII byte other than an apostrophe (no contraction).  _end_o200k
+        # decides the rest.
+        if b < 0x80:
+            c = _O_ASCII[b]
+            i = pos + 1
+            if c == _O_SPACE and i < end:
+                b = data[i]
+                if b < 0x80 and (_O_ASCII[b] == _O_LOWER or _O_ASCII[b] == _O_UPPER):
+                    c = _O_ASCII[b]
+                    i += 1
+            if c == _O_UPPER and i < end:
+                b = data[i]
+                if b < 0x80 and _O_ASCII[b] == _O_LOWER:
+                    c = _O_LOWER
+                    i += 1
+            if c == _O_LOWER:
+                i = _ascii_lower(data, i, end)
+                if i >= end:
+                    return i
+                b = data[i]
+                if b < 0x80 and b != 0x27:
+                    return i
+        return _end_o200k(data, pos, end)
     # The commonest chunks of prose inline here: each call between compiled functions costs a
     # few ns, as much as the chunk's bytes (measured: +20% on English over calling _end_gpt4
-    # for everything).  Every pattern cuts these four cases alike: the pattern property
-    # "ascii_fast_path" (constants.PATTERN_PROPERTIES), checked for each pattern by
-    # tests/test_patterns.py, so a new pattern that cuts them otherwise fails there.  Anything else goes to
+    # for everything).  Every pattern that gets here cuts these four cases alike (cl100k's \s++$
+    # cannot take a "\n" that a non-space follows): the pattern property "ascii_fast_path"
+    # (constants.PATTERN_PROPERTIES), checked for each pattern by tests/test_patterns.py, so a new
+    # pattern that cuts them otherwise fails there.  Anything else goes to
     # _end_gpt4 or _end_gpt2, which decide every case from scratch.
-    b: i64 = data[pos]
     if b < 0x80:
-        c: i64 = _ASCII[b]
-        i: i64 = pos + 1
+        c = _ASCII[b]
+        i = pos + 1
         if i < end:
             b = data[i]
             if c == _SPACE:
@@ -473,7 +762,9 @@ def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
             return i
     if pattern == PATTERN_GPT2:
         return _end_gpt2(data, pos, end)
-    return _end_gpt4(data, pos, end, 2 if pattern == PATTERN_MNEMONIC else 3)
+    if pattern == PATTERN_CL100K:
+        return _end_gpt4(data, pos, end, 3, True)
+    return _end_gpt4(data, pos, end, 2 if pattern == PATTERN_MNEMONIC else 3, False)
 
 
 def chunk_count(data: bytes, pattern: i64) -> i64:
@@ -543,7 +834,7 @@ def split(text: bytes, pattern: str = "mnemonic") -> list[bytes]: ...
 def split(text: str | bytes, pattern: str = "mnemonic") -> list[str] | list[bytes]:
     """Cut text into pre-tokenizer chunks: str in, list of str out; bytes in, list of bytes out.
 
-    `pattern` is "mnemonic" (the default), "gpt4" or "gpt2" (see PATTERN_REGEX).  The chunks
+    `pattern` is "mnemonic" (the default), "gpt4", "gpt2", "o200k" or "cl100k" (see PATTERN_REGEX).  The chunks
     join back to `text`.  On valid UTF-8 they are exactly regex.findall(PATTERN_REGEX[pattern],
     text); invalid UTF-8 bytes are one-byte characters that are neither letter, number nor
     space.  A str holding a lone surrogate (which has no UTF-8 form) raises InputError.

@@ -55,11 +55,16 @@ BATCH_BLOCK: Final = 256
 
 # Texts longer than this are encoded in pieces of about this size (see Tokenizer._encode_pieces).
 PIECE_BYTES: Final = 1 << 20
-# Where every pattern ends a chunk, whatever precedes: before a space followed by an ASCII
-# letter (the space opens the next chunk, " word"), and the text before such a cut, split on its
-# own, gives the same chunks.  This is the pattern property "cut_before_space_letter"
-# (constants.PATTERN_PROPERTIES), checked for every pattern by tests/test_patterns.py.
-_SURE_CUT: Final = re.compile(rb" [A-Za-z]")
+# Where every pattern ends a chunk: before a space followed by an ASCII letter (the space opens
+# the next chunk, " word"; no alternative of any pattern holds a space together with what
+# precedes it and a letter after it), after a printable ASCII character that is not white
+# space.  The text before such a cut, split on its own, gives the same chunks: the lookaheads,
+# (?!\S) and o200k's backtracking letter runs, see a space there and the end of the text
+# alike.  Not after white space: cl100k's \s++$ would take "\n " at the end of the text before
+# the cut whole, where the whole text has "\n", " ", " word".  This is the pattern property
+# "cut_before_space_letter" (constants.PATTERN_PROPERTIES), checked for every pattern by
+# tests/test_patterns.py.
+_SURE_CUT: Final = re.compile(rb"(?<=[!-~]) [A-Za-z]")
 
 
 def _text_type_error(name: str, value: object) -> ArgumentTypeError:

@@ -24,7 +24,7 @@ def oracle(docs: list[bytes], pattern: str, limit: int = 256) -> tuple[dict[byte
 
 
 @pytest.mark.parametrize("corpus", ["english", "multilingual", "code", "chat"])
-@pytest.mark.parametrize("pattern", ["mnemonic", "gpt2"])
+@pytest.mark.parametrize("pattern", ["mnemonic", "gpt2", "o200k", "cl100k"])
 def test_counter_equals_counter_of_split(corpus_docs: Callable[..., list[str]], corpus: str, pattern: str) -> None:
     docs = [d.encode() for d in corpus_docs(corpus, max_bytes=1_000_000)]
     counter = WordCounter(pattern_id(pattern), 256)

@@ -34,6 +34,7 @@ from mnemo.interop import (
     to_hf_json,
     to_tiktoken,
 )
+from mnemo.constants import PATTERNS
 from mnemo.pretokenize import PATTERN_REGEX
 
 EOT = "<|endoftext|>"
@@ -567,8 +568,8 @@ def test_tiktoken_specials_must_fill_ids(tmp_path: Path) -> None:
     assert holey.n_vocab == 259 and holey.encode(EOT, allowed_special="all") == [258]
     with pytest.raises(UnknownTokenError, match="token id 257 "):
         holey.decode([257])
-    with pytest.raises(ConfigError, match="unknown pattern 'cl100k'"):
-        load_tiktoken(path, "cl100k")
+    with pytest.raises(ConfigError, match="unknown pattern or preset 'cl200k'"):  # cl100k is a pattern now
+        load_tiktoken(path, "cl200k")
 
 
 def test_hf_not_byte_level(gpt2: Tokenizer, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The pre-tokenizer (mnemo/pretokenize.py) against the `regex` module running the same patterns.
 
-The oracle is `regex.findall` with the patterns as DESIGN.md writes them (copied here, not read
-from mnemo).  The Unicode tables come from the same `regex` (tools/gen_unicode_tables.py), so
+The oracle is `regex.findall` with the patterns as DESIGN.md writes them, and tiktoken's
+o200k_base and cl100k_base patterns as ../shared/fixtures/tiktoken/README.md writes them (copied
+here, not read from mnemo).  The Unicode tables come from the same `regex` (tools/gen_unicode_tables.py), so
 both sides hold one Unicode version; a test regenerates the tables and compares.
 """
 
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 import mnemo
 from mnemo import _unicode_tables as tables
 from mnemo import pretokenize as pt
+from mnemo.constants import PATTERNS as PATTERNS_OF_MNEMO
 from mnemo.errors import ConfigError, InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,8 +33,24 @@ DESIGN_PATTERNS = {
     "gpt4": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
     "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
 }
-ORACLE = {name: regex.compile(p) for name, p in DESIGN_PATTERNS.items()}
-PATTERNS = tuple(DESIGN_PATTERNS)
+# tiktoken's two patterns exactly as the fixtures' README gives them (o200k: seven alternatives
+# joined with "|").
+O200K_ALTERNATIVES = [
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+]
+TIKTOKEN_PATTERNS = {
+    "o200k": "|".join(O200K_ALTERNATIVES),
+    "cl100k": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+}
+ALL_PATTERNS = {**DESIGN_PATTERNS, **TIKTOKEN_PATTERNS}
+ORACLE = {name: regex.compile(p) for name, p in ALL_PATTERNS.items()}
+PATTERNS = tuple(ALL_PATTERNS)
 
 
 def oracle_bytes(data: bytes, pattern: str) -> list[bytes]:
@@ -66,16 +84,21 @@ def boundaries(data: bytes, pid: int, end: int | None = None) -> list[int]:
 
 
 def test_pattern_regex_is_the_design():
-    assert pt.PATTERN_REGEX == DESIGN_PATTERNS
+    assert pt.PATTERN_REGEX == ALL_PATTERNS
 
 
 def test_pattern_ids_and_names():
-    assert [pt.pattern_id(n) for n in ("mnemonic", "gpt4", "gpt2")] == [
+    # the ids are stored in tokenizer.bin: the first three never move, new ones come after
+    names = ("mnemonic", "gpt4", "gpt2", "o200k", "cl100k")
+    assert [pt.pattern_id(n) for n in names] == [
         pt.PATTERN_MNEMONIC,
         pt.PATTERN_GPT4,
         pt.PATTERN_GPT2,
-    ] == [0, 1, 2]
-    assert [pt.pattern_name(i) for i in (0, 1, 2)] == ["mnemonic", "gpt4", "gpt2"]
+        pt.PATTERN_O200K,
+        pt.PATTERN_CL100K,
+    ] == [0, 1, 2, 3, 4]
+    assert [pt.pattern_name(i) for i in range(5)] == list(names)
+    assert PATTERNS_OF_MNEMO == names
 
 
 def test_split_is_reexported():
@@ -86,15 +109,17 @@ def test_split_is_reexported():
 def test_unknown_pattern_name():
     with pytest.raises(ConfigError, match=r"unknown pre-tokenizer pattern 'gpt3'.*'mnemonic'"):
         pt.pattern_id("gpt3")
-    with pytest.raises(ConfigError, match=r"'cl100k'"):
-        pt.split("text", "cl100k")
+    with pytest.raises(ConfigError, match=r"'cl100k_base'.*'o200k', 'cl100k'"):
+        pt.split("text", "cl100k_base")
 
 
 def test_unknown_pattern_id():
     with pytest.raises(ConfigError, match=r"pattern id 7"):
         pt.pattern_name(7)
-    with pytest.raises(ConfigError, match=r"pattern id 3"):
-        pt.chunk_end(b"abc", 0, 3, 3)
+    with pytest.raises(ConfigError, match=r"pattern id 5"):
+        pt.chunk_end(b"abc", 0, 3, 5)
+    with pytest.raises(ConfigError, match=r"pattern id -1"):
+        pt.chunk_end(b"abc", 0, 3, -1)
 
 
 @pytest.mark.parametrize(
@@ -127,6 +152,14 @@ def test_class_codes_agree_with_the_tables():
         tables.NEWLINE,
     )
     assert pt.UNICODE_VERSION == tables.UNICODE_VERSION
+    o_codes = (pt._O_OTHER, pt._O_APOS, pt._O_MARK, pt._O_UPPER, pt._O_BOTH, pt._O_LOWER)
+    assert o_codes == (tables.O_OTHER, tables.O_APOS, tables.O_MARK, tables.O_UPPER, tables.O_BOTH, tables.O_LOWER)
+    assert (pt._O_NUMBER, pt._O_SPACE, pt._O_WHITE, pt._O_NEWLINE) == (
+        tables.O_NUMBER,
+        tables.O_SPACE,
+        tables.O_WHITE,
+        tables.O_NEWLINE,
+    )
 
 
 # ---- worked examples -----------------------------------------------------------------------
@@ -204,6 +237,61 @@ WORKED = [
     # numbers of other scripts: Arabic-Indic digits, circled digits, Roman numerals (Nl)
     ("mnemonic", "\u0661\u0662\u0663", ["\u0661\u0662", "\u0663"]),
     ("gpt4", "\u2460\u2160\u2161x", ["\u2460\u2160\u2161", "x"]),
+    # cl100k as tiktoken spells it differs from gpt4 in one place: \s++$ comes before the other
+    # white-space branches, so a white-space run that reaches the end of the text is one chunk
+    ("cl100k", "a\n ", ["a", "\n "]),
+    ("gpt4", "a\n ", ["a", "\n", " "]),
+    ("cl100k", "x\n\n  ", ["x", "\n\n  "]),
+    ("cl100k", "x\n\n  y", ["x", "\n\n", " ", " y"]),
+    ("cl100k", "x  ", ["x", "  "]),
+    ("cl100k", "1234567", ["123", "456", "7"]),
+    # o200k: letter runs split by case.  U* L+ first: uppercase (and caseless) letters, then
+    # lowercase ones; so a capital starts a word, and an all-caps run takes the lowercase after it
+    ("o200k", "HelloWorld", ["Hello", "World"]),
+    ("o200k", "iPhone", ["i", "Phone"]),
+    ("o200k", "HTTPServer", ["HTTPServer"]),
+    ("o200k", "HELLO world", ["HELLO", " world"]),
+    # the ASCII shortcuts of chunk_end ("word", "Word", " word", " Word") and where they hand over
+    ("o200k", " Word's x", [" Word's", " x"]),
+    ("o200k", "word\u00e9'S", ["word\u00e9'S"]),
+    ("o200k", "abcDEF", ["abc", "DEF"]),
+    ("o200k", "Abc'", ["Abc", "'"]),
+    ("o200k", "aB c", ["a", "B", " c"]),
+    ("o200k", " A", [" A"]),
+    ("o200k", " Ab", [" Ab"]),
+    # titlecase (Lt) counts as upper; modifier letters and letters without case (Lm, Lo) are
+    # in both runs, so U* gives back the last of them to L+ when no lowercase letter follows
+    ("o200k", "\u01c5ungla", ["\u01c5ungla"]),
+    ("o200k", "A\u02b0", ["A\u02b0"]),
+    ("o200k", "\u02b0A", ["\u02b0", "A"]),
+    ("o200k", "\u4e2d\u6587AB \u4e2d", ["\u4e2d\u6587", "AB", " \u4e2d"]),
+    # combining marks are in both runs, but not \p{L}: a mark also prefixes and is punctuation
+    ("o200k", "e\u0301t\u00e9", ["e\u0301t\u00e9"]),
+    ("o200k", "E\u0301T", ["E\u0301", "T"]),
+    ("o200k", "\u0301\u0301A", ["\u0301\u0301", "A"]),
+    ("o200k", "!\u0301x", ["!\u0301x"]),
+    ("o200k", "!!\u0301x", ["!!\u0301", "x"]),
+    ("o200k", "1\u0301", ["1", "\u0301"]),
+    # contractions attach to the end of a letter run, case-insensitively (\u017f folds to s)
+    ("o200k", "don't", ["don't"]),
+    ("o200k", "DON'T I'm", ["DON'T", " I'm"]),
+    ("o200k", "they'reX", ["they're", "X"]),
+    ("o200k", "it'sy", ["it's", "y"]),
+    ("o200k", "it'\u017f", ["it'\u017f"]),
+    ("o200k", "it'x", ["it", "'x"]),
+    ("o200k", "'s", ["'s"]),
+    ("o200k", "a''s", ["a", "''", "s"]),
+    # punctuation takes CR, LF and '/' after it; a '/' or a space prefixes letters
+    ("o200k", "x!/\n/y", ["x", "!/\n/", "y"]),
+    ("o200k", "a/b", ["a", "/b"]),
+    ("o200k", "a; //x", ["a", ";", " //", "x"]),
+    ("o200k", " .\r\n", [" .\r\n"]),
+    # numbers in groups of up to three, never with a prefix
+    ("o200k", "x 12345", ["x", " ", "123", "45"]),
+    # white space as in gpt4, with \s*[\r\n]+
+    ("o200k", "a  \n\n b", ["a", "  \n\n", " b"]),
+    ("o200k", "a\tB", ["a", "\tB"]),
+    ("o200k", "x   ", ["x", "   "]),
 ]
 
 
@@ -297,13 +385,21 @@ def _all_chars() -> list[str]:
 def test_every_code_point_in_context(pattern, full_corpus):
     """Each code point after an apostrophe (contraction folding) and before a letter and a
     digit, which exposes its class in every branch; in its 1- to 4-byte UTF-8 form.  Classes
-    and decoding are the same for every pattern, so by default only `mnemonic` (the one with
-    case folding) takes all code points, the others every 17th (all three take all of them
-    under --full-corpus)."""
+    and decoding are the same for the first four patterns, so by default only `mnemonic` (the
+    one with case folding) and `o200k` (which has a table of its own) take all code points, the
+    others every 17th (all take all of them under --full-corpus).
+
+    o200k's context tells its classes apart: after a lowercase letter (in L or not), after a
+    capital (in U or not), before "Ab" (a lowercase letter ends L+, a caseless one is given
+    back by U*, an uppercase one stays in U+), after "!!" (a mark is punctuation, a letter is
+    not)."""
     chars = _all_chars()
-    if pattern != "mnemonic" and not full_corpus:
+    if pattern not in ("mnemonic", "o200k") and not full_corpus:
         chars = chars[::17]
-    text = "".join(f"'{c}a{c}1" for c in chars)
+    if pattern == "o200k":
+        text = "".join(f"'{c}a{c}A {c}Ab!!{c}1" for c in chars)
+    else:
+        text = "".join(f"'{c}a{c}1" for c in chars)
     check_text(text, pattern)
 
 
@@ -356,6 +452,9 @@ pieces = st.one_of(
     st.text(st.characters(categories=["Mn", "Mc", "Me"]), min_size=1, max_size=3),
     st.characters(min_codepoint=0x1F300, max_codepoint=0x1FAFF),
     st.text(st.sampled_from("abcXYZ.,!?-_()$'\"#@"), min_size=1, max_size=4),
+    # o200k: case transitions, titlecase, caseless letters, marks, '/' and CR/LF after punctuation
+    st.text(st.sampled_from("aAzZ\u01c5\u02b0\u4e2d\u0301\u20dd'/!\n\r "), min_size=1, max_size=6),
+    st.text(st.characters(categories=["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me"]), min_size=1, max_size=5),
     st.characters(exclude_categories=["Cs"]),
 )
 hard_text = st.lists(pieces, max_size=24).map("".join)
@@ -407,6 +506,7 @@ def _accumulate(lengths):
 # ---- linear time ---------------------------------------------------------------------------
 
 RUNS = ["a", "7", " ", "\n", "\r\n", ".", "'", "\U0001f600", "\u0301", "\u3000", " a", "'s", " \n"]
+RUNS += ["A", "Ab", "a'", "\u4e2dA", "/", "!\n/", "a\n "]  # o200k's case runs, cl100k's \s++$
 
 
 def _seconds(data: bytes, pid: int) -> float:
@@ -476,3 +576,22 @@ def test_table_lookup_worked_examples():
     assert [cls(c) for c in (0x20, 0x0A, 0x0D, 0x27)] == [tables.SPACE, tables.NEWLINE, tables.NEWLINE, tables.APOS]
     assert tables.ASCII_CLASS[:128] == bytes(cls(c) for c in range(128))
     assert tables.FOLD_CPS == (0x17F,) and tables.FOLD_LETTERS == b"s"
+
+
+def test_o200k_table_lookup_worked_examples():
+    def cls(cp: int) -> int:
+        return tables.O200K_STAGE2[(tables.O200K_STAGE1[cp >> tables.BLOCK_SHIFT] << tables.BLOCK_SHIFT) | (cp & tables.BLOCK_MASK)]
+
+    assert [cls(ord(c)) for c in "aZ1 \n'!"] == [
+        tables.O_LOWER, tables.O_UPPER, tables.O_NUMBER, tables.O_SPACE, tables.O_NEWLINE, tables.O_APOS, tables.O_OTHER,
+    ]  # fmt: skip
+    assert cls(0x01C5) == tables.O_UPPER  # Lt: DZ with caron, titlecase
+    assert cls(0x02B0) == tables.O_BOTH  # Lm: modifier letter small h
+    assert cls(0x4E2D) == tables.O_BOTH  # Lo: 中
+    assert cls(0x0301) == tables.O_MARK  # Mn: combining acute accent
+    assert cls(0x0903) == tables.O_MARK  # Mc: Devanagari sign visarga
+    assert cls(0x20DD) == tables.O_MARK  # Me: combining enclosing circle
+    assert cls(0x1F600) == tables.O_OTHER
+    assert cls(0x3000) == tables.O_WHITE
+    assert cls(0xDC80) == tables.O_OTHER  # a lone surrogate: how the oracle sees an invalid byte
+    assert tables.O200K_ASCII_CLASS[:128] == bytes(cls(c) for c in range(128))

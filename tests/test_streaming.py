@@ -100,7 +100,8 @@ def test_encode_iterable_disallowed_special_split(gpt2: Tokenizer, monkeypatch: 
 
 
 TRICKY = [" ", "  ", "\n", "\n\n", "\r\n", "\t", "'", "'ll", "'S", "a", "b", "ab", "x", "\u00e9", "7", "12", "!",
-          "?!", "-", "\u00a0", "\u4e00", "<|x|>", "<|x|><|x|>", "<|", "|>", "\U0001f600"]
+          "?!", "-", "\u00a0", "\u4e00", "<|x|>", "<|x|><|x|>", "<|", "|>", "\U0001f600",
+          "A", "Ab", "\u0301", "/", "'s"]  # o200k's case runs, marks, '/' after punctuation
 
 
 @settings(max_examples=150, deadline=None)
