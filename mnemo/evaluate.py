@@ -10,25 +10,22 @@ speeds compare vocabularies, not libraries (bench/ compares libraries).
 Tokenizers are named by a spec (docs/eval.md): a tokenizer.bin, a tokenizer.json, a GPT-2
 folder or `VOCAB.json,MERGES.txt`, or a `.tiktoken` rank file (gzip allowed) whose name starts
 with a known preset (cl100k_base, o200k_base, r50k_base) -- its pattern and special tokens come
-from the preset.  `NAME=SPEC` names the column.  A tokenizer that does not load in this build
-(cl100k and o200k need ids above 65,535) is reported as skipped, with the reason, and the
-others are evaluated.
+from the preset.  `NAME=SPEC` names the column.  A tokenizer this build cannot hold (a
+ConfigError) is reported as skipped, with the reason, and the others are evaluated.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mnemo.constants import MAX_VOCAB, PATTERNS
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
 from mnemo.tokenizer import Tokenizer
@@ -36,14 +33,9 @@ from mnemo.tokenizer import Tokenizer
 if TYPE_CHECKING:
     from mnemo.sources import Input
 
-#: Pattern name and special tokens of the `.tiktoken` presets, as tiktoken defines them.
+#: `.tiktoken` files eval names by their file name beyond interop.TIKTOKEN_PRESETS (cl100k_base,
+#: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
 PRESETS: dict[str, tuple[str, dict[str, int]]] = {
-    "cl100k_base": (
-        "gpt4",
-        {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-         "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
-    ),
-    "o200k_base": ("o200k", {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
     "r50k_base": ("gpt2", {"<|endoftext|>": 50256}),
 }
 
@@ -76,31 +68,17 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
         raise InputError(f"{path}: no such tokenizer file (a tokenizer.bin, tokenizer.json, .tiktoken or GPT-2 folder)")
     name = path.name
     if name.endswith((".tiktoken", ".tiktoken.gz")):
-        preset = next((p for p in PRESETS if name.startswith(p)), None)
+        known = (*interop.TIKTOKEN_PRESETS, *PRESETS)
+        preset = next((p for p in known if name.startswith(p)), None)
         if preset is None:
             raise ConfigError(
                 f"{path}: a .tiktoken file holds no split pattern or special tokens; name it after a preset "
-                f"({', '.join(PRESETS)}) or convert it with `mnemo convert --from tiktoken --pattern ...`"
+                f"({', '.join(known)}) or convert it with `mnemo convert --from tiktoken --pattern ...`"
             )
+        if preset in interop.TIKTOKEN_PRESETS:
+            return label or preset, interop.load_tiktoken(path, preset)
         pattern, specials = PRESETS[preset]
-        if pattern not in PATTERNS:
-            raise ConfigError(f"{path}: {preset}'s split pattern ({pattern!r}) is not in this build of mnemo ({', '.join(PATTERNS)})")
-        raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: offset {exc.start}: not valid UTF-8") from None
-        ranks, lines = interop.parse_tiktoken(text, str(path))
-        if len(ranks) + len(specials) > MAX_VOCAB:  # before the long part: finding the merges
-            raise ConfigError(
-                f"{path}: {len(ranks) + len(specials)} ids, more than this build's {MAX_VOCAB} (it needs 32-bit ids)"
-            )
-        # Special tokens right after the ranks, in order: eval measures lengths, not ids, and
-        # cl100k's own ids leave holes (100256, 100261-100275) that a mnemo vocabulary cannot have.
-        packed = {name: len(ranks) + j for j, name in enumerate(sorted(specials, key=specials.__getitem__))}
-        return label or preset, interop.from_mergeable_ranks(
-            ranks, pattern, packed, str(path), lambda r: f"line {lines[r]}"
-        )
+        return label or preset, interop.load_tiktoken(path, pattern, specials)
     if name.endswith(".json"):
         return label or path.stem, interop.load_hf(path)
     return label or path.stem, Tokenizer.load(path)
@@ -166,7 +144,7 @@ class CorpusResult:
 @dataclass
 class TokenizerResult:
     label: str
-    n_vocab: int
+    n_vocab: int  # tokens of the vocabulary (holes of its id space not counted)
     corpora: dict[str, CorpusResult] = field(default_factory=dict)
     top: list[tuple[int, bytes, int]] = field(default_factory=list)  # (id, bytes, count)
     vocab_lengths: list[int] = field(default_factory=list)  # LENGTH_BINS bins over the vocabulary
@@ -183,10 +161,15 @@ def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tupl
     words = {name: sum(len(d.decode("utf-8", "replace").split()) for d in docs) for name, docs in corpora}
     results: list[TokenizerResult] = []
     for label, tok in tokenizers:
-        lengths = np.array([len(tok.token_bytes(i)) for i in range(tok.n_vocab)], dtype=np.int64)
-        specials = np.zeros(tok.n_vocab, dtype=bool)
-        specials[list(tok.special_tokens.values())] = True
-        res = TokenizerResult(label, tok.n_vocab, vocab_lengths=_length_bins(lengths[~specials]))
+        # ids index the arrays; an id space may have holes (cl100k_base's unused ids): no token, no length
+        vocab = tok.vocab
+        present = np.fromiter(vocab, dtype=np.int64, count=len(vocab))
+        lengths = np.zeros(tok.n_vocab, dtype=np.int64)
+        lengths[present] = [len(raw) for raw in vocab.values()]
+        regular = np.zeros(tok.n_vocab, dtype=bool)
+        regular[present] = True
+        regular[list(tok.special_tokens.values())] = False
+        res = TokenizerResult(label, tok.n_tokens, vocab_lengths=_length_bins(lengths[regular]))
         total = np.zeros(tok.n_vocab, dtype=np.int64)
         for name, docs in corpora:
             seen = np.zeros(tok.n_vocab, dtype=np.int64)
@@ -219,7 +202,7 @@ def format_tables(results: Sequence[TokenizerResult], corpus_names: Sequence[str
         out.append(title)
         cols = [*corpus_names, "all"]
         cw = [max(len(c), 8) for c in cols]
-        out.append(f"  {'tokenizer'.ljust(width)}  {'ids':>7}  " + "  ".join(c.rjust(w) for c, w in zip(cols, cw)))
+        out.append(f"  {'tokenizer'.ljust(width)}  {'tokens':>7}  " + "  ".join(c.rjust(w) for c, w in zip(cols, cw)))
         for r in results:
             allr = CorpusResult(
                 n_bytes=sum(c.n_bytes for c in r.corpora.values()),
