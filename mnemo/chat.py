@@ -44,6 +44,25 @@ CHATML_START: Final = "<|im_start|>"
 CHATML_END: Final = "<|im_end|>"
 
 
+def uses_chatml(special_tokens: Iterable[str]) -> bool:
+    """Whether a vocabulary with these special tokens renders chats as ChatML text: it has none
+    of mnemo's chat tokens (GPT-2's, cl100k_base, o200k_base)."""
+    names = set(special_tokens)
+    return not any(name in names for name in CHAT_SPECIALS)
+
+
+def _chatml_marker_error(i: int, role: str, content: str) -> InputError | None:
+    for marker in (CHATML_START, CHATML_END):
+        at = content.find(marker)
+        if at >= 0:
+            return InputError(
+                f"message {i} ({role}): the text contains the chat marker {marker!r} at character {at}; "
+                f"chat messages cannot hold the template's markers (this vocabulary has no chat tokens, so "
+                f"chats are ChatML spelt as text: docs/ids32.md)"
+            )
+    return None
+
+
 def _special(tokenizer: ChatEncoder, name: str) -> int:
     found = tokenizer.special_tokens.get(name)
     if found is None:
@@ -74,7 +93,7 @@ def render_conversation_mask(tokenizer: ChatEncoder, messages: Sequence[Mapping[
     """The conversation as (ids, mask), Hugging Face's shape (`apply_chat_template(...,
     return_assistant_tokens_mask=True)`'s `assistant_masks`): plain ids, and 1 where the loss
     counts (what the assistant says and its `<|end|>`), else 0.  Any vocabulary size."""
-    if not any(name in tokenizer.special_tokens for name in CHAT_SPECIALS):
+    if uses_chatml(tokenizer.special_tokens):
         return _render_chatml_text(tokenizer, messages)
     ids = {name: _special(tokenizer, name) for name in CHAT_SPECIALS}
     out = [ids["<|bos|>"]]
@@ -109,13 +128,9 @@ def _render_chatml_text(tokenizer: ChatEncoder, messages: Sequence[Mapping[str, 
     newline = tokenizer.encode_ordinary("\n")
     for i, message in enumerate(_messages(messages)):
         role, content = _checked_message(i, message)
-        for marker in (CHATML_START, CHATML_END):
-            at = content.find(marker)
-            if at >= 0:
-                raise InputError(
-                    f"message {i} ({role}): the text contains the chat marker {marker!r} at character {at}; "
-                    f"chat messages cannot hold the template's markers"
-                )
+        marker_error = _chatml_marker_error(i, role, content)
+        if marker_error is not None:
+            raise marker_error
         try:
             body = tokenizer.encode(content)
         except SpecialTokenError as exc:
@@ -127,15 +142,23 @@ def _render_chatml_text(tokenizer: ChatEncoder, messages: Sequence[Mapping[str, 
     return out, mask
 
 
-def check_conversation(messages: object, special_tokens: Iterable[str] = ()) -> None:
+def check_conversation(messages: object, special_tokens: Iterable[str] = (), *, chatml: bool | None = None) -> None:
     """Raise the InputError that render_conversation would raise for `messages` (parsed JSON),
     naming the message, without encoding anything: a reader of chat files runs it on each
     record, where it knows the file and the line to put in front of the message (the encoding
     happens later, in a worker that does not).  `special_tokens`: the names whose text a
-    message may not hold (the tokenizer's)."""
+    message may not hold (the tokenizer's).  `chatml`: whether the tokenizer renders ChatML as
+    text (uses_chatml), so that a message may not hold its markers either; by default, when
+    `special_tokens` are given and hold none of mnemo's chat tokens."""
     names = [n for n in special_tokens if n]
+    if chatml is None:
+        chatml = bool(names) and uses_chatml(names)
     for i, message in enumerate(_messages(messages)):
         role, content = _checked_message(i, message)
+        if chatml:
+            marker_error = _chatml_marker_error(i, role, content)
+            if marker_error is not None:
+                raise marker_error
         for name in names:
             at = content.find(name)
             if at >= 0:

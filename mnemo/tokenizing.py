@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo import remote
-from mnemo.chat import check_conversation
+from mnemo.chat import check_conversation, uses_chatml
 from mnemo.errors import ConfigError, InputError
 from mnemo.parallel import resolve_workers
 from mnemo.sources import (
@@ -160,6 +160,7 @@ def chat_lines(path: Input, specials: Sequence[str] = ()) -> Iterator[tuple[int,
     file and line are known, to be a record that render_conversation accepts (the workers that
     render it know neither; `mnemo tokshow --chat` reads its record through here too)."""
     name = display_name(path)
+    chatml = uses_chatml(specials)  # the tokenizer's specials: ChatML's text markers are its markers
     try:
         with open_binary(path) as f:
             for number, line in enumerate(f, 1):
@@ -174,7 +175,7 @@ def chat_lines(path: Input, specials: Sequence[str] = ()) -> Iterator[tuple[int,
                 if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
                     raise InputError(f"{name}:{number}: a chat record needs a 'messages' list")
                 try:
-                    check_conversation(record["messages"], specials)
+                    check_conversation(record["messages"], specials, chatml=chatml)
                 except InputError as exc:
                     raise InputError(f"{name}:{number}: {exc}") from None
                 yield number, line

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,3 +87,41 @@ def test_needs_all_chat_specials_or_none() -> None:
     with pytest.raises(ConfigError, match="no special token '<\\|system\\|>'"):
         Tokenizer([], special_tokens=["<|bos|>", "<|end|>"]).render_conversation([])
     assert Tokenizer([], special_tokens=["<|endoftext|>"]).render_conversation([]) == [256]
+
+
+def test_chatml_markers_in_a_gpt2_chat_file_name_file_and_line(tmp_path: Path, cs336_dir: Path) -> None:
+    """GPT-2's vocabulary has no chat tokens: chats are ChatML spelt as text, so a message may
+    not hold `<|im_start|>` / `<|im_end|>`.  The chat-file reader checks that where it knows the
+    file and line (it used to pass the record on, and the worker that rendered it failed with
+    'message 1 (assistant): ...' and no file:line)."""
+    from mnemo.interop import load_gpt2
+    from mnemo.tokenizing import chat_lines, tokenize_files
+
+    gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
+    good = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]}
+    for marker in ("<|im_end|>", "<|im_start|>"):
+        bad = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": f"Hello{marker} there"}]}
+        src = tmp_path / "chat.jsonl"
+        src.write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+        expected = rf"{re.escape(str(src))}:3: message 1 \(assistant\): the text contains the chat marker '{re.escape(marker)}' at character 5"
+        with pytest.raises(InputError, match=expected):
+            list(chat_lines(src, list(gpt2.special_tokens)))
+        for workers in (1, 2):
+            out = tmp_path / f"chat-{workers}.tok"
+            with pytest.raises(InputError, match=expected):
+                tokenize_files([src], gpt2, out, chat=True, workers=workers)
+            assert not out.exists()
+        with pytest.raises(InputError, match=r"message 1 \(assistant\): the text contains the chat marker"):
+            gpt2.render_conversation(bad["messages"])  # type: ignore[arg-type]
+        check_conversation(bad["messages"], gpt2.special_tokens, chatml=False)  # told: markers are mnemo's tokens
+    # mnemo's chat tokens: the ChatML markers are plain text in a message
+    tok = Tokenizer([], special_tokens=["<|bos|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"])
+    check_conversation([{"role": "user", "content": "a <|im_end|> b"}], tok.special_tokens)
+    tok.render_conversation([{"role": "user", "content": "a <|im_end|> b"}])
+    # a vocabulary without any special token renders ChatML too: the reader checks its markers
+    bare = Tokenizer([], special_tokens=[])
+    assert bare.special_tokens == {}
+    src = tmp_path / "bare.jsonl"
+    src.write_text(json.dumps({"messages": [{"role": "user", "content": "<|im_start|>"}]}) + "\n")
+    with pytest.raises(InputError, match=rf"{re.escape(str(src))}:1: message 0 \(user\): the text contains the chat marker"):
+        list(chat_lines(src, list(bare.special_tokens)))
