@@ -23,13 +23,24 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
-from mnemo.constants import MASKBIT, MASKBIT32  # the loss-mask bits (of uint16 and uint32 files)
+from mnemo.constants import MASKBIT, MASKBIT32, maskbit_for  # the loss-mask bits (of uint16 and uint32 files)
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.shards import open_tok
 from mnemo.tokfile import Stamp
 
 ID_MASK: Final = MASKBIT - 1
-"""`raw & ID_MASK` is the token id of a raw chat-file token of a uint16 file."""
+"""`raw & ID_MASK` is the token id of a raw chat-file token of a uint16 file ONLY: in a uint32
+file (a vocabulary of more than 32,768 ids) bit 15 is part of an id.  Use `id_mask_for(n_vocab)`,
+or a stream's `id_mask`, which are right for both."""
+
+ID_MASK32: Final = MASKBIT32 - 1
+"""`raw & ID_MASK32` is the token id of a raw chat-file token of a uint32 file (bit 31 cleared)."""
+
+
+def id_mask_for(n_vocab: int) -> int:
+    """The mask that clears the loss-mask bit of a chat of this vocabulary (maskbit_for):
+    ID_MASK for vocabularies of at most 32,768 ids (uint16 chat files), else ID_MASK32."""
+    return maskbit_for(n_vocab) - 1
 
 IntArray = NDArray[np.integer[Any]]
 IdArray = NDArray[np.int64]

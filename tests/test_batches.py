@@ -521,3 +521,50 @@ def test_a_single_shard_is_the_unsharded_run() -> None:
     one = BatchIterator(_stream(), context=16, batch_size=5, seed=2)
     same = BatchIterator(_stream(), context=16, batch_size=5, seed=2, rank=0, world_size=1, worker=0, num_workers=1)
     assert all(_key(next(one)) == _key(next(same)) for _ in range(30))
+
+
+def test_uint32_chat_tok_file_in_stream_loader_and_iterator(tmp_path: Path) -> None:
+    """A chat .tok of a vocabulary past 32,768 ids is uint32 with the mask on bit 31: bit 15
+    is part of an id there.  TokenStream, BatchLoader and BatchIterator strip bit 31 and keep
+    bit 15; `raw & ID_MASK` (the uint16 mask) would cut ids 32,768 and up, `id_mask_for`
+    gives the mask of the file's vocabulary."""
+    from mnemo import Tokenizer, open_tok
+    from mnemo.batches import ID_MASK32, id_mask_for
+    from mnemo.constants import MASKBIT32
+    from mnemo.tokfile import TokWriter
+
+    # 33,000 merges of byte pairs: ids up to 33,255, the chat specials above them
+    merges = [(a, b) for a in range(97, 256) for b in range(256)][:33_000]
+    tok = Tokenizer(merges, pattern="gpt4")
+    assert tok.n_vocab > 32_768 and id_mask_for(tok.n_vocab) == ID_MASK32 and id_mask_for(1000) == ID_MASK
+    texts = ["".join(chr(97 + (i * 7 + k) % 26) for k in range(40)) for i in range(30)]
+    chats = [[{"role": "user", "content": texts[i]}, {"role": "assistant", "content": texts[i + 1]}] for i in range(0, 30, 2)]
+    rendered = [tok.render_conversation(m) for m in chats]
+    with TokWriter(tmp_path / "c.tok", tok, chat=True) as w:
+        for ids in rendered:
+            w.write_doc(ids)
+    f = open_tok(tmp_path / "c.tok", tok)
+    assert f.header.width == 4 and f.header.maskbit == MASKBIT32 and f.tokens.dtype == np.uint32
+    raw = [t for ids in rendered for t in ids]
+    plain = [t & id_mask_for(tok.n_vocab) for t in raw]
+    learned = [bool(t & MASKBIT32) for t in raw]
+    assert any(t >= 32_768 and t & 0x8000 for t in plain), "the test needs learned ids with bit 15 set"
+    assert [t & ~MASKBIT32 for t in raw] == plain and plain != [t & ID_MASK for t in raw]
+
+    stream = TokenStream.from_tok_files([tmp_path / "c.tok"], tok)
+    assert stream.masked and stream.maskbit == MASKBIT32 and stream.id_mask == ID_MASK32
+    assert stream.max_id() == max(plain)
+    counts = stream.token_counts(tok.n_vocab)
+    assert int(counts.sum()) == sum(learned[1:]) and all(counts[t] > 0 for t, m in zip(plain[1:], learned[1:]) if m)
+    T = 16
+    loader = BatchLoader(stream, context=T, batch_size=4, order="sequential")
+    for k in range(loader.n_windows):
+        b = loader.get([k])
+        assert b.inputs.tolist() == [plain[k * T : k * T + T]]
+        assert b.targets.tolist() == [plain[k * T + 1 : k * T + T + 1]]
+        assert b.mask is not None and b.mask.tolist() == [learned[k * T + 1 : k * T + T + 1]]
+    it = BatchIterator(stream, context=T, batch_size=2, seed=3)
+    for _ in range(5):
+        b = next(it)
+        assert b.mask is not None
+        assert (b.inputs < tok.n_vocab).all() and (b.targets < tok.n_vocab).all()
