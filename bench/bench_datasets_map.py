@@ -16,8 +16,6 @@ to quote.
 from __future__ import annotations
 
 import argparse
-import json
-import lzma
 import os
 import shutil
 import tempfile
@@ -27,20 +25,7 @@ from pathlib import Path
 import mnemo
 from mnemo import Tokenizer
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-
-
-def documents(mb: float) -> list[str]:
-    docs: list[str] = []
-    size = 0
-    with lzma.open(SHARED / "corpus" / "english.jsonl.xz", "rt", encoding="utf-8") as f:
-        for line in f:
-            text = json.loads(line)["text"]
-            docs.append(text)
-            size += len(text.encode("utf-8"))
-            if size >= mb * 1e6:
-                break
-    return docs
+from _corpus import SHARED, documents  # bench/_corpus.py (bench/conftest.py: how pytest finds it)
 
 
 def main() -> None:

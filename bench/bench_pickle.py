@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
-import lzma
 import pickle
 import statistics
 import time
@@ -25,21 +23,7 @@ from pathlib import Path
 import mnemo
 from mnemo import Tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-
-
-def documents(mb: float) -> list[str]:
-    docs: list[str] = []
-    size = 0
-    with lzma.open(SHARED / "corpus" / "english.jsonl.xz", "rt", encoding="utf-8") as f:
-        for line in f:
-            text = json.loads(line)["text"]
-            docs.append(text)
-            size += len(text)
-            if size >= mb * 1e6:
-                break
-    return docs
+from _corpus import SHARED, documents  # bench/_corpus.py (bench/conftest.py: how pytest finds it)
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
@@ -76,7 +60,7 @@ def main() -> None:
         tok = Tokenizer.load(args.tokenizer)
     else:
         t0 = time.perf_counter()
-        tok = mnemo.train_from_iterator(documents(args.mb), vocab_size=32768)
+        tok = mnemo.train_from_iterator(documents(args.mb, count="chars"), vocab_size=32768)
         print(f"(trained on {args.mb} MB of English in {time.perf_counter() - t0:.1f} s)")
     report("mnemo default vocabulary", tok, args.repeat)
     cs336 = SHARED / "fixtures" / "cs336"

@@ -12,30 +12,13 @@ Also run as `encode_iterable` over the documents joined by newlines, fed line by
 from __future__ import annotations
 
 import argparse
-import json
-import lzma
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from mnemo import Tokenizer
 from mnemo.interop import load_gpt2, to_tiktoken
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-
-
-def documents(mb: float) -> list[str]:
-    docs: list[str] = []
-    size = 0
-    with lzma.open(SHARED / "corpus" / "english.jsonl.xz", "rt", encoding="utf-8") as f:
-        for line in f:
-            text = json.loads(line)["text"]
-            docs.append(text)
-            size += len(text.encode("utf-8"))
-            if size >= mb * 1e6:
-                break
-    return docs
+from _corpus import SHARED, documents  # bench/_corpus.py (bench/conftest.py: how pytest finds it)
 
 
 def best(run: Callable[[], object], repeat: int) -> float:
