@@ -232,15 +232,22 @@ def cmd_info(args: argparse.Namespace) -> int:
     from mnemo.stackfiles import detect
     from mnemo.tokenizer import Tokenizer
 
+    from mnemo import remote
+
     for path in args.files:
-        if os.path.isdir(path):
-            _info_shard_dir(path)
+        url = remote.is_url(path)
+        if remote.isdir(path) if url else os.path.isdir(path):
+            _info_shard_dir(str(remote.local_copy(path, "shard directory")) if url else path, shown=path)
             continue
-        try:
-            with open(path, "rb") as f:
+        if url:  # 8 bytes by one ranged read; only a stack file set is copied (it is memory-mapped)
+            with remote.open_read(path, exact=True) as f:
                 magic = f.read(8)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+        else:
+            try:
+                with open(path, "rb") as f:
+                    magic = f.read(8)
+            except OSError as exc:
+                raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
         if magic == BIN_MAGIC:
             tok = Tokenizer.load(path)
             specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items())
@@ -262,7 +269,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         elif magic == TOK_MAGIC:
             h = read_tok_header(path)
             kind = "chat, masked" if h.chat and h.masked else "chat" if h.chat else "documents"
-            size = os.path.getsize(path)
+            size = remote.size(path) if url else os.path.getsize(path)
             print(f"{path}: mnemo token file ({kind})")
             print(f"  tokens       {h.n_tokens} x {h.width} bytes ({size / 1e6:.1f} MB on disk)")
             print(f"  documents    {h.n_docs}")
@@ -278,14 +285,14 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _info_shard_dir(path: str) -> None:
+def _info_shard_dir(path: str, shown: str) -> None:
     from mnemo.shards import combined_header, shard_headers
 
     manifest, headers = shard_headers(path)
     h = combined_header(manifest, headers)
     kind = "chat, masked" if h.chat and h.masked else "chat" if h.chat else "documents"
     size = sum(os.path.getsize(os.path.join(path, s.name)) for s in manifest.shards)
-    print(f"{path}: mnemo shard directory ({kind}; {len(manifest.shards)} .tok shards, read in order as one dataset)")
+    print(f"{shown}: mnemo shard directory ({kind}; {len(manifest.shards)} .tok shards, read in order as one dataset)")
     print(f"  tokens       {h.n_tokens} x {h.width} bytes ({size / 1e6:.1f} MB on disk)")
     print(f"  documents    {h.n_docs}")
     print(f"  vocabulary   {h.n_vocab} ids")
@@ -302,7 +309,11 @@ def _info_stack_file(path: str) -> None:
     names = {"megatron": "Megatron-LM indexed dataset", "datatrove": "datatrove tokenized file", "nanogpt": "nanoGPT token file"}
     tokens = f.tokens
     on_disk = sum(os.path.getsize(p) for p in f.paths)
-    print(f"{path}: {names[f.format]} ({', '.join(str(p) for p in f.paths)})")
+    from mnemo import remote
+
+    # a URL's set is read from local copies (remote.local_set): name its objects, not the copies
+    parts = [str(remote.as_url(path).with_name(p.name)) if remote.is_url(path) else str(p) for p in f.paths]
+    print(f"{path}: {names[f.format]} ({', '.join(parts)})")
     print(f"  tokens       {tokens.size} x {tokens.dtype.itemsize} bytes ({tokens.dtype.name}; {on_disk / 1e6:.1f} MB on disk)")
     print(f"  documents    {f.n_docs if f.n_docs is not None else 'not recorded (the file keeps ids only)'}")
     if f.loss_mask is not None:
@@ -320,10 +331,20 @@ def _info_stack_file(path: str) -> None:
 CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "hf-dir", "mnemo")
 
 
-def _gpt2_paths(path: Path, merges: Path | None, reading: bool) -> tuple[Path, Path]:
-    """gpt2 files: a folder holding vocab.json + merges.txt, or a vocab .json with --merges."""
+def _gpt2_paths(path: Path | str, merges: Path | str | None, reading: bool) -> tuple[Path | str, Path | str]:
+    """gpt2 files: a folder holding vocab.json + merges.txt, or a vocab .json with --merges (a
+    URL: a prefix holding the two objects)."""
+    from mnemo import remote
+
     if merges is not None:
         return path, merges
+    if isinstance(path, str):  # a URL (_path keeps URLs as str)
+        if reading and remote.isfile(path):
+            raise InputError(f"{path} is an object: give the folder (prefix) holding vocab.json and merges.txt, or --merges")
+        vocab, merges_txt = str(remote.join(path, "vocab.json")), str(remote.join(path, "merges.txt"))
+        if reading and not (remote.isfile(vocab) and remote.isfile(merges_txt)):
+            raise InputError(f"{path} has no vocab.json and merges.txt: for other names, give the vocab .json as IN and --merges FILE")
+        return vocab, merges_txt
     if reading and path.is_file():
         raise InputError(f"{path} is a file: give the folder holding vocab.json and merges.txt, or --merges")
     if not reading:
@@ -351,9 +372,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from mnemo import interop
     from mnemo.tokenizer import Tokenizer
 
-    src: Path = args.input
-    dst: Path = args.output
-    merges: Path | None = args.merges
+    src: Path | str = args.input  # a str: a URL (_path)
+    dst: Path | str = args.output
+    merges: Path | str | None = args.merges
     if args.preset is not None and args.from_format != "tiktoken":
         raise ConfigError("--preset is for --from tiktoken only (the other formats hold their pattern and specials)")
     if args.preset is not None and (args.pattern is not None or args.special):
@@ -382,9 +403,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
         else:
             tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
     elif args.from_format == "hf-dir":
-        if not src.is_dir():
+        from mnemo import remote
+
+        if not (remote.isdir(src) if isinstance(src, str) else src.is_dir()):
             raise InputError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
-        tok = interop.load_hf(src / "tokenizer.json")
+        tok = interop.load_hf(str(remote.join(src, "tokenizer.json")) if isinstance(src, str) else src / "tokenizer.json")
     else:
         tok = interop.load_hf(src)
     if args.to_format == "mnemo":
@@ -500,6 +523,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     if args.chat is not None:
         import json
 
+        from mnemo.sources import as_input
         from mnemo.tokenizing import chat_lines
 
         if args.index < 0:
@@ -507,7 +531,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         found: tuple[int, bytes] | None = None
         count = 0
         # Records are checked as tokenize checks them (file:line in every message) up to the one shown.
-        for count, numbered in enumerate(chat_lines(Path(args.chat), list(tok.special_tokens)), 1):
+        for count, numbered in enumerate(chat_lines(as_input(args.chat), list(tok.special_tokens)), 1):
             if count - 1 == args.index:
                 found = numbered
                 break
@@ -520,7 +544,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
             spans = tok.decode_with_offsets(ids, spans=True)[1]
     else:
         if args.file is not None:
-            text = _read_text(Path(args.file)) if args.file != "-" else sys.stdin.read()
+            text = _read_text(_path(args.file)) if args.file != "-" else sys.stdin.read()
         elif args.text:
             text = " ".join(args.text)
         elif not sys.stdin.isatty():
@@ -535,7 +559,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path | str) -> str:
     """A text file for tokshow, opened as every input is (sources.open_binary: its errors name
     the file; compressed files are decompressed)."""
     from mnemo.sources import open_binary
@@ -672,7 +696,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tie", default=None, choices=TIES,
                    help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
                         "(default id, or that of --from)")
-    p.add_argument("--from", dest="base", type=Path, metavar="TOKENIZER.bin",
+    p.add_argument("--from", dest="base", type=_path, metavar="TOKENIZER.bin",
                    help="continue training from this tokenizer: its merges first, then new ones up to --vocab-size; "
                         "its pattern, tie rule and special tokens unless given (docs/extending.md)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
@@ -716,7 +740,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Show how a tokenizer splits text: each token on its own background colour on a terminal, "
         "separated by | otherwise; bytes that are not whole UTF-8 characters show as <0xC3>."))
     p.add_argument("text", nargs="*", help="text to show (or --file, --chat, or standard input)")
-    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin (required)")
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin (required)")
     p.add_argument("-f", "--file", help="read the text from this file ('-' for standard input)")
     p.add_argument("--chat", metavar="JSONL", help="render a conversation record from this file, masked tokens marked")
     p.add_argument("--index", type=int, default=0, help="which record of --chat (default 0)")
@@ -735,7 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a greedy continuation.  The model starts as the training data's unigram; on a terminal a progress "
         "bar shows the steps (stderr), and only the results go to stdout."))
     p.add_argument("data", nargs="+", metavar="DATA.tok", help="training token files")
-    p.add_argument("-t", "--tokenizer", required=True, type=Path, help="the tokenizer.bin that wrote them")
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin that wrote them")
     p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
     p.add_argument("--val-fraction", type=float, default=0.1,
                    help="tail of each file held out when there is no --val (default 0.1)")
@@ -756,7 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"report train and validation loss every N steps, and at the last (default {bigram.DEFAULT_EVAL_EVERY})")
     p.add_argument("--prompt", default="The", help="text to continue greedily at the end, after <|bos|> (default 'The')")
     p.add_argument("--generate", type=_positive, default=40, help="tokens to generate (default 40)")
-    p.add_argument("-o", "--output", type=Path, default=None, help="save the weights here (.npz, no pickle; default: not saved)")
+    p.add_argument("-o", "--output", type=_path, default=None, help="save the weights here (.npz, no pickle; default: not saved)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: shown on a terminal)")
     p.set_defaults(handler=cmd_pretrain)
 
@@ -764,7 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Train a tokenizer on the running Python's standard library sources and documentation, tokenize "
         "them, show a few sentences, compare encoding speed with tiktoken and Hugging Face tokenizers "
         "(when installed), train a bigram model briefly, and print the figures."))
-    p.add_argument("--out", type=Path, default=Path("mnemo-demo"), help="output folder (default ./mnemo-demo)")
+    p.add_argument("--out", type=_path, default=Path("mnemo-demo"), help="output folder (default ./mnemo-demo)")
     p.add_argument("--vocab-size", type=_positive, default=32768, help="ids of the trained tokenizer (default 32768)")
     p.add_argument("--workers", type=_positive, default=None, help="processes (default: all cores)")
     p.add_argument("--pretrain-steps", type=_positive, default=DEMO_PRETRAIN_STEPS,
@@ -779,11 +803,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--pattern and --special), hf (a Hugging Face tokenizer.json), hf-dir (a save_pretrained folder that "
         "transformers.AutoTokenizer.from_pretrained loads: tokenizer.json, tokenizer_config.json with bos/eos/pad "
         "and the chat template, special_tokens_map.json; docs/pipelines.md).  Ids are kept exactly."))
-    p.add_argument("input", type=Path, metavar="IN", help="the file to read (a folder for --from gpt2 without --merges)")
-    p.add_argument("output", type=Path, metavar="OUT", help="the file to write (a folder for --to gpt2 and hf-dir, created if missing)")
+    p.add_argument("input", type=_path, metavar="IN", help="the file to read (a folder for --from gpt2 without --merges)")
+    p.add_argument("output", type=_path, metavar="OUT", help="the file to write (a folder for --to gpt2 and hf-dir, created if missing)")
     p.add_argument("--from", dest="from_format", required=True, choices=CONVERT_FORMATS, help="format of IN (required)")
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
-    p.add_argument("--merges", type=Path, default=None,
+    p.add_argument("--merges", type=_path, default=None,
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
     p.add_argument("--pattern", choices=PATTERNS, default=None,
                    help="split pattern of a .tiktoken input (or --preset) or a gpt2 input (default gpt2)")
@@ -814,7 +838,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", action="append", required=True, metavar="FILE", help="a corpus (.txt, .jsonl, ...; repeat)")
     p.add_argument("--max-bytes", type=_positive, default=2_000_000, help="read about this much of each corpus (default 2000000)")
     p.add_argument("--text-field", default="text", help="JSONL field holding the text (default text; chat records: their messages)")
-    p.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw the comparison (needs matplotlib: mnemo[plot])")
+    p.add_argument("--plot", type=_path, metavar="FILE.png", help="also draw the comparison (needs matplotlib: mnemo[plot])")
     p.set_defaults(handler=cmd_eval)
 
     p = sub.add_parser("info", help="what a tokenizer.bin, .tok or stack token file holds", description=(
@@ -841,17 +865,20 @@ def check_paths(args: argparse.Namespace) -> None:
 
     inputs: list[tuple[str, Path]] = []
     command = args.command
+    if _check_url_output(args):
+        return
     if command in ("train", "tokenize"):
         inputs += [("input", Path(p)) for p in args.inputs if not remote.is_url(p)]
     if command in ("tokenize", "pretrain") and not remote.is_url(args.tokenizer):
         inputs.append(("tokenizer (-t)", args.tokenizer))
     if command == "pretrain":
-        inputs += [("input", Path(p)) for p in [*args.data, *(args.val or [])]]
+        inputs += [("input", Path(p)) for p in [*args.data, *(args.val or [])] if not remote.is_url(p)]
     if command == "convert":
-        inputs.append(("input", args.input))
-        if args.merges is not None:
+        if not remote.is_url(args.input):
+            inputs.append(("input", args.input))
+        if args.merges is not None and not remote.is_url(args.merges):
             inputs.append(("input (--merges)", args.merges))
-        elif args.from_format == "gpt2":
+        elif args.from_format == "gpt2" and args.merges is None and not remote.is_url(args.input):
             inputs += [("input", args.input / "vocab.json"), ("input", args.input / "merges.txt")]
         if args.to_format == "gpt2":
             check_output_folder(args.output)
@@ -863,7 +890,7 @@ def check_paths(args: argparse.Namespace) -> None:
                             f"destroy the {label}: choose another output folder"
                         )
             return
-    if command == "train" and args.base is not None:
+    if command == "train" and args.base is not None and not remote.is_url(args.base):
         inputs.append(("tokenizer (--from)", args.base))
     if command in ("train", "tokenize") and remote.is_url(args.output):
         url_inputs = [*args.inputs, *([args.tokenizer] if command == "tokenize" else [])]
@@ -876,6 +903,8 @@ def check_paths(args: argparse.Namespace) -> None:
             for part in output_paths(args.format, out.name, args.chat):
                 remote.check_output(out.with_name(part.name), url_inputs)
     elif command == "demo":
+        if remote.is_url(args.out):
+            raise ConfigError(f"--out {args.out}: the demo writes a local folder of files to look at; give a local path")
         check_output_folder(args.out)
     elif command == "eval" and args.plot is not None:
         check_output(args.plot, [("corpus", Path(p)) for p in args.corpus])
@@ -891,6 +920,33 @@ def check_paths(args: argparse.Namespace) -> None:
             check_output(part, inputs)
     elif getattr(args, "output", None) is not None:
         check_output(args.output, inputs)
+
+
+def _check_url_output(args: argparse.Namespace) -> bool:
+    """check_paths for the outputs of convert, pretrain (-o) and eval (--plot) that are URLs
+    (train's and tokenize's are checked in check_paths): each object the command writes is
+    refused now when it cannot be written (remote.check_output: a missing bucket, a prefix, an
+    input).  True when the command's output is a URL and was checked."""
+    from mnemo import remote
+
+    command = args.command
+    output = args.plot if command == "eval" else getattr(args, "output", None) if command in ("convert", "pretrain") else None
+    if output is None or not remote.is_url(output):
+        return False
+    inputs: list[str] = [p for p in vars(args).get("corpus", None) or [] if remote.is_url(p)]
+    if command == "convert":
+        inputs += [str(p) for p in (args.input, args.merges) if p is not None and remote.is_url(p)]
+    if command == "pretrain":
+        inputs += [str(p) for p in [args.tokenizer, *args.data, *(args.val or [])] if remote.is_url(p)]
+    if command == "convert" and args.to_format in ("gpt2", "hf-dir"):  # a folder (prefix) of objects
+        if remote.isfile(output):
+            raise ConfigError(f"{output}: is an object; --to {args.to_format} writes a folder (prefix) of files: give a folder URL")
+        names = ("vocab.json", "merges.txt") if args.to_format == "gpt2" else ("tokenizer.json", "tokenizer_config.json")
+        for name in names:
+            remote.check_output(remote.join(output, name), inputs)
+        return True
+    remote.check_output(output, inputs)
+    return True
 
 
 def _past_the_point_of_no_return() -> None:

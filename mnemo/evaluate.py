@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mnemo import remote
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
 from mnemo.tokenizer import Tokenizer
@@ -56,6 +57,8 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
     if "," in where:
         vocab, merges = where.split(",", 1)
         return label or Path(vocab).stem, interop.load_gpt2(vocab, merges)
+    if remote.is_url(where):
+        return _load_url_spec(label, where)
     path = Path(where)
     if path.is_dir():
         for vocab_name, merges_name in (("vocab.json", "merges.txt"), ("gpt2_vocab.json", "gpt2_merges.txt")):
@@ -68,20 +71,50 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
         raise InputError(f"{path}: no such tokenizer file (a tokenizer.bin, tokenizer.json, .tiktoken or GPT-2 folder)")
     name = path.name
     if name.endswith((".tiktoken", ".tiktoken.gz")):
-        known = (*interop.TIKTOKEN_PRESETS, *PRESETS)
-        preset = next((p for p in known if name.startswith(p)), None)
-        if preset is None:
-            raise ConfigError(
-                f"{path}: a .tiktoken file holds no split pattern or special tokens; name it after a preset "
-                f"({', '.join(known)}) or convert it with `mnemo convert --from tiktoken --pattern ...`"
-            )
-        if preset in interop.TIKTOKEN_PRESETS:
-            return label or preset, interop.load_tiktoken(path, preset)
-        pattern, specials = PRESETS[preset]
-        return label or preset, interop.load_tiktoken(path, pattern, specials)
+        return _tiktoken_spec(label, name, str(path))
     if name.endswith(".json"):
         return label or path.stem, interop.load_hf(path)
     return label or path.stem, Tokenizer.load(path)
+
+
+def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
+    """A .tiktoken file (a path or a URL), its pattern and specials from the preset its name starts with."""
+    from mnemo import interop
+
+    known = (*interop.TIKTOKEN_PRESETS, *PRESETS)
+    preset = next((p for p in known if name.startswith(p)), None)
+    if preset is None:
+        raise ConfigError(
+            f"{source}: a .tiktoken file holds no split pattern or special tokens; name it after a preset "
+            f"({', '.join(known)}) or convert it with `mnemo convert --from tiktoken --pattern ...`"
+        )
+    if preset in interop.TIKTOKEN_PRESETS:
+        return label or preset, interop.load_tiktoken(source, preset)
+    pattern, specials = PRESETS[preset]
+    return label or preset, interop.load_tiktoken(source, pattern, specials)
+
+
+def _load_url_spec(label: str, where: str) -> tuple[str, Tokenizer]:
+    """load_spec for a URL: the same kinds, known by the same names; a folder is a prefix."""
+    from mnemo import interop
+
+    u = remote.as_url(where)
+    if remote.isdir(u):
+        for vocab_name, merges_name in (("vocab.json", "merges.txt"), ("gpt2_vocab.json", "gpt2_merges.txt")):
+            vocab, merges = remote.join(u, vocab_name), remote.join(u, merges_name)
+            if remote.isfile(vocab) and remote.isfile(merges):
+                return label or u.name, interop.load_gpt2(str(vocab), str(merges))
+        if remote.isfile(remote.join(u, "tokenizer.json")):
+            return label or u.name, interop.load_hf(str(remote.join(u, "tokenizer.json")))
+        raise InputError(f"{u}: a folder (prefix) without vocab.json + merges.txt or tokenizer.json")
+    remote.check_file(u)  # missing: an InputError naming the URL
+    name = u.name
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    if name.endswith((".tiktoken", ".tiktoken.gz")):
+        return _tiktoken_spec(label, name, where)
+    if name.endswith(".json"):
+        return label or stem, interop.load_hf(where)
+    return label or stem, Tokenizer.load(where)
 
 
 def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = "text") -> Iterator[bytes]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from mnemo.errors import ConfigError, FormatError
+from mnemo import remote
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
 from mnemo.pretokenize import PATTERN_REGEX
@@ -743,7 +744,7 @@ def save_pretrained(
     bos_token: str | None = _UNSET,
     eos_token: str | None = _UNSET,
     pad_token: str | None = _UNSET,
-) -> list[Path]:
+) -> list[Path | remote.Url]:
     """Write a Hugging Face export directory that `transformers.AutoTokenizer.from_pretrained`
     loads: tokenizer.json (`to_hf_json`), tokenizer_config.json (bos/eos/pad, the chat template,
     no tokens added by encode: mnemo's encode adds none) and special_tokens_map.json.  Each file
@@ -751,8 +752,11 @@ def save_pretrained(
 
     `bos_token`, `eos_token`, `pad_token`: special-token names (None: no such token); by default
     those of `_default_roles`.  Returns the paths written."""
-    folder = Path(directory)
-    if folder.exists() and not folder.is_dir():
+    url = remote.is_url(directory)
+    folder = Path(directory) if not url else Path(".")
+    if url and remote.isfile(directory):
+        raise ConfigError(f"{directory}: exists and is not a folder; save_pretrained writes a folder of files")
+    if not url and folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder}: exists and is not a folder; save_pretrained writes a folder of files")
     defaults = _default_roles(tok)
     chosen: dict[str, str | None] = {}
@@ -781,16 +785,18 @@ def save_pretrained(
     if template is not None:
         config["chat_template"] = template
     special_map: dict[str, Any] = {**roles, "additional_special_tokens": others}
-    folder.mkdir(parents=True, exist_ok=True)
+    if not url:
+        folder.mkdir(parents=True, exist_ok=True)
     files = {
         "tokenizer.json": to_hf_json(tok),
         "tokenizer_config.json": config,
         "special_tokens_map.json": special_map,
     }
-    written: list[Path] = []
+    written: list[Path | remote.Url] = []
     for name, obj in files.items():
-        path = folder / name
-        write_atomic(path, json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
+        # a URL folder (prefix) needs no creating: each object appears whole (remote.write_atomic)
+        path: Path | remote.Url = remote.join(directory, name) if url else folder / name
+        write_atomic(str(path), json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
         written.append(path)
     return written
 

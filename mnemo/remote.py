@@ -130,7 +130,7 @@ def filesystem(url: str | os.PathLike[str] | Url) -> tuple[Any, str]:
     return fs, str(path)
 
 
-def _read_error(u: Url, exc: BaseException, doing: str = "read") -> InputError:
+def read_error(u: Url, exc: BaseException, doing: str = "read") -> InputError:
     if isinstance(exc, FileNotFoundError):
         return InputError(f"{u}: no such object (or its bucket does not exist); check the URL")
     if isinstance(exc, PermissionError):
@@ -147,7 +147,7 @@ def info(url: str | os.PathLike[str] | Url) -> dict[str, Any]:
     try:
         found: dict[str, Any] = fs.info(path)
     except Exception as exc:  # OSError, and the filesystem's own errors (botocore's, aiohttp's)
-        raise _read_error(u, exc) from None
+        raise read_error(u, exc) from None
     return found
 
 
@@ -177,7 +177,7 @@ def open_read(url: str | os.PathLike[str] | Url, *, exact: bool = False) -> Any:
             return fs.open(path, "rb", block_size=1 << 16, cache_type="none")
         return fs.open(path, "rb", block_size=READ_BLOCK)
     except Exception as exc:
-        raise _read_error(u, exc) from None
+        raise read_error(u, exc) from None
 
 
 def read_file(url: str | os.PathLike[str] | Url, limit: int, what: str = "file") -> bytes:
@@ -189,7 +189,7 @@ def read_file(url: str | os.PathLike[str] | Url, limit: int, what: str = "file")
         try:
             data: bytes = f.read(limit + 1)
         except Exception as exc:
-            raise _read_error(u, exc) from None
+            raise read_error(u, exc) from None
     if len(data) > limit:
         raise FormatError(f"{u}: larger than {limit:,} bytes, the most mnemo reads as a {what}: check that the URL names one")
     return data
@@ -305,3 +305,142 @@ def check_output(url: str | os.PathLike[str] | Url, inputs: Sequence[str | os.Pa
         raise
     except Exception as exc:
         raise ConfigError(f"{u}: cannot be checked for writing ({type(exc).__name__}: {exc}); check the URL and the credentials") from None
+
+
+# ---- folders and local copies -----------------------------------------------------------------
+
+
+def join(url: str | os.PathLike[str] | Url, name: str) -> Url:
+    """The URL of `name` inside the folder (prefix) `url`."""
+    return Url(f"{as_url(url).url.rstrip('/')}/{name}")
+
+
+def isdir(url: str | os.PathLike[str] | Url) -> bool:
+    """Whether `url` is a folder (a prefix with objects under it); False when nothing is there."""
+    u = as_url(url)
+    fs, path = filesystem(u)
+    try:
+        return bool(fs.isdir(path))
+    except Exception as exc:
+        raise read_error(u, exc) from None
+
+
+def isfile(url: str | os.PathLike[str] | Url) -> bool:
+    """Whether an object (not a prefix) is at `url`."""
+    u = as_url(url)
+    fs, path = filesystem(u)
+    try:
+        return bool(fs.isfile(path))
+    except Exception as exc:
+        raise read_error(u, exc) from None
+
+
+#: Room left free in TMPDIR after a local copy: a copy that would leave less is refused.
+COPY_RESERVE: Final = 256 << 20
+
+_copies: dict[str, Path] = {}
+_copy_root: list[Path] = []
+
+
+def _copy_folder() -> Path:
+    """This process's private folder of local copies, removed when the process exits."""
+    if not _copy_root:
+        import atexit
+
+        root = Path(tempfile.mkdtemp(prefix="mnemo-copies-"))
+        owner = os.getpid()
+        # a forked worker inherits the hook: only the process that made the folder removes it
+        atexit.register(lambda: shutil.rmtree(root, ignore_errors=True) if os.getpid() == owner else None)
+        _copy_root.append(root)
+    return _copy_root[0]
+
+
+def local_copy(url: str | os.PathLike[str] | Url, what: str = "file") -> Path:
+    """A local copy of the object (or folder) at `url`, for readers that need a local file: a
+    memory map (.tok files, the training stacks' files).  The bounded local cache of
+    docs/remote.md: each URL is downloaded once per process, streamed in UPLOAD_BLOCK pieces,
+    into a private folder in TMPDIR that is removed when the process exits; a copy that would
+    leave less than COPY_RESERVE bytes free there is refused before anything is downloaded."""
+    u = as_url(url)
+    key = u.url.rstrip("/")
+    if key in _copies and _copies[key].exists():
+        return _copies[key]
+    fs, path = filesystem(u)
+    try:
+        found = fs.info(path)
+        if found.get("type") == "directory":
+            files = {str(p): int(i.get("size") or 0) for p, i in fs.find(path, detail=True).items()}
+        else:
+            files = {str(path): int(found.get("size") or 0)}
+    except Exception as exc:
+        raise read_error(u, exc) from None
+    folder = Path(tempfile.mkdtemp(prefix="copy-", dir=_copy_folder()))
+    need = sum(files.values())
+    free = shutil.disk_usage(folder).free
+    if need + COPY_RESERVE > free:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise InputError(
+            f"{u}: a {what} at a URL is read from a local copy, and its {need:,} bytes do not fit in {folder.parent.parent} "
+            f"({free:,} bytes free, {COPY_RESERVE:,} kept free): set TMPDIR to a larger disk, or copy it yourself and pass the copy"
+        )
+    top = Path(folder) / (u.name or "root")
+    base = str(path).rstrip("/")
+    target = top
+    try:
+        for remote_path in sorted(files):
+            rel = remote_path[len(base):].lstrip("/") if found.get("type") == "directory" else ""
+            target = top / rel if rel else top
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with fs.open(remote_path, "rb", block_size=UPLOAD_BLOCK) as src, open(target, "wb") as dst:
+                while block := src.read(UPLOAD_BLOCK):
+                    dst.write(block)
+        if found.get("type") == "directory":
+            top.mkdir(parents=True, exist_ok=True)  # an empty folder
+    except BaseException as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not isinstance(exc, Exception):  # Ctrl-C, SIGTERM, exit
+            raise
+        if isinstance(exc, OSError) and getattr(exc, "filename", None) in (str(target), str(target.parent)):
+            raise  # the local disk, not the store: main() names the file
+        raise read_error(u, exc) from None
+    _copies[key] = top
+    return top
+
+
+def local_set(urls: Sequence[str | os.PathLike[str] | Url], what: str = "file set") -> Path:
+    """Local copies of the objects at `urls` that exist, side by side in one folder of the
+    local cache (a file set read by names next to each other: Megatron's .bin + .idx, datatrove's
+    .ds + .index, a sidecar), under their own names; the folder is returned.  The objects must
+    share one folder (prefix).  Each set is downloaded once per process, as `local_copy`."""
+    us = [as_url(u) for u in urls]
+    key = "\n".join(u.url for u in us)
+    if key in _copies and _copies[key].exists():
+        return _copies[key]
+    present = [u for u in us if isfile(u)]
+    need = sum(size(u) for u in present)
+    folder = Path(tempfile.mkdtemp(prefix="set-", dir=_copy_folder()))
+    free = shutil.disk_usage(folder).free
+    if need + COPY_RESERVE > free:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise InputError(
+            f"{us[0]}: a {what} at a URL is read from a local copy, and its {need:,} bytes do not fit in {folder.parent.parent} "
+            f"({free:,} bytes free, {COPY_RESERVE:,} kept free): set TMPDIR to a larger disk, or copy it yourself and pass the copy"
+        )
+    try:
+        for u in present:
+            fs, path = filesystem(u)
+            try:
+                with fs.open(path, "rb", block_size=UPLOAD_BLOCK) as src, open(folder / u.name, "wb") as dst:
+                    while block := src.read(UPLOAD_BLOCK):
+                        dst.write(block)
+            except OSError as exc:
+                if getattr(exc, "filename", None) == str(folder / u.name):
+                    raise  # the local disk, not the store: main() names the file
+                raise read_error(u, exc) from None
+            except Exception as exc:
+                raise read_error(u, exc) from None
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    _copies[key] = folder
+    return folder

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError
+from mnemo import remote
 from mnemo.fileio import read_file, write_atomic
 from mnemo.sources import Task
 from mnemo.tokfile import TOK_HEADER, Stamp, TokFile, TokHeader, read_tok_header
@@ -251,6 +252,13 @@ def shard_arrays(
 def open_tok(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
     """mnemo.open_tok: a .tok file (tokfile.open_tok) or a shard directory of `mnemo tokenize
     --ray`, read as one file in input order (`parts`: one memory-mapped array per shard)."""
+    if remote.is_url(path):
+        if remote.isdir(path):  # a shard directory in a bucket: mapped from a local copy
+            import dataclasses
+
+            opened = _open_shard_dir(remote.local_copy(path, "shard directory"), tokenizer)
+            return dataclasses.replace(opened, path=remote.as_url(path))
+        return open_tok_file(path, tokenizer)
     if os.path.isdir(path):
         return _open_shard_dir(path, tokenizer)
     return open_tok_file(path, tokenizer)

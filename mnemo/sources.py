@@ -415,8 +415,10 @@ def _dataset_folder_files(path: Input) -> list[Input]:
     """A `datasets.Dataset.save_to_disk` folder as its Arrow files, in the order of its
     state.json; any other path as itself.  A DatasetDict folder (one subfolder per split) is an
     error naming the splits: training on train and test together must be a choice."""
-    if isinstance(path, Url) or is_stdin(path) or not path.is_dir():
-        return [path]  # a URL: an object (a save_to_disk folder in a bucket is not read as one)
+    if isinstance(path, Url):
+        return _dataset_prefix_files(path)
+    if is_stdin(path) or not path.is_dir():
+        return [path]
     state = path / "state.json"
     if state.is_file():
         try:
@@ -440,6 +442,31 @@ def _dataset_folder_files(path: Input) -> list[Input]:
             found = "see dataset_dict.json"
         raise InputError(f"{path}: is a datasets DatasetDict (splits: {found}); pass the folder of one split, e.g. {path / 'train'}")
     return [path]  # a plain folder: _stat's "is a directory" error
+
+
+def _dataset_prefix_files(url: Url) -> list[Input]:
+    """`_dataset_folder_files` for a URL: a save_to_disk folder in a bucket (a prefix holding
+    state.json) as the URLs of its Arrow objects, in state.json's order; an object as itself."""
+    from mnemo.fileio import read_file
+
+    if not remote.isdir(url):
+        return [url]  # an object, or nothing (check_file names the URL)
+    state = remote.join(url, "state.json")
+    if remote.isfile(state):
+        try:
+            files = json.loads(read_file(str(state), 1 << 24, "datasets state.json"))["_data_files"]
+            names = [str(entry["filename"]) for entry in files]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{state}: not a datasets state.json with a '_data_files' list ({type(exc).__name__}: {exc})") from None
+        if not names:
+            raise InputError(f"{url}: its state.json lists no Arrow files")
+        for name in names:
+            if Path(name).name != name:
+                raise InputError(f"{state}: data file {name!r} is not a file name inside the folder")
+        return [remote.join(url, name) for name in names]
+    if remote.isfile(remote.join(url, "dataset_dict.json")):
+        raise InputError(f"{url}: is a datasets DatasetDict; pass the folder (prefix) of one split, e.g. {remote.join(url, 'train')}")
+    raise InputError(f"{url}: is a folder (a prefix) without a datasets state.json; pass the objects inside it")
 
 
 #: Bytes (after decompression) looked at for a NUL: git's rule for telling binary from text.

@@ -720,6 +720,8 @@ def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
 def detect(path: str | os.PathLike[str]) -> str | None:
     """The stack format of a path: the one its mnemo sidecar names, else the one its suffix
     names (a .bin with a sibling .idx is Megatron's, one without is nanoGPT's), or None."""
+    if remote.is_url(path):
+        path = local_stack_set(path)
     p = _strip(Path(path), (SIDECAR_SUFFIX,))
     try:
         side = read_sidecar(_with(p, SIDECAR_SUFFIX))
@@ -740,8 +742,22 @@ def detect(path: str | os.PathLike[str]) -> str | None:
 READERS: Final = {"megatron": read_megatron, "datatrove": read_datatrove, "nanogpt": read_nanogpt}
 
 
+def local_stack_set(url: str | os.PathLike[str]) -> Path:
+    """A stack file set at a URL, copied to the local cache (remote.local_set: its tokens are
+    memory-mapped): every part any format could pair with the name given, those that exist.
+    Returns the local path standing for `url`; its siblings are the set's other parts."""
+    u = remote.as_url(url)
+    if not remote.isfile(u):
+        raise remote.read_error(u, FileNotFoundError(u.url))
+    names = dict.fromkeys([u.name, *(p.name for fmt in FORMATS[1:] for p in output_paths(fmt, u.name, chat=True))])
+    return remote.local_set([u.with_name(n) for n in names], "token file set") / u.name
+
+
 def read_stack_file(path: str | os.PathLike[str], fmt: str | None = None) -> StackFile:
-    """Read a stack's token file set, its format named or found by `detect`."""
+    """Read a stack's token file set, its format named or found by `detect` (a URL: from local
+    copies of its parts, mnemo/remote.py)."""
+    if remote.is_url(path):
+        path = local_stack_set(path)
     found = fmt or detect(path)
     if found not in READERS:
         raise InputError(f"{path}: not a Megatron (.bin/.idx), datatrove (.ds) or nanoGPT (.bin) token file")

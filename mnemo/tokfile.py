@@ -201,7 +201,7 @@ class TokFile:
     and `tokens` is their concatenation (read into memory when there is more than one shard;
     TokenStream reads `parts` and maps them instead)."""
 
-    path: Path
+    path: Path | remote.Url  # a URL as given: its tokens are mapped from a local copy
     header: TokHeader
     tokens: npt.NDArray[np.unsignedinteger]
     parts: tuple[npt.NDArray[np.unsignedinteger], ...] = ()
@@ -212,6 +212,14 @@ class TokFile:
 
 def read_tok_header(path: str | os.PathLike[str]) -> TokHeader:
     """The validated header of a .tok file (its size checked), without a tokenizer."""
+    if remote.is_url(path):  # 64 bytes by one ranged read: no copy is made for a header
+        u = remote.as_url(path)
+        with remote.open_read(u, exact=True) as f:
+            try:
+                head = f.read(TOK_HEADER.size)
+            except Exception as exc:
+                raise remote.read_error(u, exc) from None
+        return parse_tok_header(head, str(u), remote.check_file(u))
     source = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -232,11 +240,17 @@ def open_tok(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
             f"not by this one ({tokenizer.fingerprint}): open it with the tokenizer.bin that wrote it"
         )
     dtype = np.dtype("<u2" if header.width == 2 else "<u4")
+    where: Path | remote.Url = remote.as_url(path) if remote.is_url(path) else Path(path)
     if header.n_tokens == 0:
         tokens: npt.NDArray[np.unsignedinteger] = np.zeros(0, dtype=dtype)
     else:
-        tokens = np.memmap(path, dtype=dtype, mode="r", offset=TOK_HEADER.size, shape=(header.n_tokens,))
-    return TokFile(Path(path), header, tokens, (tokens,))
+        # a URL: memory-mapped from this process's local copy (remote.local_copy), made once the
+        # header (one ranged read) has shown the file is this tokenizer's
+        local = remote.local_copy(where, ".tok file") if isinstance(where, remote.Url) else where
+        if os.path.getsize(local) != TOK_HEADER.size + header.n_tokens * header.width:
+            raise FormatError(f"{where}: changed while it was read (its size no longer matches its header); read it again")
+        tokens = np.memmap(local, dtype=dtype, mode="r", offset=TOK_HEADER.size, shape=(header.n_tokens,))
+    return TokFile(where, header, tokens, (tokens,))
 
 
 assert TOK_HEADER.size == 64, "header layout changed"

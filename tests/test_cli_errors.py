@@ -113,10 +113,28 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("eval", "unwritable --plot", ["eval", "tok.bin", "--corpus", "text.txt", "--plot", "/proc/e.png"], "/proc/e.png"),
     ("eval", "--plot not a png", ["eval", "tok.bin", "--corpus", "text.txt", "--plot", "e.svg"], "e.svg"),
     ("eval", "--plot is the corpus", ["eval", "tok.bin", "--corpus", "text.txt", "--plot", "text.txt"], "text.txt"),
+    # URLs (docs/remote.md): a key that does not exist (memory:// of a fresh process is empty;
+    # buckets that do not exist: tests/test_remote.py, on moto's S3)
+    ("train", "missing --from URL", ["train", "text.txt", "-o", "t.bin", "--from", "memory://mnemo/nothere.bin"], "memory://mnemo/nothere.bin"),
+    ("tokenize", "missing input URL", ["tokenize", "-t", "tok.bin", "memory://mnemo/nothere.txt", "-o", "t.tok"], "memory://mnemo/nothere.txt"),
+    ("tokenize", "missing tokenizer URL", ["tokenize", "-t", "memory://mnemo/nothere.bin", "text.txt", "-o", "t.tok"], "memory://mnemo/nothere.bin"),
+    ("tokshow", "missing tokenizer URL", ["tokshow", "-t", "memory://mnemo/nothere.bin", "hello"], "memory://mnemo/nothere.bin"),
+    ("tokshow", "missing --file URL", ["tokshow", "-t", "tok.bin", "--file", "memory://mnemo/nothere.txt"], "memory://mnemo/nothere.txt"),
+    ("tokshow", "missing --chat URL", ["tokshow", "-t", "tok.bin", "--chat", "memory://mnemo/nothere.jsonl"], "memory://mnemo/nothere.jsonl"),
+    ("info", "missing URL", ["info", "memory://mnemo/nothere.tok"], "memory://mnemo/nothere.tok"),
+    ("convert", "missing input URL", ["convert", "memory://mnemo/nothere.bin", "o.json", "--from", "mnemo", "--to", "hf"], "memory://mnemo/nothere.bin"),
+    ("convert", "missing gpt2 folder URL", ["convert", "memory://mnemo/gpt2", "o.bin", "--from", "gpt2", "--to", "mnemo"], "memory://mnemo/gpt2"),
+    ("pretrain", "missing data URL", ["pretrain", "-t", "tok.bin", "memory://mnemo/nothere.tok"], "memory://mnemo/nothere.tok"),
+    ("pretrain", "missing tokenizer URL", ["pretrain", "-t", "memory://mnemo/nothere.bin", "data.tok"], "memory://mnemo/nothere.bin"),
+    ("inspect", "missing tokenizer URL", ["inspect", "memory://mnemo/nothere.bin"], "memory://mnemo/nothere.bin"),
+    ("inspect", "missing corpus URL", ["inspect", "tok.bin", "--corpus", "memory://mnemo/nothere.txt"], "memory://mnemo/nothere.txt"),
+    ("eval", "missing tokenizer URL", ["eval", "memory://mnemo/nothere.bin", "--corpus", "text.txt"], "memory://mnemo/nothere.bin"),
+    ("eval", "missing corpus URL", ["eval", "tok.bin", "--corpus", "memory://mnemo/nothere.txt"], "memory://mnemo/nothere.txt"),
     # demo
     ("demo", "unwritable output", ["demo", "--out", "/proc/mnemo-demo"], "/proc/mnemo-demo"),
     ("demo", "output is a file", ["demo", "--out", "afile"], "afile"),
     ("demo", "bad --vocab-size", ["demo", "--out", "demo-out", "--vocab-size", "100"], "100"),
+    ("demo", "URL output", ["demo", "--out", "s3://bucket/demo"], "s3://bucket/demo"),
 ]
 
 
@@ -207,6 +225,7 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("demo", "unwritable output"): "ConfigError",
     ("demo", "output is a file"): "ConfigError",
     ("demo", "bad --vocab-size"): "ConfigError",
+    ("demo", "URL output"): "ConfigError",
     ("train", "missing --from"): "InputError",
     ("train", "--from a .tok"): "FormatError",
     ("train", "output is --from"): "ConfigError",
@@ -222,6 +241,21 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("eval", "unwritable --plot"): "ConfigError",
     ("eval", "--plot not a png"): "ConfigError",
     ("eval", "--plot is the corpus"): "ConfigError",
+    ("train", "missing --from URL"): "InputError",
+    ("tokenize", "missing input URL"): "InputError",
+    ("tokenize", "missing tokenizer URL"): "InputError",
+    ("tokshow", "missing tokenizer URL"): "InputError",
+    ("tokshow", "missing --file URL"): "InputError",
+    ("tokshow", "missing --chat URL"): "InputError",
+    ("info", "missing URL"): "InputError",
+    ("convert", "missing input URL"): "InputError",
+    ("convert", "missing gpt2 folder URL"): "InputError",
+    ("pretrain", "missing data URL"): "InputError",
+    ("pretrain", "missing tokenizer URL"): "InputError",
+    ("inspect", "missing tokenizer URL"): "InputError",
+    ("inspect", "missing corpus URL"): "InputError",
+    ("eval", "missing tokenizer URL"): "InputError",
+    ("eval", "missing corpus URL"): "InputError",
 }
 
 # More failure paths, checked in-process only (each raised a bare MnemoError before).

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import mnemo
@@ -313,3 +314,283 @@ def test_memory_and_file_urls(english_jsonl: Path, tmp_path: Path) -> None:
     assert (tmp_path / "via-url.tok").read_bytes() == (tmp_path / "out.tok").read_bytes()
     with pytest.raises(InputError, match="memory://mnemo-test/absent.jsonl: no such object"):
         mnemo.train(["memory://mnemo-test/absent.jsonl"], vocab_size=300)
+
+
+# ---- every other path argument: token files read back, folders, convert/pretrain/tokshow/... -----
+
+
+@pytest.fixture(scope="module")
+def small_tok(tmp_path_factory: pytest.TempPathFactory, english_jsonl: Path) -> tuple[mnemo.Tokenizer, Path]:
+    folder = tmp_path_factory.mktemp("remote-tok")
+    tok = mnemo.train([english_jsonl], vocab_size=600, workers=1)
+    tok.save(folder / "tok.bin")
+    return tok, folder / "tok.bin"
+
+
+def _no_copy_folders(tmpdir: Path) -> list[str]:
+    return sorted(p.name for p in tmpdir.iterdir() if p.name.startswith("mnemo-copies-"))
+
+
+def test_tok_files_at_a_url_are_read_back_from_a_local_copy(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """open_tok, TokenStream/BatchLoader, `mnemo info` and `mnemo pretrain` take a .tok at a URL
+    (they memory-mapped local files only: `cannot read s3://...`).  The tokens are the local
+    file's; a file of another tokenizer is refused on its header, before any copy; the copy
+    lives in TMPDIR and is gone when the process exits; one that would not fit is refused."""
+    from mnemo import remote
+    from mnemo.batches import BatchLoader, TokenStream
+    from mnemo.bigram import BigramModel
+    from mnemo.errors import FingerprintError
+
+    tok, tok_path = small_tok
+    local = tmp_path / "en.tok"
+    assert _mnemo("tokenize", english_jsonl, "-t", tok_path, "-o", local, "-q").returncode == 0
+    url = _put(s3_endpoint, bucket, "tokens/en.tok", local)
+    tok_url = _put(s3_endpoint, bucket, "tok.bin", tok_path)
+
+    f = mnemo.open_tok(url, tok)
+    assert str(f.path) == url and f.header == mnemo.open_tok(local, tok).header
+    assert np.array_equal(f.tokens, mnemo.open_tok(local, tok).tokens)
+    a = BatchLoader(TokenStream.from_tok_files([url], tok), context=32, batch_size=4, seed=1)
+    b = BatchLoader(TokenStream.from_tok_files([local], tok), context=32, batch_size=4, seed=1)
+    for _ in range(3):
+        x, y = a.next_batch(), b.next_batch()
+        assert np.array_equal(x.inputs, y.inputs) and np.array_equal(x.targets, y.targets)
+
+    other = mnemo.train([english_jsonl], vocab_size=500, workers=1)
+    url2 = _put(s3_endpoint, bucket, "tokens/again.tok", local)
+    with pytest.raises(FingerprintError, match=f"{url2} was made by the tokenizer with fingerprint"):
+        mnemo.open_tok(url2, other)
+    assert url2 not in remote._copies  # refused on its 64-byte header: nothing was copied
+    monkeypatch.setattr(remote, "COPY_RESERVE", 1 << 60)
+    with pytest.raises(InputError, match=f"{url2}: a .tok file at a URL is read from a local copy, and its [0-9,]+ bytes do not fit"):
+        mnemo.open_tok(url2, tok)
+    monkeypatch.undo()
+    with pytest.raises(InputError, match=f"s3://{bucket}/tokens/absent.tok: no such object"):
+        mnemo.open_tok(f"s3://{bucket}/tokens/absent.tok", tok)
+
+    out = _mnemo("info", url)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == _mnemo("info", local).stdout.replace(str(local), url)
+
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    out = _mnemo("pretrain", url, "--val", url2, "-t", tok_url, "--steps", "3", "--eval-every", "3", "--batch", "4",
+                 "--context", "16", "-o", f"s3://{bucket}/weights.npz", "-q", env=env)
+    assert out.returncode == 0, out.stderr
+    assert _no_copy_folders(tmpdir) == [], list(tmpdir.iterdir())  # the process removed its copies
+    model = BigramModel.load(f"s3://{bucket}/weights.npz")
+    assert model.E.shape[0] == tok.n_vocab
+
+
+def test_stack_files_and_shard_directories_at_a_url(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
+) -> None:
+    """`mnemo info` and read_stack_file of a Megatron/datatrove/nanoGPT set written to s3://,
+    and a shard directory in a bucket read by open_tok: what the local files give."""
+    from mnemo.stackfiles import read_stack_file
+
+    tok, tok_path = small_tok
+    for fmt, given, name in (("megatron", "set", "set.bin"), ("datatrove", "set", "set.ds"), ("nanogpt", "set.bin", "set.bin")):
+        local_dir = tmp_path / fmt
+        local_dir.mkdir()
+        assert _mnemo("tokenize", english_jsonl, "-t", tok_path, "-o", local_dir / given, "--format", fmt, "-q").returncode == 0
+        out = _mnemo("tokenize", english_jsonl, "-t", tok_path, "-o", f"s3://{bucket}/{fmt}/{given}", "--format", fmt, "-q")
+        assert out.returncode == 0, out.stderr
+        url = f"s3://{bucket}/{fmt}/{name}"
+        got = _mnemo("info", url)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == _mnemo("info", local_dir / name).stdout.replace(str(local_dir), f"s3://{bucket}/{fmt}")
+        remote_set, local_set = read_stack_file(url), read_stack_file(local_dir / name)
+        assert remote_set.format == local_set.format == fmt
+        assert np.array_equal(remote_set.tokens, local_set.tokens)
+
+    # a shard directory of `tokenize --ray` (written here by the function a Ray task runs),
+    # uploaded as it is: its files under one prefix
+    from mnemo.shards import Manifest, Shard, shard_name, write_manifest
+    from mnemo.sources import plan_tasks
+    from mnemo.tokenizing import ShardSettings, plan_shards, write_shard
+
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    tasks = plan_tasks([english_jsonl], n_workers=1, min_task_bytes=1 << 20, max_task_bytes=1 << 20, whole_documents=True)
+    written = []
+    for i, group in enumerate(plan_shards(tasks, 1 << 20)):
+        _, n_docs, n_tokens, _ = write_shard(ShardSettings(False, "text", tok.special_tokens["<|bos|>"], None), tok,
+                                             (str(folder / shard_name(i)), group))
+        written.append(Shard(shard_name(i), group, n_docs, n_tokens))
+    assert len(written) >= 2
+    write_manifest(folder, Manifest(tok.fingerprint, tok.n_vocab, False, {"inputs": [str(english_jsonl)]}, tuple(written), True))
+    for f in sorted(folder.iterdir()):
+        _put(s3_endpoint, bucket, f"shards/{f.name}", f)
+    url = f"s3://{bucket}/shards"
+    got, want = mnemo.open_tok(url, tok), mnemo.open_tok(folder, tok)
+    assert str(got.path) == url and got.header == want.header and np.array_equal(got.tokens, want.tokens)
+    out = _mnemo("info", url)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == _mnemo("info", folder).stdout.replace(str(folder), url)
+
+
+def test_a_save_to_disk_folder_in_a_bucket_is_read_as_its_arrow_files(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
+) -> None:
+    """`datasets.Dataset.save_to_disk` into a bucket (its state.json and data-*.arrow under a
+    prefix): train and tokenize read the prefix as the Arrow objects state.json lists, as they
+    read a local folder (one had to pass the data-*.arrow objects)."""
+    datasets = pytest.importorskip("datasets")
+    from mnemo.sources import check_inputs
+
+    tok, tok_path = small_tok
+    texts = [json.loads(line)["text"] for line in english_jsonl.read_text(encoding="utf-8").splitlines()]
+    local = tmp_path / "ds"
+    datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(local), max_shard_size="1MB")
+    arrows = sorted(p.name for p in local.glob("data-*.arrow"))
+    assert len(arrows) >= 2
+    for f in local.iterdir():
+        _put(s3_endpoint, bucket, f"ds/{f.name}", f)
+    url = f"s3://{bucket}/ds"
+    assert [str(p) for p in check_inputs([url])] == [f"{url}/{name}" for name in json_names(local)]
+    assert [str(p) for p in check_inputs([url + "/"])] == [f"{url}/{name}" for name in json_names(local)]
+    assert mnemo.train([url], vocab_size=600, workers=2) == mnemo.train([local], vocab_size=600, workers=1)
+    out = _mnemo("tokenize", url, "-t", tok_path, "-o", tmp_path / "remote.tok", "-q")
+    assert out.returncode == 0, out.stderr
+    assert _mnemo("tokenize", local, "-t", tok_path, "-o", tmp_path / "local.tok", "-q").returncode == 0
+    assert (tmp_path / "remote.tok").read_bytes() == (tmp_path / "local.tok").read_bytes()
+    # a prefix without state.json: the error names it
+    _put(s3_endpoint, bucket, "plain/a.jsonl", english_jsonl)
+    with pytest.raises(InputError, match=f"s3://{bucket}/plain: is a folder \\(a prefix\\) without a datasets state.json"):
+        check_inputs([f"s3://{bucket}/plain"])
+
+
+def json_names(folder: Path) -> list[str]:
+    """The data files a save_to_disk folder's state.json lists, in its order."""
+    return [entry["filename"] for entry in json.loads((folder / "state.json").read_text())["_data_files"]]
+
+
+def test_convert_tokshow_inspect_eval_and_train_from_take_urls(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path,
+    cs336_dir: Path,
+) -> None:
+    """The commands that took local paths only (`convert`, `tokshow`, `inspect`, `eval`,
+    `train --from`) read and write s3:// as the local runs do: the same bytes, the same output."""
+    tok, tok_path = small_tok
+    s3 = _s3(s3_endpoint)
+    b = f"s3://{bucket}"
+    tok_url = _put(s3_endpoint, bucket, "tok.bin", tok_path)
+    # convert: a gpt2 folder (prefix) in, a mnemo file out; an hf-dir and a gpt2 folder out and back
+    _put(s3_endpoint, bucket, "gpt2/vocab.json", cs336_dir / "gpt2_vocab.json")
+    _put(s3_endpoint, bucket, "gpt2/merges.txt", cs336_dir / "gpt2_merges.txt")
+    gpt2_local = tmp_path / "gpt2"
+    gpt2_local.mkdir()
+    (gpt2_local / "vocab.json").write_bytes((cs336_dir / "gpt2_vocab.json").read_bytes())
+    (gpt2_local / "merges.txt").write_bytes((cs336_dir / "gpt2_merges.txt").read_bytes())
+    assert _mnemo("convert", gpt2_local, tmp_path / "gpt2.bin", "--from", "gpt2", "--to", "mnemo").returncode == 0
+    out = _mnemo("convert", f"{b}/gpt2", f"{b}/conv/gpt2.bin", "--from", "gpt2", "--to", "mnemo")
+    assert out.returncode == 0, out.stderr
+    assert s3.get_object(Bucket=bucket, Key="conv/gpt2.bin")["Body"].read() == (tmp_path / "gpt2.bin").read_bytes()
+    out = _mnemo("convert", f"{b}/gpt2/vocab.json", f"{b}/conv/gpt2-b.bin", "--merges", f"{b}/gpt2/merges.txt",
+                 "--from", "gpt2", "--to", "mnemo")
+    assert out.returncode == 0, out.stderr
+    assert s3.get_object(Bucket=bucket, Key="conv/gpt2-b.bin")["Body"].read() == (tmp_path / "gpt2.bin").read_bytes()
+    for fmt, names in (("hf-dir", ["special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]),
+                       ("gpt2", ["merges.txt", "vocab.json"])):
+        assert _mnemo("convert", tok_path, tmp_path / fmt, "--from", "mnemo", "--to", fmt).returncode == 0
+        out = _mnemo("convert", tok_url, f"{b}/{fmt}-out/", "--from", "mnemo", "--to", fmt)
+        assert out.returncode == 0, out.stderr
+        assert sorted(k for k in _keys(s3_endpoint, bucket) if k.startswith(f"{fmt}-out/")) == [f"{fmt}-out/{n}" for n in names]
+        for n in names:
+            assert s3.get_object(Bucket=bucket, Key=f"{fmt}-out/{n}")["Body"].read() == (tmp_path / fmt / n).read_bytes(), n
+        back, local_back = tmp_path / f"{fmt}-back.bin", tmp_path / f"{fmt}-local-back.bin"
+        out = _mnemo("convert", f"{b}/{fmt}-out", back, "--from", fmt, "--to", "mnemo")
+        assert out.returncode == 0, out.stderr
+        assert _mnemo("convert", tmp_path / fmt, local_back, "--from", fmt, "--to", "mnemo").returncode == 0
+        assert back.read_bytes() == local_back.read_bytes()
+        if fmt == "hf-dir":  # (a gpt2 folder holds no pattern: it comes back with GPT-2's)
+            assert mnemo.Tokenizer.load(back).fingerprint == tok.fingerprint
+    for fmt in ("hf", "tiktoken"):
+        assert _mnemo("convert", tok_path, tmp_path / f"t.{fmt}", "--from", "mnemo", "--to", fmt).returncode == 0
+        out = _mnemo("convert", tok_url, f"{b}/t.{fmt}", "--from", "mnemo", "--to", fmt)
+        assert out.returncode == 0, out.stderr
+        assert s3.get_object(Bucket=bucket, Key=f"t.{fmt}")["Body"].read() == (tmp_path / f"t.{fmt}").read_bytes()
+    out = _mnemo("convert", f"{b}/t.tiktoken", tmp_path / "tt.bin", "--from", "tiktoken", "--to", "mnemo",
+                 "--pattern", tok.pattern, *[a for n, i in tok.special_tokens.items() for a in ("--special", f"{n}={i}")])
+    assert out.returncode == 0, out.stderr
+
+    # tokshow: the tokenizer, --file and --chat at URLs
+    text = tmp_path / "t.txt"
+    text.write_text("Hello there, world of tokens.\n")
+    chat = tmp_path / "c.jsonl"
+    chat.write_text(json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]}) + "\n")
+    t_url, c_url = _put(s3_endpoint, bucket, "t.txt", text), _put(s3_endpoint, bucket, "c.jsonl", chat)
+    for args, local_args in ((["--file", t_url], ["--file", text]), (["--chat", c_url], ["--chat", chat])):
+        out = _mnemo("tokshow", "-t", tok_url, *args, "--ids", "--no-color")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == _mnemo("tokshow", "-t", tok_path, *local_args, "--ids", "--no-color").stdout
+
+    # inspect and eval: the tokenizer and the corpus at URLs (eval's figures hold timings: compare the counts)
+    corpus = _put(s3_endpoint, bucket, "corpus/en.jsonl", english_jsonl)
+    out = _mnemo("inspect", tok_url, "--corpus", corpus, "--max-bytes", "200000")
+    assert out.returncode == 0, out.stderr
+    local = _mnemo("inspect", tok_path, "--corpus", english_jsonl, "--max-bytes", "200000")
+    assert out.stdout.split("\n", 1)[1] == local.stdout.split("\n", 1)[1]
+    out = _mnemo("eval", f"mine={tok_url}", "--corpus", corpus, "--max-bytes", "200000")
+    assert out.returncode == 0, out.stderr
+    assert "mine" in out.stdout and "en" in out.stdout
+
+    # train --from a tokenizer at a URL
+    out = _mnemo("train", english_jsonl, "--from", tok_url, "-o", f"{b}/more.bin", "--vocab-size", "700", "--workers", "1", "-q")
+    assert out.returncode == 0, out.stderr
+    assert _mnemo("train", english_jsonl, "--from", tok_path, "-o", tmp_path / "more.bin", "--vocab-size", "700",
+                  "--workers", "1", "-q").returncode == 0
+    assert s3.get_object(Bucket=bucket, Key="more.bin")["Body"].read() == (tmp_path / "more.bin").read_bytes()
+
+
+@pytest.mark.parametrize("missing", ["bucket", "key"])
+def test_every_command_names_a_missing_bucket_or_key(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path,
+    missing: str,
+) -> None:
+    """Each path argument of each command, given an s3:// URL whose bucket or key does not
+    exist: one `mnemo: error:` line naming the URL, no traceback, nothing written."""
+    tok, tok_path = small_tok
+    tok_url = _put(s3_endpoint, bucket, "tok.bin", tok_path)
+    data = tmp_path / "d.tok"
+    assert _mnemo("tokenize", english_jsonl, "-t", tok_path, "-o", data, "-q").returncode == 0
+    gone = f"s3://mnemo-no-such-bucket-{uuid.uuid4().hex[:8]}" if missing == "bucket" else f"s3://{bucket}/no/such"
+    cases: list[tuple[list[str | Path], str]] = [
+        (["tokshow", "-t", f"{gone}/t.bin", "hello"], f"{gone}/t.bin"),
+        (["tokshow", "-t", tok_url, "--file", f"{gone}/t.txt"], f"{gone}/t.txt"),
+        (["tokshow", "-t", tok_url, "--chat", f"{gone}/c.jsonl"], f"{gone}/c.jsonl"),
+        (["info", f"{gone}/d.tok"], f"{gone}/d.tok"),
+        (["convert", f"{gone}/t.bin", tmp_path / "o.json", "--from", "mnemo", "--to", "hf"], f"{gone}/t.bin"),
+        (["convert", f"{gone}/gpt2", tmp_path / "o.bin", "--from", "gpt2", "--to", "mnemo"], f"{gone}/gpt2"),
+        (["pretrain", "-t", tok_path, f"{gone}/d.tok"], f"{gone}/d.tok"),
+        (["pretrain", "-t", f"{gone}/t.bin", data], f"{gone}/t.bin"),
+        (["inspect", f"{gone}/t.bin"], f"{gone}/t.bin"),
+        (["inspect", tok_path, "--corpus", f"{gone}/c.jsonl"], f"{gone}/c.jsonl"),
+        (["eval", f"{gone}/t.bin", "--corpus", english_jsonl], f"{gone}/t.bin"),
+        (["eval", tok_path, "--corpus", f"{gone}/c.jsonl"], f"{gone}/c.jsonl"),
+        (["train", english_jsonl, "-o", tmp_path / "t.bin", "--from", f"{gone}/t.bin"], f"{gone}/t.bin"),
+    ]
+    if missing == "bucket":  # an output whose bucket does not exist: refused before any work
+        cases += [
+            (["convert", tok_path, f"{gone}/o.json", "--from", "mnemo", "--to", "hf"], f"{gone}/o.json"),
+            (["convert", tok_path, f"{gone}/hf/", "--from", "mnemo", "--to", "hf-dir"], f"{gone}/hf/tokenizer.json"),
+            (["pretrain", "-t", tok_path, data, "-o", f"{gone}/w.npz"], f"{gone}/w.npz"),
+            (["eval", tok_path, "--corpus", english_jsonl, "--plot", f"{gone}/e.png"], f"{gone}/e.png"),
+        ]
+    before = sorted(tmp_path.iterdir())
+    for argv, url in cases:
+        out = _mnemo(*argv)
+        assert out.returncode == 1, (argv, out.stderr)
+        assert "Traceback" not in out.stderr, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"mnemo: error: {url}"), (argv, out.stderr)
+        assert sorted(tmp_path.iterdir()) == before, argv
+    assert sorted(_keys(s3_endpoint, bucket)) == ["tok.bin"]
+    if missing == "key":  # an output key that does not exist yet is simply written
+        out = _mnemo("convert", tok_path, f"{gone}/o.json", "--from", "mnemo", "--to", "hf")
+        assert out.returncode == 0 and sorted(_keys(s3_endpoint, bucket)) == ["no/such/o.json", "tok.bin"], out.stderr
