@@ -865,6 +865,13 @@ def check_paths(args: argparse.Namespace) -> None:
 
     inputs: list[tuple[str, Path]] = []
     command = args.command
+    if command == "tokenize" and args.ray is not None:
+        url = next((p for p in [args.output, *args.inputs] if remote.is_url(p)), None)
+        if url is not None:  # work_ray's shard directory and task plan are of local (shared) paths
+            raise ConfigError(
+                f"{url}: --ray reads and writes folders every node of the cluster mounts, not URLs yet; "
+                f"tokenize with --ray between shared folders, or from and to URLs without --ray"
+            )
     if _check_url_output(args):
         return
     if command in ("train", "tokenize"):

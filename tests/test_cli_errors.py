@@ -70,6 +70,7 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("tokenize", "a .tok as text", ["tokenize", "-t", "tok.bin", "data.tok", "-o", "t.tok"], "data.tok"),
     ("tokenize", "unknown --bos", ["tokenize", "-t", "tok.bin", "text.txt", "-o", "t.tok", "--bos", "<|nope|>"], "<|nope|>"),
     ("tokenize", "workers 0", ["tokenize", "-t", "tok.bin", "text.txt", "-o", "t.tok", "--workers", "0"], "0"),
+    ("tokenize", "--ray to a URL", ["tokenize", "-t", "tok.bin", "text.txt", "-o", "s3://b/shards", "--ray"], "s3://b/shards"),
     # tokshow
     ("tokshow", "missing --file", ["tokshow", "-t", "tok.bin", "--file", "nothere.txt"], "nothere.txt"),
     ("tokshow", "missing tokenizer", ["tokshow", "-t", "nothere.bin", "hello"], "nothere.bin"),
@@ -198,6 +199,7 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("tokenize", "a .tok as text"): "InputError",
     ("tokenize", "unknown --bos"): "ConfigError",
     ("tokenize", "workers 0"): "usage",
+    ("tokenize", "--ray to a URL"): "ConfigError",
     ("tokshow", "missing --file"): "InputError",
     ("tokshow", "missing tokenizer"): "InputError",
     ("tokshow", "missing --chat"): "InputError",
