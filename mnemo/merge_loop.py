@@ -84,6 +84,23 @@ def _scan(toks: vec[i16], a: i64, b: i64, cap: i64, start: i64, stop: i64) -> by
     return kernels.pair_positions(toks, a, b, cap, start, stop)
 
 
+#: The merges whose ids this trainer can hold; merge_loop_wide learns them here first (Seams.handoff).
+NARROW_MERGES: Final[i64] = MAX_IDS - 256
+
+
+def _start(
+    blob: bytes,
+    meta: bytes,
+    n_merges: i64,
+    tie: str,
+    verify: bool,
+    progress: Callable[[str, int, int], None] | None,
+    forced: list[tuple[int, int]],
+) -> TrainState:
+    """Where train_merges_packed starts: the words laid out, no merge learnt yet."""
+    return _layout(blob, meta)
+
+
 def _check_width(n_merges: i64) -> None:
     if 256 + n_merges > MAX_IDS:
         raise ConfigError(
@@ -274,16 +291,21 @@ class Seams:
 
     corrupt_at = k knocks one pair's count off by one after merge k, so that tests see
     verification fail; block and gap set the skip index's block size (tokens) and the largest gap
-    (blocks) scanned through in one call, so that small inputs exercise many blocks."""
+    (blocks) scanned through in one call, so that small inputs exercise many blocks.
+    handoff (merge_loop_wide only): a run of more merges than this learns its first `handoff`
+    merges with merge_loop's 16-bit trainer and continues from its words (TrainState); 0 runs
+    the 32-bit trainer alone.  Tests set it low to cross the handoff on small inputs."""
 
     corrupt_at: i64
     block: i64
     gap: i64
+    handoff: i64
 
     def __init__(self) -> None:
         self.corrupt_at = -1
         self.block = BLOCK
         self.gap = GAP
+        self.handoff = NARROW_MERGES
 
 
 SEAMS: Final = Seams()
@@ -610,18 +632,58 @@ def train_merges_packed(
     counts are exactly those the naive twin has when the free merges start."""
     check_train_args({}, n_merges, tie)
     _check_width(n_merges)
-    forced = vec[i64]()
-    for fa, fb in check_initial_merges(initial_merges, n_merges):
-        forced = append(forced, (i64(fa) << KEY_SHIFT) | i64(fb))
-    n_forced: i64 = len(forced)
-    block: i64 = SEAMS.block
-    gap: i64 = SEAMS.gap
-    corrupt_at: i64 = SEAMS.corrupt_at
-    if block < 1 or gap < 0:
-        raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
-    by_id = tie == "id"
+    forced = check_initial_merges(initial_merges, n_merges)
+    state = _start(blob, meta, n_merges, tie, verify, progress, forced)
+    _train(state, n_merges, n_merges, tie, verify, progress, forced)
+    if progress is not None:
+        progress("merge", len(state.merges), n_merges)
+    return state.merges, state.counts
 
-    # ---- lay the words out -------------------------------------------------------------------
+
+class TrainState:
+    """The merge loop between two runs: the words as the merges so far left them (`toks`,
+    `widx`, `wcount` as _Words holds them) and those merges with their counts.  The pair
+    counts and the heap are not kept: recounting them from the words is one pass, and a heap
+    built from exact counts picks the same pairs as a lazy one (whose stale entries only ever
+    overstate a count).  merge_loop hands one to merge_loop_wide after the merges whose ids
+    fit in 16 bits (NARROW_MERGES): 1.5x faster than the 32-bit trainer on those
+    (docs/ids32.md)."""
+
+    toks: vec[i16]
+    widx: vec[i32]
+    wcount: vec[i64]
+    merges: list[tuple[int, int]]
+    counts: list[int]
+
+    def __init__(self, toks: vec[i16], widx: vec[i32], wcount: vec[i64]) -> None:
+        self.toks = toks
+        self.widx = widx
+        self.wcount = wcount
+        self.merges = []
+        self.counts = []
+
+
+def train_state(
+    blob: bytes,
+    meta: bytes,
+    stop: int,
+    n_merges: int,
+    tie: str,
+    verify: bool,
+    progress: Callable[[str, int, int], None] | None,
+    forced: list[tuple[int, int]],
+) -> TrainState:
+    """The first `stop` merges of train_merges_packed(blob, meta, n_merges, ...) (fewer if no
+    pair is left), and the words as they are then: what a trainer of wider ids continues from.
+    `forced` is check_initial_merges' list; progress counts toward n_merges."""
+    _check_width(stop)
+    state = _layout(blob, meta)
+    _train(state, stop, n_merges, tie, verify, progress, forced)
+    return state
+
+
+def _layout(blob: bytes, meta: bytes) -> TrainState:
+    """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
     nwords: i64 = len(meta) // META_BYTES
     total: i64 = len(blob) + nwords + 1
     toks = vec[i16](capacity=total)
@@ -655,13 +717,36 @@ def train_merges_packed(
         widx = append(widx, nw)
         nw += 1
         bpos += wlen
-    n: i64 = len(toks)
-    arr = _Words(toks, widx, wcount, 256 + i64(n_merges), block)
+    return TrainState(toks, widx, wcount)
+
+
+def _train(
+    state: TrainState,
+    stop: i64,
+    n_merges: i64,
+    tie: str,
+    verify: bool,
+    progress: Callable[[str, int, int], None] | None,
+    initial: list[tuple[int, int]],
+) -> None:
+    """Learn merges len(state.merges) .. stop - 1 into `state` (fewer if no pair occurs twice)."""
+    forced = vec[i64]()
+    for fa, fb in initial:
+        forced = append(forced, (i64(fa) << KEY_SHIFT) | i64(fb))
+    n_forced: i64 = len(forced)
+    block: i64 = SEAMS.block
+    gap: i64 = SEAMS.gap
+    corrupt_at: i64 = SEAMS.corrupt_at
+    if block < 1 or gap < 0:
+        raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
+    by_id = tie == "id"
+    wcount = state.wcount
+    arr = _Words(state.toks, state.widx, wcount, 256 + n_merges, block)
 
     # at the start only byte pairs exist (at most 65,536): a small table stays in cache; it grows
     # as merges add pairs
     table = _Pairs(1 << 15)
-    _count_pairs(toks, widx, wcount, table)
+    _count_pairs(arr.toks, arr.widx, wcount, table)
     heap = _Heap()
     data = table.data
     for s in range(0, len(data), 4):
@@ -669,13 +754,17 @@ def train_merges_packed(
         if k != EMPTY and data[s + 1] >= 2:
             heap.push(data[s + 1], -k if by_id else 0, k)
 
+    merges = state.merges
+    counts = state.counts
     token_bytes: list[bytes] = [bytes([i]) for i in range(256)]
-    merges: list[tuple[int, int]] = []
-    counts: list[int] = []
+    for ma_, mb_ in merges:
+        token_bytes.append(token_bytes[ma_] + token_bytes[mb_])
     ties = vec[i64]()
-    prev_best: i64 = -1
+    first: i64 = len(merges)
+    # the count of the last free merge: a free merge's count never goes above it
+    prev_best: i64 = counts[-1] if first > n_forced else -1
 
-    for step in range(n_merges):
+    for step in range(first, stop):
         # ---- the next pair off the heap ----------------------------------------------------
         best: i64 = -1
         best_cnt: i64 = 0
@@ -806,9 +895,8 @@ def train_merges_packed(
 
     if verify:
         _verify(arr.toks, arr.widx, wcount, table)
-    if progress is not None:
-        progress("merge", len(merges), n_merges)
-    return merges, counts
+    state.toks = arr.toks
+    state.widx = arr.widx
 
 
 def _verify(toks: vec[i16], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> None:
