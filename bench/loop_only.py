@@ -10,7 +10,8 @@ bench/peers_train.py trains on, pattern gpt4); `1gb` = the JSONL of bench/train_
 (pattern mnemonic, the command line's default).  Sides: `narrow` (merge_loop, up to 65,535 ids),
 `wide` (merge_loop_wide alone: SEAMS.handoff = 0), `hybrid` (merge_loop_wide as mnemo.train runs it:
 merge_loop's 16-bit trainer for the first 65,279 merges, then the 32-bit one from its words).
-Every side must learn the same merges with the same counts, or the bench fails.
+Wall and CPU time (time.process_time: the loop is one thread, and on a loaded machine its CPU
+time is the steadier figure).  Every side must learn the same merges with the same counts, or the bench fails.
 """
 
 from __future__ import annotations
@@ -102,20 +103,23 @@ def main() -> None:
     n = args.vocab - 256 - n_specials
     sides = args.sides.split(",")
     best = {s: float("inf") for s in sides}
+    cpu = {s: float("inf") for s in sides}
     digest: dict[str, str] = {}
     for _ in range(args.rounds):
         for s in sides:
             t0 = time.perf_counter()
+            c0 = time.process_time()
             merges, counts = SIDES[s](blob, meta, n)
             best[s] = min(best[s], time.perf_counter() - t0)
+            cpu[s] = min(cpu[s], time.process_time() - c0)
             digest[s] = hashlib.sha256(repr((merges, counts)).encode()).hexdigest()[:16]
     if len(set(digest.values())) != 1:
         raise SystemExit(f"the sides disagree: {digest}")
     base = best[sides[0]]
     words = len(meta) // 16
     for s in sides:
-        print(f"{s:8s} {best[s]:7.2f} s  {best[s] / base:5.2f}x  ({args.input}: {words:,} words, {n:,} merges, "
-              f"best of {args.rounds}, load {os.getloadavg()[0]:.1f})")
+        print(f"{s:8s} {best[s]:7.2f} s  {best[s] / base:5.2f}x  cpu {cpu[s]:7.2f} s {cpu[s] / cpu[sides[0]]:5.2f}x  ({args.input}: {words:,} words, {n:,} merges, "
+              f"best of {args.rounds}, load {os.getloadavg()[0]:.1f}) merges {digest[s]}")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ merge for merge and count for count; the tie rule is written out in reference.TI
 How it works
 ------------
 * The words live in one librt `vec[i16]` token array: a separator SEP (0xFFFF, -1 as i16) before
-  every word and after the last one.  `widx[p]` is the index of the word that owns position p;
-  `wcount[w]` is its count.  Words shorter than 2 bytes hold no pair and are left out.
+  every word and after the last one.  `wcnt[p]` is the count of the word that owns position p
+  (its tokens and the SEP after it), so that a merge reaches a word's count in one load (the
+  word's index, then its count, was two dependent cache misses per occurrence: half of the time
+  spent gathering them on 1 GB).  Words shorter than 2 bytes hold no pair and are left out.
 * A pair (a, b) is the key a << 16 | b in an open-addressing table (`_Pairs`) that keeps, for
   every pair ever seen, its weighted count (sum of the counts of the words it occurs in, once
   per occurrence) and its number of occurrences in the array.
@@ -354,14 +356,11 @@ class _Words:
     """The token array and its skip index, and the in-place rewriting of words."""
 
     toks: vec[i16]
-    widx: vec[i32]
+    wcnt: vec[i64]
     holes: i64
     n_ids: i64
     bstart: vec[i64]  # block k is toks[bstart[k]:bstart[k + 1]]; bstart[-1] == len(toks)
-    winfo: vec[i64]  # word w's count at 2w and its block at 2w + 1 (one cache line for both)
-    gw: vec[i64]  # rewrite's scratch: the word, count and block of each occurrence
-    gc: vec[i64]
-    gb: vec[i64]
+    gc: vec[i64]  # rewrite's scratch: the count of each occurrence's word
     masks: vec[i64]  # token t's blocks: bit k % 64 of masks[t * mw + k // 64]
     pf: vec[i64]  # pair filter slice h: bit k % 64 of pf[h * mw + k // 64] (block k may hold a pair hashing to h)
     fmask: i64  # filter slices - 1
@@ -373,20 +372,14 @@ class _Words:
     c: i64
     block: i64
 
-    def __init__(self, toks: vec[i16], widx: vec[i32], wcount: vec[i64], n_ids: i64, block: i64) -> None:
+    def __init__(self, toks: vec[i16], wcnt: vec[i64], n_ids: i64, block: i64) -> None:
         self.block = block
         self.bits = _bit_table()
         self.toks = toks
-        self.widx = widx
+        self.wcnt = wcnt
         self.holes = 0
         self.n_ids = n_ids
-        self.winfo = vec[i64](capacity=2 * len(wcount))
-        for q in range(len(wcount)):
-            self.winfo = append(self.winfo, wcount[q])
-            self.winfo = append(self.winfo, -1)
-        self.gw = vec[i64]()
         self.gc = vec[i64]()
-        self.gb = vec[i64]()
         self.touched = vec[i64]()
         self.a = self.b = self.c = 0
         self.index_blocks()
@@ -394,7 +387,6 @@ class _Words:
     def index_blocks(self) -> None:
         """Cut the array into blocks at word boundaries and record which tokens each holds."""
         toks = self.toks
-        widx = self.widx
         n = len(toks)
         bstart = vec[i64]()
         bstart = append(bstart, 0)
@@ -413,7 +405,6 @@ class _Words:
             slices *= 2
         fmask = slices - 1
         pf = _zeros(slices * mw)
-        winfo = self.winfo
         bits = self.bits
         for k in range(nb):
             word: i64 = k >> 6
@@ -423,9 +414,7 @@ class _Words:
                 x = _id(toks[i])
                 if x != SEP:
                     masks[x * mw + word] |= bit
-                    if prev == SEP:
-                        winfo[2 * i64(widx[i]) + 1] = k
-                    else:
+                    if prev != SEP:
                         key = (prev << KEY_SHIFT) | x
                         pf[_slice1(key, fmask) * mw + word] |= bit
                         pf[_slice2(key, fmask) * mw + word] |= bit
@@ -443,36 +432,27 @@ class _Words:
         self.touched = vec[i64]()
 
     def gather(self, pos: bytes, nh: i64) -> None:
-        """gw, gc, gb[h] = the word, count and block of occurrence h, in two passes of loads that
-        do not depend on each other, so that the CPU overlaps their cache misses (widx and winfo
-        are far larger than the caches; inline in rewrite's loop each miss was waited for in turn:
-        ~2/3 of its time on 1 GB)."""
-        if len(self.gw) < nh:
-            size = 2 * nh
-            self.gw = _zeros(size)
-            self.gc = _zeros(size)
-            self.gb = _zeros(size)
-        widx = self.widx
-        gw = self.gw
-        for h in range(nh):
-            gw[h] = i64(widx[read_i64_le(pos, h * 8)])
-        winfo = self.winfo
+        """gc[h] = the count of occurrence h's word, in a pass of loads that do not depend on
+        each other, so that the CPU overlaps their cache misses (wcnt is far larger than the
+        caches; inline in rewrite's loop each miss was waited for in turn: ~2/3 of its time on
+        1 GB)."""
+        if len(self.gc) < nh:
+            self.gc = _zeros(2 * nh)
+        wcnt = self.wcnt
         gc = self.gc
-        gb = self.gb
         for h in range(nh):
-            w2 = 2 * gw[h]
-            gc[h] = winfo[w2]
-            gb[h] = winfo[w2 + 1]
+            gc[h] = wcnt[read_i64_le(pos, h * 8)]
 
-    def rewrite(self, pos: bytes, nh: i64, table: _Pairs) -> None:
+    def rewrite(self, pos: bytes, nh: i64, table: _Pairs, first_block: i64) -> None:
         """Rewrite every word holding one of the `nh` occurrences at `pos` (i64 LE positions,
-        increasing): merge (a, b) -> c left to right, never overlapping, squeeze the word left,
-        fill its freed tail with SEP, and apply the exact pair-count deltas to `table`."""
+        increasing, all in blocks first_block and after): merge (a, b) -> c left to right, never
+        overlapping, squeeze the word left, fill its freed tail with SEP, and apply the exact
+        pair-count deltas to `table`."""
         toks = self.toks
         self.gather(pos, nh)
-        gw = self.gw
         gc = self.gc
-        gb = self.gb
+        bstart = self.bstart
+        blk: i64 = first_block
         a = self.a
         b = self.b
         c = self.c
@@ -485,17 +465,16 @@ class _Words:
         mw = self.mw
         holes = self.holes
         bits = self.bits
-        last_w: i64 = -1
+        word_end: i64 = -1  # the SEP after the last word rewritten
         gone: i64 = 0
         gone_occ: i64 = 0
         for h in range(nh):
-            w = gw[h]
-            if w == last_w:
-                continue  # the word was rewritten whole at its first occurrence
-            last_w = w
             p = read_i64_le(pos, h * 8)
+            if p < word_end:
+                continue  # the word was rewritten whole at its first occurrence
             wc = gc[h]
-            blk = gb[h]
+            while bstart[blk + 1] <= p:
+                blk += 1
             bw = blk >> 6
             bit = bits[blk & 63]
             masks[c * mw + bw] |= bit
@@ -541,6 +520,7 @@ class _Words:
                     i += 1
                 o += 1
             holes += i - o
+            word_end = i
             while o < i:
                 toks[o] = SEPT
                 o += 1
@@ -553,12 +533,12 @@ class _Words:
         to one token (they hold no pair any more) are left out.  Then re-index the blocks,
         which also drops the stale bits of tokens merged away."""
         toks = self.toks
-        widx = self.widx
+        wcnt = self.wcnt
         n = len(toks)
         out = vec[i16](capacity=n)
-        oidx = vec[i32](capacity=n)
+        ocnt = vec[i64](capacity=n)
         out = append(out, SEPT)
-        oidx = append(oidx, -1)
+        ocnt = append(ocnt, 0)
         i: i64 = 1
         while i < n:
             if toks[i] == SEPT:
@@ -568,28 +548,28 @@ class _Words:
             while toks[j] != SEPT:
                 j += 1
             if j - i >= 2:
-                w = widx[i]
+                wc = wcnt[i]
                 for q in range(i, j):
                     out = append(out, toks[q])
-                    oidx = append(oidx, w)
+                    ocnt = append(ocnt, wc)
                 out = append(out, SEPT)
-                oidx = append(oidx, w)
+                ocnt = append(ocnt, wc)
             i = j
         self.toks = out
-        self.widx = oidx
+        self.wcnt = ocnt
         self.holes = 0
         self.index_blocks()
 
 
 
-def _count_pairs(toks: vec[i16], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> None:
+def _count_pairs(toks: vec[i16], wcnt: vec[i64], table: _Pairs) -> None:
     """Add every adjacent pair of every word in `toks` to `table`."""
     n = len(toks)
     prev: i64 = SEP
     for i in range(n):
         x = _id(toks[i])
         if x != SEP and prev != SEP:
-            table.add((prev << KEY_SHIFT) | x, wcount[i64(widx[i])], 1)
+            table.add((prev << KEY_SHIFT) | x, wcnt[i], 1)
         prev = x
 
 
@@ -641,8 +621,8 @@ def train_merges_packed(
 
 
 class TrainState:
-    """The merge loop between two runs: the words as the merges so far left them (`toks`,
-    `widx`, `wcount` as _Words holds them) and those merges with their counts.  The pair
+    """The merge loop between two runs: the words as the merges so far left them (`toks` and
+    `wcnt` as _Words holds them) and those merges with their counts.  The pair
     counts and the heap are not kept: recounting them from the words is one pass, and a heap
     built from exact counts picks the same pairs as a lazy one (whose stale entries only ever
     overstate a count).  merge_loop hands one to merge_loop_wide after the merges whose ids
@@ -650,15 +630,13 @@ class TrainState:
     (docs/ids32.md)."""
 
     toks: vec[i16]
-    widx: vec[i32]
-    wcount: vec[i64]
+    wcnt: vec[i64]
     merges: list[tuple[int, int]]
     counts: list[int]
 
-    def __init__(self, toks: vec[i16], widx: vec[i32], wcount: vec[i64]) -> None:
+    def __init__(self, toks: vec[i16], wcnt: vec[i64]) -> None:
         self.toks = toks
-        self.widx = widx
-        self.wcount = wcount
+        self.wcnt = wcnt
         self.merges = []
         self.counts = []
 
@@ -687,11 +665,9 @@ def _layout(blob: bytes, meta: bytes) -> TrainState:
     nwords: i64 = len(meta) // META_BYTES
     total: i64 = len(blob) + nwords + 1
     toks = vec[i16](capacity=total)
-    widx = vec[i32](capacity=total)
-    wcount = vec[i64]()
+    wcnt = vec[i64](capacity=total)
     toks = append(toks, SEPT)
-    widx = append(widx, -1)
-    nw: i32 = 0
+    wcnt = append(wcnt, 0)
     bpos: i64 = 0
     m: i64 = 0
     # bounds every count the table will hold: see constants.MAX_PAIR_TOTAL
@@ -709,15 +685,13 @@ def _layout(blob: bytes, meta: bytes) -> TrainState:
         if word_count > (limit - pair_total) // (wlen - 1):
             raise ConfigError(pair_total_error(blob[bpos : bpos + wlen]))
         pair_total += word_count * (wlen - 1)
-        wcount = append(wcount, word_count)
         for q in range(bpos, bpos + wlen):
             toks = append(toks, _tok(blob[q]))
-            widx = append(widx, nw)
+            wcnt = append(wcnt, word_count)
         toks = append(toks, SEPT)
-        widx = append(widx, nw)
-        nw += 1
+        wcnt = append(wcnt, word_count)
         bpos += wlen
-    return TrainState(toks, widx, wcount)
+    return TrainState(toks, wcnt)
 
 
 def _train(
@@ -740,13 +714,12 @@ def _train(
     if block < 1 or gap < 0:
         raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
     by_id = tie == "id"
-    wcount = state.wcount
-    arr = _Words(state.toks, state.widx, wcount, 256 + n_merges, block)
+    arr = _Words(state.toks, state.wcnt, 256 + n_merges, block)
 
     # at the start only byte pairs exist (at most 65,536): a small table stays in cache; it grows
     # as merges add pairs
     table = _Pairs(1 << 15)
-    _count_pairs(arr.toks, arr.widx, wcount, table)
+    _count_pairs(arr.toks, arr.wcnt, table)
     heap = _Heap()
     data = table.data
     for s in range(0, len(data), 4):
@@ -873,7 +846,7 @@ def _train(
                     f"fast trainer: pair ({a}, {b}) occurs at least {found} times in the words "
                     f"but the table says {occ}"
                 )
-            arr.rewrite(pos, nh, table)
+            arr.rewrite(pos, nh, table, run)
             if j == nb:
                 break
             run = j
@@ -894,15 +867,15 @@ def _train(
             arr.compact()
 
     if verify:
-        _verify(arr.toks, arr.widx, wcount, table)
+        _verify(arr.toks, arr.wcnt, table)
     state.toks = arr.toks
-    state.widx = arr.widx
+    state.wcnt = arr.wcnt
 
 
-def _verify(toks: vec[i16], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> None:
+def _verify(toks: vec[i16], wcnt: vec[i64], table: _Pairs) -> None:
     """Recount every pair from scratch; the maintained table must match it exactly."""
     fresh = _Pairs(table.used)
-    _count_pairs(toks, widx, wcount, fresh)
+    _count_pairs(toks, wcnt, fresh)
     data = table.data
     for s in range(0, len(data), 4):
         k = data[s]

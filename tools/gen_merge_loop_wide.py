@@ -133,12 +133,12 @@ def _widen(narrow: merge_loop.TrainState) -> TrainState:
     """The 16-bit trainer's words as 32-bit ones, without their holes: each run of SEP becomes
     one, and words down to one token (they hold no pair) go, as _Words.compact leaves them."""
     src = narrow.toks
-    sidx = narrow.widx
+    scnt = narrow.wcnt
     n: i64 = len(src)
     toks = vec[i32](capacity=n)
-    widx = vec[i32](capacity=n)
+    wcnt = vec[i64](capacity=n)
     toks = append(toks, SEPT)
-    widx = append(widx, -1)
+    wcnt = append(wcnt, 0)
     i: i64 = 1
     while i < n:
         if src[i] == -1:
@@ -148,14 +148,14 @@ def _widen(narrow: merge_loop.TrainState) -> TrainState:
         while src[j] != -1:
             j += 1
         if j - i >= 2:
-            w = sidx[i]
+            wc = scnt[i]
             for q in range(i, j):
                 toks = append(toks, i32(i64(src[q]) & 0xFFFF))
-                widx = append(widx, w)
+                wcnt = append(wcnt, wc)
             toks = append(toks, SEPT)
-            widx = append(widx, w)
+            wcnt = append(wcnt, wc)
         i = j
-    return TrainState(toks, widx, narrow.wcount)
+    return TrainState(toks, wcnt)
 
 
 def _check_width(n_merges: i64) -> None:
