@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mnemo import merge_loop, merge_loop_wide, training
+from mnemo.vocab import DEFAULT_SPECIAL_TOKENS
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 CACHE_DIR = Path(os.environ.get("MNEMO_BENCH_CACHE", "/tmp/mnemo-bench-cache"))
@@ -62,7 +63,7 @@ def packed(name: str, path: Path | None) -> tuple[bytes, bytes]:
         if path is None:
             raise SystemExit("1gb needs --input (the corpus.jsonl of bench/train_1gb.py --keep)")
         (blob, meta), _ = training._count_packed(
-            [path], pattern="mnemonic", special_tokens=list(training.DEFAULT_SPECIAL_TOKENS), max_chunk_bytes=256,
+            [path], pattern="mnemonic", special_tokens=list(DEFAULT_SPECIAL_TOKENS), max_chunk_bytes=256,
             workers=2, text_field="text", progress=None)
     else:
         raise SystemExit(f"unknown input {name}")
@@ -99,7 +100,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     blob, meta = packed(args.input, args.path)
-    n_specials = 0 if args.input == "english100" else len(training.DEFAULT_SPECIAL_TOKENS)
+    n_specials = 0 if args.input == "english100" else len(DEFAULT_SPECIAL_TOKENS)
     n = args.vocab - 256 - n_specials
     sides = args.sides.split(",")
     best = {s: float("inf") for s in sides}
