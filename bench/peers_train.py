@@ -5,9 +5,11 @@ the same run -- and report wall time of the training call, peak RSS and bytes pe
 no special tokens, so every library learns 32,512 merges.
 
     .venv/bin/pip install rustbpe tokenizers bpeasy tiktoken    # the peers (optional)
-    .venv/bin/python bench/peers_train.py [--mb 100] [--heldout-mb 10] [--threads 2] [--only mnemo,rustbpe] [--vocab 131072]
+    .venv/bin/python bench/peers_train.py [--mb 100] [--heldout-mb 10] [--threads 2] [--only mnemo,rustbpe] [--vocab 131072] [--rounds 3]
 
---vocab above 65,535 runs mnemo's 32-bit trainer (docs/ids32.md).
+--vocab above 65,535 runs mnemo's 32-bit trainer after its 16-bit one (docs/ids32.md); the side
+`mnemo-wide` runs the 32-bit trainer alone (merge_loop_wide.SEAMS.handoff = 0), for before/after.
+--rounds N runs every library N times, alternating, and reports each one's best and median.
 
 Read the ratios: these machines are shared and noisy.
 """
@@ -27,7 +29,7 @@ from pathlib import Path
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
 GPT4 = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
 VOCAB = 32768
-LIBRARIES = ("mnemo", "rustbpe", "tokenizers", "bpeasy")
+LIBRARIES = ("mnemo", "rustbpe", "tokenizers", "bpeasy")  # and "mnemo-wide" on request
 
 
 def load(mb: float, heldout_mb: float) -> tuple[list[str], list[str]]:
@@ -52,8 +54,12 @@ def run_one(name: str, mb: float, heldout_mb: float, threads: int, vocab_size: i
     VOCAB = vocab_size  # noqa: N806 -- the module default, or --vocab
     train, held = load(mb, heldout_mb)
     t0 = time.perf_counter()
-    if name == "mnemo":
+    if name in ("mnemo", "mnemo-wide"):
         import mnemo.training
+        from mnemo import merge_loop_wide
+
+        if name == "mnemo-wide":
+            merge_loop_wide.SEAMS.handoff = 0
 
         tok = mnemo.train_from_iterator(iter(train), vocab_size=VOCAB, pattern="gpt4", special_tokens=[], workers=threads, verify=False)
         seconds = time.perf_counter() - t0
@@ -101,6 +107,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default=",".join(LIBRARIES))
     ap.add_argument("--vocab", type=int, default=VOCAB)
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -108,26 +115,43 @@ def main() -> None:
         return
     if not CORPUS.is_file():
         raise SystemExit(f"{CORPUS} is absent")
+    names = args.only.split(",")
+    runs: dict[str, list[dict[str, object]]] = {name: [] for name in names}
+    for rnd in range(args.rounds):
+        for name in names:
+            if rnd > 0 and not runs[name]:
+                continue  # skipped in the first round
+            cmd = [sys.executable, __file__, "--one", name, "--mb", str(args.mb), "--heldout-mb", str(args.heldout_mb),
+                   "--threads", str(args.threads), "--vocab", str(args.vocab)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                print(f"{name:11s} skipped: {last}", flush=True)
+                continue
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+            runs[name].append(row)
+            print(f"{name:11s} train {row['seconds']:7.2f} s   peak RSS {row['peak_rss_mib']:7.0f} MiB   held-out {row['bytes_per_token']:.3f} bytes/token"
+                  f"   load {os.getloadavg()[0]:.1f}", flush=True)
     rows = []
-    for name in args.only.split(","):
-        cmd = [sys.executable, __file__, "--one", name, "--mb", str(args.mb), "--heldout-mb", str(args.heldout_mb),
-               "--threads", str(args.threads), "--vocab", str(args.vocab)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"{name:11s} skipped: {last}", flush=True)
-            continue
-        row = json.loads(proc.stdout.strip().splitlines()[-1])
-        rows.append(row)
-        print(f"{name:11s} train {row['seconds']:7.2f} s   peak RSS {row['peak_rss_mib']:7.0f} MiB   held-out {row['bytes_per_token']:.3f} bytes/token", flush=True)
-    if rows and rows[0]["library"] == "mnemo":
-        peers = [r for r in rows[1:]]
+    for name in names:
+        if runs[name]:
+            times = sorted(float(r["seconds"]) for r in runs[name])  # type: ignore[arg-type]
+            row = dict(runs[name][0], seconds=times[0], median=times[len(times) // 2])
+            rows.append(row)
+            if args.rounds > 1:
+                print(f"{name:11s} best {times[0]:7.2f} s   median {times[len(times) // 2]:7.2f} s   ({len(times)} runs)")
+    if rows and str(rows[0]["library"]).startswith("mnemo"):
+        peers = [r for r in rows[1:] if not str(r["library"]).startswith("mnemo")]
         if peers:
             fastest = min(peers, key=lambda r: float(r["seconds"]))  # type: ignore[arg-type]
             ratio = float(rows[0]["seconds"]) / float(fastest["seconds"])  # type: ignore[arg-type]
-            print(f"mnemo / fastest peer ({fastest['library']}): {ratio:.2f}x the wall time "
-                  f"({args.mb:g} MB, {args.threads} threads, vocabulary {args.vocab})")
-
+            med = float(rows[0]["median"]) / float(fastest["median"])  # type: ignore[arg-type]
+            print(f"{rows[0]['library']} / fastest peer ({fastest['library']}): {ratio:.2f}x the wall time (best of each), "
+                  f"{med:.2f}x (medians) ({args.mb:g} MB, {args.threads} threads, vocabulary {args.vocab}, "
+                  f"{args.rounds} alternating rounds)")
+        for r in rows[1:]:
+            if str(r["library"]).startswith("mnemo"):
+                print(f"{rows[0]['library']} / {r['library']}: {float(rows[0]['seconds']) / float(r['seconds']):.2f}x (best of each)")
 
 if __name__ == "__main__":
     main()

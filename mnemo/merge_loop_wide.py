@@ -11,8 +11,10 @@ merge for merge and count for count; the tie rule is written out in reference.TI
 How it works
 ------------
 * The words live in one librt `vec[i32]` token array: a separator SEP (0xFFFF, -1 as i16) before
-  every word and after the last one.  `widx[p]` is the index of the word that owns position p;
-  `wcount[w]` is its count.  Words shorter than 2 bytes hold no pair and are left out.
+  every word and after the last one.  `wcnt[p]` is the count of the word that owns position p
+  (its tokens and the SEP after it), so that a merge reaches a word's count in one load (the
+  word's index, then its count, was two dependent cache misses per occurrence: half of the time
+  spent gathering them on 1 GB).  Words shorter than 2 bytes hold no pair and are left out.
 * A pair (a, b) is the key a << 16 | b in an open-addressing table (`_Pairs`) that keeps, for
   every pair ever seen, its weighted count (sum of the counts of the words it occurs in, once
   per occurrence) and its number of occurrences in the array.
@@ -62,7 +64,7 @@ EMPTY: Final[i64] = -1
 # ---- the id width (32-bit tokens; see mnemo/merge_loop.py for the 16-bit ones) ----
 from librt.strings import BytesWriter, write_i64_le
 
-from mnemo import kernels
+from mnemo import kernels, merge_loop
 from mnemo.constants import MAX_VOCAB
 
 #: The largest vocabulary this trainer takes (ids below 2**21, as the encoder's).
@@ -131,6 +133,62 @@ def _scan(toks: vec[i32], a: i64, b: i64, cap: i64, start: i64, stop: i64) -> by
     finally:
         view.release()
     return out.getvalue()
+
+
+#: The merges whose ids fit merge_loop's 16-bit trainer (Seams.handoff's default).
+NARROW_MERGES: Final[i64] = 0xFFFF - 256
+
+
+def _start(
+    blob: bytes,
+    meta: bytes,
+    n_merges: i64,
+    tie: str,
+    verify: bool,
+    progress: Callable[[str, int, int], None] | None,
+    forced: list[tuple[int, int]],
+) -> TrainState:
+    """Where train_merges_packed starts.  A run of more than SEAMS.handoff merges learns the
+    first SEAMS.handoff (all that fit in 16 bits, by default) with merge_loop, whose scan reads
+    half the memory, and continues from its words: the same merges and counts as this trainer
+    alone, in less time (docs/ids32.md)."""
+    h: i64 = min(SEAMS.handoff, NARROW_MERGES)
+    if h <= 0 or n_merges <= h:
+        return _layout(blob, meta)
+    narrow = merge_loop.train_state(blob, meta, h, n_merges, tie, verify, progress, forced)
+    state = _widen(narrow)
+    state.merges = narrow.merges
+    state.counts = narrow.counts
+    return state
+
+
+def _widen(narrow: merge_loop.TrainState) -> TrainState:
+    """The 16-bit trainer's words as 32-bit ones, without their holes: each run of SEP becomes
+    one, and words down to one token (they hold no pair) go, as _Words.compact leaves them."""
+    src = narrow.toks
+    scnt = narrow.wcnt
+    n: i64 = len(src)
+    toks = vec[i32](capacity=n)
+    wcnt = vec[i64](capacity=n)
+    toks = append(toks, SEPT)
+    wcnt = append(wcnt, 0)
+    i: i64 = 1
+    while i < n:
+        if src[i] == -1:
+            i += 1
+            continue
+        j = i
+        while src[j] != -1:
+            j += 1
+        if j - i >= 2:
+            wc = scnt[i]
+            for q in range(i, j):
+                toks = append(toks, i32(i64(src[q]) & 0xFFFF))
+                wcnt = append(wcnt, wc)
+            toks = append(toks, SEPT)
+            wcnt = append(wcnt, wc)
+        i = j
+    return TrainState(toks, wcnt)
 
 
 def _check_width(n_merges: i64) -> None:
@@ -319,16 +377,21 @@ class Seams:
 
     corrupt_at = k knocks one pair's count off by one after merge k, so that tests see
     verification fail; block and gap set the skip index's block size (tokens) and the largest gap
-    (blocks) scanned through in one call, so that small inputs exercise many blocks."""
+    (blocks) scanned through in one call, so that small inputs exercise many blocks.
+    handoff (merge_loop_wide only): a run of more merges than this learns its first `handoff`
+    merges with merge_loop's 16-bit trainer and continues from its words (TrainState); 0 runs
+    the 32-bit trainer alone.  Tests set it low to cross the handoff on small inputs."""
 
     corrupt_at: i64
     block: i64
     gap: i64
+    handoff: i64
 
     def __init__(self) -> None:
         self.corrupt_at = -1
         self.block = BLOCK
         self.gap = GAP
+        self.handoff = NARROW_MERGES
 
 
 SEAMS: Final = Seams()
@@ -377,14 +440,11 @@ class _Words:
     """The token array and its skip index, and the in-place rewriting of words."""
 
     toks: vec[i32]
-    widx: vec[i32]
+    wcnt: vec[i64]
     holes: i64
     n_ids: i64
     bstart: vec[i64]  # block k is toks[bstart[k]:bstart[k + 1]]; bstart[-1] == len(toks)
-    winfo: vec[i64]  # word w's count at 2w and its block at 2w + 1 (one cache line for both)
-    gw: vec[i64]  # rewrite's scratch: the word, count and block of each occurrence
-    gc: vec[i64]
-    gb: vec[i64]
+    gc: vec[i64]  # rewrite's scratch: the count of each occurrence's word
     masks: vec[i64]  # token t's blocks: bit k % 64 of masks[t * mw + k // 64]
     pf: vec[i64]  # pair filter slice h: bit k % 64 of pf[h * mw + k // 64] (block k may hold a pair hashing to h)
     fmask: i64  # filter slices - 1
@@ -396,20 +456,14 @@ class _Words:
     c: i64
     block: i64
 
-    def __init__(self, toks: vec[i32], widx: vec[i32], wcount: vec[i64], n_ids: i64, block: i64) -> None:
+    def __init__(self, toks: vec[i32], wcnt: vec[i64], n_ids: i64, block: i64) -> None:
         self.block = block
         self.bits = _bit_table()
         self.toks = toks
-        self.widx = widx
+        self.wcnt = wcnt
         self.holes = 0
         self.n_ids = n_ids
-        self.winfo = vec[i64](capacity=2 * len(wcount))
-        for q in range(len(wcount)):
-            self.winfo = append(self.winfo, wcount[q])
-            self.winfo = append(self.winfo, -1)
-        self.gw = vec[i64]()
         self.gc = vec[i64]()
-        self.gb = vec[i64]()
         self.touched = vec[i64]()
         self.a = self.b = self.c = 0
         self.index_blocks()
@@ -417,7 +471,6 @@ class _Words:
     def index_blocks(self) -> None:
         """Cut the array into blocks at word boundaries and record which tokens each holds."""
         toks = self.toks
-        widx = self.widx
         n = len(toks)
         bstart = vec[i64]()
         bstart = append(bstart, 0)
@@ -436,7 +489,6 @@ class _Words:
             slices *= 2
         fmask = slices - 1
         pf = _zeros(slices * mw)
-        winfo = self.winfo
         bits = self.bits
         for k in range(nb):
             word: i64 = k >> 6
@@ -446,9 +498,7 @@ class _Words:
                 x = _id(toks[i])
                 if x != SEP:
                     masks[x * mw + word] |= bit
-                    if prev == SEP:
-                        winfo[2 * i64(widx[i]) + 1] = k
-                    else:
+                    if prev != SEP:
                         key = (prev << KEY_SHIFT) | x
                         pf[_slice1(key, fmask) * mw + word] |= bit
                         pf[_slice2(key, fmask) * mw + word] |= bit
@@ -466,36 +516,27 @@ class _Words:
         self.touched = vec[i64]()
 
     def gather(self, pos: bytes, nh: i64) -> None:
-        """gw, gc, gb[h] = the word, count and block of occurrence h, in two passes of loads that
-        do not depend on each other, so that the CPU overlaps their cache misses (widx and winfo
-        are far larger than the caches; inline in rewrite's loop each miss was waited for in turn:
-        ~2/3 of its time on 1 GB)."""
-        if len(self.gw) < nh:
-            size = 2 * nh
-            self.gw = _zeros(size)
-            self.gc = _zeros(size)
-            self.gb = _zeros(size)
-        widx = self.widx
-        gw = self.gw
-        for h in range(nh):
-            gw[h] = i64(widx[read_i64_le(pos, h * 8)])
-        winfo = self.winfo
+        """gc[h] = the count of occurrence h's word, in a pass of loads that do not depend on
+        each other, so that the CPU overlaps their cache misses (wcnt is far larger than the
+        caches; inline in rewrite's loop each miss was waited for in turn: ~2/3 of its time on
+        1 GB)."""
+        if len(self.gc) < nh:
+            self.gc = _zeros(2 * nh)
+        wcnt = self.wcnt
         gc = self.gc
-        gb = self.gb
         for h in range(nh):
-            w2 = 2 * gw[h]
-            gc[h] = winfo[w2]
-            gb[h] = winfo[w2 + 1]
+            gc[h] = wcnt[read_i64_le(pos, h * 8)]
 
-    def rewrite(self, pos: bytes, nh: i64, table: _Pairs) -> None:
+    def rewrite(self, pos: bytes, nh: i64, table: _Pairs, first_block: i64) -> None:
         """Rewrite every word holding one of the `nh` occurrences at `pos` (i64 LE positions,
-        increasing): merge (a, b) -> c left to right, never overlapping, squeeze the word left,
-        fill its freed tail with SEP, and apply the exact pair-count deltas to `table`."""
+        increasing, all in blocks first_block and after): merge (a, b) -> c left to right, never
+        overlapping, squeeze the word left, fill its freed tail with SEP, and apply the exact
+        pair-count deltas to `table`."""
         toks = self.toks
         self.gather(pos, nh)
-        gw = self.gw
         gc = self.gc
-        gb = self.gb
+        bstart = self.bstart
+        blk: i64 = first_block
         a = self.a
         b = self.b
         c = self.c
@@ -508,17 +549,16 @@ class _Words:
         mw = self.mw
         holes = self.holes
         bits = self.bits
-        last_w: i64 = -1
+        word_end: i64 = -1  # the SEP after the last word rewritten
         gone: i64 = 0
         gone_occ: i64 = 0
         for h in range(nh):
-            w = gw[h]
-            if w == last_w:
-                continue  # the word was rewritten whole at its first occurrence
-            last_w = w
             p = read_i64_le(pos, h * 8)
+            if p < word_end:
+                continue  # the word was rewritten whole at its first occurrence
             wc = gc[h]
-            blk = gb[h]
+            while bstart[blk + 1] <= p:
+                blk += 1
             bw = blk >> 6
             bit = bits[blk & 63]
             masks[c * mw + bw] |= bit
@@ -564,6 +604,7 @@ class _Words:
                     i += 1
                 o += 1
             holes += i - o
+            word_end = i
             while o < i:
                 toks[o] = SEPT
                 o += 1
@@ -576,12 +617,12 @@ class _Words:
         to one token (they hold no pair any more) are left out.  Then re-index the blocks,
         which also drops the stale bits of tokens merged away."""
         toks = self.toks
-        widx = self.widx
+        wcnt = self.wcnt
         n = len(toks)
         out = vec[i32](capacity=n)
-        oidx = vec[i32](capacity=n)
+        ocnt = vec[i64](capacity=n)
         out = append(out, SEPT)
-        oidx = append(oidx, -1)
+        ocnt = append(ocnt, 0)
         i: i64 = 1
         while i < n:
             if toks[i] == SEPT:
@@ -591,28 +632,28 @@ class _Words:
             while toks[j] != SEPT:
                 j += 1
             if j - i >= 2:
-                w = widx[i]
+                wc = wcnt[i]
                 for q in range(i, j):
                     out = append(out, toks[q])
-                    oidx = append(oidx, w)
+                    ocnt = append(ocnt, wc)
                 out = append(out, SEPT)
-                oidx = append(oidx, w)
+                ocnt = append(ocnt, wc)
             i = j
         self.toks = out
-        self.widx = oidx
+        self.wcnt = ocnt
         self.holes = 0
         self.index_blocks()
 
 
 
-def _count_pairs(toks: vec[i32], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> None:
+def _count_pairs(toks: vec[i32], wcnt: vec[i64], table: _Pairs) -> None:
     """Add every adjacent pair of every word in `toks` to `table`."""
     n = len(toks)
     prev: i64 = SEP
     for i in range(n):
         x = _id(toks[i])
         if x != SEP and prev != SEP:
-            table.add((prev << KEY_SHIFT) | x, wcount[i64(widx[i])], 1)
+            table.add((prev << KEY_SHIFT) | x, wcnt[i], 1)
         prev = x
 
 
@@ -655,26 +696,62 @@ def train_merges_packed(
     counts are exactly those the naive twin has when the free merges start."""
     check_train_args({}, n_merges, tie)
     _check_width(n_merges)
-    forced = vec[i64]()
-    for fa, fb in check_initial_merges(initial_merges, n_merges):
-        forced = append(forced, (i64(fa) << KEY_SHIFT) | i64(fb))
-    n_forced: i64 = len(forced)
-    block: i64 = SEAMS.block
-    gap: i64 = SEAMS.gap
-    corrupt_at: i64 = SEAMS.corrupt_at
-    if block < 1 or gap < 0:
-        raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
-    by_id = tie == "id"
+    forced = check_initial_merges(initial_merges, n_merges)
+    state = _start(blob, meta, n_merges, tie, verify, progress, forced)
+    _train(state, n_merges, n_merges, tie, verify, progress, forced)
+    if progress is not None:
+        progress("merge", len(state.merges), n_merges)
+    return state.merges, state.counts
 
-    # ---- lay the words out -------------------------------------------------------------------
+
+class TrainState:
+    """The merge loop between two runs: the words as the merges so far left them (`toks` and
+    `wcnt` as _Words holds them) and those merges with their counts.  The pair
+    counts and the heap are not kept: recounting them from the words is one pass, and a heap
+    built from exact counts picks the same pairs as a lazy one (whose stale entries only ever
+    overstate a count).  merge_loop hands one to merge_loop_wide after the merges whose ids
+    fit in 16 bits (NARROW_MERGES): 1.5x faster than the 32-bit trainer on those
+    (docs/ids32.md)."""
+
+    toks: vec[i32]
+    wcnt: vec[i64]
+    merges: list[tuple[int, int]]
+    counts: list[int]
+
+    def __init__(self, toks: vec[i32], wcnt: vec[i64]) -> None:
+        self.toks = toks
+        self.wcnt = wcnt
+        self.merges = []
+        self.counts = []
+
+
+def train_state(
+    blob: bytes,
+    meta: bytes,
+    stop: int,
+    n_merges: int,
+    tie: str,
+    verify: bool,
+    progress: Callable[[str, int, int], None] | None,
+    forced: list[tuple[int, int]],
+) -> TrainState:
+    """The first `stop` merges of train_merges_packed(blob, meta, n_merges, ...) (fewer if no
+    pair is left), and the words as they are then: what a trainer of wider ids continues from.
+    `forced` is check_initial_merges' list; progress counts toward n_merges."""
+    _check_width(stop)
+    state = _layout(blob, meta)
+    _train(state, stop, n_merges, tie, verify, progress, forced)
+    return state
+
+
+def _layout(blob: bytes, meta: bytes) -> TrainState:
+    """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
     nwords: i64 = len(meta) // META_BYTES
     total: i64 = len(blob) + nwords + 1
     toks = vec[i32](capacity=total)
-    widx = vec[i32](capacity=total)
-    wcount = vec[i64]()
+    wcnt = vec[i64](capacity=total)
     toks = append(toks, SEPT)
-    widx = append(widx, -1)
-    nw: i32 = 0
+    wcnt = append(wcnt, 0)
     bpos: i64 = 0
     m: i64 = 0
     # bounds every count the table will hold: see constants.MAX_PAIR_TOTAL
@@ -692,21 +769,41 @@ def train_merges_packed(
         if word_count > (limit - pair_total) // (wlen - 1):
             raise ConfigError(pair_total_error(blob[bpos : bpos + wlen]))
         pair_total += word_count * (wlen - 1)
-        wcount = append(wcount, word_count)
         for q in range(bpos, bpos + wlen):
             toks = append(toks, _tok(blob[q]))
-            widx = append(widx, nw)
+            wcnt = append(wcnt, word_count)
         toks = append(toks, SEPT)
-        widx = append(widx, nw)
-        nw += 1
+        wcnt = append(wcnt, word_count)
         bpos += wlen
-    n: i64 = len(toks)
-    arr = _Words(toks, widx, wcount, 256 + i64(n_merges), block)
+    return TrainState(toks, wcnt)
+
+
+def _train(
+    state: TrainState,
+    stop: i64,
+    n_merges: i64,
+    tie: str,
+    verify: bool,
+    progress: Callable[[str, int, int], None] | None,
+    initial: list[tuple[int, int]],
+) -> None:
+    """Learn merges len(state.merges) .. stop - 1 into `state` (fewer if no pair occurs twice)."""
+    forced = vec[i64]()
+    for fa, fb in initial:
+        forced = append(forced, (i64(fa) << KEY_SHIFT) | i64(fb))
+    n_forced: i64 = len(forced)
+    block: i64 = SEAMS.block
+    gap: i64 = SEAMS.gap
+    corrupt_at: i64 = SEAMS.corrupt_at
+    if block < 1 or gap < 0:
+        raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
+    by_id = tie == "id"
+    arr = _Words(state.toks, state.wcnt, 256 + n_merges, block)
 
     # at the start only byte pairs exist (at most 65,536): a small table stays in cache; it grows
     # as merges add pairs
     table = _Pairs(1 << 15)
-    _count_pairs(toks, widx, wcount, table)
+    _count_pairs(arr.toks, arr.wcnt, table)
     heap = _Heap()
     data = table.data
     for s in range(0, len(data), 4):
@@ -714,13 +811,17 @@ def train_merges_packed(
         if k != EMPTY and data[s + 1] >= 2:
             heap.push(data[s + 1], -k if by_id else 0, k)
 
+    merges = state.merges
+    counts = state.counts
     token_bytes: list[bytes] = [bytes([i]) for i in range(256)]
-    merges: list[tuple[int, int]] = []
-    counts: list[int] = []
+    for ma_, mb_ in merges:
+        token_bytes.append(token_bytes[ma_] + token_bytes[mb_])
     ties = vec[i64]()
-    prev_best: i64 = -1
+    first: i64 = len(merges)
+    # the count of the last free merge: a free merge's count never goes above it
+    prev_best: i64 = counts[-1] if first > n_forced else -1
 
-    for step in range(n_merges):
+    for step in range(first, stop):
         # ---- the next pair off the heap ----------------------------------------------------
         best: i64 = -1
         best_cnt: i64 = 0
@@ -829,7 +930,7 @@ def train_merges_packed(
                     f"fast trainer: pair ({a}, {b}) occurs at least {found} times in the words "
                     f"but the table says {occ}"
                 )
-            arr.rewrite(pos, nh, table)
+            arr.rewrite(pos, nh, table, run)
             if j == nb:
                 break
             run = j
@@ -850,16 +951,15 @@ def train_merges_packed(
             arr.compact()
 
     if verify:
-        _verify(arr.toks, arr.widx, wcount, table)
-    if progress is not None:
-        progress("merge", len(merges), n_merges)
-    return merges, counts
+        _verify(arr.toks, arr.wcnt, table)
+    state.toks = arr.toks
+    state.wcnt = arr.wcnt
 
 
-def _verify(toks: vec[i32], widx: vec[i32], wcount: vec[i64], table: _Pairs) -> None:
+def _verify(toks: vec[i32], wcnt: vec[i64], table: _Pairs) -> None:
     """Recount every pair from scratch; the maintained table must match it exactly."""
     fresh = _Pairs(table.used)
-    _count_pairs(toks, widx, wcount, fresh)
+    _count_pairs(toks, wcnt, fresh)
     data = table.data
     for s in range(0, len(data), 4):
         k = data[s]

@@ -410,7 +410,8 @@ def _train(
         merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress, initial)
     else:
         # The 16-bit trainer while every id fits beside its separator 0xFFFF: half the memory
-        # traffic of 32-bit tokens, and the AVX2 pair scan.
+        # traffic of 32-bit tokens, and the AVX2 pair scan.  Above that, merge_loop_wide still
+        # learns the first 65,279 merges with it and continues from its words (SEAMS.handoff).
         narrow = 256 + n_merges <= merge_loop.MAX_IDS
         fast = merge_loop.train_merges_packed if narrow else merge_loop_wide.train_merges_packed
         merges, counts = fast(blob, meta, n_merges, tie, verify, progress, initial_merges=initial)

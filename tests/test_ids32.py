@@ -399,6 +399,42 @@ def test_wide_trainer_equals_16_bit_and_naive(sample: list[str], tie: str) -> No
     assert merge_loop_wide.train_merges(more, 5_000, tie=tie) == merge_loop.train_merges(more, 5_000, tie=tie)
 
 
+@pytest.mark.parametrize("tie", ["id", "bytes"])
+def test_wide_trainer_continues_from_the_16_bit_one(sample: list[str], tie: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above 65,535 ids merge_loop_wide learns the merges that fit in 16 bits with merge_loop and
+    continues from its words (SEAMS.handoff, low here so that a small sample crosses it): the same
+    merges and counts as the 32-bit trainer alone and as the twin, wherever the handoff falls --
+    first merge, middle, last, inside the initial merges, after the pairs ran out -- with the
+    verification on (it recounts on both sides of the handoff)."""
+    from mnemo import merge_loop_wide
+    from mnemo.reference import train_merges_naive
+
+    words = _words(sample[:12])
+    naive = train_merges_naive(words, 300, tie=tie)
+    monkeypatch.setattr(merge_loop_wide.SEAMS, "handoff", 0)
+    assert merge_loop_wide.train_merges(words, 300, tie=tie) == naive
+    calls: list[int] = []
+    for h in (1, 100, 299):
+        monkeypatch.setattr(merge_loop_wide.SEAMS, "handoff", h)
+        calls.clear()
+        got = merge_loop_wide.train_merges(words, 300, tie=tie, progress=lambda _p, done, total: calls.append(done))
+        assert got == naive, f"handoff after {h} merges"
+        assert calls == sorted(calls) and calls[-1] == 300
+    initial = naive[0][:150]  # continuing a tokenizer: the forced merges run past the handoff
+    monkeypatch.setattr(merge_loop_wide.SEAMS, "handoff", 100)
+    assert merge_loop_wide.train_merges(words, 300, tie=tie, initial_merges=initial) == train_merges_naive(
+        words, 300, tie=tie, initial_merges=initial
+    )
+    with monkeypatch.context() as m:  # small blocks: the index is rebuilt for the 32-bit words
+        m.setattr(merge_loop_wide.SEAMS, "block", 64)
+        m.setattr(merge_loop_wide.SEAMS, "gap", 1)
+        assert merge_loop_wide.train_merges(words, 300, tie=tie) == naive
+    tiny = {b"hello": 5, b"yellow": 3, b"low": 2, b"x": 9}
+    for h in (2, 50):  # the pairs run out after the handoff, and before it
+        monkeypatch.setattr(merge_loop_wide.SEAMS, "handoff", h)
+        assert merge_loop_wide.train_merges(tiny, 1_000, tie=tie) == train_merges_naive(tiny, 1_000, tie=tie)
+
+
 def train_merges_incremental(words: dict[bytes, int], n_merges: int) -> tuple[list[tuple[int, int]], list[int]]:
     """The naive twin's rule (tie="id"), with pair counts kept up to date instead of recounted:
     train_merges_naive recounts every pair for every merge, O(merges x text), and cannot reach
