@@ -2,7 +2,7 @@
 the parent and the workers: wall time, the workers' CPU seconds (from /proc, so a busy machine's
 waiting is left out), the parent's CPU seconds (planning, receiving and adding up the tables).
 
-    .venv/bin/python bench/count_workers.py FILE.jsonl [--workers 2] [--rounds 3]
+    .venv/bin/python bench/count_workers.py FILE.jsonl [--workers 2] [--rounds 3] [--tasks-per-worker 16,8]
 
 Prints, per round, MB/s per worker by wall time and by worker CPU time (reading, JSON and
 counting included: each worker reads its own byte ranges).  Goal (issue 17, goal 4): at least
@@ -15,7 +15,7 @@ import argparse
 import os
 import time
 
-from mnemo import work
+from mnemo import sources, work
 from mnemo.training import _count_packed
 
 
@@ -36,8 +36,11 @@ def main() -> None:
     ap.add_argument("file")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tasks-per-worker", default=str(sources.TASKS_PER_WORKER),
+                    help="comma-separated values of sources.TASKS_PER_WORKER, alternated in every round")
     args = ap.parse_args()
-    for r in range(args.rounds):
+    for r, tpw in ((r, int(t)) for r in range(args.rounds) for t in args.tasks_per_worker.split(",")):
+        sources.TASKS_PER_WORKER = tpw  # type: ignore[misc]
         before = workers_cpu()
         t0 = time.perf_counter()
         c0 = time.process_time()
@@ -50,7 +53,7 @@ def main() -> None:
         wcpu = workers_cpu() - before
         mb = stats.n_bytes / 1e6
         print(
-            f"round {r}: {mb:.0f} MB of text, {len(meta) // 16} words: wall {wall:.2f} s "
+            f"round {r}, {tpw} tasks per worker: {mb:.0f} MB of text, {len(meta) // 16} words: wall {wall:.2f} s "
             f"({mb / wall / args.workers:.1f} MB/s per worker), workers' CPU {wcpu:.2f} s "
             f"({mb / wcpu if wcpu else 0:.1f} MB/s per worker CPU second), "
             f"parent CPU {parent:.2f} s, load average {os.getloadavg()[0]:.1f}",
