@@ -31,6 +31,18 @@ def workers_cpu() -> float:
     return sum(cpu_seconds(w.pid) for w in shared._workers) if shared is not None else 0.0
 
 
+def workers_sched() -> tuple[float, float]:
+    """Seconds the workers ran and waited for a CPU (runnable), summed (/proc/PID/schedstat)."""
+    run = wait = 0.0
+    shared = work._SHARED
+    for w in shared._workers if shared is not None else []:
+        with open(f"/proc/{w.pid}/schedstat") as f:
+            a, b, _ = f.read().split()
+        run += int(a) / 1e9
+        wait += int(b) / 1e9
+    return run, wait
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file")
@@ -42,6 +54,7 @@ def main() -> None:
     for r, tpw in ((r, int(t)) for r in range(args.rounds) for t in args.tasks_per_worker.split(",")):
         sources.TASKS_PER_WORKER = tpw  # type: ignore[misc]
         before = workers_cpu()
+        run0, wait0 = workers_sched()
         t0 = time.perf_counter()
         c0 = time.process_time()
         (_, meta), stats = _count_packed(
@@ -51,12 +64,15 @@ def main() -> None:
         wall = time.perf_counter() - t0
         parent = time.process_time() - c0
         wcpu = workers_cpu() - before
+        run1, wait1 = workers_sched()
+        # idle: neither running nor waiting for a CPU -- waiting for the parent (or the disk)
+        idle = args.workers * wall - (run1 - run0) - (wait1 - wait0)
         mb = stats.n_bytes / 1e6
         print(
             f"round {r}, {tpw} tasks per worker: {mb:.0f} MB of text, {len(meta) // 16} words: wall {wall:.2f} s "
             f"({mb / wall / args.workers:.1f} MB/s per worker), workers' CPU {wcpu:.2f} s "
             f"({mb / wcpu if wcpu else 0:.1f} MB/s per worker CPU second), "
-            f"parent CPU {parent:.2f} s, load average {os.getloadavg()[0]:.1f}",
+            f"parent CPU {parent:.2f} s, workers idle {idle:.2f} s, waiting for a CPU {wait1 - wait0:.2f} s, load average {os.getloadavg()[0]:.1f}",
             flush=True,
         )
 
