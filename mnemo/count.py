@@ -177,7 +177,15 @@ class WordCounter:
                     elif k < 2 * PREFIX_BYTES:
                         prefix2 |= c << (8 * (k - PREFIX_BYTES))
                     i += 1
-            h = word_hash(data, pos, n, prefix, prefix2)
+            if n <= 2 * PREFIX_BYTES:
+                # word_hash inline for the chunks its prefixes hold whole (nearly all): the
+                # call cost as much as the hashing.  Must stay word_hash's arithmetic
+                # (tests/test_count.py compares add with count on every word).
+                x = prefix * MUL1 + prefix2 * MUL2 + n
+                x ^= x >> 29
+                h = ((x * MUL3) >> 32) & MASK32
+            else:
+                h = word_hash(data, pos, n, prefix, prefix2)
             if n <= PREFIX_BYTES:
                 # A short word: its key holds all of it, and its count sits beside the key, so
                 # counting it touches one cache line of one table.

@@ -63,7 +63,7 @@ from typing import Any, Final
 from mnemo import remote
 from mnemo.constants import EOT  # always a document separator in text files, whatever the specials
 from mnemo.errors import ConfigError, InputError
-from mnemo.jsonfield import string_field
+from mnemo.jsonfield import string_field, string_fields
 from mnemo.remote import Url
 
 #: An input: a local path, or a URL (mnemo/remote.py), which a Path cannot hold.
@@ -767,14 +767,35 @@ def _jsonl_documents(
     key = field.encode("utf-8", "surrogatepass")
     seps = separator_re(specials) if specials else None
     line_no = 0  # lines of this task before the current one
-    rest = b""
+    rest = b""  # the unfinished last line of the blocks so far
     for block in raw:
-        data = rest + block
-        lines = data.split(b"\n")
-        rest = lines.pop()
-        for line in lines:
-            yield from _jsonl_line(line, path, start, line_no, field, key, seps)
+        at = 0
+        if rest:
+            nl = block.find(b"\n")
+            if nl < 0:
+                rest += block
+                continue
+            # only the line that spans two blocks is joined: the block itself is read in place
+            yield from _jsonl_line(rest + block[:nl], path, start, line_no, field, key, seps)
             line_no += 1
+            at = nl + 1
+        while True:
+            docs: list[bytes] = []
+            at = string_fields(block, at, key, docs)  # the compiled fast path, line after line
+            line_no += len(docs)
+            if seps is None:
+                yield from docs
+            else:
+                for doc in docs:
+                    yield from split_at(doc, seps)
+            nl = block.find(b"\n", at)
+            if nl < 0:
+                break
+            # a line string_fields declined: json.loads reads it, with the errors
+            yield from _jsonl_line(block[at:nl], path, start, line_no, field, key, seps)
+            line_no += 1
+            at = nl + 1
+        rest = block[at:]
     if rest:
         yield from _jsonl_line(rest, path, start, line_no, field, key, seps)
 

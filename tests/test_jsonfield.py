@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mnemo.sources
-from mnemo.jsonfield import string_field
+from mnemo.jsonfield import string_field, string_fields
 from mnemo.sources import iter_documents, str_to_utf8
 
 
@@ -441,15 +441,27 @@ def test_sources_answers_plain_lines_and_falls_back(tmp_path: Path, monkeypatch:
     p = tmp_path / "mixed.jsonl"
     p.write_bytes(b"\n".join(lines) + b"\n")
     answers: list[bytes | None] = []
+    in_place: list[bytes] = []
 
     def spy(line: bytes, key: bytes) -> bytes | None:
         answers.append(string_field(line, key))
         return answers[-1]
 
+    def spy_block(data: bytes, at: int, key: bytes, out: list[bytes]) -> int:
+        got: list[bytes] = []
+        at = string_fields(data, at, key, got)
+        in_place.extend(got)
+        out.extend(got)
+        return at
+
     monkeypatch.setattr(mnemo.sources, "string_field", spy)
+    monkeypatch.setattr(mnemo.sources, "string_fields", spy_block)
     docs = list(iter_documents([p]))
     assert docs == [b"one\n", b"two", b"three", "four \U0001f600".encode(), "\ufffd".encode()]
-    assert answers == [b"one\n", None, None, "four \U0001f600".encode(), None]
+    # the lines read in place from the block, then the declined ones line by line (the blank
+    # line is skipped before any reader)
+    assert in_place == [b"one\n", "four \U0001f600".encode()]
+    assert answers == [None, None, None]
 
 
 # ---- the corpus ---------------------------------------------------------------------------------
@@ -473,3 +485,20 @@ def test_corpus_lines(name: str, corpus_path: Callable[[str], Path], full_corpus
                 assert got == str_to_utf8(record[field]), f"{name}.jsonl.xz line {n + 1}, {field!r}"
             n += 1
     assert n > 0
+
+
+def test_string_fields_reads_lines_in_place_and_stops_where_it_declines() -> None:
+    """string_fields reads line after line of a block from `at`, one item per line, and
+    returns the offset of the first line it declines or of the unfinished last one."""
+    block = b'{"text":"a"}\n{"text":"b\\u00e9"}\r\n\n{"text":"c"}\n{"text":"d"'
+    out: list[bytes] = []
+    at = string_fields(block, 0, b"text", out)
+    assert out == [b"a", "b\u00e9".encode()] and block[at:].startswith(b"\n{")  # the blank line
+    at = string_fields(block, at + 1, b"text", out)
+    assert out == [b"a", "b\u00e9".encode(), b"c"] and block[at:] == b'{"text":"d"'  # unfinished
+    assert string_fields(block, len(block), b"text", out) == len(block) and len(out) == 3
+    for cut in range(len(block)):  # each line read in place is string_field's answer on its slice
+        got: list[bytes] = []
+        end = string_fields(block[:cut], 0, b"text", got)
+        lines = block[:end].split(b"\n")[:-1]
+        assert got == [string_field(line, b"text") for line in lines]

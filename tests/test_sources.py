@@ -498,3 +498,36 @@ def test_lone_surrogates_are_trained_as_encode_sees_them(tmp_path: Path) -> None
     assert not [t for t in learned if b"\xed" in t] and [t for t in learned if "\ufffd".encode() in t]
     assert tok.encode(base[5]) == tok.encode(replaced[5])
     assert len(tok.encode(base[5])) < len(replaced[5].encode()) // 2  # merges of U+FFFD's bytes apply
+
+
+def test_jsonl_lines_read_in_place_across_read_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSONL reader takes the text fields out of each read block in place (jsonfield's
+    string_fields) and hands the lines it declines to json.loads: whatever the block size, the
+    documents are json.loads's, in order, and an error names the right line."""
+    import mnemo.sources as sources
+    from mnemo.sources import str_to_utf8
+
+    lines = [
+        '{"text": "plain words"}',
+        "",
+        '{"text": "esc\\u00e9 \\"q\\" \\n new", "id": "7"}',
+        "   ",
+        '{"id": 7, "text": "a number before it: json.loads reads this line"}',
+        '{"text": "caf\u00e9 \u4e2d\u6587 \U0001f600"}\r',
+        '{"text": "lone \\ud800 surrogate"}',
+        '  {"meta": {"x": "y"}, "text": "nested: declined, then json.loads"}  ',
+        '{"text": ""}',
+        '{"text": "' + "long line " * 40 + '"}',
+    ] * 3
+    p = tmp_path / "a.jsonl"
+    p.write_bytes("\n".join(lines).encode("utf-8"))  # no newline after the last line
+    expected = [str_to_utf8(json.loads(line)["text"]) for line in lines if line.strip()]
+    for block in (1, 2, 3, 5, 7, 64, 1000, 1 << 20):
+        monkeypatch.setattr(sources, "BLOCK", block)
+        assert list(iter_documents([p])) == expected, block
+    bad = [*lines[:7], '{"text": 5}', *lines[7:]]
+    p.write_bytes("\n".join(bad).encode("utf-8"))
+    for block in (1, 7, 64, 1 << 20):
+        monkeypatch.setattr(sources, "BLOCK", block)
+        with pytest.raises(InputError, match=r"a\.jsonl:8: field 'text' must be a string \(int\)"):
+            list(iter_documents([p]))
