@@ -380,7 +380,9 @@ class Seams:
     (blocks) scanned through in one call, so that small inputs exercise many blocks.
     handoff (merge_loop_wide only): a run of more merges than this learns its first `handoff`
     merges with merge_loop's 16-bit trainer and continues from its words (TrainState); 0 runs
-    the 32-bit trainer alone.  Tests set it low to cross the handoff on small inputs."""
+    the 32-bit trainer alone.  Tests set it low to cross the handoff on small inputs.  The
+    merges before the handoff run with merge_loop.SEAMS (its block, gap and corrupt_at), the
+    rest with merge_loop_wide.SEAMS."""
 
     corrupt_at: i64
     block: i64
