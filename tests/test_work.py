@@ -600,39 +600,30 @@ def test_encode_batch_stays_in_a_multiprocessing_child(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stdout.strip() == "(True, 0)", (done.stdout, done.stderr)
 
 
-def started_at(state: object, x: int) -> float:
-    return time.time()
-
-
-class SlowSum:
-    """A combiner whose adding up takes a while (a big count table): it notes when each add ended."""
-
-    ended: list[float] = []
-
-    def __init__(self) -> None:
-        SlowSum.ended = []
-
-    def add(self, part: float) -> None:
-        time.sleep(0.4)
-        SlowSum.ended.append(time.time())
-
-    def result(self) -> float:
-        return 0.0
-
 
 def test_a_worker_gets_its_next_task_before_the_caller_adds_up_its_result() -> None:
     """A worker that returned a result was idle until the caller had added it up (counting's
-    tables, ~50 ms each on 1 GB): the next task now goes out first.  With two workers and an
-    add that takes 0.4 s, the third task starts before the first add ends."""
+    tables, ~50 ms each on 1 GB, longer on a busy machine): the next task now goes out first.
+    With two workers, when the first result is added up the third task has been read (and
+    handed to the worker that finished); before, only two had."""
+    read = 0
+
+    def tasks() -> Iterator[int]:
+        nonlocal read
+        for x in range(6):
+            read += 1
+            yield x
+
+    read_at_add: list[int] = []
+
+    class Noting(Sum):
+        def add(self, part: int) -> None:
+            read_at_add.append(read)
+            super().add(part)
+
     ex = work.LocalProcesses(2)
     try:
-        starts: list[float] = []
-
-        def note(part: float) -> None:
-            starts.append(part)
-
-        work.map_combine(range(4), started_at, SlowSum, executor=ex, on_part=note)
-        third = sorted(starts)[2]
-        assert third < SlowSum.ended[0], (starts, SlowSum.ended)
+        assert work.map_combine(tasks(), square, Noting, executor=ex) == sum(x * x for x in range(6))
     finally:
         ex.shutdown()
+    assert read_at_add[0] == 3, read_at_add
