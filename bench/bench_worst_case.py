@@ -23,13 +23,15 @@ Goal: for mnemo, t(10 MB) / t(1 MB) at most 12 and at least 20 MB/s at both size
 
 mnemo runs in this process, with the same vocabulary as the peers: cl100k_base from
 ../shared/fixtures/tiktoken (`--vocab gpt2`: GPT-2's first 32,496 merges, 32,768 ids, mnemo only).
-Each mnemo figure is the best of --repeat runs, wall time, its chunk cache emptied before each.
+Each mnemo figure is the best of --repeat runs, its chunk cache emptied before each.  Times are
+process CPU time (on a shared machine, wall time mostly measures the neighbours), which for
+one thread is the time the work took on one core.
 The peers run in child processes, one per (tool, input), at --peer-sizes (default 0.02 and 0.18
 MB: bpe-openai refuses a text of 1,000,000 characters or more or of more than 200,000 tokens,
 which 0.9 MB of base64 or random text exceeds, and tiktoken is quadratic on long chunks), under
 a time cap of --cap seconds per child: a child over the cap is killed and reported as "> cap",
 one that dies (a stack overflow) as "crashed", a refusal as "refused".  Their ratio is
-t(0.18 MB)/t(0.02 MB), nine times the text: linear is 9, quadratic 81.  Single runs, wall time;
+t(0.18 MB)/t(0.02 MB), nine times the text: linear is 9, quadratic 81.  Single runs, CPU time of the encode call;
 at these sizes their MB/s are not comparable with mnemo's at 1 and 10 MB, their ratios are.
 """
 
@@ -92,9 +94,9 @@ tool, kind, sizes = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3:]]
 enc = peer_encoder(tool, {vocab!r}, {tmp!r})
 for size in sizes:
     text = make(kind, size)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     enc(text)
-    print(json.dumps([size, time.perf_counter() - t0]), flush=True)
+    print(json.dumps([size, time.process_time() - t0]), flush=True)
 """
 
 
@@ -161,9 +163,9 @@ def best_of(repeat: int, fn: Callable[[], object], before: Callable[[], object])
     best = float("inf")
     for _ in range(repeat):
         before()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best
 
 
@@ -187,9 +189,9 @@ def main() -> None:
     tok = mnemo_tokenizer(args.vocab)
     clear = tok._encoder.clear_cache
     peers = [] if args.no_peers or args.vocab == "gpt2" else [p for p in ("tiktoken", "bpe-openai") if available(p)]
-    print(f"vocabulary {args.vocab}; mnemo at {small / MB:g} and {large / MB:g} MB (best of {args.repeat}, wall); "
+    print(f"vocabulary {args.vocab}; mnemo at {small / MB:g} and {large / MB:g} MB (best of {args.repeat}); "
           f"peers {', '.join(peers) or 'none'} at {psmall / MB:g} and {plarge / MB:g} MB (one run, cap {args.cap:g} s "
-          f"each); load average {os.getloadavg()[0]:.1f}")
+          f"each); MB/s by process CPU time; load average {os.getloadavg()[0]:.1f}")
     head = f"{'input':<13} | {'mnemo MB/s':>17} {'ratio':>6} {'goal':>5}"
     for p in peers:
         head += f" | {p + ' MB/s':>17} {'ratio':>6}"

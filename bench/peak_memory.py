@@ -67,7 +67,9 @@ def tokenizer_cost(path: Path) -> tuple[int, int]:
         "tok.encode_ordinary('The quick brown fox jumps over the lazy dog. ' * 20000)\n"
         "print(base, rss() - base)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(path)], check=True, capture_output=True, text=True)
+    # not from the checkout: its mnemo/ would shadow the installed, compiled one
+    out = subprocess.run([sys.executable, "-c", code, str(path)], check=True, capture_output=True, text=True,
+                         cwd=path.parent)
     base, cost = out.stdout.split()
     return int(base), int(cost)
 
