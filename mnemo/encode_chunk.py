@@ -71,6 +71,7 @@ HUGE_CHUNK: Final = 1 << 16
 # encode_huge's positions are i32 (20 bytes of memory a byte of the chunk; i64 would take 40).
 MAX_CHUNK: Final = (1 << 31) - 2
 NO_RANK: Final = 1 << 40
+UNSEEN: Final = -1
 FNV_OFFSET: Final = 2166136261
 FNV_PRIME: Final = 16777619
 # Multiplicative hashing of the 42-bit pair key: the product wraps at 64 bits (the build uses
@@ -447,7 +448,10 @@ class Encoder:
         cursor.  A bucket is a circular doubly linked list (bn/bp) with a sentinel node per merge
         (node k) and a node per position (node nm + p); each position is in the bucket of its
         pair (tok[p], tok[nxt[p]]), or in none (bp = -1), and moves when that pair changes:
-        every entry popped is valid, and nothing is left behind.  Occurrences of one merge must be applied left to right only where they
+        every entry popped is valid, and nothing is left behind.  Inside a run of one token x
+        only the run's first pair (x, x) is filed: nothing but the merge (x, x) can touch the
+        run's inside, and that merge takes the whole run (so 10 MB of one letter files a few
+        pairs a level, not five million).  Occurrences of one merge must be applied left to right only where they
         overlap, in a run of one token x under merge (x, x): the first one popped walks back to
         the run's start, merges the whole run, then files the new pairs once (not after each
         merge of the run, whose right neighbour is about to change again)."""
@@ -481,6 +485,8 @@ class Encoder:
             r: i64 = NO_RANK
             if i + 1 < n:
                 r = byte_pairs[(c << 8) | data[start + i + 1]]
+                if i > 0 and c == data[start + i + 1] and c == data[start + i - 1]:
+                    r = NO_RANK  # inside a run: its first pair stands for the run
             if r != NO_RANK:
                 # filed last in bucket r as it is made: buckets start in position order
                 tail: i64 = i64(bp[r])
@@ -498,6 +504,8 @@ class Encoder:
         nxt[n - 1] = -1
         left = self.left
         right = self.right
+        run_of: i64 = -1  # the merge whose runs are merged, and the rank of (its id, its id)
+        run_rank: i64 = UNSEEN
         while live > 0:
             node: i64 = i64(bn[cursor])
             if node == cursor:
@@ -515,6 +523,13 @@ class Encoder:
                 nxt[p] = i32(nq)
                 if nq != -1:
                     prv[nq] = i32(p)
+                    # q may have stood for a run starting at nq: nq stands for it now
+                    nn: i64 = i64(nxt[nq])
+                    if nn != -1 and tok[nn] == tok[nq] and bp[nm + nq] == -1:
+                        r5: i64 = self.rank(i64(tok[nq]), i64(tok[nq]))
+                        if r5 != NO_RANK:
+                            bucket_link(bn, bp, nm + nq, r5)
+                            live += 1
                 pp: i64 = i64(prv[p])
                 if pp != -1:
                     live -= bucket_unlink(bn, bp, nm + pp)
@@ -537,6 +552,9 @@ class Encoder:
                 x = back
             first: i64 = x
             last: i64 = x
+            if cursor != run_of:
+                run_of = cursor
+                run_rank = UNSEEN
             while True:
                 y: i64 = i64(nxt[x])
                 if y == -1 or i64(tok[y]) != a:
@@ -554,10 +572,11 @@ class Encoder:
             x = i64(prv[first])
             if x == -1:
                 x = first
-            # the run's pairs are mostly (new, new): their rank is looked up once
-            seen_a: i64 = -1
-            seen_b: i64 = -1
-            seen_r: i64 = NO_RANK
+            # File the new pairs: the one before the run, the one after, and of the (new, new)
+            # pairs between only the first, which stands for the run of new (nothing but the
+            # merge (new, new) can touch its inside; a merge that takes its first token files
+            # the next one, above).
+            after_new: bool = False
             while True:
                 y = i64(nxt[x])
                 if y == -1:
@@ -565,13 +584,19 @@ class Encoder:
                 live -= bucket_unlink(bn, bp, nm + x)
                 ta: i64 = i64(tok[x])
                 tb: i64 = i64(tok[y])
-                if ta != seen_a or tb != seen_b:
-                    seen_a = ta
-                    seen_b = tb
-                    seen_r = self.rank(ta, tb)
-                if seen_r != NO_RANK:
-                    bucket_link(bn, bp, nm + x, seen_r)
-                    live += 1
+                if ta == new and tb == new:
+                    if not after_new:
+                        after_new = True
+                        if run_rank == UNSEEN:
+                            run_rank = self.rank(new, new)
+                        if run_rank != NO_RANK:
+                            bucket_link(bn, bp, nm + x, run_rank)
+                            live += 1
+                else:
+                    r4: i64 = self.rank(ta, tb)
+                    if r4 != NO_RANK:
+                        bucket_link(bn, bp, nm + x, r4)
+                        live += 1
                 if x == last:
                     break
                 x = y

@@ -287,25 +287,26 @@ def test_huge_random_chunks_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[i
 
 @pytest.mark.parametrize("unit", [b"a", b" ", b"-", "中".encode()])
 def test_worst_case_chunks_are_linear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]], unit: bytes) -> None:
-    """One chunk of 4 MB of one character: at least 4 MB/s and at most 20x the time of 0.4 MB.
-    The heap path ran at ~1 MB/s on such chunks (its 80 MB heap walked at random: 11 s for 16 MB
-    of spaces); the bucket path runs at tens of MB/s (bench/bench_worst_case.py).  Bounds
-    generous for a loaded machine: best of 2."""
+    """One chunk of 4 MB of one character: at least 4 MB/s and at most 30x the time of 0.4 MB
+    (linear is 10x, quadratic 100x), in process CPU time, best of 3.  The heap path ran at
+    ~1.7 MB/s on such chunks (its 80 MB heap walked at random: 11 s for 16 MB of spaces); the
+    bucket path at 12-20 MB/s on a loaded machine (bench/bench_worst_case.py).  The bounds
+    leave room for a machine shared with other jobs, where even CPU time suffers."""
     enc, merges = gpt2_encoder
     big = unit * (4_000_000 // len(unit))
     small = big[: len(big) // 10]
 
     def best(data: bytes) -> float:
         times = []
-        for _ in range(2):
-            t0 = time.perf_counter()
+        for _ in range(3):
+            t0 = time.process_time()
             enc.encode_chunks([data])
-            times.append(time.perf_counter() - t0)
+            times.append(time.process_time() - t0)
         return min(times)
 
     t_small, t_big = best(small), best(big)
     assert len(big) / t_big > 4e6, f"{len(big) / t_big / 1e6:.1f} MB/s"
-    assert t_big < 20 * max(t_small, 0.002), (t_small, t_big)
+    assert t_big < 30 * max(t_small, 0.005), (t_small, t_big)
     vocab = vocab_of(merges)
     assert b"".join(vocab[i] for i in enc.encode_chunks([big])) == big
 
