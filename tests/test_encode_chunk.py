@@ -272,6 +272,8 @@ def test_huge_runs_overlap_left_to_right() -> None:
         expected = encode_chunk_naive(data, ranks)
         assert huge_ids(enc, data) == long_ids(enc, data) == expected
     assert huge_ids(enc, b"aaaaa") == [256, 257]
+    wide = Encoder([(97, 97), (256, 97), (256, 256)], wide=True)  # uint32 ids out
+    assert huge_ids(wide, b"a" * 7_001) == encode_chunk_naive(b"a" * 7_001, ranks)
 
 
 def test_huge_random_chunks_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
