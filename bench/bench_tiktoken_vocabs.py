@@ -38,7 +38,7 @@ NAMES = ("cl100k_base", "o200k_base")
 
 # bpe-openai's wrapper refuses a text of 1,000,000 characters or more, or of more than 200,000
 # tokens.  Longer documents are cut, for every tool alike, into pieces of about PIECE characters
-# where every pattern ends a chunk (mnemo.tokenizer._SURE_CUT), so all three do the same work.
+# where every pattern ends a chunk (the pattern property "cut_before_space_letter"), so all three do the same work.
 PIECE = 100_000
 SURE_CUT = re.compile(r"(?<=[!-~]) [A-Za-z]")
 

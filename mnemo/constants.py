@@ -24,7 +24,7 @@ PATTERNS: Final = ("mnemonic", "gpt4", "gpt2", "o200k", "cl100k")  # index = pat
 #:   "cut_before_space_letter" -- a chunk ends before every space that follows a printable ASCII
 #:                          character other than white space and precedes an ASCII letter, and the
 #:                          text on each side splits on its own as it does inside the whole
-#:                          (tokenizer._SURE_CUT, sources._WORD_GAP cut long texts there; not after
+#:                          (sources._WORD_GAP cuts input files there; not after
 #:                          white space: cl100k's \s++$ would take "\n " at the end of the text
 #:                          before such a cut whole).
 PATTERN_PROPERTIES: Final = ("ascii_fast_path", "cut_before_space_letter")

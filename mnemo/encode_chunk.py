@@ -6,7 +6,7 @@ occurrence, left to right.  Merge k glues (a, b) into id 256 + k, and both parts
 the new token takes part only in merges numbered above k: applying merge k everywhere in one
 left-to-right pass gives the same result as applying it one occurrence at a time.
 
-Three paths, all with the same result (tests compare each with the naive twin in reference.py):
+Four paths, all with the same result (tests compare each with the naive twin in reference.py):
 
 - the caches: a small one, 65,536 direct-mapped 16-byte entries for chunks of up to 7 bytes with
   at most 3 ids, keyed by the bytes themselves (so a hit is exact); then 65,536 direct-mapped
@@ -16,8 +16,10 @@ Three paths, all with the same result (tests compare each with the naive twin in
   minimum and rewrites the arrays in one pass (quadratic in the chunk length, fastest when short);
 - long chunks: a doubly linked list of tokens and a binary min-heap of candidate pairs keyed by
   (merge number, position).  Stale heap entries are skipped when popped (a position's pair only
-  ever moves to higher ids, so a stale entry can never look valid again); O(n log n) overall, so a
-  1 MB run of one letter or a 1 MB base64 blob stays near-linear.
+  ever moves to higher ids, so a stale entry can never look valid again); O(n log n) overall;
+- huge chunks (>= HUGE_CHUNK bytes: 10 MB of one letter, of spaces, of `^`): the same linked
+  list with one bucket of positions per merge number instead of the heap (encode_huge), linear
+  in the chunk and in memory traffic.
 
 The pair -> merge number table is open addressing in one `vec[i64]`: each slot holds
 (a << 21 | b) << 21 | merge, or -1 when empty; ids fit in 21 bits (constants.MAX_VOCAB).  It
@@ -36,7 +38,7 @@ from librt.strings import BytesWriter, read_i16_le, read_i32_le, read_i64_le, wr
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
-from mnemo.errors import ConfigError
+from mnemo.errors import ConfigError, InputError
 
 CACHE_SLOTS: Final = 65536
 CACHE_MASK: Final = 65535
@@ -63,7 +65,13 @@ SMALL_MUL: Final = 0x9E3779B97F4A7C1
 SMALL_SHIFT: Final = 44
 # Chunks at least this long take the heap path.  Below it the rank-array path is faster.
 LONG_CHUNK: Final = 64
+# Chunks at least this long take the bucket path (encode_huge): linear, but each call sets up
+# and scans one bucket per merge, O(merges) -- small next to a chunk this long.
+HUGE_CHUNK: Final = 1 << 16
+# encode_huge's positions are i32 (20 bytes of memory a byte of the chunk; i64 would take 40).
+MAX_CHUNK: Final = (1 << 31) - 2
 NO_RANK: Final = 1 << 40
+UNSEEN: Final = -1
 FNV_OFFSET: Final = 2166136261
 FNV_PRIME: Final = 16777619
 # Multiplicative hashing of the 42-bit pair key: the product wraps at 64 bits (the build uses
@@ -359,9 +367,13 @@ class Encoder:
         return n
 
     def encode_long(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
-        """Linked list + min-heap BPE: O(n log n) for a chunk of any length."""
+        """Linked list + min-heap BPE: O(n log n) for a chunk of any length; from HUGE_CHUNK
+        bytes on, encode_huge (linear)."""
         n: i64 = end - start
         if n <= 0:
+            return
+        if n >= HUGE_CHUNK:
+            self.encode_huge(data, start, end, dst)
             return
         tok: vec[i64] = vec[i64](capacity=n)
         nxt: vec[i64] = vec[i64](capacity=n)
@@ -424,6 +436,175 @@ class Encoder:
         while i != -1:
             emit(dst, tok[i], wide)
             i = nxt[i]
+
+    def encode_huge(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
+        """Bucket-queue BPE for a chunk of any length: O(n + merges) time, 20 bytes of memory a
+        byte of the chunk (plus 8 a merge of the vocabulary).
+
+        The heap's trouble at 10 MB was its memory traffic: an 80 MB heap walked at random,
+        ~23 levels a pop (about 1 MB/s on one letter).  Here the lowest merge number present
+        only ever grows (merge k makes id 256 + k, which only merges numbered above k use), so
+        the pending pairs are kept in one bucket per merge number, visited in order by a
+        cursor.  A bucket is a circular doubly linked list (bn/bp) with a sentinel node per merge
+        (node k) and a node per position (node nm + p); each position is in the bucket of its
+        pair (tok[p], tok[nxt[p]]), or in none (bp = -1), and moves when that pair changes:
+        every entry popped is valid, and nothing is left behind.  Inside a run of one token x
+        only the run's first pair (x, x) is filed: nothing but the merge (x, x) can touch the
+        run's inside, and that merge takes the whole run (so 10 MB of one letter files a few
+        pairs a level, not five million).  Occurrences of one merge must be applied left to right only where they
+        overlap, in a run of one token x under merge (x, x): the first one popped walks back to
+        the run's start, merges the whole run, then files the new pairs once (not after each
+        merge of the run, whose right neighbour is about to change again)."""
+        n: i64 = end - start
+        if n <= 0:
+            return
+        if n > MAX_CHUNK:
+            raise InputError(f"a single pre-tokenizer chunk of {n} bytes (at offset {start}) is longer than the "
+                             f"encoder's limit of {MAX_CHUNK} bytes: split the text")
+        nm: i64 = self.n_merges
+        tok: vec[i32] = vec[i32](capacity=n)
+        nxt: vec[i32] = vec[i32](capacity=n)
+        prv: vec[i32] = vec[i32](capacity=n)
+        # bucket nodes: merge k's sentinel is node k, position p is node nm + p
+        bn: vec[i32] = vec[i32](capacity=n + nm)
+        bp: vec[i32] = vec[i32](capacity=n + nm)
+        i: i64 = 0
+        while i < nm:
+            bn = append(bn, i32(i))
+            bp = append(bp, i32(i))
+            i += 1
+        byte_pairs = self.byte_pairs
+        live: i64 = 0
+        cursor: i64 = nm
+        i = 0
+        while i < n:
+            c: i64 = data[start + i]
+            tok = append(tok, i32(c))
+            nxt = append(nxt, i32(i + 1))
+            prv = append(prv, i32(i - 1))
+            r: i64 = NO_RANK
+            if i + 1 < n:
+                r = byte_pairs[(c << 8) | data[start + i + 1]]
+                if i > 0 and c == data[start + i + 1] and c == data[start + i - 1]:
+                    r = NO_RANK  # inside a run: its first pair stands for the run
+            if r != NO_RANK:
+                # filed last in bucket r as it is made: buckets start in position order
+                tail: i64 = i64(bp[r])
+                bn = append(bn, i32(r))
+                bp = append(bp, i32(tail))
+                bn[tail] = i32(nm + i)
+                bp[r] = i32(nm + i)
+                live += 1
+                if r < cursor:
+                    cursor = r
+            else:
+                bn = append(bn, -1)
+                bp = append(bp, -1)
+            i += 1
+        nxt[n - 1] = -1
+        left = self.left
+        right = self.right
+        run_of: i64 = -1  # the merge whose runs are merged, and the rank of (its id, its id)
+        run_rank: i64 = UNSEEN
+        while live > 0:
+            node: i64 = i64(bn[cursor])
+            if node == cursor:
+                cursor += 1
+                continue
+            p: i64 = node - nm
+            a: i64 = left[cursor]
+            b: i64 = right[cursor]
+            new: i64 = 256 + cursor
+            if a != b:
+                q: i64 = i64(nxt[p])
+                live -= bucket_unlink(bn, bp, node) + bucket_unlink(bn, bp, nm + q)
+                tok[p] = i32(new)
+                nq: i64 = i64(nxt[q])
+                nxt[p] = i32(nq)
+                if nq != -1:
+                    prv[nq] = i32(p)
+                    # q may have stood for a run starting at nq: nq stands for it now
+                    nn: i64 = i64(nxt[nq])
+                    if nn != -1 and tok[nn] == tok[nq] and bp[nm + nq] == -1:
+                        r5: i64 = self.rank(i64(tok[nq]), i64(tok[nq]))
+                        if r5 != NO_RANK:
+                            bucket_link(bn, bp, nm + nq, r5)
+                            live += 1
+                pp: i64 = i64(prv[p])
+                if pp != -1:
+                    live -= bucket_unlink(bn, bp, nm + pp)
+                    r2: i64 = self.rank(i64(tok[pp]), new)
+                    if r2 != NO_RANK:
+                        bucket_link(bn, bp, nm + pp, r2)
+                        live += 1
+                if nq != -1:
+                    r3: i64 = self.rank(new, i64(tok[nq]))
+                    if r3 != NO_RANK:
+                        bucket_link(bn, bp, node, r3)
+                        live += 1
+                continue
+            # a run of a: back to its start, merge it left to right, then file the new pairs
+            x: i64 = p
+            while True:
+                back: i64 = i64(prv[x])
+                if back == -1 or i64(tok[back]) != a:
+                    break
+                x = back
+            first: i64 = x
+            last: i64 = x
+            if cursor != run_of:
+                run_of = cursor
+                run_rank = UNSEEN
+            while True:
+                y: i64 = i64(nxt[x])
+                if y == -1 or i64(tok[y]) != a:
+                    break
+                live -= bucket_unlink(bn, bp, nm + x) + bucket_unlink(bn, bp, nm + y)
+                tok[x] = i32(new)
+                ny: i64 = i64(nxt[y])
+                nxt[x] = i32(ny)
+                if ny != -1:
+                    prv[ny] = i32(x)
+                last = x
+                if ny == -1 or i64(tok[ny]) != a:
+                    break
+                x = ny
+            x = i64(prv[first])
+            if x == -1:
+                x = first
+            # File the new pairs: the one before the run, the one after, and of the (new, new)
+            # pairs between only the first, which stands for the run of new (nothing but the
+            # merge (new, new) can touch its inside; a merge that takes its first token files
+            # the next one, above).
+            after_new: bool = False
+            while True:
+                y = i64(nxt[x])
+                if y == -1:
+                    break
+                live -= bucket_unlink(bn, bp, nm + x)
+                ta: i64 = i64(tok[x])
+                tb: i64 = i64(tok[y])
+                if ta == new and tb == new:
+                    if not after_new:
+                        after_new = True
+                        if run_rank == UNSEEN:
+                            run_rank = self.rank(new, new)
+                        if run_rank != NO_RANK:
+                            bucket_link(bn, bp, nm + x, run_rank)
+                            live += 1
+                else:
+                    r4: i64 = self.rank(ta, tb)
+                    if r4 != NO_RANK:
+                        bucket_link(bn, bp, nm + x, r4)
+                        live += 1
+                if x == last:
+                    break
+                x = y
+        wide = self.wide
+        i = 0
+        while i != -1:
+            emit(dst, i64(tok[i]), wide)
+            i = i64(nxt[i])
 
     # ---- many chunks ----
 
@@ -517,3 +698,25 @@ def heap_push(heap: vec[i64], size: i64, x: i64) -> tuple[vec[i64], i64]:
         i = parent
     heap[i] = x
     return heap, size
+
+
+
+def bucket_link(bn: vec[i32], bp: vec[i32], node: i64, sentinel: i64) -> None:
+    """File a node last in the bucket whose sentinel is `sentinel` (encode_huge)."""
+    tail: i64 = i64(bp[sentinel])
+    bn[tail] = i32(node)
+    bp[node] = i32(tail)
+    bn[node] = i32(sentinel)
+    bp[sentinel] = i32(node)
+
+
+def bucket_unlink(bn: vec[i32], bp: vec[i32], p: i64) -> i64:
+    """Take position p out of its bucket, if it is in one; returns the change in entries (0 or 1)."""
+    pv: i64 = i64(bp[p])
+    if pv == -1:
+        return 0
+    nx: i64 = i64(bn[p])
+    bn[pv] = i32(nx)
+    bp[nx] = i32(pv)
+    bp[p] = -1
+    return 1

@@ -57,3 +57,24 @@ def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: 
         if eos >= 0:
             emit(dst, eos, wide)
     return dst.getvalue()
+
+
+def encode_some_packed(
+    enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, budget: i64, dst: BytesWriter
+) -> i64:
+    """Write the ids of whole chunks of data[start:end] from `start` on until at least `budget`
+    bytes are done (or the text is), and return where it stopped.
+
+    `start` must be a chunk start of the text data[:end] and so is the result: the pattern
+    sees the whole text up to `end`, so calls that pick up where the last one stopped give the
+    ids of encode_range_packed.  Tokenizer._encode_pieces encodes long texts so: between calls
+    Python runs its signal handlers (Ctrl-C), which compiled code never does."""
+    pos: i64 = start
+    stop: i64 = start + budget
+    while pos < end:
+        e: i64 = chunk_end(data, pos, end, pattern)
+        enc.encode_span(data, pos, e, dst)
+        pos = e
+        if pos >= stop:
+            break
+    return pos

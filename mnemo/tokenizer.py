@@ -14,7 +14,6 @@ import itertools
 import os
 import re
 import signal
-import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, cast, overload
 
@@ -23,8 +22,8 @@ import numpy.typing as npt
 from librt.strings import BytesWriter
 
 from mnemo.chat import render_conversation, render_document
-from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range
-from mnemo.encode_chunk import Encoder, ids_of
+from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range, encode_some_packed
+from mnemo.encode_chunk import Encoder, emit, ids_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.parallel import resolve_workers
@@ -41,7 +40,6 @@ from mnemo.vocab import (
     from_vocab_merges,
 )
 from mnemo.vocabfile import MAX_BIN_BYTES, bin_version_for, encode_tokenizer_bin, parse_tokenizer_bin
-from mnemo.pretokenize import chunk_end
 from mnemo.streaming import encode_stream, text_bytes
 
 if TYPE_CHECKING:
@@ -55,16 +53,6 @@ BATCH_BLOCK: Final = 256
 
 # Texts longer than this are encoded in pieces of about this size (see Tokenizer._encode_pieces).
 PIECE_BYTES: Final = 1 << 20
-# Where every pattern ends a chunk: before a space followed by an ASCII letter (the space opens
-# the next chunk, " word"; no alternative of any pattern holds a space together with what
-# precedes it and a letter after it), after a printable ASCII character that is not white
-# space.  The text before such a cut, split on its own, gives the same chunks: the lookaheads,
-# (?!\S) and o200k's backtracking letter runs, see a space there and the end of the text
-# alike.  Not after white space: cl100k's \s++$ would take "\n " at the end of the text before
-# the cut whole, where the whole text has "\n", " ", " word".  This is the pattern property
-# "cut_before_space_letter" (constants.PATTERN_PROPERTIES), checked for every pattern by
-# tests/test_patterns.py.
-_SURE_CUT: Final = re.compile(rb"(?<=[!-~]) [A-Za-z]")
 
 
 def _text_type_error(name: str, value: object) -> ArgumentTypeError:
@@ -420,38 +408,22 @@ class Tokenizer:
         """Append the ids of data[start:end] as encode_range does, in pieces of about PIECE_BYTES.
 
         Compiled code never lets Python run a signal handler, so one call on a long text kept
-        Ctrl-C and SIGTERM waiting until it ended.  Between pieces they take effect.  Pieces end
-        where the pattern ends a chunk, and BPE never crosses a chunk, so the ids are those of
-        one call: at a _SURE_CUT when there is one near; else the chunks are walked here
-        (chunk_end against the whole text, so every lookahead sees what it would see) and
-        encoded one by one up to PIECE_BYTES.  A single chunk longer than that (16 MB of spaces
-        is one chunk) cannot be cut; _encode_long_chunk encodes it."""
+        Ctrl-C and SIGTERM waiting until it ended.  Between pieces they take effect.  A piece
+        is whole chunks of the whole text (encode_some_packed), so the ids are those of one
+        call.  A single chunk longer than a piece (16 MB of spaces is one chunk) is one piece:
+        the encoder is linear on any chunk (encode_chunk.encode_huge), so the wait stays
+        about as long as a piece of any other text (docs/speed.md, "Worst case and memory")."""
+        dst = BytesWriter()
+        self._pack_pieces(data, start, end, dst)
+        out.extend(ids_of(dst.getvalue(), self._encoder.wide))
+
+    def _pack_pieces(self, data: bytes, start: int, end: int, dst: BytesWriter) -> None:
+        """_encode_pieces' loop, writing packed ids to `dst`."""
         enc = self._encoder
         pid = self._pattern_id
         pos = start
-        while end - pos > PIECE_BYTES:
-            m = _SURE_CUT.search(data, pos + PIECE_BYTES, min(end, pos + 2 * PIECE_BYTES))
-            if m is not None:
-                encode_range(enc, data, pos, m.start(), pid, out)
-                pos = m.start()
-                continue
-            e = chunk_end(data, pos, end, pid)
-            if e - pos > PIECE_BYTES:
-                _encode_long_chunk(enc, data, pos, e, out)
-                pos = e
-                continue
-            dst = BytesWriter()
-            stop = pos + PIECE_BYTES
-            while True:
-                enc.encode_span(data, pos, e, dst)
-                pos = e
-                if pos >= stop or pos >= end:
-                    break
-                e = chunk_end(data, pos, end, pid)
-                if e - pos > PIECE_BYTES:
-                    break  # a long chunk: the next step's
-            out.extend(ids_of(dst.getvalue(), enc.wide))
-        encode_range(enc, data, pos, end, pid, out)
+        while pos < end:
+            pos = encode_some_packed(enc, data, pos, end, pid, PIECE_BYTES, dst)
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
@@ -484,14 +456,15 @@ class Tokenizer:
             if max(map(len, doc_list), default=0) <= PIECE_BYTES or not _python_handles_signals():
                 packed = encode_documents_packed(self._encoder, doc_list, self._pattern_id, internal_bos, internal_eos)
             else:  # a long document: in pieces, so that Ctrl-C is not kept waiting
-                flat: list[int] = []
+                dst = BytesWriter()
+                wide = self._encoder.wide
                 for doc in doc_list:
                     if internal_bos >= 0:
-                        flat.append(internal_bos)
-                    self._encode_range(doc, 0, len(doc), flat)
+                        emit(dst, internal_bos, wide)
+                    self._pack_pieces(doc, 0, len(doc), dst)
                     if internal_eos >= 0:
-                        flat.append(internal_eos)
-                packed = np.asarray(flat, dtype="<u4" if self._encoder.wide else "<u2").tobytes()
+                        emit(dst, internal_eos, wide)
+                packed = dst.getvalue()
         except TypeError:
             # the compiled code takes bytes only; looking for the culprit costs nothing until then
             for i, doc in enumerate(doc_list):
@@ -932,70 +905,6 @@ def _python_handles_signals() -> bool:
     SIGTERM in the kernel: encoding them in pieces would buy nothing (and cost up to 2x on long
     texts that must be walked chunk by chunk, such as CJK without spaces)."""
     return callable(signal.getsignal(signal.SIGINT)) or callable(signal.getsignal(signal.SIGTERM))
-
-
-def _encode_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
-    dst = BytesWriter()
-    enc.encode_span(data, start, end, dst)
-    out.extend(ids_of(dst.getvalue(), enc.wide))
-
-
-def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
-    """Append the ids of one chunk longer than PIECE_BYTES, data[start:end].
-
-    BPE cannot be cut inside a chunk without changing the ids, and the compiled encoder took
-    11 s on the one chunk of 16 MB of spaces, deaf to Ctrl-C all along.  Where this process can
-    fork safely (the main thread, no other thread), a child process encodes the chunk and
-    this one waits on a pipe, where a signal handler runs at once: its exception kills the
-    child and goes on.  Elsewhere, and if the child fails, the chunk is encoded here."""
-    if (
-        not hasattr(os, "fork")
-        or threading.active_count() != 1
-        or threading.current_thread() is not threading.main_thread()
-    ):
-        _encode_chunk(enc, data, start, end, out)
-        return
-    parent = os.getpid()
-    r, w = os.pipe()
-    try:
-        child = os.fork()
-    except OSError:  # no memory or process left for a child: encode here
-        os.close(r)
-        os.close(w)
-        _encode_chunk(enc, data, start, end, out)
-        return
-    if child == 0:  # pragma: no cover - the child leaves by os._exit
-        code = 1
-        try:
-            from mnemo.parallel import die_with_parent
-
-            os.close(r)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides
-            die_with_parent(parent)
-            dst = BytesWriter()
-            enc.encode_span(data, start, end, dst)  # the chunk alone: no pre-tokenizer
-            view = memoryview(dst.getvalue())  # mnemo's ids, little-endian uint16 (uint32 when wide)
-            while view:
-                view = view[os.write(w, view) :]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    parts: list[bytes] = []
-    try:
-        while block := os.read(r, 1 << 20):
-            parts.append(block)
-        _, status = os.waitpid(child, 0)
-    except BaseException:
-        os.kill(child, signal.SIGKILL)
-        os.waitpid(child, 0)
-        raise
-    finally:
-        os.close(r)
-    if status != 0:
-        _encode_chunk(enc, data, start, end, out)
-        return
-    out.extend(ids_of(b"".join(parts), enc.wide))
 
 
 # ---- encode_batch's map (module level: the work engine ships it to worker processes by name) ----

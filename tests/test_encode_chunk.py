@@ -2,7 +2,8 @@
 
 These tests drive the encoder with chunk lists they cut themselves, so they do not depend on the
 pre-tokenizer.  Paths: the cache (chunks <= 48 bytes), the short rank-array path (< 64 bytes,
-`encode_uncached`) and the heap path (`encode_long`, any length); all must equal the twin.
+`encode_uncached`), the heap path (`encode_long`, any length) and the bucket path (`encode_huge`,
+any length; encode_long takes it from HUGE_CHUNK bytes); all must equal the twin.
 """
 
 from __future__ import annotations
@@ -36,9 +37,15 @@ def long_ids(enc: Encoder, data: bytes) -> list[int]:
     return ids_of(dst.getvalue(), enc.wide)
 
 
+def huge_ids(enc: Encoder, data: bytes) -> list[int]:
+    dst = BytesWriter()
+    enc.encode_huge(data, 0, len(data), dst)
+    return ids_of(dst.getvalue(), enc.wide)
+
+
 def all_paths(enc: Encoder, data: bytes) -> list[list[int]]:
     """The ids of one chunk by every path that accepts it."""
-    results = [enc.encode_chunks([data]), enc.encode_chunks_uncached([data]), long_ids(enc, data)]
+    results = [enc.encode_chunks([data]), enc.encode_chunks_uncached([data]), long_ids(enc, data), huge_ids(enc, data)]
     if len(data) < LONG_CHUNK:
         dst = BytesWriter()
         enc.encode_short(data, 0, len(data), dst)
@@ -245,11 +252,65 @@ def test_long_runs_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]
     enc, merges = gpt2_encoder
     ranks = merge_ranks(merges)
     rng = random.Random(5)
-    cases = [b"a" * 3000, b" " * 2000, b"ab" * 1500, base64.b64encode(rng.randbytes(2000))]
+    cases = [b"a" * 3000, b" " * 2000, b"ab" * 1500, base64.b64encode(rng.randbytes(2000)), b"a" * 2999 + b"b",
+             b"aab" * 700, "中".encode() * 900]
     for data in cases:
         expected = encode_chunk_naive(data, ranks)
         assert long_ids(enc, data) == expected
+        assert huge_ids(enc, data) == expected
         assert enc.encode_chunks([data]) == expected
+
+
+def test_huge_runs_overlap_left_to_right() -> None:
+    """Merge 0 = (a, a), merge 1 = (256, a), merge 2 = (256, 256).  A run of five a's: merge 0
+    left to right gives [256 256 a] (not [a 256 256]); merge 1 then finds (256, a) at the end:
+    [256 257].  The bucket path pops occurrences in no particular order, so it must find the
+    run's start itself.  Runs split by another byte are runs of their own."""
+    enc = Encoder([(97, 97), (256, 97), (256, 256)])
+    ranks = merge_ranks([(97, 97), (256, 97), (256, 256)])
+    for data in [b"aaaaa", b"aaaa", b"aaaaaabaaa", b"baaaaaaab", b"a" * 20_000 + b"b" + b"a" * 20_001]:
+        expected = encode_chunk_naive(data, ranks)
+        assert huge_ids(enc, data) == long_ids(enc, data) == expected
+    assert huge_ids(enc, b"aaaaa") == [256, 257]
+    wide = Encoder([(97, 97), (256, 97), (256, 256)], wide=True)  # uint32 ids out
+    assert huge_ids(wide, b"a" * 7_001) == encode_chunk_naive(b"a" * 7_001, ranks)
+
+
+def test_huge_random_chunks_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """Chunks of a few bytes of prose, runs and marks, each with the full GPT-2 merge list (many
+    buckets, runs next to other tokens, runs at either end)."""
+    enc, merges = gpt2_encoder
+    ranks = merge_ranks(merges)
+    rng = random.Random(9)
+    for _ in range(20):
+        data = bytes(rng.choice(b"ab c-^\n") for _ in range(rng.randint(1, 3000)))
+        assert huge_ids(enc, data) == encode_chunk_naive(data, ranks)
+
+
+@pytest.mark.parametrize("unit", [b"a", b" ", b"-", "中".encode()])
+def test_worst_case_chunks_are_linear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]], unit: bytes) -> None:
+    """One chunk of 4 MB of one character: at least 4 MB/s and at most 30x the time of 0.4 MB
+    (linear is 10x, quadratic 100x), in process CPU time, best of 3.  The heap path ran at
+    ~1.7 MB/s on such chunks (its 80 MB heap walked at random: 11 s for 16 MB of spaces); the
+    bucket path at 12-20 MB/s on a loaded machine (bench/bench_worst_case.py).  The bounds
+    leave room for a machine shared with other jobs, where even CPU time suffers."""
+    enc, merges = gpt2_encoder
+    big = unit * (4_000_000 // len(unit))
+    small = big[: len(big) // 10]
+
+    def best(data: bytes) -> float:
+        times = []
+        for _ in range(3):
+            t0 = time.process_time()
+            enc.encode_chunks([data])
+            times.append(time.process_time() - t0)
+        return min(times)
+
+    t_small, t_big = best(small), best(big)
+    assert len(big) / t_big > 4e6, f"{len(big) / t_big / 1e6:.1f} MB/s"
+    assert t_big < 30 * max(t_small, 0.005), (t_small, t_big)
+    vocab = vocab_of(merges)
+    assert b"".join(vocab[i] for i in enc.encode_chunks([big])) == big
 
 
 @pytest.mark.slow

@@ -6,8 +6,7 @@ giving wrong chunks silently where the shortcut is taken:
 
 - "ascii_fast_path": pretokenize.chunk_end cuts four ASCII cases inline before it looks at the
   pattern at all;
-- "cut_before_space_letter": tokenizer._SURE_CUT cuts long texts, and sources._WORD_GAP cuts
-  input files into tasks, before a space followed by an ASCII letter and preceded by a printable
+- "cut_before_space_letter": sources._WORD_GAP cuts input files into tasks before a space followed by an ASCII letter and preceded by a printable
   ASCII character that is not white space (after white space, cl100k's end-of-text branch differs).
 """
 
@@ -22,7 +21,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import pretokenize, sources
-from mnemo import tokenizer as tokenizer_module
 from mnemo.constants import OWN_ASCII_SHORTCUTS, PATTERN_PROPERTIES, PATTERNS
 
 LETTERS = ["a", "Z", "word", "Ab", "x" * 40]
@@ -142,11 +140,9 @@ def test_cut_before_space_letter_on_random_texts(parts: list[str], pattern: str)
 
 
 def test_the_shortcuts_cut_only_where_the_property_holds() -> None:
-    """tokenizer._SURE_CUT and sources._WORD_GAP find only spaces before an ASCII letter, the
-    places "cut_before_space_letter" covers."""
+    """sources._WORD_GAP finds only spaces before an ASCII letter, the places
+    "cut_before_space_letter" covers."""
     text = b"ab cd, e\n f  G\xc3\xa9 h1 i"
-    for m in tokenizer_module._SURE_CUT.finditer(text):
-        assert SPACE_LETTER.match(text.decode(), len(text[: m.start()].decode()))
     gap = sources._word_gap(text)
     assert gap > 0 and SPACE_LETTER.match(text.decode(), len(text[:gap].decode()))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer
@@ -426,30 +426,6 @@ _PIECES = ["", " ", "  ", "\n", "\n\n", "\r\n", "\t", " \n ", "a", "Ab", "word",
            "!!", "(", "é", "中文", "\u00a0", "\u3000", "x" * 40, " " * 40, "\n" * 3 + " " * 5, "\n\n\n     1"]
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.sampled_from(PATTERNS))
-@example(["a", "\n", "  ", " word"], "cl100k")  # cl100k's \s++$ takes "\n  " whole before a cut there
-def test_sure_cuts_are_chunk_boundaries_of_every_pattern(parts: list[str], pattern: str) -> None:
-    """Every place _SURE_CUT finds is a chunk boundary of the `regex` module's own split, and the
-    text before it, split on its own, gives the same chunks (its last chunk's lookahead sees the
-    end of the text instead of the space)."""
-    import regex
-
-    text = "".join(parts)
-    chunks = regex.findall(PATTERN_REGEX[pattern], text)
-    bounds = {0}
-    pos = 0
-    for chunk in chunks:
-        pos += len(chunk.encode("utf-8"))
-        bounds.add(pos)
-    data = text.encode("utf-8")
-    for m in tokenizer_module._SURE_CUT.finditer(data):
-        cut = m.start()
-        assert cut in bounds, (text, cut)
-        before = regex.findall(PATTERN_REGEX[pattern], data[:cut].decode("utf-8"))
-        assert before == chunks[: len(before)] and "".join(before).encode("utf-8") == data[:cut]
-
-
 @pytest.fixture(scope="module", params=PATTERNS)
 def spacy(request: pytest.FixtureRequest) -> Tokenizer:
     return _spacy_tokenizer(request.param)
@@ -458,9 +434,8 @@ def spacy(request: pytest.FixtureRequest) -> Tokenizer:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=80), st.sampled_from([8, 16, 50]))
 def test_pieces_give_the_ids_of_one_call(spacy: Tokenizer, parts: list[str], piece: int) -> None:
-    """With pieces of a few bytes (so that every way of cutting is exercised: sure cuts, walked
-    chunks, chunks longer than a piece encoded by a child process), the ids are those of one
-    compiled call on the whole text."""
+    """With pieces of a few bytes (so that pieces end everywhere, and chunks longer than a piece
+    are pieces of their own), the ids are those of one compiled call on the whole text."""
     text = "".join(parts)
     data = text.encode("utf-8")
     expected = encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
@@ -478,8 +453,8 @@ def test_pieces_give_the_ids_of_one_call(spacy: Tokenizer, parts: list[str], pie
 
 
 def test_long_texts_give_the_ids_of_one_call(spacy: Tokenizer) -> None:
-    """At the real piece size: English-like text cut at sure cuts, a text without one (walked
-    chunks), and one chunk of 3 MB of spaces (encoded by a child process)."""
+    """At the real piece size: English-like text, CJK text, and one chunk of 3 MB of spaces
+    (one piece)."""
     rng = random.Random(5)
     words = ["the", "Quick", "brown", "fox", "1234", "don't", "(x)", "中文", "\n", "\n\n", "   ", "é"]
     texts = [
@@ -500,7 +475,8 @@ tok = Tokenizer.load(sys.argv[1])
 text = sys.argv[2] * int(sys.argv[3])
 print("encoding", flush=True)
 try:
-    tok.encode(text)
+    for _ in range(int(sys.argv[4])):
+        tok.encode(text)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(130)
@@ -508,16 +484,19 @@ print("finished", flush=True)
 """
 
 
-@pytest.mark.parametrize(("unit", "times"), [(" ", 16 << 20), ("\n", 16 << 20)])
+@pytest.mark.parametrize(("unit", "times"), [(" ", 8 << 20), ("\n", 8 << 20), ("a", 8 << 20)])
 def test_ctrl_c_interrupts_a_long_encode(tmp_path: Path, unit: str, times: int) -> None:
-    """SIGINT during the encoding of one 16 MB chunk of white space (about 10 s in one compiled
-    call on a 2-vCPU VM) ends the process within a couple of seconds, through a
-    KeyboardInterrupt the program can catch."""
+    """SIGINT while texts made of one 8 MB chunk (white space, one letter) are encoded one after
+    the other ends the process within a few seconds, through a KeyboardInterrupt the program
+    can catch.  A chunk cannot be cut, and compiled code hears no signal until it returns, so
+    the wait is the time of the chunk under way: this holds because the encoder is linear and
+    fast on one chunk of any length (the heap path took 11 s on 16 MB of spaces; the bucket
+    path about 0.5 s a chunk here, 3 s allowing for a loaded machine)."""
     tok = _spacy_tokenizer()
     path = tmp_path / "t.bin"
     tok.save(path)
     proc = subprocess.Popen(
-        [sys.executable, "-c", INTERRUPTED, str(path), unit, str(times)],
+        [sys.executable, "-c", INTERRUPTED, str(path), unit, str(times), "1000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )
     assert proc.stdout is not None
@@ -527,31 +506,32 @@ def test_ctrl_c_interrupts_a_long_encode(tmp_path: Path, unit: str, times: int) 
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     waited = time.monotonic() - sent
-    assert "finished" not in out, "the encode ended before the signal: make the text longer"
+    assert "finished" not in out, "the encodes ended before the signal: make the loop longer"
     assert proc.returncode == 130 and "interrupted" in out, (proc.returncode, out, err)
-    assert waited < 2.0, f"Ctrl-C took {waited:.1f} s to take effect"
+    assert waited < 3.0, f"Ctrl-C took {waited:.1f} s to take effect"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_tokenize_in_process_stops_at_once(tmp_path: Path, sig: int) -> None:
-    """`mnemo tokenize --workers 1` encodes in its own process (encode_documents): a signal during
-    a 16 MB chunk of spaces stops it at once, cleanly, with no output left behind."""
+    """`mnemo tokenize --workers 1` encodes in its own process (encode_documents): a signal while
+    it encodes chunks of 8 MB of spaces stops it within the chunk under way, cleanly, with no
+    output left behind."""
     tok = _spacy_tokenizer()
     tok.save(tmp_path / "t.bin")
-    (tmp_path / "ws.txt").write_bytes(b" " * (16 << 20) + b"x\n")
+    (tmp_path / "ws.txt").write_bytes((b" " * (8 << 20) + b"x\n") * 32)  # 32 chunks of 8 MB
     mnemo = str(Path(sys.executable).parent / "mnemo")
     proc = subprocess.Popen(
         [mnemo, "tokenize", "-t", "t.bin", "ws.txt", "-o", "out.tok", "--workers", "1", "-q"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )
-    time.sleep(2.5)  # loading, reading, then well inside the encode (about 10 s in one call)
+    time.sleep(2.5)  # loading, reading, then well inside the encode (256 MB)
     assert proc.poll() is None, proc.communicate()
     sent = time.monotonic()
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     waited = time.monotonic() - sent
     assert proc.returncode == 128 + sig, (proc.returncode, err)
-    assert waited < 2.0, f"the signal took {waited:.1f} s to take effect"
+    assert waited < 3.0, f"the signal took {waited:.1f} s to take effect"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.bin", "ws.txt"]
 
 
