@@ -425,6 +425,21 @@ def _alive(pid: int) -> bool:
     return raw[raw.rindex(")") + 2 :].split()[0] not in ("Z", "X")
 
 
+def _started(pid: int) -> int | None:
+    """The process's start time (clock ticks after boot; /proc/PID/stat field 22), or None when
+    it is gone: with the pid, what names one process -- on a busy machine a pid freed by a
+    worker is soon another process's."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(raw[raw.rindex(")") + 2 :].split()[19])
+
+
+def _same_and_alive(pid: int, started: int | None) -> bool:
+    return started is not None and _started(pid) == started and _alive(pid)
+
+
 @pytest.fixture(scope="module")
 def signal_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("signals")
@@ -471,21 +486,26 @@ def test_signals_at_many_moments_leave_nothing_behind(
     while k < 20 or (interrupted < 10 and k < 40):
         sig = signal.SIGINT if k % 2 else signal.SIGTERM
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        seen: set[int] = set()
+        seen: dict[int, int | None] = {}  # worker pid -> its start time
+
+        def look() -> None:
+            for p in _descendants(proc.pid) - seen.keys():
+                seen[p] = _started(p)
+
         deadline = time.monotonic() + 60
         while not seen and time.monotonic() < deadline and proc.poll() is None:  # until workers exist
-            seen |= _descendants(proc.pid)
+            look()
             time.sleep(0.005)
         working = time.monotonic()
         moment = working + rng.uniform(0.0, 0.8 * span)
         while time.monotonic() < moment and proc.poll() is None:
-            seen |= _descendants(proc.pid)
+            look()
             time.sleep(0.005)
         if proc.poll() is not None and seen:
             span = min(span, time.monotonic() - working)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
-        left = [p for p in seen if _alive(p)]
+        left = [p for p, started in seen.items() if _same_and_alive(p, started)]
         for p in left:
             os.kill(p, signal.SIGKILL)
         assert not left, f"run {k}: workers {left} outlived the run"
