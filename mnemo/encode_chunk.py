@@ -30,7 +30,7 @@ files and their speed), uint32 when the vocabulary has ids of 65,536 and more.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, cast
 
 from librt.strings import BytesWriter, read_i16_le, read_i32_le, read_i64_le, write_i16_le, write_i32_le
 from librt.vecs import append, vec
@@ -105,6 +105,7 @@ class Encoder:
     kw: vec[i64]
     tk: vec[i64]
     rk: vec[i64]
+    ints: list[object]
 
     def __init__(self, merges: list[tuple[int, int]], wide: bool = False) -> None:
         """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
@@ -149,6 +150,11 @@ class Encoder:
         self.kw = vec[i64]([0] * KEY_WORDS)
         self.tk = vec[i64]([0] * LONG_CHUNK)
         self.rk = vec[i64]([0] * LONG_CHUNK)
+        # One int object per id, made once: ids_list stores a new reference to the id's object
+        # instead of making a new int (ids above 256 are not CPython's small ints: each cost a
+        # malloc, and a free when the list died).  The list is typed `object` so that mypyc
+        # keeps the objects as they are instead of unboxing and boxing them again.
+        self.ints = [k for k in range(n + 256)]
 
     def rank(self, a: i64, b: i64) -> i64:
         """The merge number of pair (a, b), or NO_RANK when no merge makes it."""
@@ -425,6 +431,27 @@ class Encoder:
             emit(dst, tok[i], wide)
             i = nxt[i]
 
+    def ids_list(self, packed: bytes) -> list[int]:
+        """ids_of(packed, self.wide), made of the pre-made int objects of self.ints, in a list
+        allocated at its final size (filling it measured ~1.4x faster than appending)."""
+        ints = self.ints
+        i: i64 = 0
+        j: i64 = 0
+        size: i64 = len(packed)
+        if self.wide:
+            out: list[object] = [None] * (size >> 2)
+            while i < size:
+                out[j] = ints[i64(read_i32_le(packed, i))]
+                i += 4
+                j += 1
+        else:
+            out = [None] * (size >> 1)
+            while i < size:
+                out[j] = ints[i64(read_i16_le(packed, i)) & M16]
+                i += 2
+                j += 1
+        return cast(list[int], out)
+
     # ---- many chunks ----
 
     def encode_chunks(self, chunks: list[bytes]) -> list[int]:
@@ -432,7 +459,7 @@ class Encoder:
         dst = BytesWriter()
         for c in chunks:
             self.encode_span(c, 0, len(c), dst)
-        return ids_of(dst.getvalue(), self.wide)
+        return self.ids_list(dst.getvalue())
 
     def encode_ends(self, data: bytes, ends: list[int]) -> list[int]:
         """The ids of data cut at `ends` (increasing chunk end offsets, the last = len(data))."""
@@ -444,13 +471,13 @@ class Encoder:
                 raise ConfigError(f"chunk end {end} is out of order (previous end {pos}, length {len(data)})")
             self.encode_span(data, pos, end, dst)
             pos = end
-        return ids_of(dst.getvalue(), self.wide)
+        return self.ids_list(dst.getvalue())
 
     def encode_chunks_uncached(self, chunks: list[bytes]) -> list[int]:
         dst = BytesWriter()
         for c in chunks:
             self.encode_uncached(c, 0, len(c), dst)
-        return ids_of(dst.getvalue(), self.wide)
+        return self.ids_list(dst.getvalue())
 
 
 def put(dst: BytesWriter, x: i64) -> None:

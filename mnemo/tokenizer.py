@@ -24,7 +24,7 @@ from librt.strings import BytesWriter
 
 from mnemo.chat import render_conversation, render_document
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range
-from mnemo.encode_chunk import Encoder, ids_of
+from mnemo.encode_chunk import Encoder
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.parallel import resolve_workers
@@ -450,7 +450,7 @@ class Tokenizer:
                 e = chunk_end(data, pos, end, pid)
                 if e - pos > PIECE_BYTES:
                     break  # a long chunk: the next step's
-            out.extend(ids_of(dst.getvalue(), enc.wide))
+            out.extend(enc.ids_list(dst.getvalue()))
         encode_range(enc, data, pos, end, pid, out)
 
     def encode_bytes(self, data: bytes) -> list[int]:
@@ -693,10 +693,27 @@ class Tokenizer:
         allowed_special: AllOr = frozenset(),
         disallowed_special: AllOr = "all",
     ) -> npt.NDArray[np.unsignedinteger]:
-        """`encode` as a numpy array of uint16 (uint32 when the vocabulary needs it)."""
-        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        """`encode` as a numpy array of uint16 (uint32 when the vocabulary needs it).
+
+        The compiled encoder's packed ids become the array: no Python int per id on the way
+        (building the list first and converting it cost more than the encoding itself)."""
+        if not isinstance(text, str):
+            raise _text_type_error("text", text)
+        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
+        data = text_bytes(text)
         dtype = np.uint16 if self.n_vocab <= VOCAB16 else np.uint32
-        return np.array(ids, dtype=dtype)
+        if (len(data) > PIECE_BYTES and _python_handles_signals()) or (
+            allowed and self._find_special(allowed, data) is not None
+        ):  # in pieces (Ctrl-C), or with special tokens' ids: the list path
+            return np.array(self._encode_data(data, allowed, disallowed), dtype=dtype)
+        if disallowed and self._find_special(disallowed, data) is not None:
+            self._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
+        packed = encode_documents_packed(self._encoder, [data], self._pattern_id, -1, -1)
+        ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if self._encoder.wide else "<u2")
+        if self._public is not None:
+            ids = np.asarray(self._public, dtype=dtype)[ids]
+            return ids
+        return ids.astype(dtype)  # a writable copy, as np.array gave
 
     # ---- documents and chats (mnemo/chat.py) ----
 
@@ -937,7 +954,7 @@ def _python_handles_signals() -> bool:
 def _encode_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
     dst = BytesWriter()
     enc.encode_span(data, start, end, dst)
-    out.extend(ids_of(dst.getvalue(), enc.wide))
+    out.extend(enc.ids_list(dst.getvalue()))
 
 
 def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: list[int]) -> None:
@@ -995,7 +1012,7 @@ def _encode_long_chunk(enc: Encoder, data: bytes, start: int, end: int, out: lis
     if status != 0:
         _encode_chunk(enc, data, start, end, out)
         return
-    out.extend(ids_of(b"".join(parts), enc.wide))
+    out.extend(enc.ids_list(b"".join(parts)))
 
 
 # ---- encode_batch's map (module level: the work engine ships it to worker processes by name) ----

@@ -56,6 +56,8 @@ def test_ids_packed_as_uint16_round_trip() -> None:
         put(dst, x)
     packed = dst.getvalue()
     assert ids_of(packed, False) == list(range(65536))
+    # the pre-made int objects: the same list, for every id an encoder can write
+    assert Encoder([(0, 0)] * (65536 - 256)).ids_list(packed) == list(range(65536))
     assert np.frombuffer(packed, dtype="<u2").tolist() == list(range(65536))
 
 

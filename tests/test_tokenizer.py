@@ -588,3 +588,33 @@ def test_encode_batch_to_numpy_with_an_id_map(cs336_dir: Path, workers: int) -> 
     texts = [f"Hello world {i}, héllo!" + (filler if i % 3 else "") for i in range(600)]
     flat, offsets = gpt2.encode_batch_to_numpy(texts, workers=workers)
     assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [gpt2.encode(t) for t in texts]
+
+
+def test_encode_to_numpy_is_encode_as_an_array(small: Tokenizer) -> None:
+    """encode_to_numpy packs the compiled encoder's ids straight into the array (no list): the
+    same ids as encode, whatever the special-token arguments, the same errors, and a writable
+    array of its own, as np.array(encode(...)) gave."""
+    texts = ["hello world", "", "héllo\n\n  wörld!!", "<|bos|>hello<|end|>x", "hell" * 70]
+    for text in texts:
+        for allowed in (frozenset(), "all", {"<|end|>"}):
+            kwargs = {"allowed_special": allowed, "disallowed_special": ()}
+            arr = small.encode_to_numpy(text, **kwargs)  # type: ignore[arg-type]
+            assert arr.dtype == np.uint16 and arr.tolist() == small.encode(text, **kwargs)  # type: ignore[arg-type]
+            assert arr.flags.writeable and arr.flags.c_contiguous
+    with pytest.raises(SpecialTokenError, match=r"'<\|bos\|>' at byte 0"):
+        small.encode_to_numpy("<|bos|>hello")
+    with pytest.raises(SpecialTokenError, match=r"'<\|end\|>' at byte 5"):
+        small.encode_to_numpy("hello<|end|>", allowed_special={"<|bos|>"})
+
+
+def test_encode_to_numpy_with_an_id_map(cs336_dir: Path) -> None:
+    """GPT-2's vocabulary renumbers ids (an id map): the array holds GPT-2's own ids."""
+    from mnemo.interop import load_gpt2
+
+    gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
+    assert gpt2._public is not None
+    text = "Hello world, héllo! It's 2024.<|endoftext|> The end"
+    for allowed in (frozenset(), "all"):
+        arr = gpt2.encode_to_numpy(text, allowed_special=allowed, disallowed_special=())
+        assert arr.tolist() == gpt2.encode(text, allowed_special=allowed, disallowed_special=())
+        assert arr.flags.writeable
