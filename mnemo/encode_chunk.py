@@ -514,6 +514,39 @@ def ids_of(packed: bytes, wide: bool) -> list[int]:
     return out
 
 
+def lists_of(ints: list[object], packed: bytes, wide: bool, lengths: bytes, out: list[list[int]]) -> None:
+    """Append to `out` one list per document: `lengths` holds each one's id count (int64,
+    little-endian) and `packed` all their ids back to back (uint16, or uint32 when `wide`).
+    Ids below len(ints) are references to its pre-made int objects (Encoder.ints); others (a
+    special token's public id, say) are made here.  encode_batch's unpacking: slicing a
+    .tolist() of every id made every int object and then copied each slice."""
+    n_ints: i64 = len(ints)
+    pos: i64 = 0
+    k: i64 = 0
+    nl: i64 = len(lengths)
+    while k < nl:
+        m: i64 = read_i64_le(lengths, k)
+        if m < 0 or pos + (m << (2 if wide else 1)) > len(packed):
+            raise ValueError(f"lists_of: a length of {m} ids at offset {k} is more than the packed ids hold")
+        lst: list[object] = [None] * m
+        j: i64 = 0
+        while j < m:
+            x: i64
+            if wide:
+                x = i64(read_i32_le(packed, pos)) & M32
+                pos += 4
+            else:
+                x = i64(read_i16_le(packed, pos)) & M16
+                pos += 2
+            if x < n_ints:
+                lst[j] = ints[x]
+            else:
+                lst[j] = x
+            j += 1
+        out.append(cast(list[int], lst))
+        k += 8
+
+
 def sift_down(heap: vec[i64], i: i64, size: i64) -> None:
     x = heap[i]
     while True:

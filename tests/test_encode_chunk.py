@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from librt.strings import BytesWriter
 
 from mnemo.errors import ConfigError
-from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, put
+from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, lists_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
@@ -295,3 +295,22 @@ def test_gpt2_merges_fixture_matches_vocab(cs336_dir: Path) -> None:
         assert vocab[text] == 256 + k
     assert sorted(vocab[to_string[i]] for i in range(256)) == list(range(256))
     assert [vocab[to_string[i]] for i in range(256)] != list(range(256))  # a permutation, not identity
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_lists_of_splits_packed_ids(wide: bool) -> None:
+    """encode_batch's unpacking: one list per length, the ids in order; ids the pre-made table
+    does not hold (a special token's public id) come back as themselves."""
+    import numpy as np
+
+    ints: list[object] = list(range(300))
+    ids = [0, 1, 299, 300, 65_535, 7, 256] + ([70_000, 2**31 - 1] if wide else [])
+    lengths = [2, 0, 3, len(ids) - 5, 0]
+    packed = np.asarray(ids, dtype="<u4" if wide else "<u2").tobytes()
+    out: list[list[int]] = [[42]]
+    lists_of(ints, packed, wide, np.asarray(lengths, dtype="<i8").tobytes(), out)
+    starts = np.cumsum([0, *lengths]).tolist()
+    assert out == [[42]] + [ids[a:b] for a, b in zip(starts, starts[1:])]
+    assert out[1][0] is ints[0] and out[3][0] is ints[299]
+    with pytest.raises(ValueError, match="a length of 99 ids at offset 8"):
+        lists_of(ints, packed, wide, np.asarray([1, 99], dtype="<i8").tobytes(), [])

@@ -618,3 +618,25 @@ def test_encode_to_numpy_with_an_id_map(cs336_dir: Path) -> None:
         arr = gpt2.encode_to_numpy(text, allowed_special=allowed, disallowed_special=())
         assert arr.tolist() == gpt2.encode(text, allowed_special=allowed, disallowed_special=())
         assert arr.flags.writeable
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_encode_batch_restores_the_collector(small: Tokenizer, enabled: bool) -> None:
+    """encode_batch pauses the cyclic garbage collector while it builds the lists of a worker
+    batch, and leaves it as it found it: on success and when a worker's text raises."""
+    import gc
+
+    from mnemo import tokenizer as module
+
+    filler = "x" * (module.BATCH_PARALLEL_BYTES // 600 + 1)
+    texts = [f"hello world {i} " + filler for i in range(600)]
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert small.encode_batch(texts, workers=2) == [small.encode(t) for t in texts]
+        assert gc.isenabled() is enabled
+        with pytest.raises(SpecialTokenError, match="<|bos|>"):
+            small.encode_batch([*texts, "<|bos|>"], workers=2)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
