@@ -8,8 +8,9 @@ left-to-right pass gives the same result as applying it one occurrence at a time
 
 Four paths, all with the same result (tests compare each with the naive twin in reference.py):
 
-- the word table: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
-  merges: most chunks of prose are one such token, and this table never misses them;
+- the word tables: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
+  merges (the earliest 6,144 in a small table of their own): most chunks of prose are one such
+  token, and these tables never miss them;
 - the caches: a small one, 65,536 direct-mapped 16-byte entries for chunks of up to 7 bytes with
   at most 3 ids, keyed by the bytes themselves (so a hit is exact); then 65,536 direct-mapped
   entries for chunks of up to 48 bytes, keyed by a 32-bit FNV-1a hash of the bytes and checked by
@@ -68,6 +69,11 @@ SMALL_SHIFT: Final = 44
 # the merges.  Unlike the caches it never misses on such a chunk, however cold or crowded they
 # are.  Load factor at most 1/2, linear probing; entries [key, id], key 0 = empty.
 WORD_SHIFT: Final = 40
+# The first HOT_WORDS of them by id (the earliest merges, so the most frequent words of the
+# training text) go to a table of their own of 256 KB, which stays in the L2 cache; the rest
+# to the big one, whose lookups miss to L3 or memory.
+HOT_WORDS: Final = 6144
+HOT_SLOTS: Final = 16384
 # Chunks at least this long take the heap path.  Below it the rank-array path is faster.
 LONG_CHUNK: Final = 64
 NO_RANK: Final = 1 << 40
@@ -115,6 +121,7 @@ class Encoder:
     ints: list[object]
     words: vec[i64]
     words_mask: i64
+    hot: vec[i64]
 
     def __init__(self, merges: list[tuple[int, int]], wide: bool = False) -> None:
         """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
@@ -166,6 +173,7 @@ class Encoder:
         self.ints = [k for k in range(n + 256)]
         self.words = vec[i64]([0] * 2)
         self.words_mask = 0
+        self.hot = vec[i64]([0] * (2 * HOT_SLOTS))
         self.fill_words()
 
     def rank(self, a: i64, b: i64) -> i64:
@@ -219,20 +227,29 @@ class Encoder:
             size *= 2
         words: vec[i64] = vec[i64]([0] * (2 * size))
         mask: i64 = size - 1
+        hot: vec[i64] = vec[i64]([0] * (2 * HOT_SLOTS))
+        n_hot: i64 = 0
         tk = self.tk
         k = 0
         while k < n:
             t = 256 + k
             if bkey[t] >= 0 and self.short_bpe(data, k << 3, (k << 3) + blen[t]) == 1 and tk[0] == t:
                 key: i64 = bkey[t] | (blen[t] << 56)
-                at: i64 = ((key * SMALL_MUL) >> WORD_SHIFT) & mask
-                while words[at << 1] != 0:
-                    at = (at + 1) & mask
-                words[at << 1] = key
-                words[(at << 1) + 1] = t
+                table = words
+                tmask = mask
+                if n_hot < HOT_WORDS:
+                    table = hot
+                    tmask = HOT_SLOTS - 1
+                    n_hot += 1
+                at: i64 = ((key * SMALL_MUL) >> WORD_SHIFT) & tmask
+                while table[at << 1] != 0:
+                    at = (at + 1) & tmask
+                table[at << 1] = key
+                table[(at << 1) + 1] = t
             k += 1
         self.words = words
         self.words_mask = mask
+        self.hot = hot
 
     def clear_cache(self) -> None:
         cache = self.cache
@@ -265,9 +282,20 @@ class Encoder:
         if n <= SMALL_MAX_BYTES and start + 8 <= len(data):
             # The small cache: most chunks of prose.  Key = the bytes | length << 56.
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
+            mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
+            hot = self.hot
+            hat: i64 = mixed & (HOT_SLOTS - 1)
+            while True:
+                hkey: i64 = hot[hat << 1]
+                if hkey == key:
+                    emit(dst, hot[(hat << 1) + 1], wide)
+                    return
+                if hkey == 0:
+                    break
+                hat = (hat + 1) & (HOT_SLOTS - 1)
             words = self.words
             wmask = self.words_mask
-            wat: i64 = ((key * SMALL_MUL) >> WORD_SHIFT) & wmask
+            wat: i64 = mixed & wmask
             while True:
                 wkey: i64 = words[wat << 1]
                 if wkey == key:
