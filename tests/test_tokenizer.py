@@ -640,3 +640,18 @@ def test_encode_batch_restores_the_collector(small: Tokenizer, enabled: bool) ->
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_encode_batch_in_process_equals_loop(cs336_dir: Path) -> None:
+    """encode_batch in this process goes through the packed flat form and builds the lists from
+    it: the loop's ids, with an id map (GPT-2's), special tokens allowed or plain, and its error."""
+    from mnemo.interop import load_gpt2
+
+    gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
+    texts = ["Hello world", "", "héllo<|endoftext|>again", "x" * 300, " the end\n\n"]
+    for allowed in (frozenset(), "all"):
+        got = gpt2.encode_batch(texts, allowed_special=allowed, disallowed_special=(), workers=1)
+        assert got == [gpt2.encode(t, allowed_special=allowed, disallowed_special=()) for t in texts]
+    assert 50256 in got[2]  # <|endoftext|>'s id, which the pre-made ints do not hold
+    with pytest.raises(SpecialTokenError, match="endoftext"):
+        gpt2.encode_batch(texts, workers=1)
