@@ -69,6 +69,7 @@ SMALL_SHIFT: Final = 44
 # the merges.  Unlike the caches it never misses on such a chunk, however cold or crowded they
 # are.  Load factor at most 1/2, linear probing; entries [key, id], key 0 = empty.
 WORD_SHIFT: Final = 40
+INT_OBJECTS: Final = 65536
 # The first HOT_WORDS of them by id (the earliest merges, so the most frequent words of the
 # training text) go to a table of their own of 256 KB, which stays in the L2 cache; the rest
 # to the big one, whose lookups miss to L3 or memory.
@@ -170,7 +171,9 @@ class Encoder:
         # instead of making a new int (ids above 256 are not CPython's small ints: each cost a
         # malloc, and a free when the list died).  The list is typed `object` so that mypyc
         # keeps the objects as they are instead of unboxing and boxing them again.
-        self.ints = [k for k in range(n + 256)]
+        # At most INT_OBJECTS of them: the low ids are the frequent ones, and 200,000 objects
+        # (o200k) spread over 6 MB crowded the encoder's own tables out of the cache.
+        self.ints = [k for k in range(min(n + 256, INT_OBJECTS))]
         self.words = vec[i64]([0] * 2)
         self.words_mask = 0
         self.hot = vec[i64]([0] * (2 * HOT_SLOTS))
@@ -539,13 +542,18 @@ class Encoder:
         """ids_of(packed, self.wide), made of the pre-made int objects of self.ints, in a list
         allocated at its final size (filling it measured ~1.4x faster than appending)."""
         ints = self.ints
+        n_ints: i64 = len(ints)
         i: i64 = 0
         j: i64 = 0
         size: i64 = len(packed)
         if self.wide:
             out: list[object] = [None] * (size >> 2)
             while i < size:
-                out[j] = ints[i64(read_i32_le(packed, i))]
+                x: i64 = i64(read_i32_le(packed, i))
+                if x < n_ints:
+                    out[j] = ints[x]
+                else:
+                    out[j] = x
                 i += 4
                 j += 1
         else:
