@@ -10,7 +10,7 @@ from __future__ import annotations
 from librt.strings import BytesWriter
 from mypy_extensions import i64
 
-from mnemo.encode_chunk import Encoder, emit, ids_of
+from mnemo.encode_chunk import Encoder, emit
 from mnemo.pretokenize import chunk_end
 
 
@@ -32,14 +32,14 @@ def encode_range(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, 
     """Append the ids of data[start:end], split with `pattern`, to `out` (see encode_range_packed)."""
     dst = BytesWriter()
     encode_range_packed(enc, data, start, end, pattern, dst)
-    out.extend(ids_of(dst.getvalue(), enc.wide))
+    out.extend(enc.ids_list(dst.getvalue()))
 
 
 def encode_bytes(enc: Encoder, data: bytes, pattern: i64) -> list[int]:
     """The ids of a whole byte string, split with `pattern`."""
     dst = BytesWriter()
     encode_range_packed(enc, data, 0, len(data), pattern, dst)
-    return ids_of(dst.getvalue(), enc.wide)
+    return enc.ids_list(dst.getvalue())
 
 
 def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64, eos: i64) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import gc
 import hashlib
 import itertools
 import os
@@ -23,7 +24,7 @@ from librt.strings import BytesWriter
 
 from mnemo.chat import render_conversation, render_document
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range, encode_some_packed
-from mnemo.encode_chunk import Encoder, emit, ids_of
+from mnemo.encode_chunk import Encoder, emit, lists_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.idmap import remap_in_place
 from mnemo.parallel import resolve_workers
@@ -415,7 +416,7 @@ class Tokenizer:
         about as long as a piece of any other text (docs/speed.md, "Worst case and memory")."""
         dst = BytesWriter()
         self._pack_pieces(data, start, end, dst)
-        out.extend(ids_of(dst.getvalue(), self._encoder.wide))
+        out.extend(self._encoder.ids_list(dst.getvalue()))
 
     def _pack_pieces(self, data: bytes, start: int, end: int, dst: BytesWriter) -> None:
         """_encode_pieces' loop, writing packed ids to `dst`."""
@@ -585,19 +586,42 @@ class Tokenizer:
         started -- a datasets.map or DataLoader worker -- whose siblings use the other CPUs);
         workers=1 always encodes in this process.  docs/pipelines.md tells the rule."""
         checked, allowed, disallowed, n_workers = self._check_batch(texts, allowed_special, disallowed_special, workers)
-        if n_workers == 1:
+        wide = self.n_vocab > VOCAB16
+        if n_workers == 1 and wide:
             return [self._encode_data(text_bytes(t), allowed, disallowed) for t in checked]
         result: list[list[int]] = []
+        ints = self._encoder.ints
+        if n_workers == 1:
+            # The flat form's packed ids, then one list per text from the pre-made int objects:
+            # faster than a loop of encode, which makes each text's list on its own.
+            lengths, flat = _encode_flat(self, checked, allowed, disallowed)
+            paused = gc.isenabled()
+            gc.disable()  # lists of ints cannot form cycles (see below)
+            try:
+                lists_of(ints, flat.astype("<u2", copy=False).tobytes(), False, lengths.astype("<i8", copy=False).tobytes(), result)
+            finally:
+                if paused:
+                    gc.enable()
+            return result
 
         def unpack(part: tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]) -> None:
             # here, as each block arrives, while the workers encode the next ones
-            ids = part[1].tolist()
-            pos = 0
-            for n in part[0].tolist():
-                result.append(ids[pos : pos + n])
-                pos += n
+            lists_of(ints, part[1].astype("<u4" if wide else "<u2", copy=False).tobytes(), wide,
+                     part[0].astype("<i8", copy=False).tobytes(), result)
 
-        self._batch_in_workers(checked, allowed, disallowed, n_workers, unpack)
+        # The collector is paused while the lists are built: they hold ints only and cannot form
+        # cycles, but every full collection walked all of them (the lead's profile of 100,000
+        # documents: most of the 0.95 s of unpacking).  Whatever garbage the engine's
+        # bookkeeping leaves meanwhile is collected at the first collection after.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            # The caller only unpacks: encoding a block itself (caller_helps) kept the blocks
+            # that the workers had finished waiting.
+            self._batch_in_workers(checked, allowed, disallowed, n_workers, unpack, caller_helps=False)
+        finally:
+            if paused:
+                gc.enable()
         return result
 
     def encode_batch_to_numpy(
@@ -650,13 +674,14 @@ class Tokenizer:
         disallowed: set[str],
         n_workers: int,
         sink: Callable[[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
+        caller_helps: bool = True,
     ) -> None:
         """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers."""
         from mnemo.work import map_ordered, setup_of, shared_executor
 
         blocks = (list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK))
         fn = functools.partial(_encode_texts, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
-        with shared_executor(n_workers, caller_helps=True) as executor:
+        with shared_executor(n_workers, caller_helps=caller_helps) as executor:
             map_ordered(blocks, fn, sink, executor=executor, setup=setup_of(_tokenizer_of, self.to_bytes(), self))
 
     def encode_to_numpy(
@@ -666,10 +691,27 @@ class Tokenizer:
         allowed_special: AllOr = frozenset(),
         disallowed_special: AllOr = "all",
     ) -> npt.NDArray[np.unsignedinteger]:
-        """`encode` as a numpy array of uint16 (uint32 when the vocabulary needs it)."""
-        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        """`encode` as a numpy array of uint16 (uint32 when the vocabulary needs it).
+
+        The compiled encoder's packed ids become the array: no Python int per id on the way
+        (building the list first and converting it cost more than the encoding itself)."""
+        if not isinstance(text, str):
+            raise _text_type_error("text", text)
+        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
+        data = text_bytes(text)
         dtype = np.uint16 if self.n_vocab <= VOCAB16 else np.uint32
-        return np.array(ids, dtype=dtype)
+        if (len(data) > PIECE_BYTES and _python_handles_signals()) or (
+            allowed and self._find_special(allowed, data) is not None
+        ):  # in pieces (Ctrl-C), or with special tokens' ids: the list path
+            return np.array(self._encode_data(data, allowed, disallowed), dtype=dtype)
+        if disallowed and self._find_special(disallowed, data) is not None:
+            self._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
+        packed = encode_documents_packed(self._encoder, [data], self._pattern_id, -1, -1)
+        ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if self._encoder.wide else "<u2")
+        if self._public is not None:
+            ids = np.asarray(self._public, dtype=dtype)[ids]
+            return ids
+        return ids.astype(dtype)  # a writable copy, as np.array gave
 
     # ---- documents and chats (mnemo/chat.py) ----
 

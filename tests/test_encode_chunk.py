@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from librt.strings import BytesWriter
 
 from mnemo.errors import ConfigError
-from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, put
+from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, lists_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
@@ -63,6 +63,8 @@ def test_ids_packed_as_uint16_round_trip() -> None:
         put(dst, x)
     packed = dst.getvalue()
     assert ids_of(packed, False) == list(range(65536))
+    # the pre-made int objects: the same list, for every id an encoder can write
+    assert Encoder([(0, 0)] * (65536 - 256)).ids_list(packed) == list(range(65536))
     assert np.frombuffer(packed, dtype="<u2").tolist() == list(range(65536))
 
 
@@ -354,3 +356,52 @@ def test_gpt2_merges_fixture_matches_vocab(cs336_dir: Path) -> None:
         assert vocab[text] == 256 + k
     assert sorted(vocab[to_string[i]] for i in range(256)) == list(range(256))
     assert [vocab[to_string[i]] for i in range(256)] != list(range(256))  # a permutation, not identity
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_lists_of_splits_packed_ids(wide: bool) -> None:
+    """encode_batch's unpacking: one list per length, the ids in order; ids the pre-made table
+    does not hold (a special token's public id) come back as themselves."""
+    import numpy as np
+
+    ints: list[object] = list(range(300))
+    ids = [0, 1, 299, 300, 65_535, 7, 256] + ([70_000, 2**31 - 1] if wide else [])
+    lengths = [2, 0, 3, len(ids) - 5, 0]
+    packed = np.asarray(ids, dtype="<u4" if wide else "<u2").tobytes()
+    out: list[list[int]] = [[42]]
+    lists_of(ints, packed, wide, np.asarray(lengths, dtype="<i8").tobytes(), out)
+    starts = np.cumsum([0, *lengths]).tolist()
+    assert out == [[42]] + [ids[a:b] for a, b in zip(starts, starts[1:])]
+    assert out[1][0] is ints[0] and out[3][0] is ints[299]
+    with pytest.raises(ValueError, match="a length of 99 ids at offset 8"):
+        lists_of(ints, packed, wide, np.asarray([1, 99], dtype="<i8").tobytes(), [])
+
+
+def test_word_table_keeps_only_tokens_their_bytes_encode_to() -> None:
+    """Two merges spell 'abc': 258 = a + bc and 259 = ab + c.  BPE of 'abc' merges 'ab' first
+    (merge 0), then ab + c: 259.  The word table must not answer 258 for 'abc' (a table of every
+    token's bytes would, 258 coming first); every path agrees with the naive twin."""
+    merges = [(97, 98), (98, 99), (97, 257), (256, 99)]
+    enc = Encoder(merges)
+    assert encode_chunks_naive([b"abc"], merges) == [259]
+    for data in [b"abc", b"ab", b"bc", b"abcabc", b"xabc", b"  abc"]:
+        for _ in range(2):  # cold caches, then warm
+            assert enc.encode_chunks([data]) == encode_chunks_naive([data], merges)
+            # inside a longer text: the table is read with one 8-byte load there
+            assert enc.encode_ends(data + b" " * 16, [len(data), len(data) + 16]) == encode_chunks_naive(
+                [data, b" " * 16], merges
+            )
+
+
+def test_word_table_every_short_token(cs336_dir: Path) -> None:
+    """GPT-2's merges: each token of 2 to 7 bytes as a chunk, through the word table, gives what
+    the naive twin gives (itself, or its BPE when the token is unreachable)."""
+    merges = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt").merges
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    short = [t for t in spelled[256:] if 2 <= len(t) <= 7]
+    assert len(short) > 10_000
+    padded = b"".join(short) + b" " * 8
+    ends = [*accumulate(len(t) for t in short), len(padded)]
+    assert Encoder(merges).encode_ends(padded, ends) == encode_chunks_naive([*short, b" " * 8], merges)

@@ -94,6 +94,7 @@ def test_wide_encoder_every_path_equals_twin(big: Tokenizer, sample: list[str]) 
     for c in long:
         enc.encode_long(c, 0, len(c), dst)
     assert ids_of(dst.getvalue(), True) == encode_chunks_naive(long, big.merges)
+    assert enc.ids_list(dst.getvalue()) == encode_chunks_naive(long, big.merges)
 
 
 def test_wide_tokenizer_round_trip_and_arrays(big: Tokenizer, sample: list[str], tmp_path: Path) -> None:

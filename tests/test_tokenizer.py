@@ -568,3 +568,70 @@ def test_encode_batch_to_numpy_with_an_id_map(cs336_dir: Path, workers: int) -> 
     texts = [f"Hello world {i}, héllo!" + (filler if i % 3 else "") for i in range(600)]
     flat, offsets = gpt2.encode_batch_to_numpy(texts, workers=workers)
     assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [gpt2.encode(t) for t in texts]
+
+
+def test_encode_to_numpy_is_encode_as_an_array(small: Tokenizer) -> None:
+    """encode_to_numpy packs the compiled encoder's ids straight into the array (no list): the
+    same ids as encode, whatever the special-token arguments, the same errors, and a writable
+    array of its own, as np.array(encode(...)) gave."""
+    texts = ["hello world", "", "héllo\n\n  wörld!!", "<|bos|>hello<|end|>x", "hell" * 70]
+    for text in texts:
+        for allowed in (frozenset(), "all", {"<|end|>"}):
+            kwargs = {"allowed_special": allowed, "disallowed_special": ()}
+            arr = small.encode_to_numpy(text, **kwargs)  # type: ignore[arg-type]
+            assert arr.dtype == np.uint16 and arr.tolist() == small.encode(text, **kwargs)  # type: ignore[arg-type]
+            assert arr.flags.writeable and arr.flags.c_contiguous
+    with pytest.raises(SpecialTokenError, match=r"'<\|bos\|>' at byte 0"):
+        small.encode_to_numpy("<|bos|>hello")
+    with pytest.raises(SpecialTokenError, match=r"'<\|end\|>' at byte 5"):
+        small.encode_to_numpy("hello<|end|>", allowed_special={"<|bos|>"})
+
+
+def test_encode_to_numpy_with_an_id_map(cs336_dir: Path) -> None:
+    """GPT-2's vocabulary renumbers ids (an id map): the array holds GPT-2's own ids."""
+    from mnemo.interop import load_gpt2
+
+    gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
+    assert gpt2._public is not None
+    text = "Hello world, héllo! It's 2024.<|endoftext|> The end"
+    for allowed in (frozenset(), "all"):
+        arr = gpt2.encode_to_numpy(text, allowed_special=allowed, disallowed_special=())
+        assert arr.tolist() == gpt2.encode(text, allowed_special=allowed, disallowed_special=())
+        assert arr.flags.writeable
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_encode_batch_restores_the_collector(small: Tokenizer, enabled: bool) -> None:
+    """encode_batch pauses the cyclic garbage collector while it builds the lists of a worker
+    batch, and leaves it as it found it: on success and when a worker's text raises."""
+    import gc
+
+    from mnemo import tokenizer as module
+
+    filler = "x" * (module.BATCH_PARALLEL_BYTES // 600 + 1)
+    texts = [f"hello world {i} " + filler for i in range(600)]
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert small.encode_batch(texts, workers=2) == [small.encode(t) for t in texts]
+        assert gc.isenabled() is enabled
+        with pytest.raises(SpecialTokenError, match="<|bos|>"):
+            small.encode_batch([*texts, "<|bos|>"], workers=2)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_encode_batch_in_process_equals_loop(cs336_dir: Path) -> None:
+    """encode_batch in this process goes through the packed flat form and builds the lists from
+    it: the loop's ids, with an id map (GPT-2's), special tokens allowed or plain, and its error."""
+    from mnemo.interop import load_gpt2
+
+    gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
+    texts = ["Hello world", "", "héllo<|endoftext|>again", "x" * 300, " the end\n\n"]
+    for allowed in (frozenset(), "all"):
+        got = gpt2.encode_batch(texts, allowed_special=allowed, disallowed_special=(), workers=1)
+        assert got == [gpt2.encode(t, allowed_special=allowed, disallowed_special=()) for t in texts]
+    assert 50256 in got[2]  # <|endoftext|>'s id, which the pre-made ints do not hold
+    with pytest.raises(SpecialTokenError, match="endoftext"):
+        gpt2.encode_batch(texts, workers=1)
