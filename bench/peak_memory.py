@@ -25,34 +25,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_1gb import build, tree_rss  # noqa: E402  (the same input and the same /proc walk)
+from train_1gb import build, peak_of  # noqa: E402  (the same input and the same /proc walk)
 
 MIB = 1 << 20
-
-
-def peak_of(cmd: list[str]) -> tuple[int, float, str, int]:
-    """(peak summed RSS in bytes, wall seconds, stdout, exit status) of a command."""
-    peak = 0
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-
-    def sample() -> None:
-        nonlocal peak
-        while proc.poll() is None:
-            peak = max(peak, tree_rss(proc.pid))
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    out, _ = proc.communicate()
-    wall = time.perf_counter() - t0
-    sampler.join()
-    return peak, wall, out.strip(), proc.returncode
 
 
 def tokenizer_cost(path: Path) -> tuple[int, int]:
