@@ -130,6 +130,17 @@ def filesystem(url: str | os.PathLike[str] | Url) -> tuple[Any, str]:
     return fs, str(path)
 
 
+NO_CREDENTIALS: Final = (
+    'no credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (docs/remote.md, "Credentials and endpoints")'
+)
+
+
+def _no_credentials(exc: BaseException) -> bool:
+    """botocore's NoCredentialsError (through s3fs): no key found anywhere.  Named, not imported:
+    botocore is an optional package."""
+    return type(exc).__name__ == "NoCredentialsError"
+
+
 def read_error(u: Url, exc: BaseException, doing: str = "read") -> InputError:
     if isinstance(exc, FileNotFoundError):
         return InputError(f"{u}: no such object (or its bucket does not exist); check the URL")
@@ -137,6 +148,8 @@ def read_error(u: Url, exc: BaseException, doing: str = "read") -> InputError:
         return InputError(f"{u}: access denied ({exc}); check the credentials (docs/remote.md says where they are read from)")
     if isinstance(exc, IsADirectoryError):
         return InputError(f"{u}: is a folder (a prefix); pass the objects inside it")
+    if _no_credentials(exc):
+        return InputError(f"{u}: {NO_CREDENTIALS}")
     return InputError(f"{u}: cannot be {doing} ({type(exc).__name__}: {exc})")
 
 
@@ -230,6 +243,8 @@ def _write_error(u: Url, exc: BaseException) -> InputError:
         return InputError(f"{u}: cannot be written: its bucket or folder does not exist; check the URL")
     if isinstance(exc, PermissionError):
         return InputError(f"{u}: cannot be written: access denied ({exc}); check the credentials (docs/remote.md)")
+    if _no_credentials(exc):
+        return InputError(f"{u}: cannot be written: {NO_CREDENTIALS}")
     return InputError(f"{u}: cannot be written ({type(exc).__name__}: {exc})")
 
 
@@ -304,6 +319,8 @@ def check_output(url: str | os.PathLike[str] | Url, inputs: Sequence[str | os.Pa
     except ConfigError:
         raise
     except Exception as exc:
+        if _no_credentials(exc):
+            raise ConfigError(f"{u}: {NO_CREDENTIALS}") from None
         raise ConfigError(f"{u}: cannot be checked for writing ({type(exc).__name__}: {exc}); check the URL and the credentials") from None
 
 

@@ -594,3 +594,29 @@ def test_every_command_names_a_missing_bucket_or_key(
     if missing == "key":  # an output key that does not exist yet is simply written
         out = _mnemo("convert", tok_path, f"{gone}/o.json", "--from", "mnemo", "--to", "hf")
         assert out.returncode == 0 and sorted(_keys(s3_endpoint, bucket)) == ["no/such/o.json", "tok.bin"], out.stderr
+
+
+def test_no_credentials_is_an_error_saying_where_they_are_read_from(tmp_path: Path) -> None:
+    """An S3 URL with no credentials anywhere is one `mnemo: error:` line naming the URL and the
+    variables to set -- not botocore's bare `NoCredentialsError: Unable to locate credentials`.
+    Nothing is contacted: signing fails before a request, and the endpoint is a closed local port."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_ENDPOINT_URL="http://127.0.0.1:9",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    text = tmp_path / "text.txt"
+    text.write_text("some text")
+    for argv, url in (
+        (["info", "s3://some-bucket/data.tok"], "s3://some-bucket/data.tok"),  # a read
+        (["train", str(text), "-o", "s3://some-bucket/tok.bin", "--vocab-size", "300"], "s3://some-bucket/tok.bin"),  # an output
+    ):
+        done = _mnemo(*argv, env=env)
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith(f"mnemo: error: {url}: no credentials"), lines[0]
+        assert "AWS_ACCESS_KEY_ID" in lines[0] and "docs/remote.md" in lines[0]
