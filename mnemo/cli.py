@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from mnemo.constants import PATTERNS, TIES
+from mnemo.constants import GPT2_FILE_NAMES, PATTERNS, TIES
 from mnemo.errors import ConfigError, InputError, MnemoError
 
 if TYPE_CHECKING:
@@ -332,28 +332,32 @@ CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "hf-dir", "mnemo")
 
 
 def _gpt2_paths(path: Path | str, merges: Path | str | None, reading: bool) -> tuple[Path | str, Path | str]:
-    """gpt2 files: a folder holding vocab.json + merges.txt, or a vocab .json with --merges (a
-    URL: a prefix holding the two objects)."""
+    """gpt2 files: a folder holding vocab.json + merges.txt (or another pair of GPT2_FILE_NAMES),
+    or a vocab .json with --merges (a URL: a prefix holding the two objects)."""
     from mnemo import remote
 
     if merges is not None:
         return path, merges
+    names = " or ".join(f"{v} and {m}" for v, m in GPT2_FILE_NAMES)
     if isinstance(path, str):  # a URL (_path keeps URLs as str)
-        if reading and remote.isfile(path):
+        if not reading:
+            return str(remote.join(path, GPT2_FILE_NAMES[0][0])), str(remote.join(path, GPT2_FILE_NAMES[0][1]))
+        if remote.isfile(path):
             raise InputError(f"{path} is an object: give the folder (prefix) holding vocab.json and merges.txt, or --merges")
-        vocab, merges_txt = str(remote.join(path, "vocab.json")), str(remote.join(path, "merges.txt"))
-        if reading and not (remote.isfile(vocab) and remote.isfile(merges_txt)):
-            raise InputError(f"{path} has no vocab.json and merges.txt: for other names, give the vocab .json as IN and --merges FILE")
-        return vocab, merges_txt
-    if reading and path.is_file():
-        raise InputError(f"{path} is a file: give the folder holding vocab.json and merges.txt, or --merges")
+        for vocab_name, merges_name in GPT2_FILE_NAMES:
+            vocab, merges_txt = str(remote.join(path, vocab_name)), str(remote.join(path, merges_name))
+            if remote.isfile(vocab) and remote.isfile(merges_txt):
+                return vocab, merges_txt
+        raise InputError(f"{path} has no {names}: for other names, give the vocab .json as IN and --merges FILE")
     if not reading:
         path.mkdir(parents=True, exist_ok=True)
-    elif not (path / "vocab.json").is_file() or not (path / "merges.txt").is_file():
-        raise InputError(
-            f"{path} has no vocab.json and merges.txt: for other names, give the vocab .json as IN and --merges FILE"
-        )
-    return path / "vocab.json", path / "merges.txt"
+        return path / GPT2_FILE_NAMES[0][0], path / GPT2_FILE_NAMES[0][1]
+    if path.is_file():
+        raise InputError(f"{path} is a file: give the folder holding vocab.json and merges.txt, or --merges")
+    for vocab_name, merges_name in GPT2_FILE_NAMES:
+        if (path / vocab_name).is_file() and (path / merges_name).is_file():
+            return path / vocab_name, path / merges_name
+    raise InputError(f"{path} has no {names}: for other names, give the vocab .json as IN and --merges FILE")
 
 
 def _special_ids(values: Sequence[str] | None) -> dict[str, int] | None:
@@ -886,10 +890,10 @@ def check_paths(args: argparse.Namespace) -> None:
         if args.merges is not None and not remote.is_url(args.merges):
             inputs.append(("input (--merges)", args.merges))
         elif args.from_format == "gpt2" and args.merges is None and not remote.is_url(args.input):
-            inputs += [("input", args.input / "vocab.json"), ("input", args.input / "merges.txt")]
+            inputs += [("input", args.input / name) for pair in GPT2_FILE_NAMES for name in pair]
         if args.to_format == "gpt2":
             check_output_folder(args.output)
-            for name in ("vocab.json", "merges.txt"):
+            for name in GPT2_FILE_NAMES[0]:
                 for label, other in inputs:
                     if same_file(args.output / name, other):
                         raise ConfigError(

@@ -57,6 +57,11 @@ MAX_PAIR_TOTAL: Final = (1 << 63) - 1
 MASKBIT: Final = 0x8000  # the loss-mask bit of a masked uint16 .tok id
 MASKBIT32: Final = 0x80000000  # the loss-mask bit of a masked uint32 .tok id
 
+#: The names a GPT-2-style folder gives its two files, in the order they are looked for: Hugging
+#: Face's, the cs336 fixtures' (and others' copies prefixed with the model), OpenAI's original
+#: download.  A folder written by mnemo uses the first pair.
+GPT2_FILE_NAMES: Final = (("vocab.json", "merges.txt"), ("gpt2_vocab.json", "gpt2_merges.txt"), ("encoder.json", "vocab.bpe"))
+
 #: GPT-2's and tiktoken's document separator: `Tokenizer.eot_token` names it, and plain-text
 #: inputs are cut into documents at it.
 EOT: Final = "<|endoftext|>"

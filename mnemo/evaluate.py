@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mnemo import remote
+from mnemo.constants import GPT2_FILE_NAMES
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
 from mnemo.tokenizer import Tokenizer
@@ -61,7 +62,7 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
         return _load_url_spec(label, where)
     path = Path(where)
     if path.is_dir():
-        for vocab_name, merges_name in (("vocab.json", "merges.txt"), ("gpt2_vocab.json", "gpt2_merges.txt")):
+        for vocab_name, merges_name in GPT2_FILE_NAMES:
             if (path / vocab_name).is_file() and (path / merges_name).is_file():
                 return label or path.name, interop.load_gpt2(path / vocab_name, path / merges_name)
         if (path / "tokenizer.json").is_file():
@@ -100,7 +101,7 @@ def _load_url_spec(label: str, where: str) -> tuple[str, Tokenizer]:
 
     u = remote.as_url(where)
     if remote.isdir(u):
-        for vocab_name, merges_name in (("vocab.json", "merges.txt"), ("gpt2_vocab.json", "gpt2_merges.txt")):
+        for vocab_name, merges_name in GPT2_FILE_NAMES:
             vocab, merges = remote.join(u, vocab_name), remote.join(u, merges_name)
             if remote.isfile(vocab) and remote.isfile(merges):
                 return label or u.name, interop.load_gpt2(str(vocab), str(merges))

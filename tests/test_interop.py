@@ -475,6 +475,21 @@ def test_convert_errors(tmp_path: Path) -> None:
     assert result.returncode == 1 and "has no vocab.json and merges.txt" in result.stderr and "--merges" in result.stderr
 
 
+
+@pytest.mark.parametrize("names", [("gpt2_vocab.json", "gpt2_merges.txt"), ("encoder.json", "vocab.bpe")])
+def test_convert_finds_a_gpt2_folder_by_its_other_names(
+    gpt2_paths: tuple[Path, Path], gpt2: Tokenizer, tmp_path: Path, names: tuple[str, str]
+) -> None:
+    """The cs336 fixture folder names its files gpt2_vocab.json / gpt2_merges.txt and OpenAI's
+    download encoder.json / vocab.bpe: `convert --from gpt2 FOLDER` reads either pair."""
+    folder = tmp_path / "gpt2"
+    folder.mkdir()
+    for source, name in zip(gpt2_paths, names):
+        (folder / name).write_bytes(source.read_bytes())
+    result = run_cli("convert", str(folder), str(tmp_path / "g.bin"), "--from", "gpt2", "--to", "mnemo")
+    assert result.returncode == 0, result.stderr
+    assert Tokenizer.load(tmp_path / "g.bin") == gpt2
+
 # ---- 6. malformed inputs ----
 
 
