@@ -575,44 +575,45 @@ class Encoder:
             raise InputError(f"a single pre-tokenizer chunk of {n} bytes (at offset {start}) is longer than the "
                              f"encoder's limit of {MAX_CHUNK} bytes: split the text")
         nm: i64 = self.n_merges
-        tok: vec[i32] = vec[i32](capacity=n)
-        nxt: vec[i32] = vec[i32](capacity=n)
-        prv: vec[i32] = vec[i32](capacity=n)
+        # Allocated at full size and written by index: appending cost a call into librt a
+        # field a byte (perf: a third of this function's time at 10 MB).
+        tok: vec[i32] = vec[i32]([0] * n)
+        nxt: vec[i32] = vec[i32]([0] * n)
+        prv: vec[i32] = vec[i32]([0] * n)
         # bucket nodes: merge k's sentinel is node k, position p is node nm + p
-        bn: vec[i32] = vec[i32](capacity=n + nm)
-        bp: vec[i32] = vec[i32](capacity=n + nm)
+        bn: vec[i32] = vec[i32]([-1] * (n + nm))
+        bp: vec[i32] = vec[i32]([-1] * (n + nm))
         i: i64 = 0
         while i < nm:
-            bn = append(bn, i32(i))
-            bp = append(bp, i32(i))
+            bn[i] = i32(i)
+            bp[i] = i32(i)
             i += 1
         byte_pairs = self.byte_pairs
         live: i64 = 0
         cursor: i64 = nm
         i = 0
+        last_c: i64 = -1
+        c: i64 = data[start]
         while i < n:
-            c: i64 = data[start + i]
-            tok = append(tok, i32(c))
-            nxt = append(nxt, i32(i + 1))
-            prv = append(prv, i32(i - 1))
-            r: i64 = NO_RANK
+            tok[i] = i32(c)
+            nxt[i] = i32(i + 1)
+            prv[i] = i32(i - 1)
             if i + 1 < n:
-                r = byte_pairs[(c << 8) | data[start + i + 1]]
-                if i > 0 and c == data[start + i + 1] and c == data[start + i - 1]:
-                    r = NO_RANK  # inside a run: its first pair stands for the run
-            if r != NO_RANK:
-                # filed last in bucket r as it is made: buckets start in position order
-                tail: i64 = i64(bp[r])
-                bn = append(bn, i32(r))
-                bp = append(bp, i32(tail))
-                bn[tail] = i32(nm + i)
-                bp[r] = i32(nm + i)
-                live += 1
-                if r < cursor:
-                    cursor = r
-            else:
-                bn = append(bn, -1)
-                bp = append(bp, -1)
+                d: i64 = data[start + i + 1]
+                r: i64 = byte_pairs[(c << 8) | d]
+                # inside a run its first pair stands for the run
+                if r != NO_RANK and not (c == d and c == last_c):
+                    # filed last in bucket r as it is made: buckets start in position order
+                    tail: i64 = i64(bp[r])
+                    bn[nm + i] = i32(r)
+                    bp[nm + i] = i32(tail)
+                    bn[tail] = i32(nm + i)
+                    bp[r] = i32(nm + i)
+                    live += 1
+                    if r < cursor:
+                        cursor = r
+                last_c = c
+                c = d
             i += 1
         nxt[n - 1] = -1
         left = self.left
