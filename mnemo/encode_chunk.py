@@ -82,6 +82,12 @@ LONG_CHUNK: Final = 64
 # Chunks at least this long take the bucket path (encode_huge): linear, but each call sets up
 # and scans one bucket per merge, O(merges) -- small next to a chunk this long.
 HUGE_CHUNK: Final = 1 << 16
+# encode_runs: a chunk of at most len/RUN_BYTES runs of one byte (RUN_BYTES bytes a run on
+# average), at most RUN_NODES runs at any step, and at most RUN_WORK node visits a byte;
+# otherwise the linked-list paths (the work done so far is lost, at most RUN_WORK a byte).
+RUN_BYTES: Final = 16
+RUN_NODES: Final = 256
+RUN_WORK: Final = 8
 # encode_huge's positions are i32 (20 bytes of memory a byte of the chunk; i64 would take 40).
 MAX_CHUNK: Final = (1 << 31) - 2
 NO_RANK: Final = 1 << 40
@@ -485,6 +491,8 @@ class Encoder:
         n: i64 = end - start
         if n <= 0:
             return
+        if self.encode_runs(data, start, end, dst):
+            return
         if n >= HUGE_CHUNK:
             self.encode_huge(data, start, end, dst)
             return
@@ -549,6 +557,90 @@ class Encoder:
         while i != -1:
             emit(dst, tok[i], wide)
             i = nxt[i]
+
+    def encode_runs(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
+        """BPE of a chunk made of a few runs of one byte (10 MB of spaces, a line of 80 `-`),
+        with each run as one node (token, count): returns False, having written nothing, when
+        the chunk has too many runs for that (see RUN_BYTES, RUN_NODES, RUN_WORK).
+
+        The nodes are kept maximal (two neighbours never hold the same token), so a pair (x, x)
+        occurs only inside a node, and the step's rule applies to whole nodes: merge (x, x)
+        turns a node (x, c) into (xx, c // 2), then (x, 1) when c is odd -- left to right, as
+        the rule says; a merge (a, b), a != b, takes one token from each side of every
+        boundary a|b (two such boundaries never share a node: that node would be both a and
+        b).  Each step is one merge, numbered above the last (docs of this module), and visits
+        every node: 10 MB of one letter is a few nodes and a few steps instead of ten million
+        positions."""
+        n: i64 = end - start
+        max_runs: i64 = n // RUN_BYTES
+        if max_runs > RUN_NODES:
+            max_runs = RUN_NODES
+        # node = token << 32 | count (counts < 2**31: MAX_CHUNK)
+        nodes: vec[i64] = vec[i64](capacity=max_runs + 1)
+        i: i64 = start
+        while i < end:
+            c: i64 = data[i]
+            j: i64 = i + 1
+            while j < end and data[j] == c:
+                j += 1
+            if len(nodes) >= max_runs or j - i > MAX_CHUNK:
+                return False
+            nodes = append(nodes, (c << 32) | (j - i))
+            i = j
+        budget: i64 = RUN_WORK * n
+        left = self.left
+        right = self.right
+        while True:
+            m: i64 = len(nodes)
+            budget -= m
+            if budget < 0 or m > RUN_NODES:
+                return False
+            best: i64 = NO_RANK
+            k: i64 = 0
+            while k < m:
+                t: i64 = nodes[k] >> 32
+                if (nodes[k] & M32) >= 2:
+                    r: i64 = self.rank(t, t)
+                    if r < best:
+                        best = r
+                if k + 1 < m:
+                    r = self.rank(t, nodes[k + 1] >> 32)
+                    if r < best:
+                        best = r
+                k += 1
+            if best == NO_RANK:
+                break
+            a: i64 = left[best]
+            b: i64 = right[best]
+            new: i64 = 256 + best
+            out: vec[i64] = vec[i64](capacity=m + 2)
+            taken: i64 = 0  # 1 when this node's first token went into the merge on its left
+            k = 0
+            while k < m:
+                t = nodes[k] >> 32
+                cnt: i64 = (nodes[k] & M32) - taken
+                taken = 0
+                if t == a and a == b:
+                    out = run_push(out, new, cnt >> 1)
+                    out = run_push(out, a, cnt & 1)
+                elif t == a and k + 1 < m and (nodes[k + 1] >> 32) == b:
+                    out = run_push(out, a, cnt - 1)
+                    out = run_push(out, new, 1)
+                    taken = 1
+                else:
+                    out = run_push(out, t, cnt)
+                k += 1
+            nodes = out
+        wide = self.wide
+        k = 0
+        while k < len(nodes):
+            t = nodes[k] >> 32
+            cnt = nodes[k] & M32
+            while cnt > 0:
+                emit(dst, t, wide)
+                cnt -= 1
+            k += 1
+        return True
 
     def encode_huge(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
         """Bucket-queue BPE for a chunk of any length: O(n + merges) time, 20 bytes of memory a
@@ -872,6 +964,17 @@ def heap_push(heap: vec[i64], size: i64, x: i64) -> tuple[vec[i64], i64]:
     heap[i] = x
     return heap, size
 
+
+
+def run_push(nodes: vec[i64], t: i64, count: i64) -> vec[i64]:
+    """Add `count` tokens t after the last node of `nodes` (encode_runs), into it when it holds t."""
+    if count <= 0:
+        return nodes
+    m: i64 = len(nodes)
+    if m > 0 and (nodes[m - 1] >> 32) == t:
+        nodes[m - 1] += count
+        return nodes
+    return append(nodes, (t << 32) | count)
 
 
 def bucket_link(bn: vec[i32], bp: vec[i32], node: i64, sentinel: i64) -> None:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from librt.strings import BytesWriter
 
 from mnemo.errors import ConfigError
-from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, lists_of, put
+from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, RUN_BYTES, Encoder, ids_of, lists_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
@@ -43,9 +43,21 @@ def huge_ids(enc: Encoder, data: bytes) -> list[int]:
     return ids_of(dst.getvalue(), enc.wide)
 
 
+def runs_ids(enc: Encoder, data: bytes) -> list[int] | None:
+    """The ids by the run-length path, or None when it declines the chunk (having written nothing)."""
+    dst = BytesWriter()
+    if not enc.encode_runs(data, 0, len(data), dst):
+        assert len(dst) == 0
+        return None
+    return ids_of(dst.getvalue(), enc.wide)
+
+
 def all_paths(enc: Encoder, data: bytes) -> list[list[int]]:
     """The ids of one chunk by every path that accepts it."""
     results = [enc.encode_chunks([data]), enc.encode_chunks_uncached([data]), long_ids(enc, data), huge_ids(enc, data)]
+    runs = runs_ids(enc, data)
+    if runs is not None:
+        results.append(runs)
     if len(data) < LONG_CHUNK:
         dst = BytesWriter()
         enc.encode_short(data, 0, len(data), dst)
@@ -276,6 +288,73 @@ def test_huge_runs_overlap_left_to_right() -> None:
     assert huge_ids(enc, b"aaaaa") == [256, 257]
     wide = Encoder([(97, 97), (256, 97), (256, 256)], wide=True)  # uint32 ids out
     assert huge_ids(wide, b"a" * 7_001) == encode_chunk_naive(b"a" * 7_001, ranks)
+
+
+@st.composite
+def run_merges_and_texts(draw: st.DrawFn) -> tuple[list[tuple[int, int]], list[bytes]]:
+    """Merges over a, b, c and the tokens they make (pairs of a token with itself among them),
+    and chunks made of a few runs of those bytes, long enough for the run-length path."""
+    merges: list[tuple[int, int]] = []
+    for _ in range(draw(st.integers(0, 24))):
+        top = 256 + len(merges)
+        ids = [97, 98, 99, *range(256, top)]
+        a = draw(st.sampled_from(ids))
+        b = a if draw(st.booleans()) else draw(st.sampled_from(ids))
+        if (a, b) not in merges:
+            merges.append((a, b))
+    runs = draw(st.lists(st.tuples(st.sampled_from(b"abc"), st.integers(1, 200)), min_size=1, max_size=5))
+    text = b"".join(bytes([c]) * k for c, k in runs)
+    return merges, [text, text + b"a" * (RUN_BYTES * 6), b"b" * (RUN_BYTES * 5) + text]
+
+
+@settings(max_examples=300, deadline=None)
+@given(run_merges_and_texts())
+def test_runs_path_equals_twin(case: tuple[list[tuple[int, int]], list[bytes]]) -> None:
+    """The run-length path (Encoder.encode_runs) on chunks of a few runs, against the twin: it
+    must take every chunk of at most len // RUN_BYTES runs (unless its work bound stops it,
+    which these small merge lists never reach), and give the twin's ids."""
+    merges, texts = case
+    enc = Encoder(merges)
+    ranks = merge_ranks(merges)
+    for text in texts:
+        n_runs = 1 + sum(text[i] != text[i + 1] for i in range(len(text) - 1))
+        got = runs_ids(enc, text)
+        if n_runs <= len(text) // RUN_BYTES:
+            assert got is not None
+        if got is not None:
+            assert got == encode_chunk_naive(text, ranks)
+        assert enc.encode_chunks([text]) == encode_chunk_naive(text, ranks)
+
+
+def test_runs_path_worked_example() -> None:
+    """Merges 0 = (a, a), 1 = (256, a), 2 = (256, 256), 3 = (b, 256).  'b' + 65 a's is two
+    runs: merge 0 halves the run of a's, left to right: [b, 256 x 32, a]; merge 1 takes the
+    last 256 with the a: [b, 256 x 31, 257]; merge 2 halves the 31: [b, 258 x 15, 256, 257];
+    merge 3 never applies (b is next to 258 now)."""
+    merges = [(97, 97), (256, 97), (256, 256), (98, 256)]
+    enc = Encoder(merges)
+    data = b"b" + b"a" * 65
+    assert runs_ids(enc, data) == [98] + [258] * 15 + [256, 257]
+    assert encode_chunk_naive(data, merge_ranks(merges)) == [98] + [258] * 15 + [256, 257]
+
+
+def test_runs_path_thresholds(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """The run-length path takes a chunk of at most len // RUN_BYTES runs and declines one of
+    more, writing nothing; encode_span sends it chunks from LONG_CHUNK bytes on.  Either way
+    the ids are the twin's."""
+    enc, merges = gpt2_encoder
+    ranks = merge_ranks(merges)
+    n = LONG_CHUNK  # 4 runs allowed at 64 bytes
+    three = b"-" * (n - 20) + b"=" * 10 + b" " * 10
+    four = b"-" * (n - 3) + b"=" + b" " + b"-"
+    five = b"-" * (n - 4) + b"=" + b" " + b"-" + b"="
+    assert runs_ids(enc, three) == encode_chunk_naive(three, ranks)
+    assert runs_ids(enc, four) == encode_chunk_naive(four, ranks)  # 64 // 16 = 4 runs: the limit
+    assert runs_ids(enc, five) is None
+    for data in (three, four, five, b"-" * (n - 1), b"-" * n, b" " * 5_000_001, b"\xe4" * 70_000):
+        assert enc.encode_chunks([data]) == encode_chunk_naive(data, ranks)
+    wide = Encoder(merges, wide=True)  # uint32 ids out
+    assert runs_ids(wide, b"=" * 1000) == encode_chunk_naive(b"=" * 1000, ranks)
 
 
 def test_huge_random_chunks_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
