@@ -100,6 +100,12 @@ FNV_PRIME: Final = 16777619
 # boxes larger Final ints, and unboxed this one on every lookup (seen in the generated C).
 HASH_MUL: Final = 0x2545F4914F6CDD1D
 HASH_SHIFT: Final = 40
+# The pair filter in front of the pair table (Encoder.rank): two bits a merge in one 64-bit
+# word, about 10 bits a merge (128 KB for cl100k's 100,000 merges, where the table is 2 MB and
+# each probe missed the L2 cache).  Most lookups are of pairs no merge makes (random and base64
+# text: 95-99 % of the short path's lookups), and the filter answers those alone.
+FILTER_MUL: Final = 0x3C6EF372FE94F82B
+FILTER_TOP: Final = 1 << 61
 ID_BITS: Final = 21  # bits of an id, and of a merge number, in the table and the caches
 M32: Final = 0xFFFFFFFF
 M56: Final = 0xFFFFFFFFFFFFFF
@@ -126,6 +132,8 @@ class Encoder:
     right: vec[i64]
     table: vec[i64]
     table_mask: i64
+    pair_filter: vec[i64]
+    filter_mask: i64
     byte_pairs: vec[i64]
     cache: vec[i64]
     small: vec[i64]
@@ -153,6 +161,11 @@ class Encoder:
         while size < 2 * n:
             size *= 2
         table: vec[i64] = vec[i64]([-1] * size)
+        fwords: i64 = 64
+        while fwords * 8 < n:
+            fwords *= 2
+        pair_filter: vec[i64] = vec[i64]([0] * fwords)
+        fmask: i64 = fwords - 1
         # The first step of every chunk looks up pairs of bytes: a direct 256 x 256 table.
         byte_pairs: vec[i64] = vec[i64]([NO_RANK] * 65536)
         mask: i64 = size - 1
@@ -167,6 +180,8 @@ class Encoder:
             while table[h] != -1:
                 h = (h + 1) & mask
             table[h] = (key << ID_BITS) | k
+            fh: i64 = (key * FILTER_MUL) >> 34
+            pair_filter[(fh >> 12) & fmask] |= filter_bits(fh)
             if a < 256 and b < 256:
                 byte_pairs[(a << 8) | b] = k
             k += 1
@@ -174,6 +189,8 @@ class Encoder:
         self.right = right
         self.table = table
         self.table_mask = mask
+        self.pair_filter = pair_filter
+        self.filter_mask = fmask
         self.byte_pairs = byte_pairs
         self.cache = vec[i64]([0] * (CACHE_SLOTS * 16))
         self.small = vec[i64]([0] * (SMALL_SLOTS * 2))
@@ -196,6 +213,11 @@ class Encoder:
     def rank(self, a: i64, b: i64) -> i64:
         """The merge number of pair (a, b), or NO_RANK when no merge makes it."""
         key: i64 = (a << ID_BITS) | b
+        fh: i64 = (key * FILTER_MUL) >> 34
+        # filter_bits(fh), inline: this is the hot path of random text
+        bits: i64 = (FILTER_TOP >> (((fh & 63) * 62) >> 6)) | (FILTER_TOP >> ((((fh >> 6) & 63) * 62) >> 6))
+        if (self.pair_filter[(fh >> 12) & self.filter_mask] & bits) != bits:
+            return NO_RANK
         table = self.table
         mask = self.table_mask
         h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
@@ -975,6 +997,12 @@ def run_push(nodes: vec[i64], t: i64, count: i64) -> vec[i64]:
         nodes[m - 1] += count
         return nodes
     return append(nodes, (t << 32) | count)
+
+
+def filter_bits(fh: i64) -> i64:
+    """The two bits of a pair in its word of the pair filter, from bits 0-11 of its filter hash
+    (bits 61 down to 0: FILTER_TOP >> s, as a literal 1 << s would be a C int in mypyc's C)."""
+    return (FILTER_TOP >> (((fh & 63) * 62) >> 6)) | (FILTER_TOP >> ((((fh >> 6) & 63) * 62) >> 6))
 
 
 def bucket_link(bn: vec[i32], bp: vec[i32], node: i64, sentinel: i64) -> None:

@@ -121,6 +121,24 @@ def test_no_merges_gives_bytes() -> None:
     assert enc.encode_chunks([b"", b"x"]) == [120]
 
 
+def test_rank_every_merge_and_no_other_pair(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """rank() answers through the pair filter first: every merge must pass it (a filter bit
+    missing would turn a merge into NO_RANK), and pairs that are no merge give NO_RANK."""
+    from mnemo.encode_chunk import NO_RANK
+
+    enc, merges = gpt2_encoder
+    for k, (a, b) in enumerate(merges):
+        assert enc.rank(a, b) == k
+    ranks = merge_ranks(merges)
+    rng = random.Random(11)
+    top = 256 + len(merges)
+    for _ in range(200_000):
+        a, b = rng.randrange(top), rng.randrange(top)
+        assert enc.rank(a, b) == ranks.get((a, b), NO_RANK)
+    tiny = Encoder([(1, 2)])  # the smallest filter: one merge
+    assert tiny.rank(1, 2) == 0 and tiny.rank(2, 1) == NO_RANK
+
+
 def test_rank_table() -> None:
     enc = Encoder(ABC)
     assert enc.rank(97, 98) == 0
