@@ -373,6 +373,12 @@ def test_runs_path_thresholds(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]
         assert enc.encode_chunks([data]) == encode_chunk_naive(data, ranks)
     wide = Encoder(merges, wide=True)  # uint32 ids out
     assert runs_ids(wide, b"=" * 1000) == encode_chunk_naive(b"=" * 1000, ranks)
+    # runs are scanned eight bytes at a time: bytes with the top bit set (a negative word),
+    # and runs ending at every offset of a word
+    for c in (0x00, 0x7F, 0x80, 0xE4, 0xFF):
+        for k in range(90, 99):
+            data = bytes([c]) * k + b"-" * 50 + bytes([c]) * (k // 3)
+            assert runs_ids(enc, data) == encode_chunk_naive(data, ranks)
 
 
 def test_huge_random_chunks_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
