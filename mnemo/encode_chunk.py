@@ -39,7 +39,7 @@ from typing import Final, cast
 
 from librt.strings import BytesWriter, read_i16_le, read_i32_le, read_i64_le, write_i16_le, write_i32_le, write_i64_le
 from librt.vecs import append, vec
-from mypy_extensions import i16, i32, i64
+from mypy_extensions import i16, i32, i64, u8
 
 from mnemo.errors import ConfigError, InputError
 
@@ -134,6 +134,7 @@ class Encoder:
     table: vec[i64]
     table_mask: i64
     pair_filter: vec[i64]
+    cross: vec[u8]
     filter_mask: i64
     byte_pairs: vec[i64]
     cache: vec[i64]
@@ -209,6 +210,7 @@ class Encoder:
         self.words = vec[i64]([0] * 2)
         self.words_mask = 0
         self.hot = vec[i64]([0] * (2 * HOT_SLOTS))
+        self.fill_cross()
         self.fill_words()
 
     def rank(self, a: i64, b: i64) -> i64:
@@ -290,6 +292,32 @@ class Encoder:
         self.words = words
         self.words_mask = mask
         self.hot = hot
+
+    def fill_cross(self) -> None:
+        """cross[x << 8 | y] = 1 when some token holds byte x followed by byte y, for
+        encode_pieces.  A token's adjacent bytes are those of its two parts and the one pair
+        where they meet, (last byte of the left part, first byte of the right): so one pass over
+        the merges, carrying each token's first and last byte, finds them all."""
+        n: i64 = self.n_merges
+        left = self.left
+        right = self.right
+        first: vec[i64] = vec[i64]([0] * (n + 256))
+        last: vec[i64] = vec[i64]([0] * (n + 256))
+        b: i64 = 0
+        while b < 256:
+            first[b] = b
+            last[b] = b
+            b += 1
+        cross: vec[u8] = vec[u8]([0] * 65536)
+        k: i64 = 0
+        while k < n:
+            a: i64 = left[k]
+            c: i64 = right[k]
+            first[256 + k] = first[a]
+            last[256 + k] = last[c]
+            cross[(last[a] << 8) | first[c]] = 1
+            k += 1
+        self.cross = cross
 
     def clear_cache(self) -> None:
         cache = self.cache
@@ -444,7 +472,8 @@ class Encoder:
             t += 1
 
     def encode_uncached(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
-        """The same ids as encode_span, never touching the cache (tests compare the two)."""
+        """The same ids as encode_span, without looking the chunk up in the caches (tests compare
+        the two); a long chunk's pieces (encode_pieces) still go through encode_span."""
         if end - start < LONG_CHUNK:
             self.encode_short(data, start, end, dst)
         else:
@@ -516,6 +545,8 @@ class Encoder:
             return
         if self.encode_runs(data, start, end, dst):
             return
+        if self.encode_pieces(data, start, end, dst):
+            return
         if n >= HUGE_CHUNK:
             self.encode_huge(data, start, end, dst)
             return
@@ -580,6 +611,34 @@ class Encoder:
         while i != -1:
             emit(dst, tok[i], wide)
             i = nxt[i]
+
+    def encode_pieces(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
+        """Encode a long chunk as the pieces between its safe places, or return False, having
+        written nothing, when it has none.
+
+        A place between bytes x and y is safe when no token holds x followed by y (fill_cross):
+        no merge can then join the tokens on its two sides, so each side goes through the same
+        merges, in the same order, as it would alone, and the chunk's ids are its pieces' ids
+        one after the other.  Each piece goes through encode_span: a short one through the
+        word tables and caches.  With cl100k, 10 MB of one CJK character is 3-byte pieces (no
+        token holds the last byte of 中 followed by its first), and long chunks of Thai or
+        Japanese have a safe place every few characters; a piece of LONG_CHUNK bytes or more
+        comes back to encode_long, finds no safe place and takes the linked-list paths."""
+        cross = self.cross
+        i: i64 = start + 1
+        while i < end and cross[(i64(data[i - 1]) << 8) | data[i]] != 0:
+            i += 1
+        if i >= end:
+            return False
+        p: i64 = start
+        while True:
+            self.encode_span(data, p, i, dst)
+            if i >= end:
+                return True
+            p = i
+            i += 1
+            while i < end and cross[(i64(data[i - 1]) << 8) | data[i]] != 0:
+                i += 1
 
     def encode_runs(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
         """BPE of a chunk made of a few runs of one byte (10 MB of spaces, a line of 80 `-`),

@@ -381,6 +381,43 @@ def test_runs_path_thresholds(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]
             assert runs_ids(enc, data) == encode_chunk_naive(data, ranks)
 
 
+def pieces_ids(enc: Encoder, data: bytes) -> list[int] | None:
+    """The ids by the safe-places path, or None when the chunk has no safe place (nothing written)."""
+    dst = BytesWriter()
+    if not enc.encode_pieces(data, 0, len(data), dst):
+        assert len(dst) == 0
+        return None
+    return ids_of(dst.getvalue(), enc.wide)
+
+
+def test_pieces_worked_example() -> None:
+    """Merges 0 = (b, c) -> 256 "bc", 1 = (a, 256) -> 257 "abc".  Tokens hold b|c, and a|b
+    (where "a" meets "bc": the first byte of the right part, not its id), nowhere c|a or
+    c|b.  So "abcabc" is safe between c and a: pieces "abc" "abc" -> [257, 257]; "abcb" is
+    safe between c and b: pieces "abc" "b"."""
+    merges = [(98, 99), (97, 256)]
+    enc = Encoder(merges)
+    assert pieces_ids(enc, b"abcabc") == [257, 257]
+    assert pieces_ids(enc, b"abcb") == [257, 98]
+    assert pieces_ids(enc, b"abc") is None  # a|b and b|c are both held by "abc"
+    assert pieces_ids(enc, b"aaa") == [97, 97, 97]  # a|a: no token holds it
+
+
+def test_pieces_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """Long chunks of scripts written without spaces (CJK, Japanese, Thai, Korean) and of
+    random bytes, cut at their safe places, against the twin; and through encode_span."""
+    enc, merges = gpt2_encoder
+    ranks = merge_ranks(merges)
+    rng = random.Random(21)
+    texts = ["中" * 400, "日本語のテキストを分割する" * 30, "ภาษาไทยไม่มีช่องว่าง" * 20, "한국어텍스트" * 40]
+    cases = [t.encode() for t in texts] + [rng.randbytes(500), bytes(rng.choice(b"ab\xe4\xb8\xad") for _ in range(3000))]
+    for data in cases:
+        expected = encode_chunk_naive(data, ranks)
+        got = pieces_ids(enc, data)
+        assert got is None or got == expected
+        assert long_ids(enc, data) == huge_ids(enc, data) == enc.encode_chunks([data]) == expected
+
+
 def test_huge_random_chunks_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
     """Chunks of a few bytes of prose, runs and marks, each with the full GPT-2 merge list (many
     buckets, runs next to other tokens, runs at either end)."""
