@@ -6,7 +6,7 @@ occurrence, left to right.  Merge k glues (a, b) into id 256 + k, and both parts
 the new token takes part only in merges numbered above k: applying merge k everywhere in one
 left-to-right pass gives the same result as applying it one occurrence at a time.
 
-Four paths, all with the same result (tests compare each with the naive twin in reference.py):
+Paths, all with the same result (tests compare each with the naive twin in reference.py):
 
 - the word tables: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
   merges (the earliest 6,144 in a small table of their own): most chunks of prose are one such
@@ -20,9 +20,12 @@ Four paths, all with the same result (tests compare each with the naive twin in 
 - long chunks: a doubly linked list of tokens and a binary min-heap of candidate pairs keyed by
   (merge number, position).  Stale heap entries are skipped when popped (a position's pair only
   ever moves to higher ids, so a stale entry can never look valid again); O(n log n) overall;
-- huge chunks (>= HUGE_CHUNK bytes: 10 MB of one letter, of spaces, of `^`): the same linked
-  list with one bucket of positions per merge number instead of the heap (encode_huge), linear
-  in the chunk and in memory traffic.
+- huge chunks (>= HUGE_CHUNK bytes): the same linked list with one bucket of positions per
+  merge number instead of the heap (encode_huge), linear in the chunk and in memory traffic.
+Before the linked-list paths, a long chunk is tried two ways that skip them: as a few runs of
+one byte, each one node with a count (encode_runs: 10 MB of one letter, of spaces, of `^`), then
+cut at its safe places, where no token holds the byte before followed by the byte after, into
+pieces that go through the tables and caches (encode_pieces: 10 MB of one CJK character).
 
 The pair -> merge number table is open addressing in one `vec[i64]`: each slot holds
 (a << 21 | b) << 21 | merge, or -1 when empty; ids fit in 21 bits (constants.MAX_VOCAB).  It
