@@ -21,6 +21,11 @@ Inputs (each a str whose UTF-8 form has the stated size):
 
 Goal: for mnemo, t(10 MB) / t(1 MB) at most 12 and at least 20 MB/s at both sizes.
 
+`--core`: time only the compiled pre-tokenizer and encoder writing packed ids
+(encode_text.encode_range_packed on the UTF-8 bytes), without the str's conversion, the list of
+ints and the public-id map: where runs of one character are encoded at hundreds of MB/s, that
+list (1.25 M ints for 10 MB of `a`, most of them new int objects) is most of the time at 10 MB.
+
 mnemo runs in this process, with the same vocabulary as the peers: cl100k_base from
 ../shared/fixtures/tiktoken (`--vocab gpt2`: GPT-2's first 32,496 merges, 32,768 ids, mnemo only).
 Each mnemo figure is the best of --repeat runs, its chunk cache emptied before each.  Times are
@@ -182,14 +187,24 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated inputs (default all)")
     ap.add_argument("--vocab", default="cl100k_base", choices=["cl100k_base", "o200k_base", "gpt2"])
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--core", action="store_true", help="time the compiled encoder alone (packed ids, no list)")
     args = ap.parse_args()
     kinds = args.only.split(",") if args.only else [*KINDS, "random (raw)"]
     small, large = (int(s * MB) for s in args.sizes)
     psmall, plarge = (int(s * MB) for s in args.peer_sizes)
     tok = mnemo_tokenizer(args.vocab)
     clear = tok._encoder.clear_cache
+    if args.core:
+        from librt.strings import BytesWriter
+
+        from mnemo.encode_text import encode_range_packed
+
+        enc, pid = tok._encoder, tok._pattern_id
+
+        def core(data: bytes) -> None:
+            encode_range_packed(enc, data, 0, len(data), pid, BytesWriter())
     peers = [] if args.no_peers or args.vocab == "gpt2" else [p for p in ("tiktoken", "bpe-openai") if available(p)]
-    print(f"vocabulary {args.vocab}; mnemo at {small / MB:g} and {large / MB:g} MB (best of {args.repeat}); "
+    print(f"vocabulary {args.vocab}; {'compiled encoder alone (--core), ' if args.core else ''}mnemo at {small / MB:g} and {large / MB:g} MB (best of {args.repeat}); "
           f"peers {', '.join(peers) or 'none'} at {psmall / MB:g} and {plarge / MB:g} MB (one run, cap {args.cap:g} s "
           f"each); MB/s by process CPU time; load average {os.getloadavg()[0]:.1f}")
     head = f"{'input':<13} | {'mnemo MB/s':>17} {'ratio':>6} {'goal':>5}"
@@ -203,7 +218,10 @@ def main() -> None:
         for kind in kinds:
             times: dict[int, float] = {}
             for size in (small, large):
-                if kind == "random (raw)":
+                if args.core:
+                    data = random_raw(size) if kind == "random (raw)" else make(kind, size).encode("utf-8")
+                    times[size] = best_of(args.repeat, lambda: core(data), clear)
+                elif kind == "random (raw)":
                     raw = random_raw(size)
                     times[size] = best_of(args.repeat, lambda: tok.encode_bytes(raw), clear)
                 else:

@@ -6,7 +6,7 @@ occurrence, left to right.  Merge k glues (a, b) into id 256 + k, and both parts
 the new token takes part only in merges numbered above k: applying merge k everywhere in one
 left-to-right pass gives the same result as applying it one occurrence at a time.
 
-Four paths, all with the same result (tests compare each with the naive twin in reference.py):
+Paths, all with the same result (tests compare each with the naive twin in reference.py):
 
 - the word tables: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
   merges (the earliest 6,144 in a small table of their own): most chunks of prose are one such
@@ -20,9 +20,12 @@ Four paths, all with the same result (tests compare each with the naive twin in 
 - long chunks: a doubly linked list of tokens and a binary min-heap of candidate pairs keyed by
   (merge number, position).  Stale heap entries are skipped when popped (a position's pair only
   ever moves to higher ids, so a stale entry can never look valid again); O(n log n) overall;
-- huge chunks (>= HUGE_CHUNK bytes: 10 MB of one letter, of spaces, of `^`): the same linked
-  list with one bucket of positions per merge number instead of the heap (encode_huge), linear
-  in the chunk and in memory traffic.
+- huge chunks (>= HUGE_CHUNK bytes): the same linked list with one bucket of positions per
+  merge number instead of the heap (encode_huge), linear in the chunk and in memory traffic.
+Before the linked-list paths, a long chunk is tried two ways that skip them: as a few runs of
+one byte, each one node with a count (encode_runs: 10 MB of one letter, of spaces, of `^`), then
+cut at its safe places, where no token holds the byte before followed by the byte after, into
+pieces that go through the tables and caches (encode_pieces: 10 MB of one CJK character).
 
 The pair -> merge number table is open addressing in one `vec[i64]`: each slot holds
 (a << 21 | b) << 21 | merge, or -1 when empty; ids fit in 21 bits (constants.MAX_VOCAB).  It
@@ -39,7 +42,7 @@ from typing import Final, cast
 
 from librt.strings import BytesWriter, read_i16_le, read_i32_le, read_i64_le, write_i16_le, write_i32_le, write_i64_le
 from librt.vecs import append, vec
-from mypy_extensions import i16, i32, i64
+from mypy_extensions import i16, i32, i64, u8
 
 from mnemo.errors import ConfigError, InputError
 
@@ -82,6 +85,13 @@ LONG_CHUNK: Final = 64
 # Chunks at least this long take the bucket path (encode_huge): linear, but each call sets up
 # and scans one bucket per merge, O(merges) -- small next to a chunk this long.
 HUGE_CHUNK: Final = 1 << 16
+# encode_runs: a chunk of at most len/RUN_BYTES runs of one byte (RUN_BYTES bytes a run on
+# average), at most RUN_NODES runs at any step, and at most RUN_WORK node visits a byte;
+# otherwise the linked-list paths (the work done so far is lost, at most RUN_WORK a byte).
+RUN_BYTES: Final = 16
+RUN_NODES: Final = 256
+RUN_WORK: Final = 8
+BYTES_8: Final = 0x0101010101010101
 # encode_huge's positions are i32 (20 bytes of memory a byte of the chunk; i64 would take 40).
 MAX_CHUNK: Final = (1 << 31) - 2
 NO_RANK: Final = 1 << 40
@@ -94,6 +104,12 @@ FNV_PRIME: Final = 16777619
 # boxes larger Final ints, and unboxed this one on every lookup (seen in the generated C).
 HASH_MUL: Final = 0x2545F4914F6CDD1D
 HASH_SHIFT: Final = 40
+# The pair filter in front of the pair table (Encoder.rank): two bits a merge in one 64-bit
+# word, about 10 bits a merge (128 KB for cl100k's 100,000 merges, where the table is 2 MB and
+# each probe missed the L2 cache).  Most lookups are of pairs no merge makes (random and base64
+# text: 95-99 % of the short path's lookups), and the filter answers those alone.
+FILTER_MUL: Final = 0x3C6EF372FE94F82B
+FILTER_TOP: Final = 1 << 61
 ID_BITS: Final = 21  # bits of an id, and of a merge number, in the table and the caches
 M32: Final = 0xFFFFFFFF
 M56: Final = 0xFFFFFFFFFFFFFF
@@ -120,6 +136,9 @@ class Encoder:
     right: vec[i64]
     table: vec[i64]
     table_mask: i64
+    pair_filter: vec[i64]
+    cross: vec[u8]
+    filter_mask: i64
     byte_pairs: vec[i64]
     cache: vec[i64]
     small: vec[i64]
@@ -147,6 +166,11 @@ class Encoder:
         while size < 2 * n:
             size *= 2
         table: vec[i64] = vec[i64]([-1] * size)
+        fwords: i64 = 64
+        while fwords * 8 < n:
+            fwords *= 2
+        pair_filter: vec[i64] = vec[i64]([0] * fwords)
+        fmask: i64 = fwords - 1
         # The first step of every chunk looks up pairs of bytes: a direct 256 x 256 table.
         byte_pairs: vec[i64] = vec[i64]([NO_RANK] * 65536)
         mask: i64 = size - 1
@@ -161,6 +185,8 @@ class Encoder:
             while table[h] != -1:
                 h = (h + 1) & mask
             table[h] = (key << ID_BITS) | k
+            fh: i64 = (key * FILTER_MUL) >> 34
+            pair_filter[(fh >> 12) & fmask] |= filter_bits(fh)
             if a < 256 and b < 256:
                 byte_pairs[(a << 8) | b] = k
             k += 1
@@ -168,6 +194,8 @@ class Encoder:
         self.right = right
         self.table = table
         self.table_mask = mask
+        self.pair_filter = pair_filter
+        self.filter_mask = fmask
         self.byte_pairs = byte_pairs
         self.cache = vec[i64]([0] * (CACHE_SLOTS * 16))
         self.small = vec[i64]([0] * (SMALL_SLOTS * 2))
@@ -185,11 +213,17 @@ class Encoder:
         self.words = vec[i64]([0] * 2)
         self.words_mask = 0
         self.hot = vec[i64]([0] * (2 * HOT_SLOTS))
+        self.fill_cross()
         self.fill_words()
 
     def rank(self, a: i64, b: i64) -> i64:
         """The merge number of pair (a, b), or NO_RANK when no merge makes it."""
         key: i64 = (a << ID_BITS) | b
+        fh: i64 = (key * FILTER_MUL) >> 34
+        # filter_bits(fh), inline: this is the hot path of random text
+        bits: i64 = (FILTER_TOP >> (((fh & 63) * 62) >> 6)) | (FILTER_TOP >> ((((fh >> 6) & 63) * 62) >> 6))
+        if (self.pair_filter[(fh >> 12) & self.filter_mask] & bits) != bits:
+            return NO_RANK
         table = self.table
         mask = self.table_mask
         h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
@@ -261,6 +295,32 @@ class Encoder:
         self.words = words
         self.words_mask = mask
         self.hot = hot
+
+    def fill_cross(self) -> None:
+        """cross[x << 8 | y] = 1 when some token holds byte x followed by byte y, for
+        encode_pieces.  A token's adjacent bytes are those of its two parts and the one pair
+        where they meet, (last byte of the left part, first byte of the right): so one pass over
+        the merges, carrying each token's first and last byte, finds them all."""
+        n: i64 = self.n_merges
+        left = self.left
+        right = self.right
+        first: vec[i64] = vec[i64]([0] * (n + 256))
+        last: vec[i64] = vec[i64]([0] * (n + 256))
+        b: i64 = 0
+        while b < 256:
+            first[b] = b
+            last[b] = b
+            b += 1
+        cross: vec[u8] = vec[u8]([0] * 65536)
+        k: i64 = 0
+        while k < n:
+            a: i64 = left[k]
+            c: i64 = right[k]
+            first[256 + k] = first[a]
+            last[256 + k] = last[c]
+            cross[(last[a] << 8) | first[c]] = 1
+            k += 1
+        self.cross = cross
 
     def clear_cache(self) -> None:
         cache = self.cache
@@ -415,7 +475,8 @@ class Encoder:
             t += 1
 
     def encode_uncached(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
-        """The same ids as encode_span, never touching the cache (tests compare the two)."""
+        """The same ids as encode_span, without looking the chunk up in the caches (tests compare
+        the two); a long chunk's pieces (encode_pieces) still go through encode_span."""
         if end - start < LONG_CHUNK:
             self.encode_short(data, start, end, dst)
         else:
@@ -485,6 +546,10 @@ class Encoder:
         n: i64 = end - start
         if n <= 0:
             return
+        if self.encode_runs(data, start, end, dst):
+            return
+        if self.encode_pieces(data, start, end, dst):
+            return
         if n >= HUGE_CHUNK:
             self.encode_huge(data, start, end, dst)
             return
@@ -550,6 +615,122 @@ class Encoder:
             emit(dst, tok[i], wide)
             i = nxt[i]
 
+    def encode_pieces(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
+        """Encode a long chunk as the pieces between its safe places, or return False, having
+        written nothing, when it has none.
+
+        A place between bytes x and y is safe when no token holds x followed by y (fill_cross):
+        no merge can then join the tokens on its two sides, so each side goes through the same
+        merges, in the same order, as it would alone, and the chunk's ids are its pieces' ids
+        one after the other.  Each piece goes through encode_span: a short one through the
+        word tables and caches.  With cl100k, 10 MB of one CJK character is 3-byte pieces (no
+        token holds the last byte of 中 followed by its first), and long chunks of Thai or
+        Japanese have a safe place every few characters; a piece of LONG_CHUNK bytes or more
+        comes back to encode_long, finds no safe place and takes the linked-list paths."""
+        cross = self.cross
+        i: i64 = start + 1
+        while i < end and cross[(i64(data[i - 1]) << 8) | data[i]] != 0:
+            i += 1
+        if i >= end:
+            return False
+        p: i64 = start
+        while True:
+            self.encode_span(data, p, i, dst)
+            if i >= end:
+                return True
+            p = i
+            i += 1
+            while i < end and cross[(i64(data[i - 1]) << 8) | data[i]] != 0:
+                i += 1
+
+    def encode_runs(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
+        """BPE of a chunk made of a few runs of one byte (10 MB of spaces, a line of 80 `-`),
+        with each run as one node (token, count): returns False, having written nothing, when
+        the chunk has too many runs for that (see RUN_BYTES, RUN_NODES, RUN_WORK).
+
+        The nodes are kept maximal (two neighbours never hold the same token), so a pair (x, x)
+        occurs only inside a node, and the step's rule applies to whole nodes: merge (x, x)
+        turns a node (x, c) into (xx, c // 2), then (x, 1) when c is odd -- left to right, as
+        the rule says; a merge (a, b), a != b, takes one token from each side of every
+        boundary a|b (two such boundaries never share a node: that node would be both a and
+        b).  Each step is one merge, numbered above the last (docs of this module), and visits
+        every node: 10 MB of one letter is a few nodes and a few steps instead of ten million
+        positions."""
+        n: i64 = end - start
+        max_runs: i64 = n // RUN_BYTES
+        if max_runs > RUN_NODES:
+            max_runs = RUN_NODES
+        # node = token << 32 | count (counts < 2**31: MAX_CHUNK)
+        nodes: vec[i64] = vec[i64](capacity=max_runs + 1)
+        i: i64 = start
+        while i < end:
+            c: i64 = data[i]
+            j: i64 = i + 1
+            # eight bytes a compare (a byte at a time was a tenth of 10 MB of one letter)
+            eight: i64 = c * BYTES_8  # wraps for c >= 128, as read_i64_le's signed value does
+            while j + 8 <= end and read_i64_le(data, j) == eight:
+                j += 8
+            while j < end and data[j] == c:
+                j += 1
+            if len(nodes) >= max_runs or j - i > MAX_CHUNK:
+                return False
+            nodes = append(nodes, (c << 32) | (j - i))
+            i = j
+        budget: i64 = RUN_WORK * n
+        left = self.left
+        right = self.right
+        while True:
+            m: i64 = len(nodes)
+            budget -= m
+            if budget < 0 or m > RUN_NODES:
+                return False
+            best: i64 = NO_RANK
+            k: i64 = 0
+            while k < m:
+                t: i64 = nodes[k] >> 32
+                if (nodes[k] & M32) >= 2:
+                    r: i64 = self.rank(t, t)
+                    if r < best:
+                        best = r
+                if k + 1 < m:
+                    r = self.rank(t, nodes[k + 1] >> 32)
+                    if r < best:
+                        best = r
+                k += 1
+            if best == NO_RANK:
+                break
+            a: i64 = left[best]
+            b: i64 = right[best]
+            new: i64 = 256 + best
+            out: vec[i64] = vec[i64](capacity=m + 2)
+            taken: i64 = 0  # 1 when this node's first token went into the merge on its left
+            k = 0
+            while k < m:
+                t = nodes[k] >> 32
+                cnt: i64 = (nodes[k] & M32) - taken
+                taken = 0
+                if t == a and a == b:
+                    out = run_push(out, new, cnt >> 1)
+                    out = run_push(out, a, cnt & 1)
+                elif t == a and k + 1 < m and (nodes[k + 1] >> 32) == b:
+                    out = run_push(out, a, cnt - 1)
+                    out = run_push(out, new, 1)
+                    taken = 1
+                else:
+                    out = run_push(out, t, cnt)
+                k += 1
+            nodes = out
+        wide = self.wide
+        k = 0
+        while k < len(nodes):
+            t = nodes[k] >> 32
+            cnt = nodes[k] & M32
+            while cnt > 0:
+                emit(dst, t, wide)
+                cnt -= 1
+            k += 1
+        return True
+
     def encode_huge(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
         """Bucket-queue BPE for a chunk of any length: O(n + merges) time, 20 bytes of memory a
         byte of the chunk (plus 8 a merge of the vocabulary).
@@ -575,44 +756,45 @@ class Encoder:
             raise InputError(f"a single pre-tokenizer chunk of {n} bytes (at offset {start}) is longer than the "
                              f"encoder's limit of {MAX_CHUNK} bytes: split the text")
         nm: i64 = self.n_merges
-        tok: vec[i32] = vec[i32](capacity=n)
-        nxt: vec[i32] = vec[i32](capacity=n)
-        prv: vec[i32] = vec[i32](capacity=n)
+        # Allocated at full size and written by index: appending cost a call into librt a
+        # field a byte (perf: a third of this function's time at 10 MB).
+        tok: vec[i32] = vec[i32]([0] * n)
+        nxt: vec[i32] = vec[i32]([0] * n)
+        prv: vec[i32] = vec[i32]([0] * n)
         # bucket nodes: merge k's sentinel is node k, position p is node nm + p
-        bn: vec[i32] = vec[i32](capacity=n + nm)
-        bp: vec[i32] = vec[i32](capacity=n + nm)
+        bn: vec[i32] = vec[i32]([-1] * (n + nm))
+        bp: vec[i32] = vec[i32]([-1] * (n + nm))
         i: i64 = 0
         while i < nm:
-            bn = append(bn, i32(i))
-            bp = append(bp, i32(i))
+            bn[i] = i32(i)
+            bp[i] = i32(i)
             i += 1
         byte_pairs = self.byte_pairs
         live: i64 = 0
         cursor: i64 = nm
         i = 0
+        last_c: i64 = -1
+        c: i64 = data[start]
         while i < n:
-            c: i64 = data[start + i]
-            tok = append(tok, i32(c))
-            nxt = append(nxt, i32(i + 1))
-            prv = append(prv, i32(i - 1))
-            r: i64 = NO_RANK
+            tok[i] = i32(c)
+            nxt[i] = i32(i + 1)
+            prv[i] = i32(i - 1)
             if i + 1 < n:
-                r = byte_pairs[(c << 8) | data[start + i + 1]]
-                if i > 0 and c == data[start + i + 1] and c == data[start + i - 1]:
-                    r = NO_RANK  # inside a run: its first pair stands for the run
-            if r != NO_RANK:
-                # filed last in bucket r as it is made: buckets start in position order
-                tail: i64 = i64(bp[r])
-                bn = append(bn, i32(r))
-                bp = append(bp, i32(tail))
-                bn[tail] = i32(nm + i)
-                bp[r] = i32(nm + i)
-                live += 1
-                if r < cursor:
-                    cursor = r
-            else:
-                bn = append(bn, -1)
-                bp = append(bp, -1)
+                d: i64 = data[start + i + 1]
+                r: i64 = byte_pairs[(c << 8) | d]
+                # inside a run its first pair stands for the run
+                if r != NO_RANK and not (c == d and c == last_c):
+                    # filed last in bucket r as it is made: buckets start in position order
+                    tail: i64 = i64(bp[r])
+                    bn[nm + i] = i32(r)
+                    bp[nm + i] = i32(tail)
+                    bn[tail] = i32(nm + i)
+                    bp[r] = i32(nm + i)
+                    live += 1
+                    if r < cursor:
+                        cursor = r
+                last_c = c
+                c = d
             i += 1
         nxt[n - 1] = -1
         left = self.left
@@ -871,6 +1053,23 @@ def heap_push(heap: vec[i64], size: i64, x: i64) -> tuple[vec[i64], i64]:
     heap[i] = x
     return heap, size
 
+
+
+def run_push(nodes: vec[i64], t: i64, count: i64) -> vec[i64]:
+    """Add `count` tokens t after the last node of `nodes` (encode_runs), into it when it holds t."""
+    if count <= 0:
+        return nodes
+    m: i64 = len(nodes)
+    if m > 0 and (nodes[m - 1] >> 32) == t:
+        nodes[m - 1] += count
+        return nodes
+    return append(nodes, (t << 32) | count)
+
+
+def filter_bits(fh: i64) -> i64:
+    """The two bits of a pair in its word of the pair filter, from bits 0-11 of its filter hash
+    (bits 61 down to 0: FILTER_TOP >> s, as a literal 1 << s would be a C int in mypyc's C)."""
+    return (FILTER_TOP >> (((fh & 63) * 62) >> 6)) | (FILTER_TOP >> ((((fh >> 6) & 63) * 62) >> 6))
 
 
 def bucket_link(bn: vec[i32], bp: vec[i32], node: i64, sentinel: i64) -> None:

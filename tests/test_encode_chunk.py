@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from librt.strings import BytesWriter
 
 from mnemo.errors import ConfigError
-from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, Encoder, ids_of, lists_of, put
+from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, RUN_BYTES, Encoder, ids_of, lists_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
@@ -43,9 +43,21 @@ def huge_ids(enc: Encoder, data: bytes) -> list[int]:
     return ids_of(dst.getvalue(), enc.wide)
 
 
+def runs_ids(enc: Encoder, data: bytes) -> list[int] | None:
+    """The ids by the run-length path, or None when it declines the chunk (having written nothing)."""
+    dst = BytesWriter()
+    if not enc.encode_runs(data, 0, len(data), dst):
+        assert len(dst) == 0
+        return None
+    return ids_of(dst.getvalue(), enc.wide)
+
+
 def all_paths(enc: Encoder, data: bytes) -> list[list[int]]:
     """The ids of one chunk by every path that accepts it."""
     results = [enc.encode_chunks([data]), enc.encode_chunks_uncached([data]), long_ids(enc, data), huge_ids(enc, data)]
+    runs = runs_ids(enc, data)
+    if runs is not None:
+        results.append(runs)
     if len(data) < LONG_CHUNK:
         dst = BytesWriter()
         enc.encode_short(data, 0, len(data), dst)
@@ -107,6 +119,24 @@ def test_no_merges_gives_bytes() -> None:
     for ids in all_paths(enc, data):
         assert ids == list(data)
     assert enc.encode_chunks([b"", b"x"]) == [120]
+
+
+def test_rank_every_merge_and_no_other_pair(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """rank() answers through the pair filter first: every merge must pass it (a filter bit
+    missing would turn a merge into NO_RANK), and pairs that are no merge give NO_RANK."""
+    from mnemo.encode_chunk import NO_RANK
+
+    enc, merges = gpt2_encoder
+    for k, (a, b) in enumerate(merges):
+        assert enc.rank(a, b) == k
+    ranks = merge_ranks(merges)
+    rng = random.Random(11)
+    top = 256 + len(merges)
+    for _ in range(200_000):
+        a, b = rng.randrange(top), rng.randrange(top)
+        assert enc.rank(a, b) == ranks.get((a, b), NO_RANK)
+    tiny = Encoder([(1, 2)])  # the smallest filter: one merge
+    assert tiny.rank(1, 2) == 0 and tiny.rank(2, 1) == NO_RANK
 
 
 def test_rank_table() -> None:
@@ -278,6 +308,116 @@ def test_huge_runs_overlap_left_to_right() -> None:
     assert huge_ids(wide, b"a" * 7_001) == encode_chunk_naive(b"a" * 7_001, ranks)
 
 
+@st.composite
+def run_merges_and_texts(draw: st.DrawFn) -> tuple[list[tuple[int, int]], list[bytes]]:
+    """Merges over a, b, c and the tokens they make (pairs of a token with itself among them),
+    and chunks made of a few runs of those bytes, long enough for the run-length path."""
+    merges: list[tuple[int, int]] = []
+    for _ in range(draw(st.integers(0, 24))):
+        top = 256 + len(merges)
+        ids = [97, 98, 99, *range(256, top)]
+        a = draw(st.sampled_from(ids))
+        b = a if draw(st.booleans()) else draw(st.sampled_from(ids))
+        if (a, b) not in merges:
+            merges.append((a, b))
+    runs = draw(st.lists(st.tuples(st.sampled_from(b"abc"), st.integers(1, 200)), min_size=1, max_size=5))
+    text = b"".join(bytes([c]) * k for c, k in runs)
+    return merges, [text, text + b"a" * (RUN_BYTES * 6), b"b" * (RUN_BYTES * 5) + text]
+
+
+@settings(max_examples=300, deadline=None)
+@given(run_merges_and_texts())
+def test_runs_path_equals_twin(case: tuple[list[tuple[int, int]], list[bytes]]) -> None:
+    """The run-length path (Encoder.encode_runs) on chunks of a few runs, against the twin: it
+    must take every chunk of at most len // RUN_BYTES runs (unless its work bound stops it,
+    which these small merge lists never reach), and give the twin's ids."""
+    merges, texts = case
+    enc = Encoder(merges)
+    ranks = merge_ranks(merges)
+    for text in texts:
+        n_runs = 1 + sum(text[i] != text[i + 1] for i in range(len(text) - 1))
+        got = runs_ids(enc, text)
+        if n_runs <= len(text) // RUN_BYTES:
+            assert got is not None
+        if got is not None:
+            assert got == encode_chunk_naive(text, ranks)
+        assert enc.encode_chunks([text]) == encode_chunk_naive(text, ranks)
+
+
+def test_runs_path_worked_example() -> None:
+    """Merges 0 = (a, a), 1 = (256, a), 2 = (256, 256), 3 = (b, 256).  'b' + 65 a's is two
+    runs: merge 0 halves the run of a's, left to right: [b, 256 x 32, a]; merge 1 takes the
+    last 256 with the a: [b, 256 x 31, 257]; merge 2 halves the 31: [b, 258 x 15, 256, 257];
+    merge 3 never applies (b is next to 258 now)."""
+    merges = [(97, 97), (256, 97), (256, 256), (98, 256)]
+    enc = Encoder(merges)
+    data = b"b" + b"a" * 65
+    assert runs_ids(enc, data) == [98] + [258] * 15 + [256, 257]
+    assert encode_chunk_naive(data, merge_ranks(merges)) == [98] + [258] * 15 + [256, 257]
+
+
+def test_runs_path_thresholds(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """The run-length path takes a chunk of at most len // RUN_BYTES runs and declines one of
+    more, writing nothing; encode_span sends it chunks from LONG_CHUNK bytes on.  Either way
+    the ids are the twin's."""
+    enc, merges = gpt2_encoder
+    ranks = merge_ranks(merges)
+    n = LONG_CHUNK  # 4 runs allowed at 64 bytes
+    three = b"-" * (n - 20) + b"=" * 10 + b" " * 10
+    four = b"-" * (n - 3) + b"=" + b" " + b"-"
+    five = b"-" * (n - 4) + b"=" + b" " + b"-" + b"="
+    assert runs_ids(enc, three) == encode_chunk_naive(three, ranks)
+    assert runs_ids(enc, four) == encode_chunk_naive(four, ranks)  # 64 // 16 = 4 runs: the limit
+    assert runs_ids(enc, five) is None
+    for data in (three, four, five, b"-" * (n - 1), b"-" * n, b" " * 5_000_001, b"\xe4" * 70_000):
+        assert enc.encode_chunks([data]) == encode_chunk_naive(data, ranks)
+    wide = Encoder(merges, wide=True)  # uint32 ids out
+    assert runs_ids(wide, b"=" * 1000) == encode_chunk_naive(b"=" * 1000, ranks)
+    # runs are scanned eight bytes at a time: bytes with the top bit set (a negative word),
+    # and runs ending at every offset of a word
+    for c in (0x00, 0x7F, 0x80, 0xE4, 0xFF):
+        for k in range(90, 99):
+            data = bytes([c]) * k + b"-" * 50 + bytes([c]) * (k // 3)
+            assert runs_ids(enc, data) == encode_chunk_naive(data, ranks)
+
+
+def pieces_ids(enc: Encoder, data: bytes) -> list[int] | None:
+    """The ids by the safe-places path, or None when the chunk has no safe place (nothing written)."""
+    dst = BytesWriter()
+    if not enc.encode_pieces(data, 0, len(data), dst):
+        assert len(dst) == 0
+        return None
+    return ids_of(dst.getvalue(), enc.wide)
+
+
+def test_pieces_worked_example() -> None:
+    """Merges 0 = (b, c) -> 256 "bc", 1 = (a, 256) -> 257 "abc".  Tokens hold b|c, and a|b
+    (where "a" meets "bc": the first byte of the right part, not its id), nowhere c|a or
+    c|b.  So "abcabc" is safe between c and a: pieces "abc" "abc" -> [257, 257]; "abcb" is
+    safe between c and b: pieces "abc" "b"."""
+    merges = [(98, 99), (97, 256)]
+    enc = Encoder(merges)
+    assert pieces_ids(enc, b"abcabc") == [257, 257]
+    assert pieces_ids(enc, b"abcb") == [257, 98]
+    assert pieces_ids(enc, b"abc") is None  # a|b and b|c are both held by "abc"
+    assert pieces_ids(enc, b"aaa") == [97, 97, 97]  # a|a: no token holds it
+
+
+def test_pieces_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """Long chunks of scripts written without spaces (CJK, Japanese, Thai, Korean) and of
+    random bytes, cut at their safe places, against the twin; and through encode_span."""
+    enc, merges = gpt2_encoder
+    ranks = merge_ranks(merges)
+    rng = random.Random(21)
+    texts = ["中" * 400, "日本語のテキストを分割する" * 30, "ภาษาไทยไม่มีช่องว่าง" * 20, "한국어텍스트" * 40]
+    cases = [t.encode() for t in texts] + [rng.randbytes(500), bytes(rng.choice(b"ab\xe4\xb8\xad") for _ in range(3000))]
+    for data in cases:
+        expected = encode_chunk_naive(data, ranks)
+        got = pieces_ids(enc, data)
+        assert got is None or got == expected
+        assert long_ids(enc, data) == huge_ids(enc, data) == enc.encode_chunks([data]) == expected
+
+
 def test_huge_random_chunks_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
     """Chunks of a few bytes of prose, runs and marks, each with the full GPT-2 merge list (many
     buckets, runs next to other tokens, runs at either end)."""
@@ -289,13 +429,15 @@ def test_huge_random_chunks_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[i
         assert huge_ids(enc, data) == encode_chunk_naive(data, ranks)
 
 
-@pytest.mark.parametrize("unit", [b"a", b" ", b"-", "中".encode()])
+@pytest.mark.parametrize("unit", [b"a", b" ", b"-", "中".encode(), b"ab"])
 def test_worst_case_chunks_are_linear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]], unit: bytes) -> None:
     """One chunk of 4 MB of one character: at least 4 MB/s and at most 30x the time of 0.4 MB
     (linear is 10x, quadratic 100x), in process CPU time, best of 3.  The heap path ran at
     ~1.7 MB/s on such chunks (its 80 MB heap walked at random: 11 s for 16 MB of spaces); the
-    bucket path at 12-20 MB/s on a loaded machine (bench/bench_worst_case.py).  The bounds
-    leave room for a machine shared with other jobs, where even CPU time suffers."""
+    bucket path at 12-20 MB/s on a loaded machine (bench/bench_worst_case.py).  Runs of one
+    byte now take the run-length path (encode_runs); "ab" repeated has runs of one byte and,
+    with GPT-2's merges, no safe place (a token holds a|b, one b|a): it takes the bucket path.
+    The bounds leave room for a machine shared with other jobs, where even CPU time suffers."""
     enc, merges = gpt2_encoder
     big = unit * (4_000_000 // len(unit))
     small = big[: len(big) // 10]
