@@ -528,17 +528,11 @@ def plan_tasks(
     min_task_bytes: int = 16 << 20,
     max_task_bytes: int | None = None,
     whole_documents: bool = False,
-    tail_split: int = 1,
 ) -> list[Task]:
     """Cut the inputs into tasks of roughly equal size, in input order: about a sixteenth of
     each worker's share, within [min_task_bytes, max_task_bytes].  Small tasks balance the
     workers: they all finish within about one task's time of each other (with a quarter of a
     share per task, the second of two workers counting 879 MB finished 2 s after the first).
-
-    `tail_split` > 1: the last n_workers tasks' worth of the last input that is cut into ranges
-    is cut `tail_split` times finer, so that the workers finish within about a small task of
-    each other rather than a whole one (the end of a run is one worker busy, the others idle;
-    docs/speed.md, "Third round").
 
     With `whole_documents` (encoding: every document gets its own <|bos|>), a text file is cut
     only at special tokens; otherwise (counting) also at a space between two ASCII letters."""
@@ -548,8 +542,7 @@ def plan_tasks(
     target = max(min_task_bytes, total // max(1, TASKS_PER_WORKER * n_workers))
     if max_task_bytes is not None:
         target = min(target, max_task_bytes)
-    last_cut = max((i for i, p in enumerate(paths) if p not in streams), default=-1)
-    for index, p in enumerate(paths):
+    for p in paths:
         kind = kind_of(p)
         if p in streams:  # never opened here: the reader opens it once
             if kind == "parquet":
@@ -568,31 +561,19 @@ def plan_tasks(
         elif (size := input_size(p)) <= target:
             tasks.append(Task(str(p), kind, size=size))
         else:
-            if index == last_cut and tail_split > 1:
-                cuts = _cut_points(p, kind, target, specials, whole_documents, n_workers * target, max(1, target // tail_split))
-            else:
-                cuts = _cut_points(p, kind, target, specials, whole_documents)
-            tasks += [Task(str(p), kind, s, e) for s, e in cuts]
+            tasks += [Task(str(p), kind, s, e) for s, e in _cut_points(p, kind, target, specials, whole_documents)]
     return tasks
 
 
 def _cut_points(
-    path: Input,
-    kind: str,
-    target: int,
-    specials: Sequence[str],
-    whole_documents: bool,
-    tail: int = 0,
-    tail_target: int = 0,
+    path: Input, kind: str, target: int, specials: Sequence[str], whole_documents: bool
 ) -> list[tuple[int, int]]:
     """Byte ranges of about `target` bytes, each starting at a document boundary (a remote
-    object: one ranged read of at most CUT_SEARCH_BYTES per cut); of about `tail_target` bytes
-    in the last `tail` bytes of the file."""
+    object: one ranged read of at most CUT_SEARCH_BYTES per cut)."""
     size = input_size(path)
-    tail_target = tail_target if tail_target > 0 else target
     cuts = [0]
     with _open_raw(path, exact=True) as f:
-        pos = target if size - target > tail else tail_target
+        pos = target
         while pos < size:
             f.seek(pos)
             window = f.read(CUT_SEARCH_BYTES)
@@ -603,7 +584,7 @@ def _cut_points(
             if pos + at >= size:  # the only boundary left is the end of the file
                 break
             cuts.append(pos + at)  # > cuts[-1]: pos is past it by `target`
-            pos = cuts[-1] + (target if size - cuts[-1] - target > tail else tail_target)
+            pos = cuts[-1] + target
     cuts.append(size)
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 

@@ -65,9 +65,6 @@ AUTO: Final = "auto"
 #: The size of a worker's byte range of a plain file (smaller than training's: a tokenize run
 #: is short, and the last task runs alone).
 TASK_BYTES = 4 << 20
-#: The end of the last input is cut into tasks this many times smaller (sources.plan_tasks'
-#: tail_split): the run ends when the last task does, with the other workers idle meanwhile.
-TAIL_SPLIT = 4
 
 
 @dataclass
@@ -200,15 +197,7 @@ def _work(
         return
     group: list[Task] = []
     size = 0
-    plan = plan_tasks(
-        check_inputs(inputs),
-        n_workers=n_workers,
-        min_task_bytes=TASK_BYTES,
-        max_task_bytes=TASK_BYTES,
-        whole_documents=True,
-        tail_split=TAIL_SPLIT,
-    )
-    for task in plan:
+    for task in plan_tasks(check_inputs(inputs), n_workers=n_workers, min_task_bytes=TASK_BYTES, max_task_bytes=TASK_BYTES, whole_documents=True):
         if task.sequential:
             # a compressed file or a stream, readable only from its start: read it here, hand out blocks
             if group:
@@ -222,7 +211,7 @@ def _work(
             size += TASK_BYTES  # a row group: a piece of work of its own
         else:
             size += task.end - task.start if task.end >= 0 else max(task.size, 0)
-        if size >= TASK_BYTES or task.end >= 0:  # a range of a big file: a piece of work of its own
+        if size >= TASK_BYTES:
             yield group, []
             group, size = [], 0
     if group:

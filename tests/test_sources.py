@@ -135,25 +135,6 @@ def test_planned_tasks_read_the_same_documents(tmp_path: Path) -> None:
 
 
 
-def test_the_end_of_the_plan_is_cut_finer(tmp_path: Path) -> None:
-    """tail_split: the last n_workers tasks' worth of the last input comes in tasks tail_split
-    times smaller (a run ends with one worker busy on the last task and the others idle), the
-    rest keeps the planned size, and the documents are the same as without it."""
-    texts = [f"document {i} " + "word " * 30 for i in range(4000)]
-    first = write_jsonl(tmp_path / "a.jsonl", texts[:2000])
-    last = write_jsonl(tmp_path / "b.jsonl", texts[2000:])
-    plain = plan_tasks([first, last], n_workers=2, min_task_bytes=20_000, max_task_bytes=20_000)
-    tasks = plan_tasks([first, last], n_workers=2, min_task_bytes=20_000, max_task_bytes=20_000, tail_split=4)
-    sizes = [t.end - t.start for t in tasks]
-    assert all(19_000 < t.end - t.start < 21_000 for t in plain[:-1] if t.path == str(last))
-    first_tasks = [t.end - t.start for t in tasks if t.path == str(first)]
-    assert first_tasks == [t.end - t.start for t in plain if t.path == str(first)]  # only the last input's end
-    small = [n for n in sizes if n < 6_000]
-    assert len(small) >= 8 and sum(small) >= 40_000 - 6_000  # n_workers * 20 KB, in about 5 KB tasks
-    assert sizes[-len(small) :] == small  # all at the end
-    assert [d for t in tasks for d in iter_task_documents(t)] == [t.encode() for t in texts]
-
-
 @pytest.mark.parametrize("target", [899, 901, 950, 999])
 def test_a_cut_search_that_lands_in_the_last_document_ends_the_plan(tmp_path: Path, target: int) -> None:
     """Ten 100-byte lines with the planned cut inside the last one: the only boundary after it

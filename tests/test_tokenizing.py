@@ -138,28 +138,6 @@ def test_small_files_go_to_the_workers_in_groups(
     assert open_tok(tmp_path / "two.tok", tok).header.n_docs == 60
 
 
-def test_the_end_of_a_big_file_goes_to_the_workers_in_smaller_pieces(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], tok: Tokenizer
-) -> None:
-    """The run ends when the last piece does, the other worker idle meanwhile: the last
-    n_workers * TASK_BYTES of the input come as ranges TAIL_SPLIT times smaller, each its own
-    piece of work (not gathered back up to TASK_BYTES like small files).  Same file as one
-    process."""
-    monkeypatch.setattr(tokenizing, "TASK_BYTES", 32 << 10)
-    jsonl = tmp_path / "a.jsonl"
-    lines = [d[i : i + 1000] for d in docs for i in range(0, len(d), 1000)]  # cuts land within a line of the plan
-    jsonl.write_text("".join(json.dumps({"text": line}) + "\n" for line in lines))
-    assert jsonl.stat().st_size > 8 * (32 << 10)
-    pieces = list(tokenizing._work([jsonl], "text", False, 2))
-    assert all(len(tasks) == 1 and not block for tasks, block in pieces)
-    sizes = [tasks[0].end - tasks[0].start for tasks, _ in pieces]
-    small = [n for n in sizes if n <= (32 << 10) // tokenizing.TAIL_SPLIT + 4096]
-    assert len(small) >= 2 * tokenizing.TAIL_SPLIT - 1 and sizes[-len(small) :] == small
-    tokenizing.tokenize_files([jsonl], tok, tmp_path / "one.tok", workers=1)
-    tokenizing.tokenize_files([jsonl], tok, tmp_path / "two.tok", workers=2)
-    assert (tmp_path / "one.tok").read_bytes() == (tmp_path / "two.tok").read_bytes()
-
-
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize(
     ("message", "error"),
