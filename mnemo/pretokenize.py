@@ -765,9 +765,9 @@ def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
                 y = (x | (_ONES * 0x20)) & ~hi
                 m = ~((y + _ONES * 0x1F) & ~(y + _ONES * 0x05) & ~x) & hi
                 if m != 0:
-                    low = m & -m
+                    low = m & -m  # the top bit of the first byte that is not a letter
                     i += ((((low - 1) & _ONES) * _ONES) >> 56) - 1
-                    if data[i] >= 0x80:  # i < end: the block held a byte that is not a letter
+                    if (x & low) != 0:  # that byte is from 0x80: a non-ASCII letter may go on
                         return _letters(data, i, end)
                     return i
                 i += 8
