@@ -368,6 +368,30 @@ def test_ascii_letter_scan_every_stop_byte_length_and_alignment():
                     assert got == _ascii_letters_end(data, offset, end), (run, offset, stop, end)
 
 
+# What may end a run of ASCII letters: every ASCII character, non-ASCII letters (which continue
+# the word), non-ASCII non-letters, and a combining mark.
+_STOPS = [chr(c) for c in range(128)] + ["é", "ß", "中", "\u00a0", "\u2019", "\u0301", "ǅ", "😀"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_word_fast_path_every_length_and_stop(pattern):
+    # chunk_end's " word" / "word" shortcut scans the first eight letters inline (one 64-bit
+    # load) and hands longer words and non-ASCII stops on: every run length 0-19 (within,
+    # at and past the first block), with and without the leading space, before each stop,
+    # with `end` right after the stop or further on, agrees with the regex.
+    pid = pt.pattern_id(pattern)
+    letters = "azAZmnqrBYbyKLxw" * 2
+    for run in range(20):
+        for lead in ("", " "):
+            for stop in _STOPS:
+                for after in ("", "!x" * 6):
+                    text = lead + letters[:run] + stop + after
+                    data = text.encode("utf-8", "surrogatepass")
+                    m = regex.match(pt.PATTERN_REGEX[pattern], text)
+                    assert m is not None
+                    assert pt.chunk_end(data, 0, len(data), pid) == len(m.group().encode()), (pattern, text)
+
+
 def test_chunk_count_counts_the_chunks():
     for pattern in PATTERNS:
         text = "Hello world, it's 2024!\n\n  Bye."
