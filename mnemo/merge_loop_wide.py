@@ -375,7 +375,7 @@ GAP: Final[i64] = 4  # candidate blocks at most this far apart are scanned in on
 # the word and a compiled loop over it, against the asm scan's stream).  See _train's choice.
 LIST_COST: Final[i64] = 64
 # A merge of at most this many occurrences per block records its new pairs' word lists.
-LOG_PER_BLOCK: Final[i64] = 1
+LOG_PER_BLOCK: Final[i64] = 8
 
 
 class Seams:
