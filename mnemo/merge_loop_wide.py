@@ -40,8 +40,14 @@ How it works
   only the blocks left, joining candidate blocks at most GAP apart into one scan call.  Every
   pair that comes into a block sets its bits (only pairs holding the new token come in: the
   rewrite sets them); bits are only cleared when the index is rebuilt at compaction, so the
-  index can say "maybe" wrongly but never "no".  Occurrences are still found by the asm scan
-  only: the index merely says where not to look.
+  index can say "maybe" wrongly but never "no".  The index merely says where not to look.
+* Word lists (late, rare pairs): a pair is made by exactly one merge, the one that makes its
+  later token (tokens are never removed, so two tokens become adjacent only when one is made).
+  A merge of at most LOG_PER_BLOCK occurrences per block records, for every pair it makes, the
+  starts of the words it made it in (`plog`; the pair table's fourth field points there).  When
+  that pair is merged, only those words can hold it: they are read instead of the blocks (a
+  block of 2,048 tokens was read whole for one occurrence of a late pair), and the occurrences
+  found must be exactly the table's.  Compaction moves the recorded starts with their words.
 * When the holes (SEP padding) exceed a quarter of the array, it is rebuilt without them.
 """
 
