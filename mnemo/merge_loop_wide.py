@@ -40,8 +40,14 @@ How it works
   only the blocks left, joining candidate blocks at most GAP apart into one scan call.  Every
   pair that comes into a block sets its bits (only pairs holding the new token come in: the
   rewrite sets them); bits are only cleared when the index is rebuilt at compaction, so the
-  index can say "maybe" wrongly but never "no".  Occurrences are still found by the asm scan
-  only: the index merely says where not to look.
+  index can say "maybe" wrongly but never "no".  The index merely says where not to look.
+* Word lists (late, rare pairs): a pair is made by exactly one merge, the one that makes its
+  later token (tokens are never removed, so two tokens become adjacent only when one is made).
+  A merge of at most LOG_PER_BLOCK occurrences per block records, for every pair it makes, the
+  starts of the words it made it in (`plog`; the pair table's fourth field points there).  When
+  that pair is merged, only those words can hold it: they are read instead of the blocks (a
+  block of 2,048 tokens was read whole for one occurrence of a late pair), and the occurrences
+  found must be exactly the table's.  Compaction moves the recorded starts with their words.
 * When the holes (SEP padding) exceed a quarter of the array, it is rebuilt without them.
 """
 
@@ -202,8 +208,9 @@ class _Pairs:
     """Open-addressing hash table: pair key -> (weighted count, occurrences).  Linear probing on
     a power-of-two table, load at most 1/2; entries are never removed (a pair whose count falls
     to 0 keeps its slot).  One packed vec[i64], 4 fields per slot (key, count, occurrences,
-    unused), so that an update touches one cache line; `slot()` returns the field offset of the
-    key (count at +1, occurrences at +2)."""
+    word list), so that an update touches one cache line; `slot()` returns the field offset of the
+    key (count at +1, occurrences at +2, at +3 1 + the offset in _Words.plog of the pair's word
+    list, 0 for none; during the merge that makes the pair, its index in _Words.touched)."""
 
     data: vec[i64]
     mask: i64
@@ -267,6 +274,7 @@ class _Pairs:
                 s = self.slot(k)
                 self.data[s + 1] = old[i + 1]
                 self.data[s + 2] = old[i + 2]
+                self.data[s + 3] = old[i + 3]
 
     def count(self, key: i64) -> i64:
         s = self.find(key)
@@ -369,6 +377,11 @@ def _beats_bytes(k1: i64, k2: i64, token_bytes: list[bytes]) -> bool:
 
 BLOCK: Final[i64] = 2048  # tokens per block of the skip index (blocks end at word boundaries)
 GAP: Final[i64] = 4  # candidate blocks at most this far apart are scanned in one call
+# A word visited from a word list costs about this many tokens of block scan (a cache miss on
+# the word and a compiled loop over it, against the asm scan's stream).  See _train's choice.
+LIST_COST: Final[i64] = 64
+# A merge of at most this many occurrences per block records its new pairs' word lists.
+LOG_PER_BLOCK: Final[i64] = 8
 
 
 class Seams:
@@ -382,18 +395,23 @@ class Seams:
     merges with merge_loop's 16-bit trainer and continues from its words (TrainState); 0 runs
     the 32-bit trainer alone.  Tests set it low to cross the handoff on small inputs.  The
     merges before the handoff run with merge_loop.SEAMS (its block, gap and corrupt_at), the
-    rest with merge_loop_wide.SEAMS."""
+    rest with merge_loop_wide.SEAMS.
+    list_cost: a merge reads its words from its pair's word list when the list's length times
+    list_cost is at most the tokens a block scan would read (see LIST_COST); 0 takes the list
+    whenever there is one, -1 never records one (tests force each path)."""
 
     corrupt_at: i64
     block: i64
     gap: i64
     handoff: i64
+    list_cost: i64
 
     def __init__(self) -> None:
         self.corrupt_at = -1
         self.block = BLOCK
         self.gap = GAP
         self.handoff = NARROW_MERGES
+        self.list_cost = LIST_COST
 
 
 SEAMS: Final = Seams()
@@ -453,13 +471,24 @@ class _Words:
     mw: i64
     bits: vec[i64]  # _bit_table()
     touched: vec[i64]  # pairs holding the new token, counted up during this merge
+    pv: vec[i64]  # rewrite's input: the position of each occurrence (of the first one per word)
+    plog: vec[i64]  # word lists: per pair, -(n + 2) then the starts of the n words it was made in
+    nj: vec[i64]  # this merge's new pairs' occurrences: the pair's index in touched ...
+    np: vec[i64]  # ... and its word's start
+    logging: bool  # whether this merge records word lists for its new pairs
     a: i64
     b: i64
     c: i64
     block: i64
+    nfill: i64
 
     def __init__(self, toks: vec[i32], wcnt: vec[i64], n_ids: i64, block: i64) -> None:
         self.block = block
+        self.pv = vec[i64]()
+        self.plog = vec[i64]()
+        self.nj = vec[i64]()
+        self.np = vec[i64]()
+        self.logging = False
         self.bits = _bit_table()
         self.toks = toks
         self.wcnt = wcnt
@@ -468,6 +497,7 @@ class _Words:
         self.gc = vec[i64]()
         self.touched = vec[i64]()
         self.a = self.b = self.c = 0
+        self.nfill = 0
         self.index_blocks()
 
     def index_blocks(self) -> None:
@@ -511,32 +541,126 @@ class _Words:
         self.fmask = fmask
         self.mw = mw
 
-    def begin_merge(self, a: i64, b: i64, c: i64) -> None:
+    def begin_merge(self, a: i64, b: i64, c: i64, logging: bool) -> None:
         self.a = a
         self.b = b
         self.c = c
         self.touched = vec[i64]()
+        self.logging = logging
+        self.nj = vec[i64]()
+        self.np = vec[i64]()
+
+    def end_merge(self, table: _Pairs) -> None:
+        """Append the word lists of the merge's new pairs to plog (a counting sort of the
+        occurrences by pair: each list keeps the words' order) and record where each starts."""
+        if not self.logging:
+            return
+        touched = self.touched
+        nt: i64 = len(touched)
+        nj = self.nj
+        npos = self.np
+        ne: i64 = len(nj)
+        plog = self.plog
+        base: i64 = len(plog)
+        fill = _zeros(nt)
+        for e in range(ne):
+            fill[nj[e]] += 1
+        off: i64 = base
+        for j in range(nt):
+            n = fill[j]
+            plog = append(plog, -(n + 2))
+            for _ in range(n):
+                plog = append(plog, -1)
+            fill[j] = off + 1
+            table.data[table.find(touched[j]) + 3] = off + 1
+            off += n + 1
+        for e in range(ne):
+            j = nj[e]
+            plog[fill[j]] = npos[e]
+            fill[j] += 1
+        self.plog = plog
 
     def gather(self, pos: bytes, nh: i64) -> None:
-        """gc[h] = the count of occurrence h's word, in a pass of loads that do not depend on
-        each other, so that the CPU overlaps their cache misses (wcnt is far larger than the
-        caches; inline in rewrite's loop each miss was waited for in turn: ~2/3 of its time on
-        1 GB)."""
+        """pv[h] = occurrence h's position and gc[h] = its word's count, in a pass of loads that
+        do not depend on each other, so that the CPU overlaps their cache misses (wcnt is far
+        larger than the caches; inline in rewrite's loop each miss was waited for in turn: ~2/3
+        of its time on 1 GB)."""
         if len(self.gc) < nh:
             self.gc = _zeros(2 * nh)
+            self.pv = _zeros(2 * nh)
         wcnt = self.wcnt
         gc = self.gc
+        pv = self.pv
         for h in range(nh):
-            gc[h] = wcnt[read_i64_le(pos, h * 8)]
+            p = read_i64_le(pos, h * 8)
+            pv[h] = p
+            gc[h] = wcnt[p]
 
-    def rewrite(self, pos: bytes, nh: i64, table: _Pairs, first_block: i64) -> None:
-        """Rewrite every word holding one of the `nh` occurrences at `pos` (i64 LE positions,
-        increasing, all in blocks first_block and after): merge (a, b) -> c left to right, never
-        overlapping, squeeze the word left, fill its freed tail with SEP, and apply the exact
-        pair-count deltas to `table`."""
+    def from_list(self, lo: i64, hi: i64) -> i64:
+        """Fill pv and gc (as gather does) from the words plog[lo:hi], the words the pair was
+        made in: the first occurrence of (a, b) in each word that still holds it.  Returns the
+        number of occurrences found (overlapping ones included, as the table counts them); the
+        words filled are nfill."""
         toks = self.toks
-        self.gather(pos, nh)
+        wcnt = self.wcnt
+        plog = self.plog
+        a = self.a
+        b = self.b
+        if len(self.gc) < hi - lo:
+            self.gc = _zeros(2 * (hi - lo))
+            self.pv = _zeros(2 * (hi - lo))
         gc = self.gc
+        pv = self.pv
+        nh: i64 = 0
+        found: i64 = 0
+        prev: i64 = -1
+        for e in range(lo, hi):
+            i = plog[e]
+            if i < 0 or i == prev:
+                continue  # left out at a compaction (one token: no pair), or the same word again
+            prev = i
+            first: i64 = -1
+            while True:
+                x = _id(toks[i])
+                if x == SEP:
+                    break
+                if x == a and _id(toks[i + 1]) == b:
+                    found += 1
+                    if first < 0:
+                        first = i
+                i += 1
+            if first >= 0:
+                pv[nh] = first
+                gc[nh] = wcnt[first]
+                nh += 1
+        self.nfill = nh
+        return found
+
+    def block_of(self, p: i64) -> i64:
+        """The block holding position p (binary search of bstart)."""
+        bstart = self.bstart
+        lo: i64 = 0
+        hi: i64 = len(bstart) - 1
+        while hi - lo > 1:
+            mid = (lo + hi) >> 1
+            if bstart[mid] <= p:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def rewrite(self, nh: i64, table: _Pairs, first_block: i64) -> None:
+        """Rewrite every word holding one of the `nh` occurrences pv[:nh] (positions, increasing,
+        all in blocks first_block and after; their words' counts in gc): merge (a, b) -> c left
+        to right, never overlapping, squeeze the word left, fill its freed tail with SEP, apply
+        the exact pair-count deltas to `table`, and log the word's start for token c."""
+        toks = self.toks
+        gc = self.gc
+        pv = self.pv
+        logging = self.logging
+        nj = self.nj
+        npos = self.np
+        nb: i64 = len(self.bstart) - 1
         bstart = self.bstart
         blk: i64 = first_block
         a = self.a
@@ -555,12 +679,21 @@ class _Words:
         gone: i64 = 0
         gone_occ: i64 = 0
         for h in range(nh):
-            p = read_i64_le(pos, h * 8)
+            p = pv[h]
             if p < word_end:
                 continue  # the word was rewritten whole at its first occurrence
             wc = gc[h]
-            while bstart[blk + 1] <= p:
-                blk += 1
+            if bstart[blk + 1] <= p:
+                # occurrences from a word list can lie far apart: search beyond a few blocks
+                if blk + 8 < nb and bstart[blk + 8] <= p:
+                    blk = self.block_of(p)
+                else:
+                    while bstart[blk + 1] <= p:
+                        blk += 1
+            s: i64 = p
+            if logging:
+                while toks[s - 1] != SEPT:
+                    s -= 1
             bw = blk >> 6
             bit = bits[blk & 63]
             masks[c * mw + bw] |= bit
@@ -587,7 +720,17 @@ class _Words:
                         nk = (left << KEY_SHIFT) | c
                         pf[_slice1(nk, fmask) * mw + bw] |= bit
                         pf[_slice2(nk, fmask) * mw + bw] |= bit
-                        if table.add(nk, wc, 1) == 0:
+                        if logging:
+                            sl = table.slot(nk)
+                            td = table.data
+                            if td[sl + 1] == 0:
+                                td[sl + 3] = len(touched)
+                                touched = append(touched, nk)
+                            td[sl + 1] += wc
+                            td[sl + 2] += 1
+                            nj = append(nj, td[sl + 3])
+                            npos = append(npos, s)
+                        elif table.add(nk, wc, 1) == 0:
                             touched = append(touched, nk)
                     toks[o] = ct
                     left = c
@@ -598,7 +741,17 @@ class _Words:
                         nk = (c << KEY_SHIFT) | x
                         pf[_slice1(nk, fmask) * mw + bw] |= bit
                         pf[_slice2(nk, fmask) * mw + bw] |= bit
-                        if table.add(nk, wc, 1) == 0:
+                        if logging:
+                            sl = table.slot(nk)
+                            td = table.data
+                            if td[sl + 1] == 0:
+                                td[sl + 3] = len(touched)
+                                touched = append(touched, nk)
+                            td[sl + 1] += wc
+                            td[sl + 2] += 1
+                            nj = append(nj, td[sl + 3])
+                            npos = append(npos, s)
+                        elif table.add(nk, wc, 1) == 0:
                             touched = append(touched, nk)
                     toks[o] = xt
                     left = x
@@ -613,11 +766,14 @@ class _Words:
         table.add(best, -gone, -gone_occ)
         self.touched = touched
         self.holes = holes
+        self.nj = nj
+        self.np = npos
 
     def compact(self) -> None:
         """Rebuild the array without holes: every run of SEP becomes one SEP; words that shrank
         to one token (they hold no pair any more) are left out.  Then re-index the blocks,
-        which also drops the stale bits of tokens merged away."""
+        which also drops the stale bits of tokens merged away.  The word starts logged for the
+        word lists move with their words (-1 for the words left out).""" 
         toks = self.toks
         wcnt = self.wcnt
         n = len(toks)
@@ -635,12 +791,20 @@ class _Words:
                 j += 1
             if j - i >= 2:
                 wc = wcnt[i]
+                wcnt[i] = len(out)  # the old count is not read again: it holds the new start
                 for q in range(i, j):
                     out = append(out, toks[q])
                     ocnt = append(ocnt, wc)
                 out = append(out, SEPT)
                 ocnt = append(ocnt, wc)
+            else:
+                wcnt[i] = -1
             i = j
+        plog = self.plog
+        for e in range(len(plog)):
+            q = plog[e]
+            if q >= 0:
+                plog[e] = wcnt[q]
         self.toks = out
         self.wcnt = ocnt
         self.holes = 0
@@ -796,6 +960,7 @@ def _train(
     n_forced: i64 = len(forced)
     block: i64 = SEAMS.block
     gap: i64 = SEAMS.gap
+    list_cost: i64 = SEAMS.list_cost
     corrupt_at: i64 = SEAMS.corrupt_at
     if block < 1 or gap < 0:
         raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
@@ -887,8 +1052,33 @@ def _train(
             progress("merge", step, n_merges)
 
         # ---- find and rewrite the words holding (a, b) ----------------------------------
-        occ = table.occurrences(best)
-        arr.begin_merge(a, b, c)
+        bs = table.find(best)
+        occ = table.data[bs + 2]
+        wl: i64 = table.data[bs + 3]
+        nbk: i64 = len(arr.bstart) - 1
+        # Word lists for the pairs this merge makes, when it is rare enough that they may be
+        # merged from their lists (bounds their memory: late merges are the rare ones).
+        arr.begin_merge(a, b, c, list_cost >= 0 and occ <= nbk * LOG_PER_BLOCK)
+        # A pair is made by one merge (the one making its later token), which recorded the words
+        # it made it in when it was rare: only those words can hold it.  A late, rare pair is
+        # found in far fewer tokens there than in the blocks the index leaves (each read whole
+        # for one occurrence).
+        nl: i64 = -arr.plog[wl - 1] - 2 if wl > 0 else 0
+        if wl > 0 and nl * list_cost <= min(occ, nbk) * block:
+            found_l = arr.from_list(wl, wl + nl)
+            if found_l != occ:
+                raise VerificationError(
+                    f"fast trainer: pair ({a}, {b}) occurs {found_l} times in the words it was made in "
+                    f"but the table says {occ}; please report this as a bug"
+                )
+            if arr.nfill > 0:
+                arr.rewrite(arr.nfill, table, arr.block_of(arr.pv[0]))
+            _after_merge(arr, table, heap, by_id)
+            if step == corrupt_at:
+                table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
+            if arr.holes * 4 > len(arr.toks):
+                arr.compact()
+            continue
         bstart = arr.bstart
         masks = arr.masks
         pf = arr.pf
@@ -932,18 +1122,14 @@ def _train(
                     f"fast trainer: pair ({a}, {b}) occurs at least {found} times in the words "
                     f"but the table says {occ}"
                 )
-            arr.rewrite(pos, nh, table, run)
+            arr.gather(pos, nh)
+            arr.rewrite(nh, table, run)
             if j == nb:
                 break
             run = j
             last = j
             j += 1
-        touched = arr.touched
-        for t in range(len(touched)):
-            nk = touched[t]
-            cur = table.count(nk)
-            if cur >= 2:
-                heap.push(cur, -nk if by_id else 0, nk)
+        _after_merge(arr, table, heap, by_id)
 
         if step == corrupt_at:
             table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
@@ -956,6 +1142,17 @@ def _train(
         _verify(arr.toks, arr.wcnt, table)
     state.toks = arr.toks
     state.wcnt = arr.wcnt
+
+
+def _after_merge(arr: _Words, table: _Pairs, heap: _Heap, by_id: bool) -> None:
+    """Close the merge's word list and push the pairs holding its new token."""
+    arr.end_merge(table)
+    touched = arr.touched
+    for t in range(len(touched)):
+        nk = touched[t]
+        cur = table.count(nk)
+        if cur >= 2:
+            heap.push(cur, -nk if by_id else 0, nk)
 
 
 def _verify(toks: vec[i32], wcnt: vec[i64], table: _Pairs) -> None:

@@ -430,6 +430,13 @@ def test_wide_trainer_continues_from_the_16_bit_one(sample: list[str], tie: str,
         m.setattr(merge_loop_wide.SEAMS, "block", 64)
         m.setattr(merge_loop_wide.SEAMS, "gap", 1)
         assert merge_loop_wide.train_merges(words, 300, tie=tie) == naive
+    with monkeypatch.context() as m:  # every pair from its word list on both sides of the handoff, then none
+        from mnemo import merge_loop
+
+        for cost in (0, -1):
+            m.setattr(merge_loop_wide.SEAMS, "list_cost", cost)
+            m.setattr(merge_loop.SEAMS, "list_cost", cost)
+            assert merge_loop_wide.train_merges(words, 300, tie=tie) == naive, cost
     tiny = {b"hello": 5, b"yellow": 3, b"low": 2, b"x": 9}
     for h in (2, 50):  # the pairs run out after the handoff, and before it
         monkeypatch.setattr(merge_loop_wide.SEAMS, "handoff", h)

@@ -176,12 +176,14 @@ words_strategy = st.dictionaries(
     tie=st.sampled_from(["id", "bytes"]),
     block=st.sampled_from([1, 5, 2048]),
     gap=st.sampled_from([0, 1, 4]),
+    list_cost=st.sampled_from([-1, 0, 64]),
 )
 def test_fast_matches_naive_on_small_corpora(
-    backend: str, words: dict[bytes, int], n_merges: int, tie: str, block: int, gap: int
+    backend: str, words: dict[bytes, int], n_merges: int, tie: str, block: int, gap: int, list_cost: int
 ) -> None:
-    """Small blocks (the skip index's seams) put many blocks and gaps into tiny arrays."""
-    fast = train_with(words, n_merges, tie=tie, block=block, gap=gap)
+    """Small blocks (the skip index's seams) put many blocks and gaps into tiny arrays; list_cost
+    -1 finds every pair by block scans, 0 every pair it can from its later token's words."""
+    fast = train_with(words, n_merges, tie=tie, block=block, gap=gap, list_cost=list_cost)
     assert fast == train_merges_naive(words, n_merges, tie=tie)
 
 
@@ -195,6 +197,8 @@ def test_fast_matches_naive_many_ties_and_compaction() -> None:
         assert train_merges(words, 500, tie=tie) == naive
         assert train_with(words, 500, tie=tie, block=16, gap=0) == naive
         assert train_with(words, 500, tie=tie, block=64, gap=2) == naive
+        assert train_with(words, 500, tie=tie, block=16, gap=0, list_cost=0) == naive
+        assert train_with(words, 500, tie=tie, block=16, gap=0, list_cost=-1) == naive
 
 
 def test_bit_table() -> None:
@@ -228,6 +232,33 @@ def test_pair_filter_skips_blocks_holding_both_tokens_apart(monkeypatch: pytest.
     assert 0 < ab_scanned < array_tokens // 10, (ab_scanned, array_tokens)
 
 
+def test_late_pair_found_from_its_words_without_a_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair holding a merged token is looked for only in the words the merge that made the token
+    rewrote (its word list): merge 1, ("xy", "z"), reads the 20 words holding "xy" and no block,
+    where a block scan reads the 20 blocks that hold them whole.  The merges are the naive
+    twin's."""
+    words: dict[bytes, int] = {}
+    for i in range(4000):  # filler: every block holds z, none holds x and y adjacent
+        words[bytes([0x80 + i % 128, 0x80 + i // 128]) + b"z"] = 1
+        if i % 200 == 0:  # ~800 tokens apart: one block each
+            words[b"xyz" + bytes([0x30 + i // 200])] = 50
+    scanned: list[tuple[int, int, int]] = []
+    real_scan = kernels.pair_positions
+
+    def spy(toks: object, a: int, b: int, cap: int, start: int, stop: int) -> bytes:
+        scanned.append((a, b, stop - start))
+        return real_scan(toks, a, b, cap, start, stop)
+
+    monkeypatch.setattr(kernels, "pair_positions", spy)
+    result = train_with(words, 3, block=256, gap=0)
+    assert result == train_merges_naive(words, 3)
+    assert result[0][:2] == [(ord("x"), ord("y")), (256, ord("z"))]
+    assert [s for s in scanned if (s[0], s[1]) == (256, ord("z"))] == []
+    scanned.clear()
+    assert train_with(words, 3, block=256, gap=0, list_cost=-1) == result  # the block scan, for contrast
+    assert sum(s[2] for s in scanned if (s[0], s[1]) == (256, ord("z"))) >= 20 * 256
+
+
 def _prefix(docs: list[str], max_bytes: int) -> list[str]:
     out: list[str] = []
     total = 0
@@ -257,6 +288,7 @@ def test_fast_matches_naive_on_corpus(
     assert len(fast[0]) == 600
     assert fast == naive
     assert train_with(words, 600, block=64, gap=1) == naive  # hundreds of blocks
+    assert train_with(words, 600, block=64, gap=1, list_cost=0) == naive  # every list it can
 
 
 _NAIVE_CACHE: dict[tuple[str, int], tuple[dict[bytes, int], tuple[list[tuple[int, int]], list[int]]]] = {}
