@@ -405,3 +405,35 @@ def test_word_table_every_short_token(cs336_dir: Path) -> None:
     padded = b"".join(short) + b" " * 8
     ends = [*accumulate(len(t) for t in short), len(padded)]
     assert Encoder(merges).encode_ends(padded, ends) == encode_chunks_naive([*short, b" " * 8], merges)
+
+
+def test_long_word_table_keeps_only_tokens_their_bytes_encode_to() -> None:
+    """Two merges spell 'abcdefgh': 264 = (a + bc) + defgh, which BPE never makes (ab comes
+    first), and 265 = (ab + c) + defgh, which it does.  The long-word table (chunks of 8 to 15
+    bytes) must answer 265, though 264 is the lower id; every path agrees with the naive twin,
+    at the end of a text (no 16-byte load there) and inside one."""
+    a, b, c, d, e, f, g, h = b"abcdefgh"
+    merges = [(a, b), (b, c), (a, 257), (256, c), (d, e), (f, g), (261, h), (260, 262), (258, 263), (259, 263)]
+    enc = Encoder(merges)
+    assert encode_chunks_naive([b"abcdefgh"], merges) == [265]
+    for data in [b"abcdefgh", b"abcdefg", b"abcdefghabcdefg", b"xabcdefgh", b"defghdefgh", b"abcdefgh" * 2]:
+        for _ in range(2):  # cold caches, then warm
+            assert enc.encode_chunks([data]) == encode_chunks_naive([data], merges)
+            assert enc.encode_ends(data + b" " * 16, [len(data), len(data) + 16]) == encode_chunks_naive(
+                [data, b" " * 16], merges
+            )
+
+
+def test_long_word_table_every_long_token(cs336_dir: Path) -> None:
+    """GPT-2's merges: each token of 8 to 15 bytes as a chunk, through the long-word table,
+    gives what the naive twin gives; so does each with its last byte cut (mostly not a token)."""
+    merges = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt").merges
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    long = [t for t in spelled[256:] if 8 <= len(t) <= 15]
+    assert len(long) > 5_000
+    chunks = [*long, *(t[:-1] for t in long)]
+    padded = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(t) for t in chunks), len(padded)]
+    assert Encoder(merges).encode_ends(padded, ends) == encode_chunks_naive([*chunks, b" " * 16], merges)
