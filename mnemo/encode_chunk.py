@@ -337,9 +337,14 @@ class Encoder:
         ~10 % of encoding."""
         n: i64 = end - start
         wide = self.wide
+        # The hits below write their id inline, not through emit(): mypyc does not inline a
+        # function, and these paths are most chunks.
         if n <= 1:  # an empty chunk's key would be 0, the word table's empty slot
             if n == 1:
-                emit(dst, data[start], wide)
+                if wide:
+                    write_i32_le(dst, i32(data[start]))
+                else:
+                    write_i16_le(dst, i16(data[start]))
             return
         if n > CACHE_MAX_BYTES:
             self.encode_uncached(data, start, end, dst)
@@ -353,7 +358,10 @@ class Encoder:
             while True:
                 hkey: i64 = hot[hat << 1]
                 if hkey == key:
-                    emit(dst, hot[(hat << 1) + 1], wide)
+                    if wide:
+                        write_i32_le(dst, i32(hot[(hat << 1) + 1]))
+                    else:
+                        write_i16_le(dst, i16((hot[(hat << 1) + 1] ^ 0x8000) - 0x8000))
                     return
                 if hkey == 0:
                     break
@@ -364,7 +372,10 @@ class Encoder:
             while True:
                 wkey: i64 = words[wat << 1]
                 if wkey == key:
-                    emit(dst, words[(wat << 1) + 1], wide)
+                    if wide:
+                        write_i32_le(dst, i32(words[(wat << 1) + 1]))
+                    else:
+                        write_i16_le(dst, i16((words[(wat << 1) + 1] ^ 0x8000) - 0x8000))
                     return
                 if wkey == 0:
                     break
@@ -404,7 +415,10 @@ class Encoder:
             while True:
                 lkey: i64 = lwords[(lat << 2) + 1]
                 if lkey == lk1 and lwords[lat << 2] == lk0:
-                    emit(dst, lwords[(lat << 2) + 2], wide)
+                    if wide:
+                        write_i32_le(dst, i32(lwords[(lat << 2) + 2]))
+                    else:
+                        write_i16_le(dst, i16((lwords[(lat << 2) + 2] ^ 0x8000) - 0x8000))
                     return
                 if lkey == 0:
                     break
