@@ -11,7 +11,8 @@ Four paths, all with the same result (tests compare each with the naive twin in 
 - the word tables: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
   merges (the earliest 6,144 in a small table of their own): most chunks of prose are one such
   token, and these tables never miss them; tokens of 8 to 15 bytes likewise in a long-word table;
-- the caches: a small one, 65,536 direct-mapped 16-byte entries for chunks of up to 7 bytes with
+- the caches: chunks of 2 to 7 bytes with at most 3 ids first in the word table's own empty
+  slots while it is under 3/4 full, then a small one, 65,536 direct-mapped 16-byte entries for chunks of up to 7 bytes with
   at most 3 ids, keyed by the bytes themselves (so a hit is exact); then 65,536 direct-mapped
   entries for chunks of up to 48 bytes, keyed by a 32-bit FNV-1a hash of the bytes and checked by
   comparing the bytes themselves, so a hit is always exact;
@@ -140,6 +141,8 @@ class Encoder:
     hot: vec[i64]
     lwords: vec[i64]
     lwords_mask: i64
+    words_room: i64
+    words_limit: i64
 
     def __init__(self, merges: list[tuple[int, int]], wide: bool = False) -> None:
         """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
@@ -180,6 +183,8 @@ class Encoder:
         self.byte_pairs = byte_pairs
         self.cache = vec[i64]([0] * (CACHE_SLOTS * 16))
         self.small = vec[i64]([0] * (SMALL_SLOTS * 2))
+        self.words = vec[i64]([0] * 2)
+        self.words_limit = 0
         self.clear_cache()
         self.kw = vec[i64]([0] * KEY_WORDS)
         self.tk = vec[i64]([0] * LONG_CHUNK)
@@ -194,6 +199,8 @@ class Encoder:
         self.words = vec[i64]([0] * 2)
         self.words_mask = 0
         self.hot = vec[i64]([0] * (2 * HOT_SLOTS))
+        self.words_room = 0
+        self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
         self.lwords_mask = 0
         self.fill_words()
@@ -273,6 +280,8 @@ class Encoder:
         self.words = words
         self.words_mask = mask
         self.hot = hot
+        self.words_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
+        self.words_room = self.words_limit
 
     def fill_long_words(self) -> None:
         """Build the long-word table (tokens of LONG_WORD_MIN to LONG_WORD_MAX bytes that BPE of
@@ -317,8 +326,16 @@ class Encoder:
         self.lwords_mask = mask
 
     def clear_cache(self) -> None:
-        cache = self.cache
+        words = self.words
         slot: i64 = 0
+        while slot < len(words):
+            if words[slot] >> 59 != 0:
+                words[slot] = 0
+                words[slot + 1] = 0
+            slot += 2
+        self.words_room = self.words_limit
+        cache = self.cache
+        slot = 0
         while slot < CACHE_SLOTS:
             cache[slot << 4] = -1
             slot += 1
@@ -371,15 +388,46 @@ class Encoder:
             wat: i64 = mixed & wmask
             while True:
                 wkey: i64 = words[wat << 1]
-                if wkey == key:
-                    if wide:
-                        write_i32_le(dst, i32(words[(wat << 1) + 1]))
-                    else:
-                        write_i16_le(dst, i16((words[(wat << 1) + 1] ^ 0x8000) - 0x8000))
+                if (wkey & M59) == key:
+                    if wkey == key:
+                        if wide:
+                            write_i32_le(dst, i32(words[(wat << 1) + 1]))
+                        else:
+                            write_i16_le(dst, i16((words[(wat << 1) + 1] ^ 0x8000) - 0x8000))
+                        return
+                    wp: i64 = words[(wat << 1) + 1]
+                    wn: i64 = wkey >> 59
+                    wt: i64 = 0
+                    while wt < wn:
+                        emit(dst, (wp >> (wt * ID_BITS)) & M21, wide)
+                        wt += 1
                     return
                 if wkey == 0:
                     break
                 wat = (wat + 1) & wmask
+            # Not in the tables: while the word table has room (up to 3/4 full), the chunk's ids
+            # go into it at the empty slot where the probe ended, as [key | count << 59, ids],
+            # so that the next time it is found by this probe instead of missing here and
+            # again in the small cache (in-process A/B, 3 MB English: 1.06-1.09x median with
+            # 32,768 ids, 1.15x with cl100k_base).  clear_cache takes them out (word entries
+            # have count 0: a word's chain holds no entry added after it).
+            if self.words_room > 0:
+                cn: i64 = self.short_bpe(data, start, end)
+                ctk = self.tk
+                if cn <= SMALL_MAX_IDS:
+                    cp: i64 = 0
+                    ct: i64 = 0
+                    while ct < cn:
+                        cp |= ctk[ct] << (ct * ID_BITS)
+                        ct += 1
+                    words[wat << 1] = key | (cn << 59)
+                    words[(wat << 1) + 1] = cp
+                    self.words_room -= 1
+                ct = 0
+                while ct < cn:
+                    emit(dst, ctk[ct], wide)
+                    ct += 1
+                return
             small = self.small
             at: i64 = (((key * SMALL_MUL) >> SMALL_SHIFT) & SMALL_MASK) << 1
             stored: i64 = small[at]

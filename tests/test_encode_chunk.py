@@ -437,3 +437,33 @@ def test_long_word_table_every_long_token(cs336_dir: Path) -> None:
     padded = b"".join(chunks) + b" " * 16
     ends = [*accumulate(len(t) for t in chunks), len(padded)]
     assert Encoder(merges).encode_ends(padded, ends) == encode_chunks_naive([*chunks, b" " * 16], merges)
+
+
+def test_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """Chunks of 2-7 bytes that no word table holds are cached in the word table's empty slots
+    while it is under 3/4 full, then in the small cache.  More distinct such chunks than that
+    room: it fills, answers never change, the words stay found (their probe chains hold no cache
+    entry added before them), and clear_cache empties the room again."""
+    merges = gpt2_encoder[1][:2000]
+    enc = Encoder(merges)
+    ranks = merge_ranks(merges)
+    room = enc.words_room
+    assert room > 0
+    rng = random.Random(5)
+    letters = "etaoinshrdlucmfwypvbgkqjxz"
+    distinct = {" " + "".join(rng.choice(letters) for _ in range(rng.randint(3, 6))) for _ in range(4 * room)}
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    words = [t for t in spelled[256:] if 2 <= len(t) <= 7]
+    chunks = [c.encode() for c in sorted(distinct)] + words
+    rng.shuffle(chunks)
+    data = b"".join(chunks) + b" " * 8
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 8] for i in encode_chunk_naive(c, ranks)]
+    for _ in range(2):
+        assert enc.encode_ends(data, ends) == expected  # cold: fills the room
+        assert enc.words_room == 0
+        assert enc.encode_ends(data, ends) == expected  # warm: found in the word table or the small cache
+        enc.clear_cache()
+        assert enc.words_room == room
