@@ -12,7 +12,7 @@ Four paths, all with the same result (tests compare each with the naive twin in 
   merges (the earliest 6,144 in a small table of their own): most chunks of prose are one such
   token, and these tables never miss them; tokens of 8 to 15 bytes likewise in a long-word table;
 - the caches: chunks of 2 to 7 bytes with at most 3 ids first in the word table's own empty
-  slots while it is under 3/4 full, then a small one, 65,536 direct-mapped 16-byte entries for chunks of up to 7 bytes with
+  slots while it is under 3/4 full (8 to 15 bytes: in the long-word table's), then a small one, 65,536 direct-mapped 16-byte entries for chunks of up to 7 bytes with
   at most 3 ids, keyed by the bytes themselves (so a hit is exact); then 65,536 direct-mapped
   entries for chunks of up to 48 bytes, keyed by a 32-bit FNV-1a hash of the bytes and checked by
   comparing the bytes themselves, so a hit is always exact;
@@ -108,6 +108,7 @@ M56: Final = 0xFFFFFFFFFFFFFF
 M16: Final = 0xFFFF
 M21: Final = 0x1FFFFF
 M59: Final = (1 << 59) - 1
+M60: Final = (1 << 60) - 1
 
 
 class Encoder:
@@ -143,6 +144,8 @@ class Encoder:
     lwords_mask: i64
     words_room: i64
     words_limit: i64
+    lwords_room: i64
+    lwords_limit: i64
 
     def __init__(self, merges: list[tuple[int, int]], wide: bool = False) -> None:
         """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
@@ -185,6 +188,8 @@ class Encoder:
         self.small = vec[i64]([0] * (SMALL_SLOTS * 2))
         self.words = vec[i64]([0] * 2)
         self.words_limit = 0
+        self.lwords = vec[i64]([0] * 4)
+        self.lwords_limit = 0
         self.clear_cache()
         self.kw = vec[i64]([0] * KEY_WORDS)
         self.tk = vec[i64]([0] * LONG_CHUNK)
@@ -324,6 +329,8 @@ class Encoder:
             t += 1
         self.lwords = table
         self.lwords_mask = mask
+        self.lwords_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
+        self.lwords_room = self.lwords_limit
 
     def clear_cache(self) -> None:
         words = self.words
@@ -334,6 +341,15 @@ class Encoder:
                 words[slot + 1] = 0
             slot += 2
         self.words_room = self.words_limit
+        lwords = self.lwords
+        slot = 0
+        while slot < len(lwords):
+            if lwords[slot + 1] >> 60 != 0:
+                lwords[slot] = 0
+                lwords[slot + 1] = 0
+                lwords[slot + 2] = 0
+            slot += 4
+        self.lwords_room = self.lwords_limit
         cache = self.cache
         slot = 0
         while slot < CACHE_SLOTS:
@@ -462,15 +478,45 @@ class Encoder:
             lat: i64 = ((((lk0 * SMALL_MUL) ^ lk1) * SMALL_MUL) >> WORD_SHIFT) & lmask
             while True:
                 lkey: i64 = lwords[(lat << 2) + 1]
-                if lkey == lk1 and lwords[lat << 2] == lk0:
-                    if wide:
-                        write_i32_le(dst, i32(lwords[(lat << 2) + 2]))
-                    else:
-                        write_i16_le(dst, i16((lwords[(lat << 2) + 2] ^ 0x8000) - 0x8000))
+                if (lkey & M60) == lk1 and lwords[lat << 2] == lk0:
+                    if lkey == lk1:
+                        if wide:
+                            write_i32_le(dst, i32(lwords[(lat << 2) + 2]))
+                        else:
+                            write_i16_le(dst, i16((lwords[(lat << 2) + 2] ^ 0x8000) - 0x8000))
+                        return
+                    lp: i64 = lwords[(lat << 2) + 2]
+                    ln: i64 = lkey >> 60
+                    lt: i64 = 0
+                    while lt < ln:
+                        emit(dst, (lp >> (lt * ID_BITS)) & M21, wide)
+                        lt += 1
                     return
                 if lkey == 0:
                     break
                 lat = (lat + 1) & lmask
+            # As for the word table: while there is room, the chunk's ids (at most 3) go into
+            # the long-word table at the empty slot where the probe ended, [k0, k1 | count << 60,
+            # ids], instead of the 8 MB main cache (in-process A/B, 3 MB English, load 5: 1.11x
+            # median, 1.03x best with 32,768 ids; cl100k_base 1.02x / 1.07x).
+            if self.lwords_room > 0:
+                dn: i64 = self.short_bpe(data, start, end)
+                dtk = self.tk
+                if dn <= SMALL_MAX_IDS:
+                    dp: i64 = 0
+                    dt: i64 = 0
+                    while dt < dn:
+                        dp |= dtk[dt] << (dt * ID_BITS)
+                        dt += 1
+                    lwords[lat << 2] = lk0
+                    lwords[(lat << 2) + 1] = lk1 | (dn << 60)
+                    lwords[(lat << 2) + 2] = dp
+                    self.lwords_room -= 1
+                dt = 0
+                while dt < dn:
+                    emit(dst, dtk[dt], wide)
+                    dt += 1
+                return
         # Pack the bytes 8 to a word (one unaligned load each, except near the end of `data`)
         # and hash the words.
         kw = self.kw

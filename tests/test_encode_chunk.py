@@ -467,3 +467,34 @@ def test_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, li
         assert enc.encode_ends(data, ends) == expected  # warm: found in the word table or the small cache
         enc.clear_cache()
         assert enc.words_room == room
+
+
+def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """As the word table, for chunks of 8-15 bytes: those that are no long word are cached in
+    the long-word table's empty slots (at most 3 ids) while it is under 3/4 full, then in the
+    main cache; answers never change, long words stay found, clear_cache empties the room."""
+    merges = gpt2_encoder[1][:4000]
+    enc = Encoder(merges)
+    ranks = merge_ranks(merges)
+    room = enc.lwords_room
+    assert room > 0
+    rng = random.Random(6)
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    words = [t for t in spelled[256:] if 8 <= len(t) <= 15]
+    parts = [t for t in spelled[256:] if 4 <= len(t) <= 7 and t.isalpha()]
+    assert words and parts
+    # two tokens' letters: mostly 2 or 3 ids, so most are cached there
+    distinct = {rng.choice(parts) + rng.choice(parts) for _ in range(6 * room)}
+    chunks = sorted(distinct) + words
+    rng.shuffle(chunks)
+    data = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    for _ in range(2):
+        assert enc.encode_ends(data, ends) == expected
+        assert enc.lwords_room == 0
+        assert enc.encode_ends(data, ends) == expected
+        enc.clear_cache()
+        assert enc.lwords_room == room
