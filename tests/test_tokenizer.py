@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer
+from mnemo import ConfigError, FormatError, InputError, MnemoError, SpecialTokenError, Tokenizer
 import mnemo.tokenizer as tokenizer_module
 from mnemo import interop
 from mnemo.encode_text import encode_bytes as encode_in_one_call
@@ -655,3 +655,7 @@ def test_default_special_arguments_fast_path(small: Tokenizer) -> None:
                 with pytest.raises(SpecialTokenError, match="the text contains the special token"):
                     tok.encode_to_numpy(dirty)
                 assert tok.encode(dirty, disallowed_special=()) == tok.encode_ordinary(dirty)
+    # not the defaults, and not comparable to "all" with `!=` (the fuzzer's find): a mnemo error
+    for method in (small.encode, small.encode_to_numpy):
+        with pytest.raises(MnemoError, match="disallowed_special"):
+            method("a", disallowed_special=np.array([1, 2], dtype=np.uint16))  # type: ignore[arg-type]
