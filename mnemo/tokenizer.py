@@ -181,6 +181,7 @@ class Tokenizer:
         self._pattern_id = PATTERNS.index(pattern)
         self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
         self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
+        self._all_special_re: tuple[bytes, re.Pattern[bytes]] | None = None  # _plain_default's
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
         # Ids hashed at the width tokenizer.bin stores them: a vocabulary that fits in 16 bits
@@ -542,9 +543,28 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise _text_type_error("text", text)
-        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         data = text_bytes(text)
+        if self._plain_default(allowed_special, disallowed_special, data):
+            return self._to_public(self._encode_all(data))
+        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         return self._encode_data(data, allowed, disallowed)
+
+    def _plain_default(self, allowed_special: AllOr, disallowed_special: AllOr, data: bytes) -> bool:
+        """True when the special-token arguments are the defaults (none allowed, all disallowed)
+        and `data` holds no special token: then it is plain text.  The general path built sets of
+        names and looked up their regex on every call, ~6 us: 10 % of encode_to_numpy's time on
+        documents of 5 KB."""
+        if allowed_special.__class__ is not frozenset or allowed_special:
+            return False
+        if not (isinstance(disallowed_special, str) and disallowed_special == "all"):  # `!=` on an array is an array
+            return False
+        if not self.special_tokens:
+            return True
+        found = self._all_special_re
+        if found is None:
+            found = self._all_special_re = self._specials_re(self.special_tokens)
+        prefix, pattern = found
+        return (bool(prefix) and prefix not in data) or pattern.search(data) is None
 
     def _encode_data(self, data: bytes, allowed: set[str], disallowed: set[str]) -> list[int]:
         if disallowed:
@@ -684,15 +704,16 @@ class Tokenizer:
         (building the list first and converting it cost more than the encoding itself)."""
         if not isinstance(text, str):
             raise _text_type_error("text", text)
-        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         data = text_bytes(text)
         dtype = np.uint16 if self.n_vocab <= VOCAB16 else np.uint32
-        if (len(data) > PIECE_BYTES and _python_handles_signals()) or (
-            allowed and self._find_special(allowed, data) is not None
-        ):  # in pieces (Ctrl-C), or with special tokens' ids: the list path
-            return np.array(self._encode_data(data, allowed, disallowed), dtype=dtype)
-        if disallowed and self._find_special(disallowed, data) is not None:
-            self._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
+        if not (self._plain_default(allowed_special, disallowed_special, data) and len(data) <= PIECE_BYTES):
+            allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
+            if (len(data) > PIECE_BYTES and _python_handles_signals()) or (
+                allowed and self._find_special(allowed, data) is not None
+            ):  # in pieces (Ctrl-C), or with special tokens' ids: the list path
+                return np.array(self._encode_data(data, allowed, disallowed), dtype=dtype)
+            if disallowed and self._find_special(disallowed, data) is not None:
+                self._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
         packed = encode_documents_packed(self._encoder, [data], self._pattern_id, -1, -1)
         ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if self._encoder.wide else "<u2")
         if self._public is not None:

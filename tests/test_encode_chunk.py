@@ -547,3 +547,96 @@ def test_word_table_every_short_token(cs336_dir: Path) -> None:
     padded = b"".join(short) + b" " * 8
     ends = [*accumulate(len(t) for t in short), len(padded)]
     assert Encoder(merges).encode_ends(padded, ends) == encode_chunks_naive([*short, b" " * 8], merges)
+
+
+def test_long_word_table_keeps_only_tokens_their_bytes_encode_to() -> None:
+    """Two merges spell 'abcdefgh': 264 = (a + bc) + defgh, which BPE never makes (ab comes
+    first), and 265 = (ab + c) + defgh, which it does.  The long-word table (chunks of 8 to 15
+    bytes) must answer 265, though 264 is the lower id; every path agrees with the naive twin,
+    at the end of a text (no 16-byte load there) and inside one."""
+    a, b, c, d, e, f, g, h = b"abcdefgh"
+    merges = [(a, b), (b, c), (a, 257), (256, c), (d, e), (f, g), (261, h), (260, 262), (258, 263), (259, 263)]
+    enc = Encoder(merges)
+    assert encode_chunks_naive([b"abcdefgh"], merges) == [265]
+    for data in [b"abcdefgh", b"abcdefg", b"abcdefghabcdefg", b"xabcdefgh", b"defghdefgh", b"abcdefgh" * 2]:
+        for _ in range(2):  # cold caches, then warm
+            assert enc.encode_chunks([data]) == encode_chunks_naive([data], merges)
+            assert enc.encode_ends(data + b" " * 16, [len(data), len(data) + 16]) == encode_chunks_naive(
+                [data, b" " * 16], merges
+            )
+
+
+def test_long_word_table_every_long_token(cs336_dir: Path) -> None:
+    """GPT-2's merges: each token of 8 to 15 bytes as a chunk, through the long-word table,
+    gives what the naive twin gives; so does each with its last byte cut (mostly not a token)."""
+    merges = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt").merges
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    long = [t for t in spelled[256:] if 8 <= len(t) <= 15]
+    assert len(long) > 5_000
+    chunks = [*long, *(t[:-1] for t in long)]
+    padded = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(t) for t in chunks), len(padded)]
+    assert Encoder(merges).encode_ends(padded, ends) == encode_chunks_naive([*chunks, b" " * 16], merges)
+
+
+def test_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """Chunks of 2-7 bytes that no word table holds are cached in the word table's empty slots
+    while it is under 3/4 full, then in the small cache.  More distinct such chunks than that
+    room: it fills, answers never change, the words stay found (their probe chains hold no cache
+    entry added before them), and clear_cache empties the room again."""
+    merges = gpt2_encoder[1][:2000]
+    enc = Encoder(merges)
+    ranks = merge_ranks(merges)
+    room = enc.words_room
+    assert room > 0
+    rng = random.Random(5)
+    letters = "etaoinshrdlucmfwypvbgkqjxz"
+    distinct = {" " + "".join(rng.choice(letters) for _ in range(rng.randint(3, 6))) for _ in range(4 * room)}
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    words = [t for t in spelled[256:] if 2 <= len(t) <= 7]
+    chunks = [c.encode() for c in sorted(distinct)] + words
+    rng.shuffle(chunks)
+    data = b"".join(chunks) + b" " * 8
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 8] for i in encode_chunk_naive(c, ranks)]
+    for _ in range(2):
+        assert enc.encode_ends(data, ends) == expected  # cold: fills the room
+        assert enc.words_room == 0
+        assert enc.encode_ends(data, ends) == expected  # warm: found in the word table or the small cache
+        enc.clear_cache()
+        assert enc.words_room == room
+
+
+def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """As the word table, for chunks of 8-15 bytes: those that are no long word are cached in
+    the long-word table's empty slots (at most 3 ids) while it is under 3/4 full, then in the
+    main cache; answers never change, long words stay found, clear_cache empties the room."""
+    merges = gpt2_encoder[1][:4000]
+    enc = Encoder(merges)
+    ranks = merge_ranks(merges)
+    room = enc.lwords_room
+    assert room > 0
+    rng = random.Random(6)
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    words = [t for t in spelled[256:] if 8 <= len(t) <= 15]
+    parts = [t for t in spelled[256:] if 4 <= len(t) <= 7 and t.isalpha()]
+    assert words and parts
+    # two tokens' letters: mostly 2 or 3 ids, so most are cached there
+    distinct = {rng.choice(parts) + rng.choice(parts) for _ in range(6 * room)}
+    chunks = sorted(distinct) + words
+    rng.shuffle(chunks)
+    data = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    for _ in range(2):
+        assert enc.encode_ends(data, ends) == expected
+        assert enc.lwords_room == 0
+        assert enc.encode_ends(data, ends) == expected
+        enc.clear_cache()
+        assert enc.lwords_room == room

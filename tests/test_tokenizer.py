@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer
+from mnemo import ConfigError, FormatError, InputError, MnemoError, SpecialTokenError, Tokenizer
 import mnemo.tokenizer as tokenizer_module
 from mnemo import interop
 from mnemo.encode_text import encode_bytes as encode_in_one_call
@@ -637,3 +637,27 @@ def test_encode_batch_in_process_equals_loop(cs336_dir: Path) -> None:
     assert 50256 in got[2]  # <|endoftext|>'s id, which the pre-made ints do not hold
     with pytest.raises(SpecialTokenError, match="endoftext"):
         gpt2.encode_batch(texts, workers=1)
+
+
+def test_default_special_arguments_fast_path(small: Tokenizer) -> None:
+    """encode and encode_to_numpy with the default special-token arguments skip building the
+    name sets (Tokenizer._plain_default): they still raise on any special token's text, also for
+    specials with no common prefix (no memchr shortcut then) or none at all, and otherwise give
+    the ids of encode_ordinary."""
+    for specials in ([], ["<|end|>"], ["[SEP]", "<|end|>", "§"]):
+        tok = Tokenizer(small.merges, pattern=small.pattern, special_tokens=specials)
+        for text in ["hello world", "", "x" * 300, "end|> [SEP] §§ <|end"]:
+            clean = all(s not in text for s in specials)
+            if clean:
+                assert tok.encode(text) == tok.encode_ordinary(text) == tok.encode_to_numpy(text).tolist()
+            for s in specials:
+                dirty = f"{text}{s} tail"
+                with pytest.raises(SpecialTokenError, match="the text contains the special token"):
+                    tok.encode(dirty)
+                with pytest.raises(SpecialTokenError, match="the text contains the special token"):
+                    tok.encode_to_numpy(dirty)
+                assert tok.encode(dirty, disallowed_special=()) == tok.encode_ordinary(dirty)
+    # not the defaults, and not comparable to "all" with `!=` (the fuzzer's find): a mnemo error
+    for method in (small.encode, small.encode_to_numpy):
+        with pytest.raises(MnemoError, match="disallowed_special"):
+            method("a", disallowed_special=np.array([1, 2], dtype=np.uint16))  # type: ignore[arg-type]
