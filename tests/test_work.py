@@ -222,15 +222,18 @@ class _Union:
         return self.pids
 
 
-def _rss_after_counting(state: object, mb: int) -> tuple[int, int]:
-    """Count `mb` MB of distinct words in this worker; its pid and resident KiB afterwards."""
-    from mnemo import count, pretokenize
+_PINNED: list[bytearray] = []
 
-    rng = random.Random(mb)
-    text = " ".join(f"w{rng.getrandbits(40):x}" for _ in range(mb * 80_000)).encode()
-    counter = count.WordCounter(pretokenize.pattern_id("mnemonic"))
-    counter.add(text)
-    del counter, text
+
+def _rss_after_freeing(state: object, mb: int) -> tuple[int, int]:
+    """Allocate `mb` MB in 60 KB blocks from malloc's heap (each followed by a small block kept
+    alive, as a worker's long-lived objects are), free the big ones; this worker's pid and
+    resident KiB afterwards.  glibc keeps the freed pages: they sit below live blocks."""
+    blocks = []
+    for _ in range(mb * 1_000_000 // 60_000):
+        blocks.append(bytes(60_000))
+        _PINNED.append(bytearray(1_000))  # over pymalloc's 512 bytes: from malloc too
+    del blocks
     return os.getpid(), _rss_kib(os.getpid())
 
 
@@ -258,12 +261,10 @@ def test_an_idle_worker_gives_freed_memory_back() -> None:
     merge loop two idle workers held 150 MiB, and the 1 GB run went over 1 GiB summed."""
     ex = work.LocalProcesses(1)
     try:
-        # twice: glibc maps the first task's big tables and unmaps them when freed, then raises its
-        # threshold, so the second task's come from the heap (as in a run's later tasks)
-        pid, after_task = work.map_combine([8, 9], _rss_after_counting, _Last, executor=ex)
+        pid, after_task = work.map_combine([100], _rss_after_freeing, _Last, executor=ex)
         time.sleep(work.IDLE_TRIM_SECONDS + 1.0)
         idle = _rss_kib(pid)
-        assert after_task - idle > 20_000, f"worker {pid}: {after_task} KiB after the task, {idle} KiB idle"
+        assert after_task - idle > 50_000, f"worker {pid}: {after_task} KiB after the task, {idle} KiB idle"
     finally:
         ex.shutdown()
 
