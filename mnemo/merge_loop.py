@@ -298,6 +298,8 @@ GAP: Final[i64] = 4  # candidate blocks at most this far apart are scanned in on
 LIST_COST: Final[i64] = 64
 # A merge of at most this many occurrences per block records its new pairs' word lists.
 LOG_PER_BLOCK: Final[i64] = 8
+# The most tokens the words may hold for merges to keep word lists (their positions are i32).
+MAX_LISTED: Final[i64] = (1 << 31) - 1
 
 
 class Seams:
@@ -388,7 +390,9 @@ class _Words:
     bits: vec[i64]  # _bit_table()
     touched: vec[i64]  # pairs holding the new token, counted up during this merge
     pv: vec[i64]  # rewrite's input: the position of each occurrence (of the first one per word)
-    plog: vec[i64]  # word lists: per pair, -(n + 2) then the starts of the n words it was made in
+    # word lists: per pair, -(n + 2) then the starts of the n words it was made in; i32 (the
+    # lists took 146 MB as i64 on the 1 GB run's words): positions below 2**31, see _train
+    plog: vec[i32]
     nj: vec[i64]  # this merge's new pairs' occurrences: the pair's index in touched ...
     np: vec[i64]  # ... and its word's start
     logging: bool  # whether this merge records word lists for its new pairs
@@ -401,7 +405,7 @@ class _Words:
     def __init__(self, toks: vec[i16], wcnt: vec[i64], n_ids: i64, block: i64) -> None:
         self.block = block
         self.pv = vec[i64]()
-        self.plog = vec[i64]()
+        self.plog = vec[i32]()
         self.nj = vec[i64]()
         self.np = vec[i64]()
         self.logging = False
@@ -484,15 +488,15 @@ class _Words:
         off: i64 = base
         for j in range(nt):
             n = fill[j]
-            plog = append(plog, -(n + 2))
+            plog = append(plog, i32(-(n + 2)))
             for _ in range(n):
-                plog = append(plog, -1)
+                plog = append(plog, i32(-1))
             fill[j] = off + 1
             table.data[table.find(touched[j]) + 3] = off + 1
             off += n + 1
         for e in range(ne):
             j = nj[e]
-            plog[fill[j]] = npos[e]
+            plog[fill[j]] = i32(npos[e])
             fill[j] += 1
         self.plog = plog
 
@@ -531,7 +535,7 @@ class _Words:
         found: i64 = 0
         prev: i64 = -1
         for e in range(lo, hi):
-            i = plog[e]
+            i = i64(plog[e])
             if i < 0 or i == prev:
                 continue  # left out at a compaction (one token: no pair), or the same word again
             prev = i
@@ -718,9 +722,9 @@ class _Words:
             i = j
         plog = self.plog
         for e in range(len(plog)):
-            q = plog[e]
+            q = i64(plog[e])
             if q >= 0:
-                plog[e] = wcnt[q]
+                plog[e] = i32(wcnt[q])
         self.toks = out
         self.wcnt = ocnt
         self.holes = 0
@@ -882,6 +886,8 @@ def _train(
         raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
     by_id = tie == "id"
     arr = _Words(state.toks, state.wcnt, 256 + n_merges, block)
+    if len(arr.toks) > MAX_LISTED:
+        list_cost = -1  # word lists hold positions as i32
 
     # at the start only byte pairs exist (at most 65,536): a small table stays in cache; it grows
     # as merges add pairs
@@ -979,7 +985,7 @@ def _train(
         # it made it in when it was rare: only those words can hold it.  A late, rare pair is
         # found in far fewer tokens there than in the blocks the index leaves (each read whole
         # for one occurrence).
-        nl: i64 = -arr.plog[wl - 1] - 2 if wl > 0 else 0
+        nl: i64 = -i64(arr.plog[wl - 1]) - 2 if wl > 0 else 0
         if wl > 0 and nl * list_cost <= min(occ, nbk) * block:
             found_l = arr.from_list(wl, wl + nl)
             if found_l != occ:
