@@ -1041,4 +1041,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mnemo: error: cannot write the output or standard output ({exc.strerror or exc})", file=sys.stderr)
         return 1
     finally:
-        _unblock_dropping_pending(saved_mask)
+        if argv is None and threading.current_thread() is threading.main_thread():
+            # The program itself (the `mnemo` script, `python -m mnemo`): it ends now.  Unblocked,
+            # a Ctrl-C or SIGTERM arriving between here and the workers' shutdown at exit raised
+            # KeyboardInterrupt inside that atexit function and printed a traceback; blocked, it
+            # is dropped when the process ends, with main's exit status.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        else:
+            _unblock_dropping_pending(saved_mask)

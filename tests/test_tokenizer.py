@@ -515,12 +515,18 @@ def test_ctrl_c_interrupts_a_long_encode(tmp_path: Path, unit: str, times: int) 
 def test_tokenize_in_process_stops_at_once(tmp_path: Path, sig: int) -> None:
     """`mnemo tokenize --workers 1` encodes in its own process (encode_documents): a signal while
     it encodes chunks of 8 MB of white space stops it within the chunk under way, cleanly, with
-    no output left behind.  A tab every 8 bytes keeps the runs of spaces too short for the
-    run-length path (Encoder.encode_runs: 8 MB of spaces alone take ~0.06 s, and the whole file
-    was encoded before the signal), so each chunk takes the bucket path."""
-    tok = _spacy_tokenizer()
+    no output left behind.  The white space is " \t" repeated, and the tokenizer has merges of
+    both " \t" and "\t ": no run of one byte (Encoder.encode_runs) and no safe place to cut
+    (encode_pieces), so each chunk takes the bucket path (~0.6 s).  Plain spaces took ~0.06 s
+    a chunk, and spaces with a tab every 8 bytes were cut at every tab: the whole file was
+    encoded before the signal came."""
+    from mnemo import train_from_iterator
+
+    rng = random.Random(5)
+    docs = ["word" + " \t" * rng.randint(1, 150) + "x\n" for _ in range(3000)]
+    tok = train_from_iterator(docs, vocab_size=600, pattern="mnemonic", workers=1)
     tok.save(tmp_path / "t.bin")
-    (tmp_path / "ws.txt").write_bytes((b"       \t" * (1 << 20) + b"x\n") * 32)  # 32 chunks of 8 MB
+    (tmp_path / "ws.txt").write_bytes((b" \t" * (1 << 22) + b"x\n") * 32)  # 32 chunks of 8 MB
     mnemo = str(Path(sys.executable).parent / "mnemo")
     proc = subprocess.Popen(
         [mnemo, "tokenize", "-t", "t.bin", "ws.txt", "-o", "out.tok", "--workers", "1", "-q"],
