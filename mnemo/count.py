@@ -26,9 +26,9 @@ and hashed with two multiplies (word_hash), not byte by byte.
 
 Both tables put a word at the slot its hash's TOP bits name (h >> shift, linear probing from
 there), so a table's slot order is, but for probing and the wrap at its end, the order of the
-hashes, whatever the table's size.  to_packed writes the words in slot order, so when the parent
-adds a worker's table to its own bigger one (add_packed), its probes walk its tables forward
-instead of landing anywhere: the parent's adding-up runs on the same two cores as the workers
+hashes, whatever the table's size.  to_packed writes the short words in slot order, so when the
+parent adds a worker's table to its own bigger one (add_packed), its probes walk its short table
+forward instead of landing anywhere: the parent's adding-up runs on the same two cores as the workers
 (docs/speed.md, "Reading, counting, tokenize end to end").
 
 Tables leave a worker packed (`to_packed` gives a PackedCounts, whose layout this module owns)
@@ -397,13 +397,14 @@ class WordCounter:
 
     def to_dict(self) -> dict[bytes, int]:
         """The counts as a dict (word bytes -> count): the short words in table order, then the
-        longer ones in table order (to_packed's order)."""
+        longer ones in order of first appearance (to_packed's order)."""
         blob, meta = self.to_packed()
         return packed_to_dict(blob, meta)
 
     def to_packed(self) -> PackedCounts:
-        """The counts as a PackedCounts, in to_dict's order: each table in slot order, which is
-        the order of the words' hashes (add_packed's probes then walk forward)."""
+        """The counts as a PackedCounts, in to_dict's order: the short words in slot order,
+        which is the order of their hashes (add_packed's probes then walk forward), then the
+        longer ones in order of first appearance."""
         blob = BytesWriter()
         meta = BytesWriter()
         short = self.short
@@ -417,15 +418,16 @@ class WordCounter:
                 write_i64_le(meta, n)
                 write_i64_le(meta, short[i + 1])
             i += 2
+        # The longer words in order of first appearance, not in slot order: their bytes objects
+        # and records lie in that order in memory, and reading them in slot order (random in
+        # memory) made counting 1 GB ~10 % slower in the workers (docs/speed.md, fourth round).
         words = self.words
-        word_bytes = self.word_bytes
-        for s in self.slots:
-            if s != 0:
-                w = (s >> 32) - 1
-                word = word_bytes[w]
-                blob.write(word)
-                write_i64_le(meta, len(word))
-                write_i64_le(meta, words[w * FIELDS + COUNT])
+        base: i64 = 0
+        for word in self.word_bytes:
+            blob.write(word)
+            write_i64_le(meta, len(word))
+            write_i64_le(meta, words[base + COUNT])
+            base += FIELDS
         return PackedCounts(blob.getvalue(), meta.getvalue())
 
     def add_packed(self, blob: bytes, meta: bytes) -> None:
