@@ -24,13 +24,6 @@ One `WordCounter` per worker process.  Packed librt `vec[i64]` arrays hold two t
 The bytes of a chunk are read as two unaligned 8-byte loads (read_i64_le) masked to its length,
 and hashed with two multiplies (word_hash), not byte by byte.
 
-Both tables put a word at the slot its hash's TOP bits name (h >> shift, linear probing from
-there), so a table's slot order is, but for probing and the wrap at its end, the order of the
-hashes, whatever the table's size.  to_packed writes the short words in slot order, so when the
-parent adds a worker's table to its own bigger one (add_packed), its probes walk its short table
-forward instead of landing anywhere: the parent's adding-up runs on the same two cores as the workers
-(docs/speed.md, "Reading, counting, tokenize end to end").
-
 Tables leave a worker packed (`to_packed` gives a PackedCounts, whose layout this module owns)
 and are added up in the parent with `add_packed`; the trainer lays the packed words out as they
 are (merge_loop.train_merges_packed).  `to_dict` and `packed_to_dict` serve the callers that want
@@ -60,8 +53,7 @@ MUL3: Final[i64] = 0x3C6EF372FE94F82B
 #: 32 B 74 vs 156, 64 B 137 vs 217, 128 B 329 vs 293, 256 B 721 vs 525 -- the crossover lies
 #: between 64 and 128 bytes.
 MEMEQ_MIN_BYTES: Final[i64] = 96
-INITIAL_BITS: Final[i64] = 16
-INITIAL_SLOTS: Final[i64] = 1 << INITIAL_BITS
+INITIAL_SLOTS: Final[i64] = 1 << 16
 PREFIX_BYTES: Final[i64] = 7
 
 
@@ -116,11 +108,9 @@ class WordCounter:
     memeq_min_bytes: i64
     short: vec[i64]
     short_mask: i64
-    short_shift: i64
     n_short: i64
     slots: vec[i64]
     mask: i64
-    shift: i64
     words: vec[i64]
     word_bytes: list[bytes]
     n_bytes: i64
@@ -135,11 +125,9 @@ class WordCounter:
         self.memeq_min_bytes = MEMEQ_MIN_BYTES
         self.short = vec[i64]([0] * (2 * INITIAL_SLOTS))
         self.short_mask = INITIAL_SLOTS - 1
-        self.short_shift = 32 - INITIAL_BITS
         self.n_short = 0
         self.slots = vec[i64]([0] * INITIAL_SLOTS)
         self.mask = INITIAL_SLOTS - 1
-        self.shift = 32 - INITIAL_BITS
         self.words = vec[i64]()
         self.word_bytes = []
         self.n_bytes = 0
@@ -153,10 +141,8 @@ class WordCounter:
         limit = self.max_chunk_bytes
         short = self.short
         short_mask = self.short_mask
-        short_shift = self.short_shift
         slots = self.slots
         mask = self.mask
-        shift = self.shift
         words = self.words
         pos: i64 = 0
         n_chunks: i64 = 0
@@ -204,7 +190,7 @@ class WordCounter:
                 # A short word: its key holds all of it, and its count sits beside the key, so
                 # counting it touches one cache line of one table.
                 skey = prefix | (n << 56)
-                at = (h >> short_shift) << 1
+                at = (h & short_mask) << 1
                 while True:
                     s = short[at]
                     if s == skey:
@@ -218,13 +204,12 @@ class WordCounter:
                             self._grow_short()
                             short = self.short
                             short_mask = self.short_mask
-                            short_shift = self.short_shift
                         break
                     at = (at + 2) & (2 * short_mask + 1)
                 pos = e
                 continue
             key = h | (n << 32)
-            at = h >> shift
+            at = h & mask
             while True:
                 s = slots[at]
                 if s == 0:
@@ -232,7 +217,6 @@ class WordCounter:
                     self._insert(data, pos, e, key, prefix, prefix2, at, 1)
                     slots = self.slots
                     mask = self.mask
-                    shift = self.shift
                     words = self.words
                     break
                 if (s & MASK32) == h:
@@ -276,19 +260,14 @@ class WordCounter:
                 elif k < 2 * PREFIX_BYTES:
                     prefix2 |= c << (8 * (k - PREFIX_BYTES))
                 i += 1
-        if n <= 2 * PREFIX_BYTES:  # word_hash inline, as in add
-            x = prefix * MUL1 + prefix2 * MUL2 + n
-            x ^= x >> 29
-            h = ((x * MUL3) >> 32) & MASK32
-        else:
-            h = word_hash(data, pos, n, prefix, prefix2)
+        h = word_hash(data, pos, n, prefix, prefix2)
         if n <= PREFIX_BYTES:
             # A short word: its key holds all of it, and its count sits beside the key, so
             # counting it touches one cache line of one table.
             short = self.short
             short_mask = self.short_mask
             skey = prefix | (n << 56)
-            at = (h >> self.short_shift) << 1
+            at = (h & short_mask) << 1
             while True:
                 s = short[at]
                 if s == skey:
@@ -306,7 +285,7 @@ class WordCounter:
         slots = self.slots
         mask = self.mask
         words = self.words
-        at = h >> self.shift
+        at = h & mask
         while True:
             s = slots[at]
             if s == 0:
@@ -360,29 +339,26 @@ class WordCounter:
         size = 2 * (self.mask + 1)
         slots = vec[i64]([0] * size)
         mask = size - 1
-        shift = self.shift - 1
         for s in self.slots:
             if s != 0:
-                at = (s & MASK32) >> shift
+                at = (s & MASK32) & mask
                 while slots[at] != 0:
                     at = (at + 1) & mask
                 slots[at] = s
         self.slots = slots
         self.mask = mask
-        self.shift = shift
 
     def _grow_short(self) -> None:
         size = 2 * (self.short_mask + 1)
         table = vec[i64]([0] * (2 * size))
         mask = size - 1
-        shift = self.short_shift - 1
         old = self.short
         i: i64 = 0
         while i < len(old):
             key = old[i]
             if key != 0:
                 n = key >> 56
-                at = (word_hash(b"", 0, n, key & LOW7, 0) >> shift) << 1
+                at = (word_hash(b"", 0, n, key & LOW7, 0) & mask) << 1
                 while table[at] != 0:
                     at = (at + 2) & (2 * mask + 1)
                 table[at] = key
@@ -390,7 +366,6 @@ class WordCounter:
             i += 2
         self.short = table
         self.short_mask = mask
-        self.short_shift = shift
 
     def __len__(self) -> int:
         return self.n_short + len(self.word_bytes)
@@ -402,9 +377,7 @@ class WordCounter:
         return packed_to_dict(blob, meta)
 
     def to_packed(self) -> PackedCounts:
-        """The counts as a PackedCounts, in to_dict's order: the short words in slot order,
-        which is the order of their hashes (add_packed's probes then walk forward), then the
-        longer ones in order of first appearance."""
+        """The counts as a PackedCounts, in to_dict's order."""
         blob = BytesWriter()
         meta = BytesWriter()
         short = self.short
@@ -418,9 +391,6 @@ class WordCounter:
                 write_i64_le(meta, n)
                 write_i64_le(meta, short[i + 1])
             i += 2
-        # The longer words in order of first appearance, not in slot order: their bytes objects
-        # and records lie in that order in memory, and reading them in slot order (random in
-        # memory) made counting 1 GB ~10 % slower in the workers (docs/speed.md, fourth round).
         words = self.words
         base: i64 = 0
         for word in self.word_bytes:

@@ -187,22 +187,3 @@ def test_packed_counts_is_a_named_table() -> None:
     again = pickle.loads(pickle.dumps(packed))
     assert again == packed and again.n_words == packed.n_words
     assert pack_words(counter.to_dict()) == packed
-
-
-def test_packed_short_words_leave_in_hash_order(corpus_docs: Callable[..., list[str]]) -> None:
-    """to_packed writes the short table in slot order, and a word's slot is named by its hash's
-    top bits: so the short words come out nearly sorted by hash, which makes the parent's
-    add_packed walk its own short table forward (count.py's docstring).
-    Linear probing and the wrap at a table's end leave a few words out of order; in a table
-    indexed by the hash's low bits about half of them would be."""
-    docs = [d.encode() for d in corpus_docs("english", max_bytes=600_000)]
-    counter = WordCounter(pattern_id("mnemonic"), 256)
-    for d in docs:
-        counter.add(d)
-    blob, meta = counter.to_packed()
-    words = list(packed_to_dict(blob, meta))
-    run = [w for w in words if len(w) <= PREFIX_BYTES]
-    assert words[: len(run)] == run and len(run) > 5000
-    top = [word_hash(w, 0, len(w), _packed(w), 0) >> 16 for w in run]
-    descents = sum(a > b for a, b in zip(top, top[1:]))
-    assert descents < len(run) // 20, (descents, len(run))
