@@ -48,7 +48,7 @@ How it works
   that pair is merged, only those words can hold it: they are read instead of the blocks (a
   block of 2,048 tokens was read whole for one occurrence of a late pair), and the occurrences
   found must be exactly the table's.  Compaction moves the recorded starts with their words.
-* When the holes (SEP padding) exceed a quarter of the array, they are squeezed out in place
+* When the holes (SEP padding) exceed half of the array (COMPACT_AT), they are squeezed out in place
   (`_Words.n` is the array's length; what lies beyond it is stale).
 """
 
@@ -381,8 +381,13 @@ GAP: Final[i64] = 4  # candidate blocks at most this far apart are scanned in on
 # A word visited from a word list costs about this many tokens of block scan (a cache miss on
 # the word and a compiled loop over it, against the asm scan's stream).  See _train's choice.
 LIST_COST: Final[i64] = 64
-# A merge of at most this many occurrences per block records its new pairs' word lists.
-LOG_PER_BLOCK: Final[i64] = 8
+# A merge of at most this many occurrences per block records its new pairs' word lists (64
+# and 8 measured alike while compaction moved every list; with only the live lists moved, 64
+# measured faster: docs/speed.md, "Merge loop", fourth round).
+LOG_PER_BLOCK: Final[i64] = 64
+# The holes are squeezed out when they are more than 1/COMPACT_AT of the array (2 measured faster
+# than 4 once compaction was in place: fewer re-indexings, for scans over more holes).
+COMPACT_AT: Final[i64] = 2
 # The most tokens the words may hold for merges to keep word lists (their positions are i32).
 MAX_LISTED: Final[i64] = (1 << 31) - 1
 
@@ -1190,7 +1195,7 @@ def _train(
             _after_merge(arr, table, heap, by_id)
             if step == corrupt_at:
                 table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
-            if arr.holes * 4 > arr.n:
+            if arr.holes * COMPACT_AT > arr.n:
                 arr.compact(table)
             continue
         bstart = arr.bstart
@@ -1249,7 +1254,7 @@ def _train(
             table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
 
         # ---- squeeze the holes out --------------------------------------------------------
-        if arr.holes * 4 > arr.n:
+        if arr.holes * COMPACT_AT > arr.n:
             arr.compact(table)
 
     if verify:
