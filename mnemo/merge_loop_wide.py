@@ -48,7 +48,8 @@ How it works
   that pair is merged, only those words can hold it: they are read instead of the blocks (a
   block of 2,048 tokens was read whole for one occurrence of a late pair), and the occurrences
   found must be exactly the table's.  Compaction moves the recorded starts with their words.
-* When the holes (SEP padding) exceed a quarter of the array, it is rebuilt without them.
+* When the holes (SEP padding) exceed half of the array (COMPACT_AT), they are squeezed out in place
+  (`_Words.n` is the array's length; what lies beyond it is stale).
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def _widen(narrow: merge_loop.TrainState) -> TrainState:
     one, and words down to one token (they hold no pair) go, as _Words.compact leaves them."""
     src = narrow.toks
     scnt = narrow.wcnt
-    n: i64 = len(src)
+    n: i64 = narrow.n
     toks = vec[i32](capacity=n)
     wcnt = vec[i64](capacity=n)
     toks = append(toks, SEPT)
@@ -380,8 +381,13 @@ GAP: Final[i64] = 4  # candidate blocks at most this far apart are scanned in on
 # A word visited from a word list costs about this many tokens of block scan (a cache miss on
 # the word and a compiled loop over it, against the asm scan's stream).  See _train's choice.
 LIST_COST: Final[i64] = 64
-# A merge of at most this many occurrences per block records its new pairs' word lists.
-LOG_PER_BLOCK: Final[i64] = 8
+# A merge of at most this many occurrences per block records its new pairs' word lists (64
+# and 8 measured alike while compaction moved every list; with only the live lists moved, 64
+# measured faster: docs/speed.md, "Merge loop", fourth round).
+LOG_PER_BLOCK: Final[i64] = 64
+# The holes are squeezed out when they are more than 1/COMPACT_AT of the array (2 measured faster
+# than 4 once compaction was in place: fewer re-indexings, for scans over more holes).
+COMPACT_AT: Final[i64] = 2
 # The most tokens the words may hold for merges to keep word lists (their positions are i32).
 MAX_LISTED: Final[i64] = (1 << 31) - 1
 
@@ -458,14 +464,25 @@ def _zeros(n: i64) -> vec[i64]:
     return v
 
 
+def _reuse(v: vec[i64], n: i64, dirty: i64) -> vec[i64]:
+    """n zeros: `v` with its first `dirty` items cleared (the rest are zeros already) when it
+    holds n, else a new vec."""
+    if len(v) < n:
+        return _zeros(n)
+    for q in range(min(dirty, len(v))):
+        v[q] = 0
+    return v
+
+
 class _Words:
     """The token array and its skip index, and the in-place rewriting of words."""
 
     toks: vec[i32]
     wcnt: vec[i64]
+    n: i64  # the words are toks[:n] (compaction squeezes in place: what lies beyond is stale)
     holes: i64
     n_ids: i64
-    bstart: vec[i64]  # block k is toks[bstart[k]:bstart[k + 1]]; bstart[-1] == len(toks)
+    bstart: vec[i64]  # block k is toks[bstart[k]:bstart[k + 1]]; bstart[-1] == n
     gc: vec[i64]  # rewrite's scratch: the count of each occurrence's word
     masks: vec[i64]  # token t's blocks: bit k % 64 of masks[t * mw + k // 64]
     pf: vec[i64]  # pair filter slice h: bit k % 64 of pf[h * mw + k // 64] (block k may hold a pair hashing to h)
@@ -479,6 +496,9 @@ class _Words:
     plog: vec[i32]
     nj: vec[i64]  # this merge's new pairs' occurrences: the pair's index in touched ...
     np: vec[i64]  # ... and its word's start
+    keep: vec[i64]  # _move_lists' scratch: the positions compaction keeps (a bit set) ...
+    pre: vec[i64]  # ... and the number kept before each of its words
+    m55: i64
     logging: bool  # whether this merge records word lists for its new pairs
     a: i64
     b: i64
@@ -486,12 +506,22 @@ class _Words:
     block: i64
     nfill: i64
 
-    def __init__(self, toks: vec[i32], wcnt: vec[i64], n_ids: i64, block: i64) -> None:
+    def __init__(self, toks: vec[i32], wcnt: vec[i64], n: i64, n_ids: i64, block: i64) -> None:
         self.block = block
+        self.n = n
+        self.masks = vec[i64]()
+        self.pf = vec[i64]()
+        self.mw = 0
         self.pv = vec[i64]()
         self.plog = vec[i32]()
         self.nj = vec[i64]()
         self.np = vec[i64]()
+        self.keep = vec[i64]()
+        self.pre = vec[i64]()
+        m55: i64 = 0
+        for _ in range(32):
+            m55 = m55 * 4 + 1
+        self.m55 = m55
         self.logging = False
         self.bits = _bit_table()
         self.toks = toks
@@ -505,9 +535,12 @@ class _Words:
         self.index_blocks()
 
     def index_blocks(self) -> None:
-        """Cut the array into blocks at word boundaries and record which tokens each holds."""
+        """Cut the array into blocks at word boundaries and record which tokens each holds.
+        The bit sets of the index before are cleared and reused: allocated afresh at every
+        compaction, their pages' first touch (the kernel zeroing them) took ~10 % of the 1 GB
+        loop."""
         toks = self.toks
-        n = len(toks)
+        n = self.n
         bstart = vec[i64]()
         bstart = append(bstart, 0)
         begin: i64 = 0
@@ -519,12 +552,13 @@ class _Words:
         bstart = append(bstart, n)
         nb: i64 = len(bstart) - 1
         mw = (nb + 63) >> 6
-        masks = _zeros(self.n_ids * mw)
         slices: i64 = 64
         while slices < FILTER_BITS_PER_TOKEN * block:
             slices *= 2
         fmask = slices - 1
-        pf = _zeros(slices * mw)
+        # only tokens made so far have bits (rows of the old width mw); pf's every slice may
+        masks = _reuse(self.masks, self.n_ids * mw, (max(self.c, 255) + 1) * self.mw)
+        pf = _reuse(self.pf, slices * mw, slices * self.mw)
         bits = self.bits
         for k in range(nb):
             word: i64 = k >> 6
@@ -773,18 +807,19 @@ class _Words:
         self.nj = nj
         self.np = npos
 
-    def compact(self) -> None:
-        """Rebuild the array without holes: every run of SEP becomes one SEP; words that shrank
+    def compact(self, table: _Pairs) -> None:
+        """Squeeze the holes out, in place: every run of SEP becomes one SEP; words that shrank
         to one token (they hold no pair any more) are left out.  Then re-index the blocks,
-        which also drops the stale bits of tokens merged away.  The word starts logged for the
-        word lists move with their words (-1 for the words left out).""" 
+        which also drops the stale bits of tokens merged away.  The word lists that may still
+        be read move with their words (see _move_lists).  In place, because a new array per
+        compaction, appended to token by token, cost a call per token and a first touch of
+        every page; it also keeps the peak memory at one array."""
         toks = self.toks
         wcnt = self.wcnt
-        n = len(toks)
-        out = vec[i32](capacity=n)
-        ocnt = vec[i64](capacity=n)
-        out = append(out, SEPT)
-        ocnt = append(ocnt, 0)
+        n = self.n
+        if len(self.plog) > 0:
+            self._move_lists(table)
+        o: i64 = 1
         i: i64 = 1
         while i < n:
             if toks[i] == SEPT:
@@ -794,31 +829,107 @@ class _Words:
             while toks[j] != SEPT:
                 j += 1
             if j - i >= 2:
-                wc = wcnt[i]
-                wcnt[i] = len(out)  # the old count is not read again: it holds the new start
+                wc = wcnt[j]  # the SEP after the word: not written yet (o <= i)
                 for q in range(i, j):
-                    out = append(out, toks[q])
-                    ocnt = append(ocnt, wc)
-                out = append(out, SEPT)
-                ocnt = append(ocnt, wc)
-            else:
-                wcnt[i] = -1
+                    toks[o] = toks[q]
+                    wcnt[o] = wc
+                    o += 1
+                toks[o] = SEPT
+                wcnt[o] = wc
+                o += 1
             i = j
-        plog = self.plog
-        for e in range(len(plog)):
-            q = i64(plog[e])
-            if q >= 0:
-                plog[e] = i32(wcnt[q])
-        self.toks = out
-        self.wcnt = ocnt
+        self.n = o
         self.holes = 0
         self.index_blocks()
 
+    def _move_lists(self, table: _Pairs) -> None:
+        """Before compaction moves the words: the word lists that may still be read (pairs of
+        count at least 2: a pair's count never goes up once it is made), each start moved to
+        where compaction will put its word, the words it leaves out dropped; the other lists
+        are dropped (they held most of the lists' memory).  A word's new start is the number
+        of positions kept before it, from a bit set of the kept positions and its prefix
+        counts (5 MB on the 1 GB run's words: cache hits): a new start per old one, stored in
+        the array, cost a cache miss per logged word, ~12 % of the 1 GB loop."""
+        toks = self.toks
+        n = self.n
+        bits = self.bits
+        nw: i64 = (n >> 6) + 1
+        keep = _reuse(self.keep, nw, nw)
+        self.keep = keep
+        keep[0] = 1  # position 0, the first SEP
+        i: i64 = 1
+        while i < n:
+            if toks[i] == SEPT:
+                i += 1
+                continue
+            j = i
+            while toks[j] != SEPT:
+                j += 1
+            if j - i >= 2:
+                _set_range(keep, i, j + 1, bits)  # the word and the SEP after it
+            i = j
+        pre = _reuse(self.pre, nw, 0)  # every item is written below
+        self.pre = pre
+        m55 = self.m55
+        run: i64 = 0
+        for w in range(nw):
+            pre[w] = run
+            run += _popcount(keep[w], m55)
+        old = self.plog
+        plog = vec[i32]()
+        data = table.data
+        for s in range(0, len(data), 4):
+            wl = data[s + 3]
+            if wl <= 0:
+                continue
+            if data[s + 1] < 2:
+                data[s + 3] = 0
+                continue
+            nl = -i64(old[wl - 1]) - 2
+            head: i64 = len(plog)
+            plog = append(plog, i32(-2))
+            for e in range(wl, wl + nl):
+                q = i64(old[e])
+                if q < 0:
+                    continue
+                w = q >> 6
+                bit = bits[q & 63]
+                kw = keep[w]
+                if kw & bit != 0:
+                    plog = append(plog, i32(pre[w] + _popcount(kw & (bit - 1), m55)))
+            plog[head] = i32(-(len(plog) - head - 1 + 2))
+            data[s + 3] = head + 1
+        self.plog = plog
 
 
-def _count_pairs(toks: vec[i32], wcnt: vec[i64], table: _Pairs) -> None:
-    """Add every adjacent pair of every word in `toks` to `table`."""
-    n = len(toks)
+def _set_range(keep: vec[i64], lo: i64, hi: i64, bits: vec[i64]) -> None:
+    """Set bits lo .. hi - 1 of the bit set `keep` (bits from _bit_table: -bits[k] has bits k
+    and up set)."""
+    w = lo >> 6
+    last = (hi - 1) >> 6
+    lomask = -bits[lo & 63]
+    r = hi & 63
+    himask: i64 = bits[r] - 1 if r != 0 else -1
+    if w == last:
+        keep[w] |= lomask & himask
+        return
+    keep[w] |= lomask
+    for x in range(w + 1, last):
+        keep[x] = -1
+    keep[last] |= himask
+
+
+def _popcount(x: i64, m55: i64) -> i64:
+    """The number of bits set in x (m55 = 0x5555555555555555, passed in: mypyc boxes an int
+    constant of 2**62 or more)."""
+    x = x - ((x >> 1) & m55)
+    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
+    return (x * 0x0101010101010101) >> 56
+
+
+def _count_pairs(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs) -> None:
+    """Add every adjacent pair of every word in `toks[:n]` to `table`."""
     prev: i64 = SEP
     for i in range(n):
         x = _id(toks[i])
@@ -875,8 +986,8 @@ def train_merges_packed(
 
 
 class TrainState:
-    """The merge loop between two runs: the words as the merges so far left them (`toks` and
-    `wcnt` as _Words holds them) and those merges with their counts.  The pair
+    """The merge loop between two runs: the words as the merges so far left them (`toks[:n]`
+    and `wcnt[:n]` as _Words holds them) and those merges with their counts.  The pair
     counts and the heap are not kept: recounting them from the words is one pass, and a heap
     built from exact counts picks the same pairs as a lazy one (whose stale entries only ever
     overstate a count).  merge_loop hands one to merge_loop_wide after the merges whose ids
@@ -885,12 +996,14 @@ class TrainState:
 
     toks: vec[i32]
     wcnt: vec[i64]
+    n: i64
     merges: list[tuple[int, int]]
     counts: list[int]
 
     def __init__(self, toks: vec[i32], wcnt: vec[i64]) -> None:
         self.toks = toks
         self.wcnt = wcnt
+        self.n = len(toks)
         self.merges = []
         self.counts = []
 
@@ -969,14 +1082,14 @@ def _train(
     if block < 1 or gap < 0:
         raise ConfigError(f"SEAMS.block must be >= 1 and SEAMS.gap >= 0, got {block} and {gap}")
     by_id = tie == "id"
-    arr = _Words(state.toks, state.wcnt, 256 + n_merges, block)
-    if len(arr.toks) > MAX_LISTED:
+    arr = _Words(state.toks, state.wcnt, state.n, 256 + n_merges, block)
+    if arr.n > MAX_LISTED:
         list_cost = -1  # word lists hold positions as i32
 
     # at the start only byte pairs exist (at most 65,536): a small table stays in cache; it grows
     # as merges add pairs
     table = _Pairs(1 << 15)
-    _count_pairs(arr.toks, arr.wcnt, table)
+    _count_pairs(arr.toks, arr.wcnt, arr.n, table)
     heap = _Heap()
     data = table.data
     for s in range(0, len(data), 4):
@@ -1082,8 +1195,8 @@ def _train(
             _after_merge(arr, table, heap, by_id)
             if step == corrupt_at:
                 table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
-            if arr.holes * 4 > len(arr.toks):
-                arr.compact()
+            if arr.holes * COMPACT_AT > arr.n:
+                arr.compact(table)
             continue
         bstart = arr.bstart
         masks = arr.masks
@@ -1141,13 +1254,14 @@ def _train(
             table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
 
         # ---- squeeze the holes out --------------------------------------------------------
-        if arr.holes * 4 > len(arr.toks):
-            arr.compact()
+        if arr.holes * COMPACT_AT > arr.n:
+            arr.compact(table)
 
     if verify:
-        _verify(arr.toks, arr.wcnt, table)
+        _verify(arr.toks, arr.wcnt, arr.n, table)
     state.toks = arr.toks
     state.wcnt = arr.wcnt
+    state.n = arr.n
 
 
 def _after_merge(arr: _Words, table: _Pairs, heap: _Heap, by_id: bool) -> None:
@@ -1161,10 +1275,10 @@ def _after_merge(arr: _Words, table: _Pairs, heap: _Heap, by_id: bool) -> None:
             heap.push(cur, -nk if by_id else 0, nk)
 
 
-def _verify(toks: vec[i32], wcnt: vec[i64], table: _Pairs) -> None:
+def _verify(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs) -> None:
     """Recount every pair from scratch; the maintained table must match it exactly."""
     fresh = _Pairs(table.used)
-    _count_pairs(toks, wcnt, fresh)
+    _count_pairs(toks, wcnt, n, fresh)
     data = table.data
     for s in range(0, len(data), 4):
         k = data[s]

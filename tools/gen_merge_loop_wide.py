@@ -134,7 +134,7 @@ def _widen(narrow: merge_loop.TrainState) -> TrainState:
     one, and words down to one token (they hold no pair) go, as _Words.compact leaves them."""
     src = narrow.toks
     scnt = narrow.wcnt
-    n: i64 = len(src)
+    n: i64 = narrow.n
     toks = vec[i32](capacity=n)
     wcnt = vec[i64](capacity=n)
     toks = append(toks, SEPT)
