@@ -27,7 +27,6 @@ from mnemo.chat import render_conversation, render_document
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range, encode_some_packed
 from mnemo.encode_chunk import Encoder, emit, lists_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
-from mnemo.idmap import remap_in_place
 from mnemo.parallel import resolve_workers
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16, maskbit_for
@@ -180,6 +179,9 @@ class Tokenizer:
         self._n_holes = self._n_ids - n_vocab
         self._pattern_id = PATTERNS.index(pattern)
         self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
+        if public is not None:
+            # the encoder's lists hold the public ids (public's own int objects): no second pass
+            self._encoder.set_public(cast(list[object], public))
         self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
         self._all_special_re: tuple[bytes, re.Pattern[bytes]] | None = None  # _plain_default's
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
@@ -400,7 +402,7 @@ class Tokenizer:
             encode_range(self._encoder, data, start, end, self._pattern_id, out)
 
     def _encode_all(self, data: bytes) -> list[int]:
-        """mnemo's ids of a whole text: one compiled call, or pieces for a long text."""
+        """Public ids of a whole text (Encoder.set_public): one compiled call, or pieces for a long one."""
         if len(data) <= PIECE_BYTES or not _python_handles_signals():
             return encode_bytes(self._encoder, data, self._pattern_id)
         out: list[int] = []
@@ -432,7 +434,7 @@ class Tokenizer:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise type_error("data", "bytes", data)
-        return self._to_public(self._encode_all(bytes(data)))
+        return self._encode_all(bytes(data))
 
     def encode_documents(
         self, docs: Iterable[bytes], *, bos: int | None = None, eos: int | None = None
@@ -483,13 +485,7 @@ class Tokenizer:
         """Ids of `text`, with special-token text encoded as plain text."""
         if not isinstance(text, str):
             raise _text_type_error("text", text)
-        return self._to_public(self._encode_all(text_bytes(text)))
-
-    def _to_public(self, ids: list[int]) -> list[int]:
-        """mnemo's ids -> the public ids, in place (only when an id_map renumbers them)."""
-        if self._public is not None:
-            remap_in_place(ids, self._public)
-        return ids
+        return self._encode_all(text_bytes(text))
 
     def _specials_re(self, names: Collection[str]) -> tuple[bytes, re.Pattern[bytes]]:
         """(common prefix of the names, regex matching any of them, longest first)."""
@@ -545,7 +541,7 @@ class Tokenizer:
             raise _text_type_error("text", text)
         data = text_bytes(text)
         if self._plain_default(allowed_special, disallowed_special, data):
-            return self._to_public(self._encode_all(data))
+            return self._encode_all(data)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         return self._encode_data(data, allowed, disallowed)
 
@@ -577,16 +573,16 @@ class Tokenizer:
                     f"or disallowed_special=() / encode_ordinary to encode it as plain text"
                 )
         if not (allowed and self._find_special(allowed, data) is not None):
-            return self._to_public(self._encode_all(data))
+            return self._encode_all(data)
         out: list[int] = []
         pos = 0
-        ids = self._internal_specials
+        ids = self.special_tokens  # public ids, as the encoder's lists hold (Encoder.set_public)
         for m in self._specials_re(allowed)[1].finditer(data):
             self._encode_range(data, pos, m.start(), out)
             out.append(ids[m.group().decode("utf-8")])
             pos = m.end()
         self._encode_range(data, pos, len(data), out)
-        return self._to_public(out)
+        return out
 
     def encode_batch(
         self,

@@ -667,3 +667,29 @@ def test_default_special_arguments_fast_path(small: Tokenizer) -> None:
     for method in (small.encode, small.encode_to_numpy):
         with pytest.raises(MnemoError, match="disallowed_special"):
             method("a", disallowed_special=np.array([1, 2], dtype=np.uint16))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("top", [60_000, 2**31 - 1])
+def test_every_list_path_gives_the_id_maps_ids(top: int) -> None:
+    """With an id map the encoder's lists are made of the public ids in one pass
+    (Encoder.set_public): every list-returning path gives the map's ids of the plain
+    tokenizer's, special tokens included, for 16-bit and 32-bit public ids, short texts and a
+    long one encoded in pieces."""
+    from mnemo.tokenizer import PIECE_BYTES
+
+    merges = [(104, 101), (256, 108), (257, 108), (258, 111), (32, 119), (260, 111), (261, 114), (262, 108), (263, 100)]
+    specials = ["<|a|>", "<|b|>"]
+    plain = Tokenizer(merges, special_tokens=specials)
+    n = plain.n_vocab
+    id_map = [top - (i * 7) % n for i in range(n)]
+    mapped = Tokenizer(merges, special_tokens=specials, id_map=id_map)
+    texts = ["hello world", "", "héllo<|a|> world<|b|>x", "hello" * 3, "hello world " * (PIECE_BYTES // 12 + 5)]
+    for text in texts:
+        want = [id_map[i] for i in plain.encode_ordinary(text)]
+        assert mapped.encode_ordinary(text) == want
+        assert mapped.encode_bytes(text.encode()) == want
+        want_all = [id_map[i] for i in plain.encode(text, allowed_special="all")]
+        assert mapped.encode(text, allowed_special="all") == want_all
+        assert list(mapped.encode_iterable([text], allowed_special="all")) == want_all
+        assert mapped.encode_batch([text, text], allowed_special="all", workers=1) == [want_all, want_all]
+        assert mapped.encode_to_numpy(text, allowed_special="all").tolist() == want_all
