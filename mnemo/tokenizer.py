@@ -12,7 +12,6 @@ import contextlib
 import functools
 import gc
 import hashlib
-import itertools
 import os
 import re
 import signal
@@ -994,23 +993,21 @@ def _encode_flat(
     tok: Tokenizer, texts: Sequence[str], allowed: set[str], disallowed: set[str]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
     """(lengths, ids back to back) of the texts.  A text with no allowed special token in it
-    and at most PIECE_BYTES long is encoded straight into packed uint16 by the compiled encoder
+    and at most PIECE_BYTES long is encoded straight into packed ids by the compiled encoder
     (encode_documents_packed: no Python int per id; converting lists of ids cost more than the
-    encoding of short documents); others go through _encode_data and are packed here."""
-    if tok.n_vocab > VOCAB16:
-        parts = [tok._encode_data(text_bytes(t), allowed, disallowed) for t in texts]
-        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-        wide: npt.NDArray[np.unsignedinteger] = np.fromiter(
-            itertools.chain.from_iterable(parts), dtype=np.uint32, count=int(lengths.sum())
-        )
-        return lengths, wide
+    encoding of short documents); others go through _encode_data and are packed here.  Ids
+    are uint16, or uint32 when the vocabulary needs it (cl100k, o200k: their texts went through
+    lists of ints too until the fourth round)."""
+    out_type = "<u4" if tok.n_vocab > VOCAB16 else "<u2"
+    width = 4 if tok.n_vocab > VOCAB16 else 2
+    raw_type = "<u4" if tok._encoder.wide else "<u2"  # mnemo's ids: their width may differ with a map
     packed: list[bytes] = []
-    public = tok._public_array  # uint16 here: n_vocab <= VOCAB16
+    public = tok._public_array  # of out_type
     for t in texts:
         data = text_bytes(t)
         if len(data) > PIECE_BYTES or (allowed and tok._find_special(allowed, data) is not None):
             ids = tok._encode_data(data, allowed, disallowed)  # public ids already
-            packed.append(np.asarray(ids, dtype="<u2").tobytes())
+            packed.append(np.asarray(ids, dtype=out_type).tobytes())
             continue
         if disallowed:
             m = tok._find_special(disallowed, data)
@@ -1018,10 +1015,12 @@ def _encode_flat(
                 tok._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
         raw = encode_documents_packed(tok._encoder, [data], tok._pattern_id, -1, -1)
         if public is not None:
-            raw = public[np.frombuffer(raw, dtype="<u2")].tobytes()
-        packed.append(raw)
-    lengths = np.fromiter((len(p) // 2 for p in packed), dtype=np.int64, count=len(packed))
-    flat: npt.NDArray[np.unsignedinteger] = np.frombuffer(b"".join(packed), dtype="<u2").astype(np.uint16)
+            raw = public[np.frombuffer(raw, dtype=raw_type)].tobytes()
+        packed.append(raw)  # without a map mnemo's ids are the public ones, at the same width
+    lengths = np.fromiter((len(p) // width for p in packed), dtype=np.int64, count=len(packed))
+    flat: npt.NDArray[np.unsignedinteger] = np.frombuffer(b"".join(packed), dtype=out_type).astype(
+        np.uint32 if width == 4 else np.uint16
+    )
     return lengths, flat
 
 

@@ -693,6 +693,9 @@ def test_every_list_path_gives_the_id_maps_ids(top: int) -> None:
         assert list(mapped.encode_iterable([text], allowed_special="all")) == want_all
         assert mapped.encode_batch([text, text], allowed_special="all", workers=1) == [want_all, want_all]
         assert mapped.encode_to_numpy(text, allowed_special="all").tolist() == want_all
+        flat, offsets = mapped.encode_batch_to_numpy([text, "hello"], allowed_special="all", workers=1)
+        assert flat.tolist() == want_all + [id_map[i] for i in plain.encode("hello")]
+        assert offsets.tolist() == [0, len(want_all), len(flat)]
 
 
 def test_packed_paths_do_not_convert_the_id_map_per_call(cs336_dir: Path) -> None:
