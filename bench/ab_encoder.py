@@ -1,7 +1,7 @@
 """Two builds of mnemo's encoder side by side, in one run that alternates them (a change measured
 on its own against the build before it, on a shared machine).
 
-    .venv/bin/python bench/ab_encoder.py BASE_DIR [--mb 5] [--rounds 5] [--vocab 32k|cl100k_base|o200k_base]
+    .venv/bin/python bench/ab_encoder.py BASE_DIR [--mb 5] [--rounds 5] [--vocab 32k|cl100k_base|o200k_base|PATH.bin]
 
 BASE_DIR holds an installed copy of the build before (the `mnemo` folder and the `*__mypyc*.so`
 files of site-packages, copied there after `make install`); the other side is this checkout's
@@ -40,6 +40,8 @@ def child(mb: float, vocab: str, passes: int) -> None:
     size = sum(map(len, bdocs))
     if vocab == "32k":
         tok = gpt2_tokenizer()
+    elif vocab.endswith(".bin"):  # a tokenizer.bin: GPT-2's files after `mnemo convert`, say
+        tok = mnemo.Tokenizer.load(vocab)
     else:
         tok = mnemo.load_tiktoken(SHARED / "fixtures" / "tiktoken" / f"{vocab}.tiktoken.gz", vocab)
     enc = tok._encoder
@@ -67,7 +69,7 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--passes", type=int, default=1)
-    parser.add_argument("--vocab", default="32k", choices=["32k", "cl100k_base", "o200k_base"])
+    parser.add_argument("--vocab", default="32k", help="32k, cl100k_base, o200k_base or a tokenizer.bin")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

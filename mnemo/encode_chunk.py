@@ -156,6 +156,7 @@ class Encoder:
     tk: vec[i64]
     rk: vec[i64]
     ints: list[object]
+    id_objects: list[object]
     words: vec[i64]
     words_mask: i64
     hot: vec[i64]
@@ -229,6 +230,7 @@ class Encoder:
         # At most INT_OBJECTS of them: the low ids are the frequent ones, and 200,000 objects
         # (o200k) spread over 6 MB crowded the encoder's own tables out of the cache.
         self.ints = [k for k in range(min(n + 256, INT_OBJECTS))]
+        self.id_objects = self.ints
         self.words = vec[i64]([0] * 2)
         self.words_mask = 0
         self.hot = vec[i64]([0] * (2 * HOT_SLOTS))
@@ -1077,10 +1079,20 @@ class Encoder:
             emit(dst, i64(tok[i]), wide)
             i = i64(nxt[i])
 
+    def set_public(self, table: list[object]) -> None:
+        """ids_list gives table[id] for every id: the public ids of an imported vocabulary
+        (Tokenizer.id_map; `table` holds one entry per id, specials included).  The list is
+        made of the table's own int objects in ONE pass: mapping the ids afterwards
+        (idmap.remap_in_place) walked the list again, and every id of 65,536 or more
+        (cl100k, o200k) was first made as a new int object, then thrown away.  The table's
+        objects exist anyway (the Tokenizer keeps the map), so no memory is added."""
+        self.id_objects = table
+
     def ids_list(self, packed: bytes) -> list[int]:
-        """ids_of(packed, self.wide), made of the pre-made int objects of self.ints, in a list
-        allocated at its final size (filling it measured ~1.4x faster than appending)."""
-        ints = self.ints
+        """ids_of(packed, self.wide), made of the pre-made int objects of self.id_objects (self.ints,
+        or the public ids given to set_public), in a list allocated at its final size (filling it
+        measured ~1.4x faster than appending)."""
+        ints = self.id_objects
         n_ints: i64 = len(ints)
         i: i64 = 0
         j: i64 = 0

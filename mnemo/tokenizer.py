@@ -12,7 +12,6 @@ import contextlib
 import functools
 import gc
 import hashlib
-import itertools
 import os
 import re
 import signal
@@ -27,7 +26,6 @@ from mnemo.chat import render_conversation, render_document
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range, encode_some_packed
 from mnemo.encode_chunk import Encoder, emit, lists_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
-from mnemo.idmap import remap_in_place
 from mnemo.parallel import resolve_workers
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16, maskbit_for
@@ -178,8 +176,16 @@ class Tokenizer:
                     table[public[i]] = raw
                 self._vocab = table
         self._n_holes = self._n_ids - n_vocab
+        # The packed paths gather public ids from this array: converting the list on every call
+        # cost ~1 ms for GPT-2's 50,257 ids, 13x the encoding of a 5 KB document.
+        self._public_array: npt.NDArray[np.unsignedinteger] | None = (
+            None if public is None else np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
+        )
         self._pattern_id = PATTERNS.index(pattern)
         self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
+        if public is not None:
+            # the encoder's lists hold the public ids (public's own int objects): no second pass
+            self._encoder.set_public(cast(list[object], public))
         self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
         self._all_special_re: tuple[bytes, re.Pattern[bytes]] | None = None  # _plain_default's
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
@@ -400,12 +406,12 @@ class Tokenizer:
             encode_range(self._encoder, data, start, end, self._pattern_id, out)
 
     def _encode_all(self, data: bytes) -> list[int]:
-        """mnemo's ids of a whole text: one compiled call, or pieces for a long text."""
+        """Public ids of a whole text (Encoder.set_public): one compiled call, or pieces for a long one."""
         if len(data) <= PIECE_BYTES or not _python_handles_signals():
             return encode_bytes(self._encoder, data, self._pattern_id)
-        out: list[int] = []
-        self._encode_pieces(data, 0, len(data), out)
-        return out
+        dst = BytesWriter()  # no list to extend: the list of the pieces' ids is the result
+        self._pack_pieces(data, 0, len(data), dst)
+        return self._encoder.ids_list(dst.getvalue())
 
     def _encode_pieces(self, data: bytes, start: int, end: int, out: list[int]) -> None:
         """Append the ids of data[start:end] as encode_range does, in pieces of about PIECE_BYTES.
@@ -432,7 +438,7 @@ class Tokenizer:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise type_error("data", "bytes", data)
-        return self._to_public(self._encode_all(bytes(data)))
+        return self._encode_all(bytes(data))
 
     def encode_documents(
         self, docs: Iterable[bytes], *, bos: int | None = None, eos: int | None = None
@@ -475,21 +481,15 @@ class Tokenizer:
                     raise type_error(f"docs[{i}]", "bytes", doc) from None
             raise
         ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if self._encoder.wide else "<u2")
-        if public is not None:
-            ids = np.asarray(public, dtype=np.uint16 if self.n_vocab <= VOCAB16 else np.uint32)[ids]
+        if self._public_array is not None:
+            ids = self._public_array[ids]
         return ids
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""
         if not isinstance(text, str):
             raise _text_type_error("text", text)
-        return self._to_public(self._encode_all(text_bytes(text)))
-
-    def _to_public(self, ids: list[int]) -> list[int]:
-        """mnemo's ids -> the public ids, in place (only when an id_map renumbers them)."""
-        if self._public is not None:
-            remap_in_place(ids, self._public)
-        return ids
+        return self._encode_all(text_bytes(text))
 
     def _specials_re(self, names: Collection[str]) -> tuple[bytes, re.Pattern[bytes]]:
         """(common prefix of the names, regex matching any of them, longest first)."""
@@ -545,7 +545,7 @@ class Tokenizer:
             raise _text_type_error("text", text)
         data = text_bytes(text)
         if self._plain_default(allowed_special, disallowed_special, data):
-            return self._to_public(self._encode_all(data))
+            return self._encode_all(data)
         allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
         return self._encode_data(data, allowed, disallowed)
 
@@ -577,16 +577,16 @@ class Tokenizer:
                     f"or disallowed_special=() / encode_ordinary to encode it as plain text"
                 )
         if not (allowed and self._find_special(allowed, data) is not None):
-            return self._to_public(self._encode_all(data))
+            return self._encode_all(data)
         out: list[int] = []
         pos = 0
-        ids = self._internal_specials
+        ids = self.special_tokens  # public ids, as the encoder's lists hold (Encoder.set_public)
         for m in self._specials_re(allowed)[1].finditer(data):
             self._encode_range(data, pos, m.start(), out)
             out.append(ids[m.group().decode("utf-8")])
             pos = m.end()
         self._encode_range(data, pos, len(data), out)
-        return self._to_public(out)
+        return out
 
     def encode_batch(
         self,
@@ -716,8 +716,8 @@ class Tokenizer:
                 self._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
         packed = encode_documents_packed(self._encoder, [data], self._pattern_id, -1, -1)
         ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if self._encoder.wide else "<u2")
-        if self._public is not None:
-            ids = np.asarray(self._public, dtype=dtype)[ids]
+        if self._public_array is not None:
+            ids = self._public_array[ids]
             return ids
         return ids.astype(dtype)  # a writable copy, as np.array gave
 
@@ -993,23 +993,21 @@ def _encode_flat(
     tok: Tokenizer, texts: Sequence[str], allowed: set[str], disallowed: set[str]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
     """(lengths, ids back to back) of the texts.  A text with no allowed special token in it
-    and at most PIECE_BYTES long is encoded straight into packed uint16 by the compiled encoder
+    and at most PIECE_BYTES long is encoded straight into packed ids by the compiled encoder
     (encode_documents_packed: no Python int per id; converting lists of ids cost more than the
-    encoding of short documents); others go through _encode_data and are packed here."""
-    if tok.n_vocab > VOCAB16:
-        parts = [tok._encode_data(text_bytes(t), allowed, disallowed) for t in texts]
-        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-        wide: npt.NDArray[np.unsignedinteger] = np.fromiter(
-            itertools.chain.from_iterable(parts), dtype=np.uint32, count=int(lengths.sum())
-        )
-        return lengths, wide
+    encoding of short documents); others go through _encode_data and are packed here.  Ids
+    are uint16, or uint32 when the vocabulary needs it (cl100k, o200k: their texts went through
+    lists of ints too until the fourth round)."""
+    out_type = "<u4" if tok.n_vocab > VOCAB16 else "<u2"
+    width = 4 if tok.n_vocab > VOCAB16 else 2
+    raw_type = "<u4" if tok._encoder.wide else "<u2"  # mnemo's ids: their width may differ with a map
     packed: list[bytes] = []
-    public = None if tok._public is None else np.asarray(tok._public, dtype="<u2")
+    public = tok._public_array  # of out_type
     for t in texts:
         data = text_bytes(t)
         if len(data) > PIECE_BYTES or (allowed and tok._find_special(allowed, data) is not None):
             ids = tok._encode_data(data, allowed, disallowed)  # public ids already
-            packed.append(np.asarray(ids, dtype="<u2").tobytes())
+            packed.append(np.asarray(ids, dtype=out_type).tobytes())
             continue
         if disallowed:
             m = tok._find_special(disallowed, data)
@@ -1017,10 +1015,12 @@ def _encode_flat(
                 tok._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
         raw = encode_documents_packed(tok._encoder, [data], tok._pattern_id, -1, -1)
         if public is not None:
-            raw = public[np.frombuffer(raw, dtype="<u2")].tobytes()
-        packed.append(raw)
-    lengths = np.fromiter((len(p) // 2 for p in packed), dtype=np.int64, count=len(packed))
-    flat: npt.NDArray[np.unsignedinteger] = np.frombuffer(b"".join(packed), dtype="<u2").astype(np.uint16)
+            raw = public[np.frombuffer(raw, dtype=raw_type)].tobytes()
+        packed.append(raw)  # without a map mnemo's ids are the public ones, at the same width
+    lengths = np.fromiter((len(p) // width for p in packed), dtype=np.int64, count=len(packed))
+    flat: npt.NDArray[np.unsignedinteger] = np.frombuffer(b"".join(packed), dtype=out_type).astype(
+        np.uint32 if width == 4 else np.uint16
+    )
     return lengths, flat
 
 

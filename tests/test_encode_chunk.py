@@ -519,6 +519,25 @@ def test_lists_of_splits_packed_ids(wide: bool) -> None:
         lists_of(ints, packed, wide, np.asarray([1, 99], dtype="<i8").tobytes(), [])
 
 
+@pytest.mark.parametrize("wide", [False, True])
+def test_set_public_lists_the_tables_objects(wide: bool) -> None:
+    """An imported vocabulary's public ids come out of ids_list in one pass: every id is the
+    table's own int object (a renumbering that is no identity, with ids of 65,536 and more when
+    wide, where the pre-made ints stop)."""
+    merges = [(97, 98), (256, 99), (32, 97), (258, 256)]
+    n = 256 + len(merges)
+    base = 70_000 if wide else 1_000
+    table: list[object] = [base + (i * 7919) % n for i in range(n)]
+    enc = Encoder(merges, wide=wide)
+    chunks = [b"abc", b" abc", b" ab", b"a", b"\xff", b" abcab"]
+    internal = encode_chunks_naive(chunks, merges)
+    assert enc.encode_chunks(chunks) == internal
+    enc.set_public(table)
+    got = enc.encode_chunks(chunks)
+    assert got == [table[i] for i in internal]
+    assert all(x is table[i] for x, i in zip(got, internal))
+
+
 def test_word_table_keeps_only_tokens_their_bytes_encode_to() -> None:
     """Two merges spell 'abc': 258 = a + bc and 259 = ab + c.  BPE of 'abc' merges 'ab' first
     (merge 0), then ab + c: 259.  The word table must not answer 258 for 'abc' (a table of every

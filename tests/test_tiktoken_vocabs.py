@@ -281,3 +281,15 @@ def test_hard_texts_equal_tiktoken(pair: tuple[str, Tokenizer, Any]) -> None:
     for text in texts:
         assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all"), (name, text[:40])
         assert tok.encode_ordinary(text) == enc.encode_ordinary(text), (name, text[:40])
+
+
+def test_flat_batch_form_equals_tiktoken(pair: tuple[str, Tokenizer, Any]) -> None:
+    """encode_batch_to_numpy in this process with a vocabulary of 32-bit ids: texts packed by
+    the compiled encoder and gathered through the id map, a text with an allowed special token
+    through the list path; uint32 ids equal to tiktoken's, text by text."""
+    _, tok, enc = pair
+    texts = ["Hello world, héllo!", "", "x<|endoftext|>y 12345", "  \n\tcode(x) == 3;" * 40, "日本語のテキスト"]
+    flat, offsets = tok.encode_batch_to_numpy(texts, allowed_special="all", workers=1)
+    assert flat.dtype.name == "uint32"
+    got = [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+    assert got == [enc.encode(t, allowed_special="all") for t in texts]
