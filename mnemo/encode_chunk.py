@@ -17,7 +17,8 @@ Paths, all with the same result (tests compare each with the naive twin in refer
   entries for chunks of up to 48 bytes, keyed by a 32-bit FNV-1a hash of the bytes and checked by
   comparing the bytes themselves, so a hit is always exact;
 - short chunks (< LONG_CHUNK bytes): token and pair-rank arrays; each step scans the ranks for the
-  minimum and rewrites the arrays in one pass (quadratic in the chunk length, fastest when short);
+  minimum, glues its leftmost place and moves the rest down one (quadratic in the chunk length,
+  fastest when short);
 - long chunks: a doubly linked list of tokens and a binary min-heap of candidate pairs keyed by
   (merge number, position).  Stale heap entries are skipped when popped (a position's pair only
   ever moves to higher ids, so a stale entry can never look valid again); O(n log n) overall;
@@ -27,6 +28,8 @@ Before the linked-list paths, a long chunk is tried two ways that skip them: as 
 one byte, each one node with a count (encode_runs: 10 MB of one letter, of spaces, of `^`), then
 cut at its safe places, where no token holds the byte before followed by the byte after, into
 pieces that go through the tables and caches (encode_pieces: 10 MB of one CJK character).
+The bypass: chunk lengths of 2 to 15 bytes that the tables and caches keep missing (random
+bytes, base64) go straight to the rank arrays for a while, without the lookups (MISS_STEP).
 
 The pair -> merge number table is open addressing in one `vec[i64]`: each slot holds
 (a << 21 | b) << 21 | merge, or -1 when empty; ids fit in 21 bits (constants.MAX_VOCAB).  It
