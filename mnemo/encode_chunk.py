@@ -28,7 +28,7 @@ Before the linked-list paths, a long chunk is tried two ways that skip them: as 
 one byte, each one node with a count (encode_runs: 10 MB of one letter, of spaces, of `^`), then
 cut at its safe places, where no token holds the byte before followed by the byte after, into
 pieces that go through the tables and caches (encode_pieces: 10 MB of one CJK character).
-The bypass: chunk lengths of 2 to 15 bytes that the tables and caches keep missing (random
+The bypass: chunk lengths of 2 to 7 bytes that the tables and caches keep missing (random
 bytes, base64) go straight to the rank arrays for a while, without the lookups (MISS_STEP).
 
 The pair -> merge number table is open addressing in one `vec[i64]`: each slot holds
@@ -103,12 +103,14 @@ RUN_BYTES: Final = 16
 RUN_NODES: Final = 256
 RUN_WORK: Final = 8
 BYTES_8: Final = 0x0101010101010101
-# The bypass (encode_span): a score a chunk length, 2 to CACHE_MAX_BYTES.  A chunk that every
+# The bypass (encode_span): a score a chunk length, 2 to SMALL_MAX_BYTES.  A chunk that every
 # table and cache missed adds MISS_STEP, every chunk looked up takes 1 off: the score climbs only
 # while at most half the chunks of that length are found (random bytes, base64: no chunk of 4 or
 # more bytes is).  Past BYPASS_ON the next BYPASS_CHUNKS chunks of that length skip the lookups
 # and the insert and go straight to short_bpe; then lookups resume at BYPASS_ON // 2, so that
-# about BYPASS_ON // 2 more misses than finds are needed to skip again.
+# about BYPASS_ON // 2 more misses than finds are needed to skip again.  Not for longer chunks:
+# those skipped are not inserted, so their repeats missed again at the next lookups and the
+# skipping fed itself (warm English with GPT-2's ids: 12 % more instructions, docs/speed.md).
 MISS_STEP: Final = 2
 BYPASS_ON: Final = 32
 BYPASS_CHUNKS: Final = 1024
@@ -465,18 +467,18 @@ class Encoder:
         if n > CACHE_MAX_BYTES:
             self.encode_uncached(data, start, end, dst)
             return
-        # The bypass (see MISS_STEP): on text whose chunks no table holds, the lookups missed to
-        # memory and cost more than the BPE they were to save (10 MB of base64: 1.5x).
-        misses = self.misses
-        score: i64 = misses[n]
-        if score > 0:
-            score -= 1
-            if score >= BYPASS_ON:
-                misses[n] = BYPASS_ON // 2 if score == BYPASS_ON else score
-                self.encode_short(data, start, end, dst)
-                return
-            misses[n] = score
         if n <= SMALL_MAX_BYTES and start + 8 <= len(data):
+            # The bypass (see MISS_STEP): on text whose chunks no table holds, the lookups missed
+            # to memory and cost more than the BPE they were to save.
+            misses = self.misses
+            score: i64 = misses[n]
+            if score > 0:
+                score -= 1
+                if score >= BYPASS_ON:
+                    misses[n] = BYPASS_ON // 2 if score == BYPASS_ON else score
+                    self.encode_short(data, start, end, dst)
+                    return
+                misses[n] = score
             # The small cache: most chunks of prose.  Key = the bytes | length << 56.
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
             mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
@@ -598,8 +600,6 @@ class Encoder:
             # ids], instead of the 8 MB main cache (in-process A/B, 3 MB English, load 5: 1.11x
             # median, 1.03x best with 32,768 ids; cl100k_base 1.02x / 1.07x).
             if self.lwords_room > 0:
-                if self.bypass:
-                    note_miss(misses, n)
                 dn: i64 = self.short_bpe(data, start, end)
                 dtk = self.tk
                 if dn <= SMALL_MAX_IDS:
@@ -667,8 +667,6 @@ class Encoder:
                     emit(dst, (packed >> ((t - 3 * v) * ID_BITS)) & M21, wide)
                     t += 1
                 return
-        if n <= LONG_WORD_MAX and self.bypass:
-            note_miss(misses, n)
         count = self.short_bpe(data, start, end)
         tk = self.tk
         if count <= CACHE_MAX_IDS:
