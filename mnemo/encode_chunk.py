@@ -17,7 +17,8 @@ Paths, all with the same result (tests compare each with the naive twin in refer
   entries for chunks of up to 48 bytes, keyed by a 32-bit FNV-1a hash of the bytes and checked by
   comparing the bytes themselves, so a hit is always exact;
 - short chunks (< LONG_CHUNK bytes): token and pair-rank arrays; each step scans the ranks for the
-  minimum and rewrites the arrays in one pass (quadratic in the chunk length, fastest when short);
+  minimum, glues its leftmost place and moves the rest down one (quadratic in the chunk length,
+  fastest when short);
 - long chunks: a doubly linked list of tokens and a binary min-heap of candidate pairs keyed by
   (merge number, position).  Stale heap entries are skipped when popped (a position's pair only
   ever moves to higher ids, so a stale entry can never look valid again); O(n log n) overall;
@@ -27,6 +28,8 @@ Before the linked-list paths, a long chunk is tried two ways that skip them: as 
 one byte, each one node with a count (encode_runs: 10 MB of one letter, of spaces, of `^`), then
 cut at its safe places, where no token holds the byte before followed by the byte after, into
 pieces that go through the tables and caches (encode_pieces: 10 MB of one CJK character).
+The bypass: chunk lengths of 2 to 7 bytes that the tables and caches keep missing (random
+bytes, base64) go straight to the rank arrays for a while, without the lookups (MISS_STEP).
 
 The pair -> merge number table is open addressing in one `vec[i64]`: each slot holds
 (a << 21 | b) << 21 | merge, or -1 when empty; ids fit in 21 bits (constants.MAX_VOCAB).  It
@@ -100,6 +103,17 @@ RUN_BYTES: Final = 16
 RUN_NODES: Final = 256
 RUN_WORK: Final = 8
 BYTES_8: Final = 0x0101010101010101
+# The bypass (encode_span): a score a chunk length, 2 to SMALL_MAX_BYTES.  A chunk that every
+# table and cache missed adds MISS_STEP, every chunk looked up takes 1 off: the score climbs only
+# while at most half the chunks of that length are found (random bytes, base64: no chunk of 4 or
+# more bytes is).  Past BYPASS_ON the next BYPASS_CHUNKS chunks of that length skip the lookups
+# and the insert and go straight to short_bpe; then lookups resume at BYPASS_ON // 2, so that
+# about BYPASS_ON // 2 more misses than finds are needed to skip again.  Not for longer chunks:
+# those skipped are not inserted, so their repeats missed again at the next lookups and the
+# skipping fed itself (warm English with GPT-2's ids: 12 % more instructions, docs/speed.md).
+MISS_STEP: Final = 2
+BYPASS_ON: Final = 32
+BYPASS_CHUNKS: Final = 1024
 # encode_huge's positions are i32 (20 bytes of memory a byte of the chunk; i64 would take 40).
 MAX_CHUNK: Final = (1 << 31) - 2
 NO_RANK: Final = 1 << 40
@@ -155,6 +169,8 @@ class Encoder:
     kw: vec[i64]
     tk: vec[i64]
     rk: vec[i64]
+    misses: vec[i64]
+    bypass: bool
     ints: list[object]
     id_objects: list[object]
     words: vec[i64]
@@ -219,6 +235,10 @@ class Encoder:
         self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
         self.lwords_limit = 0
+        self.misses = vec[i64]([0] * (CACHE_MAX_BYTES + 1))
+        # False: every chunk is looked up and inserted, however often its length misses (tests
+        # of the tables' filling set it)
+        self.bypass = True
         self.clear_cache()
         self.kw = vec[i64]([0] * KEY_WORDS)
         self.tk = vec[i64]([0] * LONG_CHUNK)
@@ -422,6 +442,11 @@ class Encoder:
         while slot < SMALL_SLOTS:
             small[slot << 1] = 0  # no key is 0: a cached chunk has 2 to 7 bytes
             slot += 1
+        misses = self.misses
+        slot = 0
+        while slot < len(misses):
+            misses[slot] = 0
+            slot += 1
 
     # ---- one chunk ----
 
@@ -445,6 +470,17 @@ class Encoder:
             self.encode_uncached(data, start, end, dst)
             return
         if n <= SMALL_MAX_BYTES and start + 8 <= len(data):
+            # The bypass (see MISS_STEP): on text whose chunks no table holds, the lookups missed
+            # to memory and cost more than the BPE they were to save.
+            misses = self.misses
+            score: i64 = misses[n]
+            if score > 0:
+                score -= 1
+                if score >= BYPASS_ON:
+                    misses[n] = BYPASS_ON // 2 if score == BYPASS_ON else score
+                    self.encode_short(data, start, end, dst)
+                    return
+                misses[n] = score
             # The small cache: most chunks of prose.  Key = the bytes | length << 56.
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
             mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
@@ -490,6 +526,8 @@ class Encoder:
             # 32,768 ids, 1.15x with cl100k_base).  clear_cache takes them out (word entries
             # have count 0: a word's chain holds no entry added after it).
             if self.words_room > 0:
+                if self.bypass:
+                    note_miss(misses, n)
                 cn: i64 = self.short_bpe(data, start, end)
                 ctk = self.tk
                 if cn <= SMALL_MAX_IDS:
@@ -517,6 +555,8 @@ class Encoder:
                     emit(dst, (sp >> (st * ID_BITS)) & M21, wide)
                     st += 1
                 return
+            if self.bypass:
+                note_miss(misses, n)
             sn = self.short_bpe(data, start, end)
             stk = self.tk
             if sn <= SMALL_MAX_IDS:
@@ -673,9 +713,14 @@ class Encoder:
     def short_bpe(self, data: bytes, start: i64, end: i64) -> i64:
         """BPE of a chunk of fewer than LONG_CHUNK bytes into self.tk; returns the id count.
 
-        rk[i] is the merge number of the pair (tk[i], tk[i + 1]).  Each step finds the smallest,
-        rewrites tk in one left-to-right pass (ranks move along with their tokens), and then
-        recomputes only the ranks next to the new token -- the only id that changed.
+        rk[i] is the merge number of the pair (tk[i], tk[i + 1]).  Each step finds the smallest
+        and its leftmost place, glues that one pair and moves the rest of both arrays down by
+        one, then recomputes the two ranks next to the new token.  One occurrence a step, the
+        leftmost first, is the same as every occurrence of the merge in one left-to-right pass:
+        a pair holding the new token has a higher merge number, so the next step takes the next
+        occurrence to the right that did not overlap.  (The rewrite of the whole arrays a step
+        that this replaced mispredicted a branch at every token: random text and base64 are
+        millions of chunks of a few bytes, each through here.)
         """
         tk = self.tk
         rk = self.rk
@@ -690,32 +735,29 @@ class Encoder:
             rk[i] = byte_pairs[(tk[i] << 8) | tk[i + 1]]
             i += 1
         while n > 1:
-            best: i64 = NO_RANK
-            i = 0
+            best: i64 = rk[0]
+            at: i64 = 0
+            i = 1
             while i < n - 1:
-                if rk[i] < best:
-                    best = rk[i]
+                r: i64 = rk[i]
+                if r < best:
+                    best = r
+                    at = i
                 i += 1
             if best == NO_RANK:
                 break
             new: i64 = 256 + best
-            w: i64 = 0
-            i = 0
+            tk[at] = new
+            n -= 1
+            i = at + 1
             while i < n:
-                if i < n - 1 and rk[i] == best:
-                    tk[w] = new
-                    i += 2
-                else:
-                    tk[w] = tk[i]
-                    rk[w] = rk[i]
-                    i += 1
-                w += 1
-            n = w
-            i = 0
-            while i < n - 1:
-                if tk[i] == new or tk[i + 1] == new:
-                    rk[i] = self.rank(tk[i], tk[i + 1])
+                tk[i] = tk[i + 1]
+                rk[i] = rk[i + 1]
                 i += 1
+            if at < n - 1:
+                rk[at] = self.rank(new, tk[at + 1])
+            if at > 0:
+                rk[at - 1] = self.rank(tk[at - 1], new)
         return n
 
     def encode_long(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
@@ -1252,6 +1294,13 @@ def run_push(nodes: vec[i64], t: i64, count: i64) -> vec[i64]:
         nodes[m - 1] += count
         return nodes
     return append(nodes, (t << 32) | count)
+
+
+def note_miss(misses: vec[i64], n: i64) -> None:
+    """Every table and cache missed a chunk of n bytes: raise its length's score, and past
+    BYPASS_ON start skipping the lookups for that length (Encoder.encode_span)."""
+    score: i64 = misses[n] + MISS_STEP
+    misses[n] = score if score < BYPASS_ON else BYPASS_ON + BYPASS_CHUNKS
 
 
 def filter_bits(fh: i64) -> i64:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from librt.strings import BytesWriter
 
 from mnemo.errors import ConfigError
-from mnemo.encode_chunk import CACHE_MAX_BYTES, LONG_CHUNK, RUN_BYTES, Encoder, ids_of, lists_of, put
+from mnemo.encode_chunk import BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, LONG_CHUNK, RUN_BYTES, SMALL_MAX_BYTES, Encoder, ids_of, lists_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
@@ -267,14 +267,70 @@ def test_small_cache_agrees_when_full(gpt2_encoder: tuple[Encoder, list[tuple[in
     chunks += chunks[:50_000]  # repeats: hits, or misses where a slot was taken over
     data = b"".join(chunks) + b"."  # the last chunk too has 8 readable bytes
     ends = list(accumulate(len(c) for c in chunks))
-    first = enc.encode_ends(data, ends)
-    again = enc.encode_ends(data, ends)
+    enc.bypass = False  # most of these chunks miss: the bypass would keep them out of the cache
+    try:
+        first = enc.encode_ends(data, ends)
+        again = enc.encode_ends(data, ends)
+    finally:
+        enc.bypass = True
     assert first == again == enc.encode_chunks_uncached(chunks)
     sample = rng.sample(range(len(chunks)), 2000)
     expected = [encode_chunk_naive(chunks[i], ranks) for i in sample]
     assert any(len(ids) > 3 for ids in expected) and any(len(ids) <= 3 for ids in expected)
     per_chunk = [enc.encode_ends(data[e - len(chunks[i]) : e + 1], [len(chunks[i])]) for i in sample for e in [ends[i]]]
     assert per_chunk == expected
+
+
+
+def test_bypass_switches_on_and_off_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """The bypass in one encoder, across segments of text: chunk lengths that keep missing every
+    table (base64 of random bytes) skip the lookups, English turns them back on; the ids of
+    every segment equal the twin's, and the scores the lookups and the misses leave are those
+    of the rule (MISS_STEP, BYPASS_ON, BYPASS_CHUNKS)."""
+    merges = gpt2_encoder[1]
+    enc = Encoder(merges)
+    rng = random.Random(17)
+    common = [" the", " of", " and", " to", " in", " that", " is", " was", " for", " with", " as", " his",
+              " they", " which", " from", " have", " this", " their", " would", " there", " about",
+              " people", " because", " through", " another", " something", " government", " everything"]
+
+    def english(k: int) -> list[bytes]:
+        return [w.encode() for w in rng.choices(common, k=k)]
+
+    def noise(k: int) -> list[bytes]:
+        chunks = gpt2_chunks(base64.b64encode(rng.randbytes(3 * k)).decode())
+        return [c for c in chunks if len(c) <= CACHE_MAX_BYTES]
+
+    def encode(chunks: list[bytes]) -> list[int]:
+        data = b"".join(chunks) + b" " * 8
+        ends = [*accumulate(len(c) for c in chunks), len(data)]
+        ids = enc.encode_ends(data, ends)
+        assert ids == encode_chunks_naive([*chunks, b" " * 8], merges)
+        return ids
+
+    def bypassed() -> set[int]:
+        return {n for n in range(2, CACHE_MAX_BYTES + 1) if enc.misses[n] > BYPASS_ON}
+
+    encode(english(2000))
+    assert bypassed() == set()  # every chunk found: the scores stay at 0
+    assert [n for n in range(CACHE_MAX_BYTES + 1) if enc.misses[n] != 0] == []
+    first = noise(20_000)
+    encode(first)
+    on = bypassed()
+    assert {5, 6, 7} <= on  # no base64 chunk of these lengths is a GPT-2 token
+    again = english(40_000)
+    encode(again)
+    lengths = [len(c) for c in again]
+    for n in on:
+        if lengths.count(n) > BYPASS_CHUNKS + BYPASS_ON:  # enough to end the skip and find words again
+            assert enc.misses[n] <= BYPASS_ON // 2, n
+    assert bypassed() & {n for n in on if lengths.count(n) > BYPASS_CHUNKS + BYPASS_ON} == set()
+    encode(noise(20_000))
+    assert {5, 6, 7} <= bypassed()  # and on again
+    enc.clear_cache()
+    assert bypassed() == set()
+    assert encode(first) == encode_chunks_naive([*first, b" " * 8], merges)
+    assert all(enc.misses[n] == 0 for n in range(SMALL_MAX_BYTES + 1, CACHE_MAX_BYTES + 1))  # 8 bytes and more: never
 
 
 # ---- long chunks stay near-linear ----
@@ -607,6 +663,7 @@ def test_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, li
     entry added before them), and clear_cache empties the room again."""
     merges = gpt2_encoder[1][:2000]
     enc = Encoder(merges)
+    enc.bypass = False  # most of these chunks miss: the bypass would skip their inserts
     ranks = merge_ranks(merges)
     room = enc.words_room
     assert room > 0
@@ -636,6 +693,7 @@ def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encode
     main cache; answers never change, long words stay found, clear_cache empties the room."""
     merges = gpt2_encoder[1][:4000]
     enc = Encoder(merges)
+    enc.bypass = False  # most of these chunks miss: the bypass would skip their inserts
     ranks = merge_ranks(merges)
     room = enc.lwords_room
     assert room > 0

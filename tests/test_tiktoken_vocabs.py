@@ -11,6 +11,7 @@ under --full-corpus, a sample by default.
 from __future__ import annotations
 
 import base64
+import random
 import gzip
 import hashlib
 from collections.abc import Callable
@@ -293,3 +294,26 @@ def test_flat_batch_form_equals_tiktoken(pair: tuple[str, Tokenizer, Any]) -> No
     assert flat.dtype.name == "uint32"
     got = [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
     assert got == [enc.encode(t, allowed_special="all") for t in texts]
+
+
+def test_bypassed_chunks_equal_tiktoken(pair: tuple[str, Tokenizer, Any]) -> None:
+    """Text whose chunks the tables keep missing (base64 and latin-1 text of random bytes) takes
+    the encoder's bypass (chunk lengths that keep missing go straight to BPE, encode_chunk's
+    MISS_STEP), between English that turns it off again: the ids stay tiktoken's."""
+    from mnemo.encode_chunk import BYPASS_ON
+
+    name, tok, enc = pair
+    rng = random.Random(29)
+    english = "The quick brown fox jumps over the lazy dog, because everything was there. " * 400
+    texts = [
+        base64.b64encode(rng.randbytes(150_000)).decode("ascii"),
+        english,
+        rng.randbytes(100_000).decode("latin-1"),
+        english + base64.b64encode(rng.randbytes(30_000)).decode("ascii") + english,
+    ]
+    tok._encoder.clear_cache()
+    engaged = False
+    for text in texts:
+        assert tok.encode_ordinary(text) == enc.encode_ordinary(text), (name, text[:40])
+        engaged = engaged or any(tok._encoder.misses[n] > BYPASS_ON for n in range(len(tok._encoder.misses)))
+    assert engaged
