@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from librt.strings import BytesWriter
 
 from mnemo.errors import ConfigError
+from mnemo.idmap import remap_in_place
 from mnemo.encode_chunk import BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, LONG_CHUNK, RUN_BYTES, SMALL_MAX_BYTES, Encoder, ids_of, lists_of, put
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
@@ -592,6 +593,9 @@ def test_set_public_lists_the_tables_objects(wide: bool) -> None:
     got = enc.encode_chunks(chunks)
     assert got == [table[i] for i in internal]
     assert all(x is table[i] for x, i in zip(got, internal))
+    twin = list(internal)  # the two-pass form it replaced (mnemo/idmap.py) gives the same ids
+    remap_in_place(twin, table)
+    assert got == twin
 
 
 def test_word_table_keeps_only_tokens_their_bytes_encode_to() -> None:
