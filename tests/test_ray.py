@@ -116,8 +116,14 @@ def test_on_a_multi_node_cluster(tmp_path: Path) -> None:
         f"exec {Path(sys.executable).with_name('pytest')} {HERE / 'ray_cluster'} -q -p no:randomly -p no:cacheprovider "
         "-o python_files=ray_*.py -x --durations=8 -rA"
     )
-    env = {**os.environ, "MNEMO_RAY_NAMESPACE": "1", "RAY_ENABLE_USAGE_STATS": "0"}
-    env.pop("RAY_ADDRESS", None)
+    # A HOME of the test's own: Ray keeps state there (~/.ray/auth_token, written
+    # by any earlier local Ray run on the machine, makes a second node's `ray start` fail), and
+    # nothing outside the test may change what the cluster does.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "MNEMO_RAY_NAMESPACE": "1", "RAY_ENABLE_USAGE_STATS": "0", "HOME": str(home)}
+    for name in [k for k in env if k.startswith("RAY_") and k != "RAY_ENABLE_USAGE_STATS"]:
+        env.pop(name)
     # Run from outside the checkout: Ray puts the driver's working folder on its workers' import
     # path, and the checkout's mnemo/ (uncompiled, no kernels) must not shadow the installed one.
     r = subprocess.run(["unshare", "--net", "--pid", "--fork", "--mount-proc", "sh", "-c", inner],
