@@ -6,6 +6,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/_hot.py             this list; setup.py reads it before anything is built
   mnemo/_unicode_tables.py  generated data only; pretokenize copies its tables into its own
                             `Final` statics once at import, so compiling it would buy nothing
+  mnemo/batch_encode.py     encode_batch: checks, blocks to the work engine, one compiled call per
+                            block to unpack
   mnemo/batches.py          numpy does the work; mypyc would only add a compile step
   mnemo/bigram.py           numpy does the work; mypyc would only add a compile step
   mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
@@ -31,6 +33,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          re-exports only (mnemo/formats/)
+  mnemo/packing.py          numpy arrays from the compiled encoder's packed ids, once per text
   mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
