@@ -55,6 +55,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/training.py         process orchestration around the compiled counter and trainer
   mnemo/vocab.py            the vocabulary's rules, checked once per vocabulary
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
+  mnemo/vocabulary.py       a vocabulary's tables and lookups, built once per vocabulary
   mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
   mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
                             functions by reference, which needs them plain Python
