@@ -17,6 +17,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/constants.py        shared names and limits only
   mnemo/decoding.py         streaming decode: one dict lookup and Python's incremental UTF-8 decoder
                             per id, as a model produces them; nothing for mypyc to speed up
+  mnemo/defaults.py         the table of defaults only
   mnemo/demo.py             `mnemo demo`: calls the library in order and prints
   mnemo/errors.py           exception classes users catch and subclass; nothing hot
   mnemo/evaluate.py         `mnemo eval`: loads tokenizers, calls the compiled encoder per document, counts

@@ -9,7 +9,6 @@ decoding.py), so that this class stays the size of tiktoken's Encoding.
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, cast, overload
 
@@ -19,7 +18,7 @@ from librt.strings import BytesWriter
 
 from mnemo import batch_encode, decoding, packing
 from mnemo.chat import render_document
-from mnemo.checks import check_int, text_type_error, type_error
+from mnemo.checks import check_errors, check_int, text_type_error, type_error
 from mnemo.constants import maskbit_for
 from mnemo.encode_text import encode_bytes, encode_range
 from mnemo.errors import ConfigError, SpecialTokenError
@@ -294,16 +293,7 @@ class Tokenizer(Vocabulary):
 
     def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
         """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
-        if not isinstance(errors, str):
-            raise type_error("errors", "a str (a codec error handler such as 'replace')", errors)
-        try:
-            codecs.lookup_error(errors)
-        except (LookupError, UnicodeError):
-            raise ConfigError(
-                f"errors={errors!r} is not a codec error handler; use 'replace', 'strict', 'ignore', "
-                f"'backslashreplace' or 'surrogateescape'"
-            ) from None
-        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+        return self.decode_bytes(tokens).decode("utf-8", errors=check_errors(errors))
 
     def stream_decoder(self, errors: str = "replace") -> StreamDecoder:
         """A decoder for ids that arrive one at a time (mnemo/decoding.py): it returns text only

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16
+from mnemo.defaults import DEFAULT_PATTERN, DEFAULT_TIE
 from mnemo.encode_chunk import Encoder
 from mnemo.errors import ArgumentTypeError, ConfigError, UnknownTokenError
 from mnemo.fileio import read_file, write_atomic
@@ -56,9 +57,9 @@ class Vocabulary:
         self,
         merges: Sequence[tuple[int, int]],
         *,
-        pattern: str = "mnemonic",
+        pattern: str = DEFAULT_PATTERN,
         special_tokens: Sequence[str] | None = None,
-        tie: str = "id",
+        tie: str = DEFAULT_TIE,
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
     ) -> None:
