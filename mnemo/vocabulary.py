@@ -27,6 +27,7 @@ from mnemo.defaults import DEFAULT_PATTERN, DEFAULT_TIE
 from mnemo.encode_chunk import Encoder
 from mnemo.errors import ArgumentTypeError, ConfigError, UnknownTokenError
 from mnemo.fileio import read_file, write_atomic
+from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.streaming import text_bytes
 from mnemo.vocab import (
     as_format_error,
@@ -169,6 +170,50 @@ class Vocabulary:
         if public is not None:
             h.update(b"id_map" + np.asarray(public, dtype=id_type).tobytes())
         self.fingerprint: str = h.hexdigest()
+        self._name: str | None = None  # tiktoken's Encoding.name, set by a loader that knows it
+        self._aliases: dict[str, str] = {}  # special-token names that share another's id
+        self._ranks: dict[bytes, int] | None = None  # tiktoken's _mergeable_ranks, built on first use
+        self._byte_values: list[bytes] | None = None  # token_byte_values, sorted once
+
+    # ---- tiktoken's name, and special tokens that share an id ----
+
+    @property
+    def name(self) -> str:
+        """tiktoken's `Encoding.name`: the encoding's name when a loader knew it (`cl100k_base`,
+        a tekken file's name), else `mnemo-` and the fingerprint's first 16 hex digits, so that
+        vocabularies with different ids never share a name (tiktoken's rule for names).  Pickle
+        keeps it; tokenizer.bin does not hold it yet, so `load` gives the default."""
+        return self._name if self._name is not None else f"mnemo-{self.fingerprint[:16]}"
+
+    def _set_name(self, name: str) -> None:
+        """Name a vocabulary its loader has just built (no one else holds it yet)."""
+        if not isinstance(name, str) or not name:
+            raise type_error("name", "a non-empty str", name)
+        self._name = name
+
+    def _add_aliases(self, aliases: Mapping[str, str]) -> None:
+        """Give special tokens a second name each: aliases[alias] is the special token whose id the
+        alias shares (o200k_harmony names id 200018 both `<|endofprompt|>` and
+        `<|reserved_200018|>`).  An alias encodes to that id and is allowed, disallowed and listed
+        as a special token; decoding the id gives the first name.  Only on a vocabulary its loader
+        has just built.  tokenizer.bin cannot hold aliases yet (to_bytes refuses); pickle keeps them."""
+        if not aliases:
+            return
+        names = check_special_tokens(list(aliases))
+        h = hashlib.blake2b(digest_size=16, person=b"mnemo-aliases")
+        h.update(self.fingerprint.encode("ascii"))
+        for alias in names:
+            target = aliases[alias]
+            if alias in self.special_tokens:
+                raise ConfigError(f"{alias!r} is already a special token (id {self.special_tokens[alias]})")
+            if target not in self._internal_specials:
+                raise ConfigError(f"alias {alias!r} names {target!r}, which is not a special token here")
+            self.special_tokens[alias] = self.special_tokens[target]
+            self._aliases[alias] = target
+            h.update(alias.encode("utf-8") + b"\0" + target.encode("utf-8") + b"\0")
+        self.fingerprint = h.hexdigest()
+        self._special_re.clear()
+        self._all_special_re = None
 
     # ---- ids and bytes ----
 
@@ -278,7 +323,7 @@ class Vocabulary:
             # an imported vocabulary's public ids are a permutation of 0..n_vocab-1: the new ids follow it
             id_map = self.id_map + list(range(self.n_vocab, self.n_vocab + len(added)))
         own = sorted(self._internal_specials, key=self._internal_specials.__getitem__)
-        return type(self)(
+        extended = type(self)(
             self.merges,
             pattern=self.pattern,
             special_tokens=own + added,
@@ -286,13 +331,25 @@ class Vocabulary:
             merge_counts=self.merge_counts,
             id_map=id_map,
         )
+        extended._add_aliases(self._aliases)
+        return extended
 
     # ---- tokenizer.bin ----
 
     def to_bytes(self) -> bytes:
         """The tokenizer.bin image of this tokenizer."""
+        if self._aliases:
+            raise ConfigError(
+                f"this tokenizer gives {len(self._aliases)} special tokens a second name "
+                f"({', '.join(sorted(self._aliases)[:3])}, ...), which tokenizer.bin cannot hold yet: save "
+                f"would lose them.  Load it from its source again (it pickles, with its aliases)"
+            )
+        return self._image()
+
+    def _image(self) -> bytes:
+        """The tokenizer.bin image of the vocabulary without its aliases (pickle adds them back)."""
         return encode_tokenizer_bin(
-            self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts, self.id_map
+            self.merges, self.pattern, [s for s in self.special_tokens if s not in self._aliases], self.tie, self.merge_counts, self.id_map
         )
 
     @classmethod
@@ -326,13 +383,25 @@ class Vocabulary:
 
     # ---- pickle and copy (docs/pipelines.md) ----
 
-    def __reduce__(self) -> tuple[object, tuple[bytes, str]]:
+    def __reduce__(self) -> tuple[object, ...]:
         """Pickle as the tokenizer.bin image (id map and merge counts included): `datasets.map`
         with num_proc, DataLoader workers and `multiprocessing` send tokenizers by pickle, and
         the image is both the smallest form and the one whose loader validates everything.  The
         encoder's caches are not sent: the receiver starts with empty ones.  Pickle is only the
-        transport Python's tools use; no mnemo file holds a pickle."""
-        return (type(self).from_bytes, (self.to_bytes(), "<pickled Tokenizer>"))
+        transport Python's tools use; no mnemo file holds a pickle.  A name or special-token
+        aliases, which the image does not hold, travel beside it (__setstate__)."""
+        if self._name is None and not self._aliases:
+            return (type(self).from_bytes, (self.to_bytes(), "<pickled Tokenizer>"))
+        return (type(self).from_bytes, (self._image(), "<pickled Tokenizer>"), (self._name, dict(self._aliases)))
+
+    def __setstate__(self, state: object) -> None:
+        """The name and aliases __reduce__ sent beside the image."""
+        if not (isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], dict)):
+            raise ConfigError(f"not the state of a pickled Tokenizer: {state!r:.80}")
+        name, aliases = state
+        self._add_aliases(aliases)
+        if name is not None:
+            self._set_name(name)
 
     def __copy__(self) -> Self:
         """A Tokenizer is immutable by contract, so a copy is the tokenizer itself (as for
@@ -343,7 +412,8 @@ class Vocabulary:
         """Rebuilt from its tokenizer.bin image, as a pickle round trip: a deep copy promises
         containers that share nothing with the original (`merges`, `special_tokens` are
         plain lists and dicts a caller can reach)."""
-        copied = type(self).from_bytes(self.to_bytes(), "<copied Tokenizer>")
+        copied = type(self).from_bytes(self._image(), "<copied Tokenizer>")
+        copied.__setstate__((self._name, dict(self._aliases)))
         memo[id(self)] = copied
         return copied
 
@@ -460,4 +530,32 @@ class Vocabulary:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every token of the byte-level vocabulary (no special tokens), sorted."""
-        return sorted(set(self._internal_vocab[: 256 + len(self.merges)]))
+        if self._byte_values is None:
+            self._byte_values = sorted(set(self._internal_vocab[: 256 + len(self.merges)]))
+        return list(self._byte_values)
+
+    # ---- tiktoken's private names, which its README's "Extending tiktoken" uses ----
+
+    @property
+    def _pat_str(self) -> str:
+        """The regex this vocabulary's pattern splits as (`tiktoken.Encoding._pat_str`)."""
+        return PATTERN_REGEX.get(self.pattern, self.pattern)
+
+    @property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """The bytes of every token that is not special -> its id (`Encoding._mergeable_ranks`; the
+        same dict each time, as tiktoken's: changing it changes nothing here).  Where two ids spell
+        the same bytes (a Hugging Face vocabulary may), the first."""
+        if self._ranks is None:
+            ranks: dict[bytes, int] = {}
+            specials = set(self.special_tokens.values())
+            for i, raw in self.vocab.items():
+                if i not in specials:
+                    ranks.setdefault(raw, i)
+            self._ranks = ranks
+        return self._ranks
+
+    @property
+    def _special_tokens(self) -> dict[str, int]:
+        """`Encoding._special_tokens`: special_tokens, aliases included."""
+        return self.special_tokens
