@@ -21,7 +21,7 @@ from typing import Any, Final
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
-from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble
+from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble, is_sentencepiece, sentencepiece_error
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import Tokenizer
 
@@ -42,17 +42,18 @@ def mergeable_ranks(tok: Tokenizer) -> dict[bytes, int]:
     return ranks
 
 
-def tiktoken_args(tok: Tokenizer, name: str = "mnemo") -> dict[str, Any]:
-    """Keyword arguments of `tiktoken.Encoding(**...)`: name, pat_str, mergeable_ranks, special_tokens."""
+def tiktoken_args(tok: Tokenizer, name: str | None = None) -> dict[str, Any]:
+    """Keyword arguments of `tiktoken.Encoding(**...)`: name (default: the tokenizer's), pat_str,
+    mergeable_ranks, special_tokens."""
     return {
-        "name": name,
+        "name": tok.name if name is None else name,
         "pat_str": PATTERN_REGEX[tok.pattern],
         "mergeable_ranks": mergeable_ranks(tok),
         "special_tokens": dict(tok.special_tokens),
     }
 
 
-def to_tiktoken(tok: Tokenizer, name: str = "mnemo") -> Any:
+def to_tiktoken(tok: Tokenizer, name: str | None = None) -> Any:
     """A ready `tiktoken.Encoding` that encodes as `tok` does (needs tiktoken installed).
 
     Typed Any and imported by name: tiktoken is optional, and the build type-checks without it.
@@ -176,22 +177,77 @@ def merges_from_ranks(ranks: Mapping[bytes, int], source: str, where: Callable[[
     return merges
 
 
+def split_aliases(special_tokens: Mapping[str, int] | None) -> tuple[dict[str, int], dict[str, str]]:
+    """Special tokens as tiktoken takes them (names may share an id: o200k_harmony calls 200018
+    both `<|endofprompt|>` and `<|reserved_200018|>`) -> (the first name of each id, in the given
+    order; the others, each naming the first name of its id)."""
+    first: dict[int, str] = {}
+    primary: dict[str, int] = {}
+    aliases: dict[str, str] = {}
+    for name, i in (special_tokens or {}).items():
+        owner = first.setdefault(i, name) if isinstance(i, int) else name
+        if owner == name:
+            primary[name] = i
+        else:
+            aliases[name] = owner
+    return primary, aliases
+
+
 def from_mergeable_ranks(
     ranks: Mapping[bytes, int],
     pattern: str,
     special_tokens: Mapping[str, int] | None = None,
     source: str = "<mergeable_ranks>",
     where: Callable[[bytes], str] | None = None,
+    *,
+    name: str | None = None,
 ) -> Tokenizer:
-    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials."""
+    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials (two
+    names may share an id, as in tiktoken: split_aliases), named `name` when given."""
     name_of = where or (lambda raw: f"token {raw!r}")
     merges = merges_from_ranks(ranks, source, name_of)
-    return assemble(source, ranks, merges, pattern=check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
+    primary, aliases = split_aliases(special_tokens)
+    tok = assemble(source, ranks, merges, pattern=check_pattern(pattern), specials=primary, vocab_where=name_of)
+    try:
+        tok._add_aliases(aliases)
+    except ConfigError as exc:
+        raise FormatError(f"{source}: {exc}") from None
+    if name is not None:
+        tok._set_name(name)
+    return tok
 
 
-#: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
+EOT: Final = "<|endoftext|>"
+ENDOFPROMPT: Final = "<|endofprompt|>"
+FIM: Final = ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
+R50K_SHA256: Final = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+P50K_SHA256: Final = "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"
+O200K_SHA256: Final = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+#: gpt-oss's special tokens: o200k_base's, then these names, then <|reserved_N|> for every other
+#: id up to 201087 -- 200018 among them, which keeps its first name <|endofprompt|> as well.
+HARMONY_NAMED: Final = {
+    "<|startoftext|>": 199998, "<|return|>": 200002, "<|constrain|>": 200003, "<|channel|>": 200005,
+    "<|start|>": 200006, "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012,
+}  # fmt: skip
+
+
+def _harmony_specials() -> dict[str, int]:
+    specials = {EOT: 199999, ENDOFPROMPT: 200018, **HARMONY_NAMED}
+    taken = set(HARMONY_NAMED.values()) | {199999}
+    for i in range(200000, 201088):
+        if i not in taken:
+            specials[f"<|reserved_{i}|>"] = i
+    return specials
+
+
+#: OpenAI's encodings as tiktoken 0.14 defines them (tiktoken_ext/openai_public.py): the mnemo
 #: pattern that splits as theirs does, the SHA-256 tiktoken checks (of the decompressed file), and
-#: the special tokens.  ../shared/fixtures/tiktoken/README.md lists the same.
+#: the special tokens (names may share an id: split_aliases).  ../shared/fixtures/tiktoken/README.md
+#: lists cl100k_base's and o200k_base's; p50k_edit reads p50k_base's file and o200k_harmony
+#: o200k_base's.  r50k_base's and p50k_base's files are GPT-2's vocabulary (formats/openai.py
+#: derives them, and checks these digests).  tiktoken's `gpt2` is r50k_base under another name
+#: (formats/openai.py): not a preset here, where "gpt2" is the pattern's name.
 TIKTOKEN_PRESETS: Final[dict[str, tuple[str, str, dict[str, int]]]] = {
     "cl100k_base": (
         "cl100k",
@@ -204,11 +260,11 @@ TIKTOKEN_PRESETS: Final[dict[str, tuple[str, str, dict[str, int]]]] = {
             "<|endofprompt|>": 100276,
         },
     ),
-    "o200k_base": (
-        "o200k",
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
-    ),
+    "o200k_base": ("o200k", O200K_SHA256, {EOT: 199999, ENDOFPROMPT: 200018}),
+    "r50k_base": ("gpt2", R50K_SHA256, {EOT: 50256}),
+    "p50k_base": ("gpt2", P50K_SHA256, {EOT: 50256}),
+    "p50k_edit": ("gpt2", P50K_SHA256, {EOT: 50256, FIM[0]: 50281, FIM[1]: 50282, FIM[2]: 50283}),
+    "o200k_harmony": ("o200k", O200K_SHA256, _harmony_specials()),
 }
 
 GZIP_MAGIC: Final = b"\x1f\x8b"
@@ -243,10 +299,11 @@ def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int
     """A Tokenizer from a `.tiktoken` rank file (gzip-compressed or not).
 
     `pattern` is a mnemo pattern name, with the special tokens' ids in `special_tokens`; or the
-    name of one of OpenAI's encodings, "cl100k_base" or "o200k_base" (TIKTOKEN_PRESETS), which
-    sets the pattern and the special tokens as tiktoken's encoding of that name has them, and
-    checks the file's SHA-256 as tiktoken does: load_tiktoken("o200k_base.tiktoken",
-    "o200k_base") encodes as tiktoken.get_encoding("o200k_base").
+    name of one of OpenAI's encodings (TIKTOKEN_PRESETS: cl100k_base, o200k_base, r50k_base,
+    p50k_base, p50k_edit, o200k_harmony), which sets the pattern, the special tokens and the
+    name as tiktoken's encoding of that name has them, and checks the file's SHA-256 as
+    tiktoken does: load_tiktoken("o200k_base.tiktoken", "o200k_base") encodes as
+    tiktoken.get_encoding("o200k_base").
     """
     preset = TIKTOKEN_PRESETS.get(pattern)
     if preset is None:
@@ -261,6 +318,7 @@ def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int
             f"load_tiktoken(path, {preset[0]!r}, special_tokens={{...}})"
         )
     data, source = read_tiktoken_bytes(path)
+    name = None
     if preset is not None:
         name = pattern
         pattern, expected, special_tokens = preset
@@ -271,9 +329,11 @@ def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int
                 f"preset {name!r} stands for (tiktoken refuses it too); to load it anyway, give its pattern and "
                 f"special tokens: load_tiktoken(path, {pattern!r}, special_tokens={{...}})"
             )
+    if is_sentencepiece(data):  # Llama 2's and Mistral's tokenizer.model are; Llama 3's is tiktoken's
+        raise sentencepiece_error(source, "a .tiktoken rank file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"{source}: offset {exc.start}: not valid UTF-8") from None
     ranks, lines = parse_tiktoken(text, source)
-    return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}")
+    return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}", name=name)
