@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo import ConfigError, FormatError, InputError, SpecialTokenError, Tokenizer, UnknownTokenError
+from mnemo import ConfigError, FormatError, InputError, InvalidUTF8Error, SpecialTokenError, Tokenizer, UnknownTokenError
 from mnemo.formats import openai
 from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, load_tiktoken
 
@@ -293,7 +293,8 @@ def test_num_threads_is_at_most_that_many_workers(monkeypatch: pytest.MonkeyPatc
 def test_exception_types_are_tiktokens(pair: tuple[str, Tokenizer, Any]) -> None:
     """What tiktoken users catch: ValueError for disallowed special-token text (mnemo:
     SpecialTokenError), KeyError for ids and tokens that are not in the vocabulary (mnemo:
-    UnknownTokenError), UnicodeDecodeError for decode(errors='strict')."""
+    UnknownTokenError), UnicodeDecodeError for decode(errors='strict') and decode_with_offsets
+    of bytes that are not UTF-8 (mnemo: InvalidUTF8Error, an InputError as before)."""
     _, tok, enc = pair
     cases: list[tuple[Callable[[Any], object], type[BaseException]]] = [
         (lambda e: e.encode("hello <|endoftext|>"), ValueError),
@@ -305,6 +306,7 @@ def test_exception_types_are_tiktokens(pair: tuple[str, Tokenizer, Any]) -> None
         (lambda e: e.decode_bytes([1, e.n_vocab + 5]), KeyError),
         (lambda e: e.encode_single_token("definitely not one token"), KeyError),
         (lambda e: e.decode([e.encode_single_token(b"\xc3")], errors="strict"), UnicodeDecodeError),
+        (lambda e: e.decode_with_offsets([e.encode_single_token(b"\xc3")]), UnicodeDecodeError),
     ]  # fmt: skip
     for call, error in cases:
         with pytest.raises(error):
@@ -315,6 +317,8 @@ def test_exception_types_are_tiktokens(pair: tuple[str, Tokenizer, Any]) -> None
         tok.encode("<|endoftext|>")
     with pytest.raises(UnknownTokenError):
         tok.decode_single_token_bytes(tok.n_vocab + 5)
+    with pytest.raises(InvalidUTF8Error, match=r"^the tokens decode to invalid UTF-8 \(byte 0\), so they have no character offsets"):
+        tok.decode_with_offsets([tok.encode_single_token(b"\xc3")])
 
 
 def test_encode_to_numpy_is_uint32(pair: tuple[str, Tokenizer, Any]) -> None:
