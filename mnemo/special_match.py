@@ -14,6 +14,10 @@ Semantics, the same as the alternation's (tests/test_special_match.py checks the
 A name is bytes; the matcher reports its index in the list it was built from.  Empty names
 are refused (they would match everywhere); a name listed twice keeps its first index.
 
+`find` / `find_all` give (start, end, name index); `search` / `finditer` give Found objects with
+the start(), end() and group() of re.Match, so that a matcher stands where the Tokenizer's
+compiled alternation stood.
+
 Layout: node 0 is the root.  `first[b]` is the root's child for byte b (0: none).  Node k's
 children are `kids[start[k] : start[k] + count[k]]`, sorted by their byte `labels[...]`
 (binary search), and `name[k]` is the index of the name that ends at node k (-1: none).
@@ -41,6 +45,7 @@ class SpecialMatcher:
     name: vec[i64]
     n_names: i64
     longest: i64
+    names: list[bytes]
 
     def __init__(self, names: list[bytes]) -> None:
         # Build with one dict of children per node (once per set of names), then flatten it.
@@ -90,6 +95,7 @@ class SpecialMatcher:
         self.name = name
         self.n_names = len(names)
         self.longest = longest
+        self.names = list(names)
 
     def _child(self, node: i64, b: i64) -> i64:
         """Node's child for byte b, or 0 when it has none."""
@@ -126,13 +132,13 @@ class SpecialMatcher:
                 best = (j << 24) | k
         return best
 
-    def search(self, data: bytes, pos: i64 = 0, end: i64 = -1) -> tuple[int, int, int] | None:
+    def find(self, data: bytes, pos: i64 = 0, end: i64 = -1) -> tuple[int, int, int] | None:
         """(start, end, name index) of the leftmost-longest name in data[pos:end] (end=-1:
         len(data)), or None."""
         if end < 0:
             end = len(data)
         if pos < 0 or pos > end or end > len(data):
-            raise ConfigError(f"search needs 0 <= pos <= end <= len(data), got pos={pos}, end={end}, len={len(data)}")
+            raise ConfigError(f"find needs 0 <= pos <= end <= len(data), got pos={pos}, end={end}, len={len(data)}")
         first = self.first
         i: i64 = pos
         while i < end:
@@ -145,7 +151,7 @@ class SpecialMatcher:
         return None
 
     def find_all(self, data: bytes) -> list[tuple[int, int, int]]:
-        """Every match of `search`, left to right, each search starting where the last match
+        """Every match of `find`, left to right, each one looked for from where the last match
         ended: (start, end, name index) for each."""
         out: list[tuple[int, int, int]] = []
         first = self.first
@@ -162,3 +168,40 @@ class SpecialMatcher:
                     continue
             i += 1
         return out
+
+    # The two methods of a compiled `re` pattern that the Tokenizer and streaming.safe_cut call,
+    # so that a matcher stands where the alternation of every name stood.
+
+    def search(self, data: bytes) -> Found | None:
+        """The leftmost-longest name in data, as a Found (re.Pattern.search's use here)."""
+        hit = self.find(data)
+        if hit is None:
+            return None
+        return Found(hit[0], hit[1], self.names[hit[2]])
+
+    def finditer(self, data: bytes) -> list[Found]:
+        """Every name find_all finds, as Found objects."""
+        names = self.names
+        return [Found(a, b, names[k]) for a, b, k in self.find_all(data)]
+
+
+class Found:
+    """A name found in a text: the three methods of re.Match its callers use."""
+
+    _start: int
+    _end: int
+    _name: bytes
+
+    def __init__(self, start: int, end: int, name: bytes) -> None:
+        self._start = start
+        self._end = end
+        self._name = name
+
+    def start(self) -> int:
+        return self._start
+
+    def end(self) -> int:
+        return self._end
+
+    def group(self) -> bytes:
+        return self._name
