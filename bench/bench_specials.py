@@ -73,6 +73,22 @@ def main() -> None:
         rx_many = best_cpu(lambda: list(alternation(many).finditer(cut)), 1) * len(data) / len(cut)
         print(f"  the re alternation: 16 names {rx_few * 1e3:.1f} ms, 57,016 names ~{rx_many:.1f} s "
               f"(timed on the first 20 KB, scaled to {len(data) / 1e6:.1f} MB)")
+    tokenizer_level(few, many, args.rounds)
+
+
+def tokenizer_level(few: list[bytes], many: list[bytes], rounds: int) -> None:
+    """Tokenizer.encode(text, allowed_special="all") on 1 MB of "<|" ending in a special, a
+    vocabulary of the 256 bytes (no merges) plus 16 or 57,016 specials."""
+    from mnemo import Tokenizer
+
+    data = "<|" * 500_000 + "<|endoftext|>"
+    toks = {n: Tokenizer([], special_tokens=[b.decode() for b in ns]) for n, ns in ((16, few), (57_016, many))}
+    times = {16: float("inf"), 57_016: float("inf")}
+    for _ in range(rounds):
+        for n, tok in toks.items():
+            times[n] = min(times[n], best_cpu(lambda tok=tok: tok.encode(data, allowed_special="all"), 1))
+    print(f"Tokenizer.encode, 1 MB of '<|' + <|endoftext|>, allowed_special='all': 16 specials "
+          f"{times[16] * 1e3:.1f} ms, 57,016 specials {times[57_016] * 1e3:.1f} ms: {times[57_016] / times[16]:.2f}x")
 
 
 if __name__ == "__main__":
