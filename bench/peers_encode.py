@@ -19,8 +19,12 @@ How it measures (one core, the default):
     reference (tiktoken's encode_ordinary; HF tokenizers' for mnemo's vocabulary);
   * then the parent asks each runner in turn for one timed pass, --rounds times, the order
     rotated each round: a neighbour's burst of load hits every runner alike.  A pass's time is
-    the process's CPU time; the best pass counts.  mnemo's chunk cache and fastokens' word cache
-    stay as the earlier passes left them (warm), as every peer's state does.
+    the process's CPU time; the best pass counts.  Two kinds of pass (--cache): "cold", the
+    timed texts as new text -- before it the runner's caches are emptied (mnemo: clear_cache;
+    its word tables, made from the merges at load, stay) or the runner is made anew (the
+    peers: fastokens' and HF tokenizers' word caches, whatever gigatok keeps), and the other
+    text encoded again, untimed; "warm", the same texts once more, every cache as the earlier
+    passes left it.
   * MB/s are UTF-8 bytes of the timed texts per CPU second.  "mnemo / fastest" is the best mnemo
     runner of the output over the fastest peer runner of that output whose ids equal the
     reference's on every document.
@@ -180,9 +184,14 @@ def tiktoken_encoding(vocab: str, work: Path) -> Any:
         openai_public.load_tiktoken_bpe = original
 
 
+RESET: list[Callable[[], None]] = []  # how to empty the runner's caches, when it has a way
+
+
 def make_runner(runner: str, vocab: str, work: Path) -> Callable[[list[str]], list[Any]]:
     """The runner's encode of a list of documents: one object per document (a list or an array of
-    ids), or, for the flat forms, one array and its offsets split into per-document views."""
+    ids), or, for the flat forms, one array and its offsets split into per-document views.  A
+    runner that can empty its caches in place (mnemo: clear_cache) leaves how in RESET; the
+    others are made anew for a cold pass."""
     import numpy as np
 
     tool, _, method = runner.partition(" ")
@@ -197,12 +206,18 @@ def make_runner(runner: str, vocab: str, work: Path) -> Callable[[list[str]], li
             tok = mnemo.Tokenizer.load(work / "mnemo32k.bin")
         else:
             tok = mnemo.load_tiktoken(work / f"{vocab}.tiktoken", MNEMO_PATTERN[vocab])
+        RESET[:] = [tok._encoder.clear_cache]  # the chunk caches; the word tables made at load stay
         if method == "encode_ordinary":
             return lambda docs: [tok.encode_ordinary(d) for d in docs]
         if method == "encode_to_numpy":
             return lambda docs: [tok.encode_to_numpy(d) for d in docs]
         if method == "encode_batch_to_numpy":
             return lambda docs: split(*tok.encode_batch_to_numpy(docs, workers=1))
+        if method.endswith("(workers=2)"):
+            from mnemo import work
+
+            # a cold pass needs cold workers too: stop them (the warm-up text starts new ones)
+            RESET[:] = [lambda: (tok._encoder.clear_cache(), work._shutdown_all())]  # type: ignore[func-returns-value]
         if method == "encode_batch(workers=2)":
             return lambda docs: tok.encode_batch(docs, workers=2)
         if method == "encode_batch_to_numpy(workers=2)":
@@ -273,7 +288,9 @@ def digest(ids: Any) -> str:
 
 
 def child(runner: str, vocab: str, corpus: str, mb: float, work: Path, wall: bool) -> None:
-    """One runner's process: load, warm up, report digests, then one timed pass per request."""
+    """One runner's process: load, warm up, report digests, then one timed pass per request:
+    "run warm" times a pass over the texts it has encoded before; "run cold" first empties its
+    caches (or makes the runner anew) and encodes the other text again, untimed."""
     data = json.loads((work / f"{corpus}-{mb:g}.json").read_text())
     docs, warm = data["timed"], data["warm"]
     t0 = time.perf_counter()
@@ -283,13 +300,20 @@ def child(runner: str, vocab: str, corpus: str, mb: float, work: Path, wall: boo
         fn(warm)
         digests = [digest(ids) for ids in fn(docs)]
     except BaseException as exc:  # noqa: BLE001 -- any failure of a peer is a line of the table
-        print(json.dumps({"error": f"{type(exc).__name__}: {str(exc)[:200]}"}), flush=True)
+        print(json.dumps({"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}), flush=True)
         return
     print(json.dumps({"load_s": load_s, "digests": digests}), flush=True)
     clock = time.perf_counter if wall else time.process_time
     for line in sys.stdin:
-        if line.strip() != "run":
+        words = line.split()
+        if words[:1] != ["run"]:
             break
+        if words[1:] == ["cold"]:
+            if RESET:
+                RESET[0]()
+            else:
+                fn = make_runner(runner, vocab, work)
+            fn(warm)
         t = clock()
         fn(docs)
         print(json.dumps({"s": clock() - t}), flush=True)
@@ -317,19 +341,19 @@ class Runner:
             cmd.append("--wall")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.ready: dict[str, Any] = {}
-        self.best = float("inf")
+        self.best: dict[str, float] = {}
 
     def wait_ready(self) -> None:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         self.ready = json.loads(line) if line else {"error": f"exited with {self.proc.wait()}"}
 
-    def run(self) -> float:
+    def run(self, mode: str) -> float:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write("run\n")
+        self.proc.stdin.write(f"run {mode}\n")
         self.proc.stdin.flush()
         s = float(json.loads(self.proc.stdout.readline())["s"])
-        self.best = min(self.best, s)
+        self.best[mode] = min(self.best.get(mode, float("inf")), s)
         return s
 
     def close(self) -> None:
@@ -374,28 +398,32 @@ def measure(vocab: str, corpus: str, output: str, args: argparse.Namespace, tabl
         same[r.name] = -1 if ref_digests is None else sum(a != b for a, b in zip(d, ref_digests)) + abs(len(d) - len(ref_digests))
     for k in range(args.rounds):
         order = started[k % max(len(started), 1):] + started[: k % max(len(started), 1)]
-        for r in order:
-            r.run()
+        for mode in args.cache:
+            for r in order:
+                r.run(mode)
     for r in started:
         r.close()
-    rates = {r.name: size / r.best / 1e6 for r in started}
-    ok_peers = {n: v for n, v in rates.items() if not n.startswith("mnemo") and same[n] == 0}
-    mnemo_best = max((v for n, v in rates.items() if n.startswith("mnemo") and same[n] == 0), default=None)
-    for r in started:
-        differs = same[r.name]
-        note = "" if differs == 0 else (" (no reference ids)" if differs < 0 else f" ({differs} documents differ)")
-        lines.append(f"  {r.name:42s} {rates[r.name]:8.1f} MB/s  load {r.ready['load_s']:5.2f} s{note}")
-    ratio = ""
-    if ok_peers and mnemo_best is not None:
-        fastest = max(ok_peers, key=lambda n: ok_peers[n])
-        ratio = f"{mnemo_best / ok_peers[fastest]:.2f}"
-        lines.append(f"  mnemo / fastest same-id peer ({fastest}): {ratio}")
-    cells = table.setdefault(output, {})
-    for r in started:
-        cells[(f"{vocab} {corpus}", r.name)] = f"{rates[r.name]:.1f}" + ("" if same[r.name] == 0 else " (differs)")
-    for name in names:
-        cells.setdefault((f"{vocab} {corpus}", name), "-")
-    cells[(f"{vocab} {corpus}", "mnemo / fastest")] = ratio
+    for mode in args.cache:
+        rates = {r.name: size / r.best[mode] / 1e6 for r in started}
+        ok_peers = {n: v for n, v in rates.items() if not n.startswith("mnemo") and same[n] == 0}
+        mnemo_best = max((v for n, v in rates.items() if n.startswith("mnemo") and same[n] == 0), default=None)
+        lines.append(f"  {mode}:")
+        for r in started:
+            differs = same[r.name]
+            note = "" if differs == 0 else (" (no reference ids)" if differs < 0 else f" ({differs} documents differ)")
+            lines.append(f"    {r.name:42s} {rates[r.name]:8.1f} MB/s  load {r.ready['load_s']:5.2f} s{note}")
+        ratio = ""
+        if ok_peers and mnemo_best is not None:
+            fastest = max(ok_peers, key=lambda n: ok_peers[n])
+            ratio = f"{mnemo_best / ok_peers[fastest]:.2f}"
+            lines.append(f"    mnemo / fastest same-id peer ({fastest}): {ratio}")
+        cells = table.setdefault(f"{output}, {mode}", {})
+        row = f"{vocab} {corpus}"
+        for r in started:
+            cells[(row, r.name)] = f"{rates[r.name]:.1f}" + ("" if same[r.name] == 0 else " (differs)")
+        for name in names:
+            cells.setdefault((row, name), "-")
+        cells[(row, "mnemo / fastest")] = ratio
     print(f"\n{vocab} / {corpus} / {output} ({size / 1e6:.1f} MB, {args.rounds} rounds, "
           f"load average {os.getloadavg()[0]:.2f}):", flush=True)
     print("\n".join(lines), flush=True)
@@ -410,6 +438,9 @@ def main() -> None:
     p.add_argument("--vocab", nargs="+", default=list(VOCABS), choices=VOCABS)
     p.add_argument("--corpus", nargs="+", default=list(CORPORA), choices=CORPORA)
     p.add_argument("--output", nargs="+", default=["list", "packed"], choices=["list", "packed"])
+    p.add_argument("--cache", nargs="+", default=["cold", "warm"], choices=["cold", "warm"],
+                   help="cold: caches emptied (or the runner made anew) and other text encoded before each "
+                        "timed pass; warm: the timed texts again (default both)")
     p.add_argument("--tools", nargs="*", help="only these tools (mnemo tiktoken fastokens gigatok bpe-openai tokenizers)")
     p.add_argument("--threads", type=int, default=1, choices=[1, 2], help="1: goal 1 (one core); 2: goal 7 (batches)")
     p.add_argument("--cpu", default="1", help="the core for --threads 1 (default 1)")
@@ -432,7 +463,7 @@ def main() -> None:
     for output, cells in table.items():
         rows = list(dict.fromkeys(r for r, _ in cells))
         cols = list(dict.fromkeys(c for _, c in cells if c != "mnemo / fastest")) + ["mnemo / fastest"]
-        print(f"\n{output} output, MB/s (\"differs\": ids differ from the reference on some documents):\n")
+        print(f"\n{output} caches, MB/s (\"differs\": ids differ from the reference on some documents):\n")
         print("| vocabulary / corpus | " + " | ".join(cols) + " |")
         print("| --- |" + " --- |" * len(cols))
         for row in rows:
