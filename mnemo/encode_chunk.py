@@ -253,6 +253,9 @@ class Encoder:
         self.left = left
         self.right = right
         self.monotone = monotone
+        # assigned here, not only in fill_whole: mypyc then knows it is always defined, and a
+        # read is one load (else a check of a bitmap besides)
+        self.n_whole = n_whole
         # high[k]: token 256 + k is a part of a merge numbered below k, so gluing it can make a
         # pair that comes before merges already due (only in a vocabulary from ranks, where a
         # part may rank after what it makes).  encode_runs and encode_huge apply one merge
@@ -474,6 +477,14 @@ class Encoder:
         self.whole_first = first
         self.whole_lengths = lengths
 
+    def whole_emit(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
+        """When data[start:end] is a token no merge makes, write its id and return True."""
+        found: i64 = self.whole_find(data, start, end)
+        if found < 0:
+            return False
+        emit(dst, found, self.wide)
+        return True
+
     def whole_find(self, data: bytes, start: i64, end: i64) -> i64:
         """The id of the token no merge makes whose bytes are data[start:end], or -1."""
         n: i64 = end - start
@@ -544,18 +555,15 @@ class Encoder:
         ~10 % of encoding.
 
         The chunk is a whole pre-token: when it is a token no merge makes, it is that token
-        (tiktoken's rule); otherwise BPE gives its ids, and the tables and caches hold only
-        BPE's ids (encode_pieces, whose parts of a chunk must not take that step, goes around
-        this one for a part that is such a token).  The check is one field in the common case,
-        a vocabulary without such tokens: a call to a method of its own per chunk would cost
-        more."""
+        (tiktoken's rule, whole_emit).  That is looked up where a chunk missed every table and
+        cache, before BPE and before its ids go into a cache, never on a hit: no table holds
+        such a token (the word tables hold tokens BPE makes of their own bytes, the caches only
+        what passed this look-up), so a hit is never one, and the hits pay nothing for it
+        (checked first, it cost 2 % more instructions with cl100k, callgrind).  encode_pieces,
+        whose parts of a chunk must not take that step, goes around this method for a part that
+        is such a token."""
         n: i64 = end - start
         wide = self.wide
-        if self.n_whole != 0:
-            found: i64 = self.whole_find(data, start, end)
-            if found >= 0:
-                emit(dst, found, wide)
-                return
         # The hits below write their id inline, not through emit(): mypyc does not inline a
         # function, and these paths are most chunks.
         if n <= 1:  # an empty chunk's key would be 0, the word table's empty slot
@@ -566,7 +574,7 @@ class Encoder:
                     write_i16_le(dst, i16(data[start]))
             return
         if n > CACHE_MAX_BYTES:
-            self.encode_bpe(data, start, end, dst)
+            self.encode_uncached(data, start, end, dst)
             return
         if n <= SMALL_MAX_BYTES and start + 8 <= len(data):
             # The bypass (see MISS_STEP): on text whose chunks no table holds, the lookups missed
@@ -577,6 +585,8 @@ class Encoder:
                 score -= 1
                 if score >= BYPASS_ON:
                     misses[n] = BYPASS_ON // 2 if score == BYPASS_ON else score
+                    if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+                        return
                     self.encode_short(data, start, end, dst)
                     return
                 misses[n] = score
@@ -625,6 +635,8 @@ class Encoder:
             # 32,768 ids, 1.15x with cl100k_base).  clear_cache takes them out (word entries
             # have count 0: a word's chain holds no entry added after it).
             if self.words_room > 0:
+                if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+                    return
                 if self.bypass:
                     note_miss(misses, n)
                 cn: i64 = self.short_bpe(data, start, end)
@@ -653,6 +665,8 @@ class Encoder:
                 while st < sn:
                     emit(dst, (sp >> (st * ID_BITS)) & M21, wide)
                     st += 1
+                return
+            if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
                 return
             if self.bypass:
                 note_miss(misses, n)
@@ -701,6 +715,8 @@ class Encoder:
             # ids], instead of the 8 MB main cache (in-process A/B, 3 MB English, load 5: 1.11x
             # median, 1.03x best with 32,768 ids; cl100k_base 1.02x / 1.07x).
             if self.lwords_room > 0:
+                if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+                    return
                 dn: i64 = self.short_bpe(data, start, end)
                 dtk = self.tk
                 if dn <= SMALL_MAX_IDS:
@@ -768,6 +784,8 @@ class Encoder:
                     emit(dst, (packed >> ((t - 3 * v) * ID_BITS)) & M21, wide)
                     t += 1
                 return
+        if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+            return
         count = self.short_bpe(data, start, end)
         tk = self.tk
         if count <= CACHE_MAX_IDS:
@@ -794,11 +812,8 @@ class Encoder:
     def encode_uncached(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
         """The same ids as encode_span, without looking the chunk up in the caches (tests compare
         the two); a long chunk's pieces (encode_pieces) still go through encode_piece."""
-        if self.n_whole != 0:
-            found: i64 = self.whole_find(data, start, end)
-            if found >= 0:
-                emit(dst, found, self.wide)
-                return
+        if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+            return
         self.encode_bpe(data, start, end, dst)
 
     def encode_bpe(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
@@ -1395,7 +1410,9 @@ def spell_merges(left: vec[i64], right: vec[i64]) -> list[bytes]:
     spelled: list[bytes] = [bytes([b]) for b in range(256)] + [b""] * n
     k: i64 = 0
     while k < n:
-        if len(spelled[256 + k]) == 0:
+        if len(spelled[left[k]]) != 0 and len(spelled[right[k]]) != 0:
+            spelled[256 + k] = spelled[left[k]] + spelled[right[k]]
+        elif len(spelled[256 + k]) == 0:
             stack: list[int] = [256 + k]
             while stack:
                 if len(stack) > n + 1:
