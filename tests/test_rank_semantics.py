@@ -12,7 +12,9 @@ mnemo's merges).
 The big vocabulary is built offline from the fixtures the way Meta's Llama 3 tokenizer.model
 is: cl100k_base's 100,256 ranks, then o200k_base's tokens that cl100k lacks, in o200k's order, up
 to 128,000 ranks, and Llama 3's 256 special tokens after them; cl100k's pattern.  Like Llama
-3's file, many of its appended tokens are not the merge of two lower-ranked tokens.
+3's file, many of its appended tokens are not the merge of two lower-ranked tokens: the loader
+refused it as Meta's (`FormatError: line ...: token ... is not the merge of two lower-ranked
+tokens`), and `mnemo.load_tiktoken(path, "cl100k", special_tokens={...})` loads it now.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from librt.strings import BytesWriter
 import mnemo
 from mnemo import ConfigError, Tokenizer
 from mnemo.encode_chunk import HUGE_CHUNK, LONG_CHUNK, Encoder, ids_of
+from mnemo.formats.common import tokenizer_of as formats_tokenizer_of
 from mnemo.pretokenize import PATTERN_REGEX, split
 from mnemo.reference import (
     encode_chunk_naive,
@@ -76,14 +79,7 @@ def need_tiktoken() -> Any:
 
 
 def tokenizer_of(fields: TokenizerFields) -> Tokenizer:
-    return Tokenizer(
-        fields.merges,
-        pattern=fields.pattern,
-        special_tokens=fields.special_tokens,
-        id_map=fields.id_map,
-        whole_tokens=fields.whole_tokens,
-        ranked=fields.ranked,
-    )
+    return formats_tokenizer_of("<test>", fields)
 
 
 def encoder_of(fields: TokenizerFields) -> Encoder:
@@ -410,7 +406,7 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> tuple[Tokenizer, Any, dic
     specials = {name: 128_000 + i for i, name in enumerate(LLAMA3_SPECIALS)}
     theirs = load_tiktoken_bpe(str(path))
     assert theirs == ranks
-    tok = tokenizer_of(from_ranks(str(path), theirs, pattern="cl100k", specials=specials))
+    tok = mnemo.load_tiktoken(path, "cl100k", special_tokens=specials)  # refused before: see the module doc
     enc = tiktoken.Encoding("llama3-like", pat_str=PATTERN_REGEX["cl100k"], mergeable_ranks=theirs, special_tokens=specials)
     return tok, enc, ranks
 
@@ -551,3 +547,26 @@ def test_openai_vocabularies_are_not_ranked(name: str) -> None:
     assert tok._encoder.monotone and tok._encoder.n_whole == 0
     assert tok.fingerprint == OPENAI_FINGERPRINTS[name]
     assert Tokenizer.from_bytes(tok.to_bytes()) == tok
+
+
+def test_ranked_tokenizer_exports(tmp_path: Path) -> None:
+    """A ranked tokenizer goes back to tiktoken whole (ranks, whole tokens included: the same
+    ids), and refuses merges.txt and tokenizer.json, whose rule would give other ids."""
+    from mnemo.formats.gpt2 import save_gpt2
+    from mnemo.formats.hf import to_hf_json
+    from mnemo.formats.tiktoken import mergeable_ranks, save_tiktoken
+
+    tiktoken = need_tiktoken()
+    ranks = byte_ranks() | {b"abab": 256, b"ab": 257, b"xyz": 258}
+    tok = tokenizer_of(from_ranks("example", ranks, pattern="gpt2", specials={"<|e|>": 259}))
+    assert mergeable_ranks(tok) == ranks
+    save_tiktoken(tok, tmp_path / "t.tiktoken")
+    back = mnemo.load_tiktoken(tmp_path / "t.tiktoken", "gpt2", {"<|e|>": 259})
+    assert back == tok
+    enc = tiktoken.Encoding("x", pat_str=PATTERN_REGEX["gpt2"], mergeable_ranks=ranks, special_tokens={"<|e|>": 259})
+    text = "ababab xyz abab xyzxyz<|e|>"
+    assert back.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+    for export in (lambda: save_gpt2(tok, tmp_path / "v.json", tmp_path / "m.txt"), lambda: to_hf_json(tok)):
+        with pytest.raises(ConfigError, match=r"ranked .* merges\.txt and tokenizer\.json without ignore_merges cannot express"):
+            export()
+    assert not (tmp_path / "v.json").exists()
