@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import itertools
 import random
 import string
 import unicodedata
@@ -272,6 +273,36 @@ def test_tokenizer_from_random_ranks_equals_tiktoken(ranks: dict[bytes, int], te
     theirs = tiktoken.Encoding("random", pat_str=PATTERN_REGEX["cl100k"], mergeable_ranks=ranks, special_tokens={})
     assert tok.encode_ordinary(text) == theirs.encode_ordinary(text)
     assert tok.decode(tok.encode_ordinary(text)) == text
+
+
+def test_whole_tokens_on_every_path_of_encode_span() -> None:
+    """Whole tokens of 3 to 100 bytes cut out of one buffer (the word tables' and caches' paths
+    read 8 or 16 bytes from a chunk's start), between chunks that only BPE makes, with the
+    caches filling up and the bypass engaged by random chunks (it skips every table): each is
+    its token, and the same bytes inside a longer chunk are not.  Twice, the second time
+    with every cache warm."""
+    from mnemo.encode_chunk import BYPASS_ON
+
+    rng = random.Random(26)
+    lengths = (3, 5, 7, 8, 12, 15, 16, 30, 48, 49, 100)  # a token of 2 bytes always has its pair
+    whole = [bytes(rng.randrange(128, 256) for _ in range(n)) for n in lengths]
+    ranks = byte_ranks() | {b"ab": 256, b"abc": 257} | {raw: 258 + j for j, raw in enumerate(whole)}
+    fields = from_ranks("paths", ranks, pattern="cl100k")
+    assert sorted(fields.whole_tokens, key=len) == whole
+    enc = encoder_of(fields)
+    noise = [rng.randbytes(rng.randrange(2, 8)) for _ in range(3000)]  # misses: the bypass engages
+    chunks: list[bytes] = []
+    for k in range(600):
+        chunks.append(noise[k])
+        chunks.append(whole[k % len(whole)])
+        chunks.append(b"abc" if k % 3 else b"x" + whole[k % len(whole)])
+    chunks += noise[600:] + whole
+    data = b"".join(chunks) + b" " * 16  # a chunk of spaces last: every chunk above has 16 bytes after it
+    ends = list(itertools.accumulate(len(c) for c in chunks + [b" " * 16]))
+    want = [i for c in chunks + [b" " * 16] for i in encode_piece_tiktoken_naive(c, ranks)]
+    for _ in range(2):
+        assert public(fields, enc.encode_ends(data, ends)) == want
+    assert any(m > BYPASS_ON for m in enc.misses)
 
 
 # ---- long chunks: the run and bucket paths decline a merge order they cannot honour ----
