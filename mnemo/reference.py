@@ -246,6 +246,7 @@ def encode_chunks_ranked_naive(
     out: list[int] = []
     for chunk in chunks:
         out.extend(encode_chunk_ranked_naive(chunk, ranks, ids))
+    return out
 
 
 # ---- special tokens ----
