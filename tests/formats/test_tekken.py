@@ -184,19 +184,22 @@ def test_built_files_equal_tekkenizer(
     compare(tok, ref, texts, path.name)
 
 
-def test_tokens_no_merge_makes(tmp_path: Path, o200k_tokens: list[bytes]) -> None:
+@pytest.mark.parametrize("pattern", ["tekken", "o200k"])
+def test_tokens_no_merge_makes(tmp_path: Path, o200k_tokens: list[bytes], pattern: str) -> None:
     """A tekken vocabulary may hold tokens that no merge of two lower ranks makes (Tekkenizer is
     tiktoken: a pre-token that is a token is that token): here ' Mistral', 'tekkenizer' and
     '9999' without their halves, ranked early."""
     whole = [b" Mistral", b"tekkenizer", b"9999"]
     kept = [t for t in o200k_tokens[:8000] if not any(t in w and len(t) > 1 for w in whole)]
     tokens = kept[:300] + whole + kept[300:]
-    path = write(tmp_path / "tekken_whole.json", tekken_json(tokens, version=7))
+    regex = TEKKEN_REGEX if pattern == "tekken" else PATTERN_REGEX["o200k"]
+    path = write(tmp_path / "tekken_whole.json", tekken_json(tokens, pattern=regex, version=7))
     ref = tekkenizer().from_file(path)
     tok = load_tekken(path)
     texts = ["Hello Mistral, tekkenizer 9999 and  Mistral's tekkenizers.", " Mistral", "tekkenizer"] + HARD
     compare(tok, ref, texts, path.name)
     assert tok.encode_ordinary(" Mistral") == [100 + tokens.index(b" Mistral")]
+    assert tok.ranked and set(whole) <= set(tok.whole_tokens)  # kept whole: no merge makes them
 
 
 def test_is_tekken_and_from_tekken_json(tmp_path: Path, o200k_tokens: list[bytes]) -> None:
