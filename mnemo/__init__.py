@@ -38,6 +38,8 @@ from mnemo.errors import (
     WorkerError,
 )
 from mnemo.interop import load_tiktoken  # and `mnemo.interop` bound, as `import mnemo` always did
+from mnemo.formats.hf_pipeline import HFTokenizer
+from mnemo.formats.load import load
 from mnemo.shards import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer
@@ -52,6 +54,7 @@ __all__ = [
     "ConfigError",
     "FingerprintError",
     "FormatError",
+    "HFTokenizer",
     "InputError",
     "MnemoError",
     "RayOptions",
@@ -61,6 +64,7 @@ __all__ = [
     "VerificationError",
     "WorkerError",
     "__version__",
+    "load",
     "load_tiktoken",
     "open_tok",
     "split",

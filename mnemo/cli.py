@@ -139,9 +139,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     base = None
     if args.base is not None:
-        from mnemo.tokenizer import Tokenizer
-
-        base = Tokenizer.load(args.base)
+        base = _tokenizer_arg(args.base, "train --from")
     progress = PhaseProgress(_interactive() and not args.quiet)
     stats = TrainStats(CountStats())
     t0 = time.perf_counter()
@@ -188,11 +186,38 @@ def cmd_train(args: argparse.Namespace) -> int:
 # ---- inspect and eval --------------------------------------------------------------------------
 
 
+def _tokenizer_arg(spec: Path | str, command: str) -> Tokenizer:
+    """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
+    Tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
+    normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) encodes
+    with the plain-Python pipeline only: refused here by name rather than encoded otherwise."""
+    from mnemo.formats.hf_pipeline import HFTokenizer
+    from mnemo.formats.load import resolve
+
+    _, tok = resolve(str(spec))
+    if isinstance(tok, HFTokenizer):
+        extras = tok.extras()
+        if extras:
+            raise ConfigError(
+                f"{spec}: `mnemo {command}` runs mnemo's compiled encoder, which does not apply this tokenizer.json's "
+                f"{'; '.join(extras)} yet; encode with mnemo.load({str(spec)!r}).encode(...) in Python, which gives "
+                f"tokenizers' ids"
+            )
+        return tok.core
+    return tok
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     from mnemo.evaluate import corpus_documents, load_spec
     from mnemo.inspect_vocab import format_report, inspect
 
-    label, tok = load_spec(str(args.tokenizer))
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    label, loaded = load_spec(str(args.tokenizer))
+    tok = loaded.core if isinstance(loaded, HFTokenizer) else loaded
+    if isinstance(loaded, HFTokenizer) and loaded.extras():
+        print(f"{args.tokenizer}: a tokenizer.json pipeline ({'; '.join(loaded.extras())}): its vocabulary is "
+              f"inspected with mnemo's BPE alone")
     corpus = None
     if args.corpus:
         corpus = (d for path in args.corpus for d in corpus_documents(path, args.max_bytes or -1, args.text_field))
@@ -329,6 +354,7 @@ def _info_stack_file(path: str) -> None:
 # ---- convert -----------------------------------------------------------------------------------
 
 CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "hf-dir", "mnemo")
+#: --from also takes "auto": what mnemo.load recognises (mnemo/formats/load.py)
 
 
 def _gpt2_paths(path: Path | str, merges: Path | str | None, reading: bool) -> tuple[Path | str, Path | str]:
@@ -379,7 +405,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     src: Path | str = args.input  # a str: a URL (_path)
     dst: Path | str = args.output
     merges: Path | str | None = args.merges
-    if args.preset is not None and args.from_format != "tiktoken":
+    if args.preset is not None and args.from_format not in ("tiktoken", "auto"):
         raise ConfigError("--preset is for --from tiktoken only (the other formats hold their pattern and specials)")
     if args.preset is not None and (args.pattern is not None or args.special):
         raise ConfigError("--preset sets the pattern and the special tokens: give either --preset or --pattern/--special")
@@ -388,14 +414,20 @@ def cmd_convert(args: argparse.Namespace) -> int:
             "a .tiktoken file does not hold its split pattern: pass --preset (cl100k_base or o200k_base, for "
             f"OpenAI's files) or --pattern ({', '.join(PATTERNS)}) with --special"
         )
-    if args.from_format != "tiktoken" and args.special:
+    if args.from_format not in ("tiktoken", "auto") and args.special:
         raise ConfigError("--special NAME=ID is for --from tiktoken only (the other formats hold their specials)")
-    tok: Tokenizer
-    if args.from_format == "mnemo":
-        tok = Tokenizer.load(src)
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    loaded: Tokenizer | HFTokenizer
+    if args.from_format == "auto":
+        from mnemo.formats.load import load
+
+        loaded = load(src, pattern=args.preset or args.pattern, special_tokens=_special_ids(args.special), merges=merges)
+    elif args.from_format == "mnemo":
+        loaded = Tokenizer.load(src)
     elif args.from_format == "gpt2":
         vocab_path, merges_path = _gpt2_paths(src, merges, reading=True)
-        tok = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
+        loaded = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
     elif args.from_format == "tiktoken":
         if args.preset is not None:
             if args.preset not in interop.TIKTOKEN_PRESETS:
@@ -403,17 +435,30 @@ def cmd_convert(args: argparse.Namespace) -> int:
                     f"unknown preset {args.preset!r}: use {' or '.join(interop.TIKTOKEN_PRESETS)} (or --pattern and "
                     "--special for another .tiktoken file)"
                 )
-            tok = interop.load_tiktoken(src, args.preset)
+            loaded = interop.load_tiktoken(src, args.preset)
         else:
-            tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
+            loaded = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
     elif args.from_format == "hf-dir":
         from mnemo import remote
 
         if not (remote.isdir(src) if isinstance(src, str) else src.is_dir()):
             raise InputError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
-        tok = interop.load_hf(str(remote.join(src, "tokenizer.json")) if isinstance(src, str) else src / "tokenizer.json")
+        loaded = interop.load_hf(str(remote.join(src, "tokenizer.json")) if isinstance(src, str) else src / "tokenizer.json")
     else:
-        tok = interop.load_hf(src)
+        loaded = interop.load_hf(src)
+    if isinstance(loaded, HFTokenizer):
+        if args.to_format == "hf":
+            loaded.save_hf(dst)  # the file as tokenizers runs it, every part kept
+            print(f"converted {src} ({args.from_format}) -> {dst} (hf): {loaded!r}")
+            return 0
+        if loaded.extras():
+            raise ConfigError(
+                f"{src}: this tokenizer.json has {'; '.join(loaded.extras())}, which --to {args.to_format} cannot hold: "
+                f"its ids would change; convert it --to hf only"
+            )
+        tok = loaded.core
+    else:
+        tok = loaded
     if args.to_format == "mnemo":
         tok.save(dst)
     elif args.to_format == "gpt2":
@@ -445,7 +490,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
 
     from mnemo.tokenizing import AUTO, document_separators, no_separator_warning
 
-    tok = Tokenizer.load(args.tokenizer)
+    tok = _tokenizer_arg(args.tokenizer, "tokenize")
     bos, eos = _separator_option(args.bos), _separator_option(args.eos)
     separators = ""
     if args.chat:
@@ -520,7 +565,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     from mnemo.tokenizer import Tokenizer
     from mnemo.tokshow import render_tokens
 
-    tok = Tokenizer.load(args.tokenizer)
+    tok = _tokenizer_arg(args.tokenizer, "tokshow")
     color = not args.no_color and sys.stdout.isatty()
     mask: list[bool] | None = None
     spans: list[tuple[int, int]] | None = None
@@ -584,7 +629,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     if progress:
         print(f"loading {args.tokenizer} and {len(args.data) + len(args.val or [])} token files...",
               file=sys.stderr, flush=True)
-    tok = Tokenizer.load(args.tokenizer)
+    tok = _tokenizer_arg(args.tokenizer, "pretrain")
     train_stream = TokenStream.from_tok_files(args.data, tok)
     val_stream = TokenStream.from_tok_files(args.val, tok) if args.val else None
     bos = tok.special_tokens.get("<|bos|>")
@@ -809,7 +854,8 @@ def build_parser() -> argparse.ArgumentParser:
         "and the chat template, special_tokens_map.json; docs/pipelines.md).  Ids are kept exactly."))
     p.add_argument("input", type=_path, metavar="IN", help="the file to read (a folder for --from gpt2 without --merges)")
     p.add_argument("output", type=_path, metavar="OUT", help="the file to write (a folder for --to gpt2 and hf-dir, created if missing)")
-    p.add_argument("--from", dest="from_format", required=True, choices=CONVERT_FORMATS, help="format of IN (required)")
+    p.add_argument("--from", dest="from_format", default="auto", choices=("auto", *CONVERT_FORMATS),
+                   help="format of IN (default auto: what mnemo.load recognises, docs/interop.md)")
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
     p.add_argument("--merges", type=_path, default=None,
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")

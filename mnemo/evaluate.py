@@ -7,10 +7,11 @@ of its tokens (bytes per token, over the vocabulary and over the encoded text). 
 tokenizer is loaded into a mnemo Tokenizer, so every one is encoded by the same engine: the
 speeds compare vocabularies, not libraries (bench/ compares libraries).
 
-Tokenizers are named by a spec (docs/eval.md): a tokenizer.bin, a tokenizer.json, a GPT-2
-folder or `VOCAB.json,MERGES.txt`, or a `.tiktoken` rank file (gzip allowed) whose name starts
-with a known preset (cl100k_base, o200k_base, r50k_base) -- its pattern and special tokens come
-from the preset.  `NAME=SPEC` names the column.  A tokenizer this build cannot hold (a
+Tokenizers are named by a spec (docs/eval.md): anything mnemo.load reads -- a tokenizer.bin, a
+tokenizer.json, a transformers or GPT-2 folder or `VOCAB.json,MERGES.txt`, or a `.tiktoken` rank
+file (gzip allowed) whose name starts with a known preset (cl100k_base, o200k_base, r50k_base),
+whose pattern and special tokens come from the preset (mnemo/formats/load.py).  `NAME=SPEC`
+names the column.  A tokenizer this build cannot hold (a
 ConfigError) is reported as skipped, with the reason, and the others are evaluated.
 """
 
@@ -26,98 +27,25 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mnemo import remote
-from mnemo.constants import GPT2_FILE_NAMES
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
 from mnemo.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
+    from mnemo.formats.load import AnyTokenizer
     from mnemo.sources import Input
-
-#: `.tiktoken` files eval names by their file name beyond formats.tiktoken.TIKTOKEN_PRESETS (cl100k_base,
-#: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
-PRESETS: dict[str, tuple[str, dict[str, int]]] = {
-    "r50k_base": ("gpt2", {"<|endoftext|>": 50256}),
-}
 
 #: Token lengths (bytes) 1..LENGTH_BINS-1 have their own bin; the last bin holds the longer.
 LENGTH_BINS = 17
 TOP = 20
 
 
-def load_spec(spec: str) -> tuple[str, Tokenizer]:
-    """(label, tokenizer) of one spec: `[NAME=]PATH`; see the module docstring."""
-    from mnemo.formats.gpt2 import load_gpt2
-    from mnemo.formats.hf import load_hf
+def load_spec(spec: str) -> tuple[str, AnyTokenizer]:
+    """(label, tokenizer) of one spec: `[NAME=]PATH` -- the resolver every TOKENIZER argument
+    of the command line goes through (mnemo/formats/load.py)."""
+    from mnemo.formats.load import resolve
 
-    label, sep, where = spec.partition("=")
-    if not sep:
-        label, where = "", spec
-    if not where:
-        raise ConfigError(f"tokenizer spec {spec!r} names no file; use PATH or NAME=PATH")
-    if "," in where:
-        vocab, merges = where.split(",", 1)
-        return label or Path(vocab).stem, load_gpt2(vocab, merges)
-    if remote.is_url(where):
-        return _load_url_spec(label, where)
-    path = Path(where)
-    if path.is_dir():
-        for vocab_name, merges_name in GPT2_FILE_NAMES:
-            if (path / vocab_name).is_file() and (path / merges_name).is_file():
-                return label or path.name, load_gpt2(path / vocab_name, path / merges_name)
-        if (path / "tokenizer.json").is_file():
-            return label or path.name, load_hf(path / "tokenizer.json")
-        raise InputError(f"{path}: a folder without vocab.json + merges.txt or tokenizer.json")
-    if not path.is_file():
-        raise InputError(f"{path}: no such tokenizer file (a tokenizer.bin, tokenizer.json, .tiktoken or GPT-2 folder)")
-    name = path.name
-    if name.endswith((".tiktoken", ".tiktoken.gz")):
-        return _tiktoken_spec(label, name, str(path))
-    if name.endswith(".json"):
-        return label or path.stem, load_hf(path)
-    return label or path.stem, Tokenizer.load(path)
-
-
-def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
-    """A .tiktoken file (a path or a URL), its pattern and specials from the preset its name starts with."""
-    from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, load_tiktoken
-
-    known = (*TIKTOKEN_PRESETS, *PRESETS)
-    preset = next((p for p in known if name.startswith(p)), None)
-    if preset is None:
-        raise ConfigError(
-            f"{source}: a .tiktoken file holds no split pattern or special tokens; name it after a preset "
-            f"({', '.join(known)}) or convert it with `mnemo convert --from tiktoken --pattern ...`"
-        )
-    if preset in TIKTOKEN_PRESETS:
-        return label or preset, load_tiktoken(source, preset)
-    pattern, specials = PRESETS[preset]
-    return label or preset, load_tiktoken(source, pattern, specials)
-
-
-def _load_url_spec(label: str, where: str) -> tuple[str, Tokenizer]:
-    """load_spec for a URL: the same kinds, known by the same names; a folder is a prefix."""
-    from mnemo.formats.gpt2 import load_gpt2
-    from mnemo.formats.hf import load_hf
-
-    u = remote.as_url(where)
-    if remote.isdir(u):
-        for vocab_name, merges_name in GPT2_FILE_NAMES:
-            vocab, merges = remote.join(u, vocab_name), remote.join(u, merges_name)
-            if remote.isfile(vocab) and remote.isfile(merges):
-                return label or u.name, load_gpt2(str(vocab), str(merges))
-        if remote.isfile(remote.join(u, "tokenizer.json")):
-            return label or u.name, load_hf(str(remote.join(u, "tokenizer.json")))
-        raise InputError(f"{u}: a folder (prefix) without vocab.json + merges.txt or tokenizer.json")
-    remote.check_file(u)  # missing: an InputError naming the URL
-    name = u.name
-    stem = name.rsplit(".", 1)[0] if "." in name else name
-    if name.endswith((".tiktoken", ".tiktoken.gz")):
-        return _tiktoken_spec(label, name, where)
-    if name.endswith(".json"):
-        return label or stem, load_hf(where)
-    return label or stem, Tokenizer.load(where)
+    return resolve(spec)
 
 
 def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = "text") -> Iterator[bytes]:
@@ -192,7 +120,7 @@ def _length_bins(lengths: np.ndarray, weights: np.ndarray | None = None) -> list
     return [int(x) for x in np.bincount(clipped, weights=weights, minlength=LENGTH_BINS)[:LENGTH_BINS].round()]
 
 
-def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tuple[str, list[bytes]]]) -> list[TokenizerResult]:
+def evaluate(tokenizers: Sequence[tuple[str, AnyTokenizer]], corpora: Sequence[tuple[str, list[bytes]]]) -> list[TokenizerResult]:
     """Every tokenizer on every corpus (documents as bytes, each encoded as plain text)."""
     words = {name: sum(len(d.decode("utf-8", "replace").split()) for d in docs) for name, docs in corpora}
     results: list[TokenizerResult] = []
@@ -325,7 +253,7 @@ def plot(results: Sequence[TokenizerResult], corpus_names: Sequence[str], path: 
 def run(specs: Sequence[str], corpus_paths: Sequence[str], max_bytes: int, text_field: str = "text") -> tuple[list[TokenizerResult], list[str], list[tuple[str, str]]]:
     """Load the tokenizers (one this build cannot hold -- a ConfigError -- is skipped with its reason;
     a missing or damaged file is an error), read the corpora, evaluate."""
-    tokenizers: list[tuple[str, Tokenizer]] = []
+    tokenizers: list[tuple[str, AnyTokenizer]] = []
     skipped: list[tuple[str, str]] = []
     for spec in specs:
         try:
