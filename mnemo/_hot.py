@@ -28,7 +28,16 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/formats/cs336.py    the CS336 interface: one call to Tokenizer.from_vocab_merges
   mnemo/formats/gpt2.py     vocab.json + merges.txt: JSON parsing and checks once per file
   mnemo/formats/hf.py       tokenizer.json: JSON parsing and checks once per file
+  mnemo/formats/_hf_unicode.py  generated data only (tools/gen_hf_normalize_table.py)
+  mnemo/formats/hf_added.py  a tokenizer.json's added tokens: one regex search per text
   mnemo/formats/hf_folder.py  an export folder: three small JSON files written once
+  mnemo/formats/hf_normalize.py  NFC/NFKC: unicodedata does the work, once per text stretch
+  mnemo/formats/hf_pipeline.py  policy around the compiled encoder (tokenizers' pipeline), once
+                            per text; its reference pre-tokenizer is the `regex` module's
+  mnemo/formats/hf_post.py  a post-processor's template, once per text
+  mnemo/formats/hf_pretok.py  split steps run with the `regex` module, once per text stretch
+  mnemo/formats/hf_regex.py  regex syntax rewritten once per pattern
+  mnemo/formats/load.py     mnemo.load: what a path holds, once per file
   mnemo/formats/tiktoken.py  .tiktoken files: base64 parsing and checks once per file
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building

@@ -67,7 +67,9 @@ def to_hf_json(tok: Tokenizer) -> dict[str, Any]:
             "fuse_unk": False,
             "byte_fallback": False,
             "ignore_merges": False,
-            "vocab": {k: v for k, v in vocab.items() if v not in specials},
+            # the specials too, as tokenizers' trainer writes them: tokenizers numbers an added token
+            # model.vocab lacks from the vocabulary's size on, whatever id the file gives it
+            "vocab": vocab,
             "merges": [[a, b] for a, b in gpt2_merges(tok)],
         },
     }

@@ -142,7 +142,7 @@ def _split(item: dict[str, Any], key: str, source: str) -> Step:
     pattern = item.get("pattern")
     behavior = item.get("behavior")
     invert = item.get("invert", False)
-    if behavior not in BEHAVIORS:
+    if not isinstance(behavior, str) or behavior not in BEHAVIORS:
         raise _not_byte_level(source, f"{key}.behavior", behavior, f"not one of {', '.join(BEHAVIORS)}")
     if not isinstance(invert, bool):
         raise _not_byte_level(source, f"{key}.invert", invert, "not true or false")
