@@ -296,9 +296,10 @@ def _tiktoken(where: str, name: str, options: dict[str, Any]) -> Tokenizer:
             pattern, specials = NAME_PRESETS[named]
         else:
             raise ConfigError(
-                f"{where}: a .tiktoken rank file holds no split pattern or special tokens; pass pattern= (a pattern: "
-                f"{', '.join(PATTERN_REGEX)}, with special_tokens=; or a preset: {', '.join(TIKTOKEN_PRESETS)}), or "
-                f"name the file after a preset ({', '.join((*TIKTOKEN_PRESETS, *NAME_PRESETS))})"
+                f"{where}: a .tiktoken rank file holds no split pattern or special tokens; name it after a preset "
+                f"({', '.join((*TIKTOKEN_PRESETS, *NAME_PRESETS))}), or pass pattern= (a pattern: "
+                f"{', '.join(PATTERN_REGEX)}, with special_tokens=; or {' or '.join(TIKTOKEN_PRESETS)}; on the command "
+                f"line, convert it with `mnemo convert --pattern ...`)"
             )
     return load_tiktoken(where, pattern, specials)
 

@@ -276,3 +276,21 @@ def test_a_token_no_merge_makes_that_is_not_text_is_refused(hf_families: dict[st
     obj["model"]["vocab"][token_to_string(b"\xe2\x82")] = 99_999  # not UTF-8 on their own
     with pytest.raises(FormatError, match=r"made by no merge and is not UTF-8 text.*issue 26 item 1"):
         from_hf_json(obj, "t.json")
+
+
+def test_added_tokens_take_the_ids_tokenizers_gives_them(hf_families: dict[str, Path]) -> None:
+    """tokenizers numbers the added tokens model.vocab lacks from its size on, whatever id the
+    file writes (its deserializer calls add_tokens): mnemo does the same; an id that lands on a
+    model.vocab entry would name two tokens, and is refused."""
+    tokenizers = need("tokenizers")
+    obj = json.loads(hf_families["starcoder2"].read_text(encoding="utf-8"))
+    extra = next(t for t in obj["added_tokens"] if t["content"] == "<|ls|>")
+    extra["id"] = 123_456
+    hf = tokenizers.Tokenizer.from_str(json.dumps(obj))
+    tok = from_hf_json(obj)
+    assert hf.token_to_id("<|ls|>") != 123_456
+    assert tok.encode("x <|ls|> y", allowed_special="all") == hf.encode("x <|ls|> y", add_special_tokens=False).ids
+    vocab = obj["model"]["vocab"]
+    vocab[token_to_string(b"zzzzzz")] = len(vocab) + 2  # where tokenizers will number an added token
+    with pytest.raises(FormatError, match=r"tokenizers gives .* the id \d+ .*one id for two tokens"):
+        from_hf_json(obj, "t.json")
