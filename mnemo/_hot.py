@@ -31,6 +31,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/formats/hf.py       tokenizer.json: JSON parsing and checks once per file
   mnemo/formats/_hf_unicode.py  generated data only (tools/gen_hf_normalize_table.py)
   mnemo/formats/hf_added.py  a tokenizer.json's added tokens: one regex search per text
+  mnemo/formats/hf_encoding.py  tokenizers' Encoding (offsets, masks, padding): list building
+                            per text for the transformers drop-in
   mnemo/formats/hf_folder.py  an export folder: three small JSON files written once
   mnemo/formats/hf_normalize.py  NFC/NFKC: unicodedata does the work, once per text stretch
   mnemo/formats/hf_pipeline.py  policy around the compiled encoder (tokenizers' pipeline), once
@@ -40,6 +42,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/formats/hf_regex.py  regex syntax rewritten once per pattern
   mnemo/formats/load.py     mnemo.load: what a path holds, once per file
   mnemo/formats/tiktoken.py  .tiktoken files: base64 parsing and checks once per file
+  mnemo/hf.py               transformers' backend object: hands calls on, or to hf_encoding
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          re-exports only (mnemo/formats/)

@@ -764,8 +764,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tie", default=None, choices=TIES,
                    help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
                         f"(default {DEFAULT_TIE}, or that of --from)")
-    p.add_argument("--from", dest="base", type=_path, metavar="TOKENIZER.bin",
-                   help="continue training from this tokenizer: its merges first, then new ones up to --vocab-size; "
+    p.add_argument("--from", dest="base", type=_path, metavar="TOKENIZER",
+                   help="continue training from this tokenizer (anything mnemo.load reads): its merges first, then new ones up to --vocab-size; "
                         "its pattern, tie rule and special tokens unless given (docs/extending.md)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
@@ -784,7 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fingerprint.  Documents stay apart: <|bos|> before each one when the vocabulary has it, "
         "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
-    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin to encode with (required)")
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer to encode with: anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md) (required)")
     p.add_argument("-o", "--output", required=True, type=_path,
                    help="the .tok file to write, or the name/prefix of a --format's files (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
@@ -808,7 +808,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Show how a tokenizer splits text: each token on its own background colour on a terminal, "
         "separated by | otherwise; bytes that are not whole UTF-8 characters show as <0xC3>."))
     p.add_argument("text", nargs="*", help="text to show (or --file, --chat, or standard input)")
-    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin (required)")
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer: anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md) (required)")
     p.add_argument("-f", "--file", help="read the text from this file ('-' for standard input)")
     p.add_argument("--chat", metavar="JSONL", help="render a conversation record from this file, masked tokens marked")
     p.add_argument("--index", type=int, default=0, help="which record of --chat (default 0)")
@@ -824,7 +824,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a greedy continuation.  The model starts as the training data's unigram; on a terminal a progress "
         "bar shows the steps (stderr), and only the results go to stdout."))
     p.add_argument("data", nargs="+", metavar="DATA.tok", help="training token files")
-    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin that wrote them")
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer that wrote them: anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md)")
     p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
     p.add_argument("--val-fraction", type=float, default=DEFAULT_VAL_FRACTION,
                    help=f"tail of each file held out when there is no --val (default {DEFAULT_VAL_FRACTION})")
@@ -889,7 +889,7 @@ def build_parser() -> argparse.ArgumentParser:
         "to other ids, tokens every later merge consumed in training, and (with --corpus) tokens a "
         "held-out corpus never produces or produces far below their training count (docs/inspect.md)."))
     p.add_argument("tokenizer", metavar="TOKENIZER",
-                   help="a tokenizer.bin, tokenizer.json, GPT-2 folder or preset .tiktoken file (docs/eval.md)")
+                   help="anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md)")
     p.add_argument("--corpus", action="append", metavar="FILE", help="held-out text (.txt, .jsonl, ...; repeat)")
     p.add_argument("--max-bytes", type=_positive, default=None, help="read at most about this much of each corpus (default all)")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field holding the text (default {DEFAULT_TEXT_FIELD}; chat records: their messages)")
@@ -900,7 +900,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Compare tokenizers on corpora: bytes per token, tokens per word, share of the vocabulary used, "
         "encode speed, token lengths and the most frequent tokens; --plot draws the comparison (docs/eval.md)."))
     p.add_argument("tokenizers", nargs="+", metavar="[NAME=]TOKENIZER",
-                   help="tokenizer.bin, tokenizer.json, a GPT-2 folder or VOCAB.json,MERGES.txt, or a preset .tiktoken file")
+                   help="anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md), or VOCAB.json,MERGES.txt")
     p.add_argument("--corpus", action="append", required=True, metavar="FILE", help="a corpus (.txt, .jsonl, ...; repeat)")
     p.add_argument("--max-bytes", type=_positive, default=2_000_000, help="read about this much of each corpus (default 2000000)")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field holding the text (default {DEFAULT_TEXT_FIELD}; chat records: their messages)")

@@ -166,6 +166,26 @@ class AddedVocabulary:
                     pieces.append(Piece(normal[s2:e2], tok2, start + s2, start + e2, False))
         return pieces
 
+    def split_aligned(self, text: str, normalize_aligned: Any, skip: Collection[int] = ()) -> list[tuple[str, int | None, list[int]]]:
+        """`split` keeping where each character comes from: (text, id or None, origin) where
+        origin[i] is the index in `text` of the character piece text[i] is aligned to (-1:
+        the stretch's start, zero-width), as tokenizers' offsets follow them back.
+        `normalize_aligned(str) -> (str, list[int])`: the normalizer with its alignment."""
+        out: list[tuple[str, int | None, list[int]]] = []
+        for start, end, token in self._find(text, self._raw_re, self._raw, skip):
+            stretch = text[start:end]
+            if token is not None:
+                out.append((stretch, token, list(range(start, end))))
+                continue
+            normal, index = normalize_aligned(stretch)
+            origin = [start + i if i >= 0 else -1 - start for i in index]
+            if self._norm_re is None:
+                out.append((normal, None, origin))
+                continue
+            for s2, e2, tok2 in self._find(normal, self._norm_re, self._normalized, skip):
+                out.append((normal[s2:e2], tok2, origin[s2:e2]))
+        return out
+
     def _find(
         self, text: str, pattern: regex.Pattern[str] | None, by_content: dict[str, AddedToken], skip: Collection[int]
     ) -> list[tuple[int, int, int | None]]:

@@ -104,3 +104,91 @@ def _normalize_one(form: Form, text: str) -> str:
 
 def _has_unknown(text: str) -> bool:
     return any(ord(ch) >= 0x80 and unknown_to_tokenizers(ord(ch)) for ch in text)
+
+
+# ---- where each normalized character comes from (offsets) ----
+
+
+def normalize_aligned(forms: tuple[Form, ...], text: str) -> tuple[str, list[int]]:
+    """`normalize(forms, text)` and, for each of its characters, the index of the character of
+    `text` tokenizers aligns it to (-1: none, an offset of (0, 0) there) -- what its offsets
+    follow back to the original text.
+
+    tokenizers' normalizer (unicode-normalization-alignments) tags each output character with
+    a change: 0 replaces the next input character, +1 is inserted (a decomposition's second
+    character...), -n replaces the next one and drops the n after it (a composition).  The
+    tags are dealt out in output order whatever reordering happened, which this follows: in
+    NFC("a\\u0301\\u0323") the U+0301 left over is aligned to the input's U+0323."""
+    index = list(range(len(text)))
+    for form in forms:
+        if text.isascii():
+            continue
+        out, tagged = _tagged(form, text)
+        ptr = 0
+        stage: list[int] = []
+        for change in tagged:
+            if change > 0:
+                stage.append(index[ptr - 1] if ptr > 0 else -1)
+            else:
+                stage.append(index[ptr] if ptr < len(index) else -1)
+                ptr += 1 - change if change < 0 else 1
+        text, index = out, stage
+    return text, index
+
+
+def _ccc(ch: str) -> int:
+    return 0 if unknown_to_tokenizers(ord(ch)) else unicodedata.combining(ch)
+
+
+def _tagged(form: Form, text: str) -> tuple[str, list[int]]:
+    """The crate's (character, change) stream for one form: decompose each character, order the
+    marks canonically (stably, changes travelling with them), then compose (NFC, NFKC)."""
+    decomposition: Literal["NFD", "NFKD"] = "NFKD" if form == "NFKC" else "NFD"
+    stream: list[list[Any]] = []  # [char, change]
+    for ch in text:
+        if ord(ch) < 0x80 or unknown_to_tokenizers(ord(ch)):
+            stream.append([ch, 0])
+            continue
+        parts = unicodedata.normalize(decomposition, ch)
+        stream.append([parts[0], 0])
+        stream.extend([p, 1] for p in parts[1:])
+    # canonical ordering: each run of marks sorted by class, stably
+    i = 0
+    while i < len(stream):
+        if _ccc(stream[i][0]) == 0:
+            i += 1
+            continue
+        j = i
+        while j < len(stream) and _ccc(stream[j][0]) != 0:
+            j += 1
+        stream[i:j] = sorted(stream[i:j], key=lambda item: _ccc(item[0]))
+        i = j
+    # canonical composition
+    out: list[list[Any]] = []
+    starter = -1
+    last_class = 0
+    for item in stream:
+        ch = item[0]
+        klass = _ccc(ch)
+        if starter >= 0 and (last_class < klass or last_class == 0):
+            composite = _compose(out[starter][0], ch)
+            if composite is not None:
+                out[starter][0] = composite
+                out[starter][1] += item[1] - 1
+                continue
+        if klass == 0:
+            starter = len(out)
+        last_class = klass
+        if starter < 0 or (klass != 0 and starter == -1):
+            last_class = 256
+        out.append(item)
+    return "".join(c for c, _ in out), [change for _, change in out]
+
+
+def _compose(first: str, second: str) -> str | None:
+    """The primary composite of two characters, if any (NFC of the pair, when it is one
+    character and neither is unknown to tokenizers)."""
+    if unknown_to_tokenizers(ord(first)) or unknown_to_tokenizers(ord(second)):
+        return None
+    pair = unicodedata.normalize("NFC", first + second)
+    return pair if len(pair) == 1 else None

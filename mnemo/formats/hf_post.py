@@ -52,14 +52,25 @@ class Template:
 
 
 @dataclass(frozen=True)
-class PostProcessor:
-    """What mnemo keeps of a post-processor: the template (if any) and ByteLevel's trimming
-    (None: no ByteLevel; else its add_prefix_space, which changes the first token's trim)."""
+class Trim:
+    """ByteLevel as a post-processor with trim_offsets (its add_prefix_space changes the first
+    token's trim)."""
 
-    template: Template | None = None
-    trim_offsets: bool = False
-    trim_prefix_space: bool = False
-    present: bool = False  # a post-processor is set at all (without one, type ids are the sequence's index)
+    add_prefix_space: bool
+
+
+@dataclass(frozen=True)
+class PostProcessor:
+    """What mnemo keeps of a post-processor: its steps in order (a Template, or ByteLevel's
+    offset trimming), and whether there is one at all (without one, tokenizers gives each
+    sequence its index as type id)."""
+
+    steps: tuple[Template | Trim, ...] = ()
+    present: bool = False
+
+    @property
+    def template(self) -> Template | None:
+        return next((s for s in self.steps if isinstance(s, Template)), None)
 
 
 def parse_post_processor(obj: Any, source: str, key: str = "post_processor") -> PostProcessor:
@@ -67,9 +78,7 @@ def parse_post_processor(obj: Any, source: str, key: str = "post_processor") -> 
         return PostProcessor()
     items: list[tuple[str, Any]] = []
     _flatten(obj, key, source, items)
-    template: Template | None = None
-    trim = False
-    prefix = False
+    steps: list[Template | Trim] = []
     for where, item in items:
         kind = item.get("type")
         if kind == "ByteLevel":
@@ -79,17 +88,17 @@ def parse_post_processor(obj: Any, source: str, key: str = "post_processor") -> 
                 if not isinstance(value, bool):
                     raise FormatError(f"{source}: key '{where}.{name}' is {excerpt(value, 40)}, not true or false")
             if t:
-                trim, prefix = True, p
+                steps.append(Trim(p))
         elif kind == "TemplateProcessing":
-            if template is not None:
+            if any(isinstance(step, Template) for step in steps):
                 raise FormatError(f"{source}: key '{where}': a second TemplateProcessing; mnemo takes one template")
-            template = _template(item, where, source)
+            steps.append(_template(item, where, source))
         else:
             raise FormatError(
                 f"{source}: key '{where}' is {excerpt(item, 120)}: mnemo applies the post-processors "
                 f"TemplateProcessing and ByteLevel (or a Sequence of them) only"
             )
-    return PostProcessor(template, trim, prefix, True)
+    return PostProcessor(tuple(steps), True)
 
 
 def _flatten(obj: Any, key: str, source: str, out: list[tuple[str, Any]]) -> None:

@@ -238,7 +238,8 @@ def _bos_eos_template(tok: HFTokenizer, bos: bool, eos: bool, source: str) -> An
     pair.append(TemplatePiece("B", None, 1))
     if eos and tok.eos_token in specials:
         pair.append(TemplatePiece(None, tok.eos_token, 1))
-    return replace(tok.post, template=Template(tuple(single), tuple(pair), specials), present=True)
+    # transformers sets this template as the whole post-processor (a ByteLevel before it goes)
+    return replace(tok.post, steps=(Template(tuple(single), tuple(pair), specials),), present=True)
 
 
 # ---- files ----

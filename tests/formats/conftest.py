@@ -215,3 +215,42 @@ def hf_families(request: pytest.FixtureRequest, corpus_docs: Callable[..., list[
 
 
 CORPORA_HF = ("english", "multilingual", "code", "chat")
+
+
+def _hard_cases(specials: list[str]) -> list[str]:
+    """Texts where the parts of the pipeline meet (issue 26 item 3's list, and more)."""
+    s0, s1 = specials[0], specials[-1]
+    return [
+        "",
+        " ",
+        "Hello world",
+        f"Hello {s0} it",
+        f"Hello{s0}it",
+        f"  {s0}  {s1}\n{s0}{s0}",
+        "Hello <|ls|> it and <|rs|>  there <|both|>   x",
+        "   <|ls|>x <|rs|>\n\n y<|both|>",
+        "<|ls|><|ls|>  <|rs|><|rs|>",
+        "a dog, dogs, hotdog, dog_x, the dog. dog",
+        "<|sw|> x<|sw|> <|sw|>y (<|sw|>)",
+        "<think>reasoning</think> <think><think>",
+        "e\u0301clair and \u00e9clair and eclair",
+        "Cafe\u0301 cre\u0300me bru\u0302le\u0301e, a\u0301\u0323b, \u1e0b\u0323, \u1100\u1161\u11a8",
+        "\U00011935\U00011930 a\u1ac1\u0316 \u32ff \ufb01 \u2460 \u00bd",
+        "1234567890 12 123 1234 \u0661\u0662\u0663 \u00b2\u00b3 2024-01-01 3.14159 0x1F 1,000,000",
+        "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3068\u6f22\u5b57\u3001\u30ab\u30bf\u30ab\u30ca\u3002"
+        "\u4e2d\u6587\u5b57\u7b26\u4e32 \ud55c\uad6d\uc5b4",
+        "I'LL don't WE'RE 'S 's 'sam they've",
+        "  \n\n\t  x  \r\n  \u00a0\u3000 y \u2028 z\u0085",
+        "x" * 3000 + " " * 2000 + "y",
+        "\U0001f469\u200d\U0001f469\u200d\U0001f467 \U0001f1eb\U0001f1f7 caf\u00e9\u2019s",
+        "def f(x):\n    return x**2  # \u00e7a\n\n\n",
+        f"{s0}",
+        f"{s0} ",
+        f" {s1}",
+    ]
+
+
+@pytest.fixture(scope="session")
+def hard_cases() -> Callable[[list[str]], list[str]]:
+    """hard_cases(specials) -> texts where the parts of an HF pipeline meet (test_hf_families)."""
+    return _hard_cases

@@ -65,41 +65,8 @@ def test_family_ids_equal_tokenizers_on_the_corpus(
         assert got == ids, f"{family} {corpus} document {n}: {first_difference(ids, got)}"
 
 
-def hard_cases(specials: list[str]) -> list[str]:
-    """Texts where the parts of the pipeline meet (issue 26 item 3's list, and more)."""
-    s0, s1 = specials[0], specials[-1]
-    return [
-        "",
-        " ",
-        "Hello world",
-        f"Hello {s0} it",
-        f"Hello{s0}it",
-        f"  {s0}  {s1}\n{s0}{s0}",
-        "Hello <|ls|> it and <|rs|>  there <|both|>   x",
-        "   <|ls|>x <|rs|>\n\n y<|both|>",
-        "<|ls|><|ls|>  <|rs|><|rs|>",
-        "a dog, dogs, hotdog, dog_x, the dog. dog",
-        "<|sw|> x<|sw|> <|sw|>y (<|sw|>)",
-        "<think>reasoning</think> <think><think>",
-        "e\u0301clair and \u00e9clair and eclair",
-        "Cafe\u0301 cre\u0300me bru\u0302le\u0301e, a\u0301\u0323b, \u1e0b\u0323, \u1100\u1161\u11a8",
-        "\U00011935\U00011930 a\u1ac1\u0316 \u32ff \ufb01 \u2460 \u00bd",
-        "1234567890 12 123 1234 \u0661\u0662\u0663 \u00b2\u00b3 2024-01-01 3.14159 0x1F 1,000,000",
-        "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3068\u6f22\u5b57\u3001\u30ab\u30bf\u30ab\u30ca\u3002"
-        "\u4e2d\u6587\u5b57\u7b26\u4e32 \ud55c\uad6d\uc5b4",
-        "I'LL don't WE'RE 'S 's 'sam they've",
-        "  \n\n\t  x  \r\n  \u00a0\u3000 y \u2028 z\u0085",
-        "x" * 3000 + " " * 2000 + "y",
-        "\U0001f469\u200d\U0001f469\u200d\U0001f467 \U0001f1eb\U0001f1f7 caf\u00e9\u2019s",
-        "def f(x):\n    return x**2  # \u00e7a\n\n\n",
-        f"{s0}",
-        f"{s0} ",
-        f" {s1}",
-    ]
-
-
 @pytest.mark.parametrize("family", FAMILIES)
-def test_family_hard_cases(family: str, hf_families: dict[str, Path]) -> None:
+def test_family_hard_cases(family: str, hf_families: dict[str, Path], hard_cases: Callable[[list[str]], list[str]]) -> None:
     path = hf_families[family]
     hf = hf_of(path)
     obj = json.loads(path.read_text(encoding="utf-8"))
@@ -176,7 +143,11 @@ BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Con
 @pytest.mark.parametrize("invert", [False, True])
 @pytest.mark.parametrize("behavior", BEHAVIORS)
 def test_every_split_behavior(
-    behavior: str, invert: bool, hf_families: dict[str, Path], corpus_docs: Callable[..., list[str]]
+    behavior: str,
+    invert: bool,
+    hf_families: dict[str, Path],
+    corpus_docs: Callable[..., list[str]],
+    hard_cases: Callable[[list[str]], list[str]],
 ) -> None:
     """A Split of each behavior, inverted or not, before ByteLevel with its regex, on the
     StarCoder2-style vocabulary; a String pattern too; and ByteLevel's add_prefix_space."""
@@ -201,7 +172,9 @@ def test_every_split_behavior(
             assert got == expected, f"{behavior} invert={invert} {pattern} text {n}: {first_difference(expected, got)}"
 
 
-def test_byte_level_alone_with_a_prefix_space(hf_families: dict[str, Path], corpus_docs: Callable[..., list[str]]) -> None:
+def test_byte_level_alone_with_a_prefix_space(
+    hf_families: dict[str, Path], corpus_docs: Callable[..., list[str]], hard_cases: Callable[[list[str]], list[str]]
+) -> None:
     """ByteLevel(add_prefix_space) puts a space before every piece the steps before it left
     (here: each stretch between added tokens), with and without its regex."""
     tokenizers = need("tokenizers")
