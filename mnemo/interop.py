@@ -23,9 +23,8 @@ from mnemo.formats.common import (
 )
 from mnemo.formats.cs336 import from_vocab_merges
 from mnemo.formats.gpt2 import gpt2_merges, gpt2_vocab, load_gpt2, parse_merges_txt, save_gpt2
-from mnemo.formats.hf import HF_GPT2_REGEX, HFTokenizer, from_hf_json, load_hf, save_hf, to_hf_json
+from mnemo.formats.hf import HF_GPT2_REGEX, from_hf_json, load_hf, save_hf, to_hf_json
 from mnemo.formats.hf_folder import HF_CHAT_ROLES, hf_chat_template, save_pretrained
-from mnemo.formats.load import load
 from mnemo.formats.tiktoken import (
     GZIP_MAGIC,
     MAX_RANK_DIGITS,
@@ -46,7 +45,6 @@ __all__ = [
     "CHAR_TO_BYTE",
     "GZIP_MAGIC",
     "HF_CHAT_ROLES",
-    "HFTokenizer",
     "HF_GPT2_REGEX",
     "MAX_RANK_DIGITS",
     "MAX_TEXT_FILE_BYTES",
@@ -60,7 +58,6 @@ __all__ = [
     "gpt2_merges",
     "gpt2_vocab",
     "hf_chat_template",
-    "load",
     "load_gpt2",
     "load_hf",
     "load_tiktoken",

@@ -28,12 +28,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from mnemo.errors import ConfigError, FormatError, InputError, SpecialTokenError
 from mnemo.fileio import write_atomic
-from mnemo.formats.common import CHAR_TO_BYTE, PathLike, assemble, excerpt, string_to_token, token_to_string
+from mnemo.formats.common import CHAR_TO_BYTE, PathLike, excerpt, string_to_token, token_to_string, tokenizer_of
 from mnemo.formats.gpt2 import vocab_from_json
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
@@ -43,6 +43,7 @@ from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex, regex_to_oni
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.streaming import text_bytes
 from mnemo.tokenizer import Tokenizer
+from mnemo.vocab import check_public_ids, from_byte_tokens
 
 AllOr = Literal["all"] | Collection[str]
 
@@ -471,41 +472,52 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
                 continue  # the added token alone holds it (as tokenizers' trainer writes its specials)
         plain[key] = value
     # Tokens no merge makes (Llama 3's files hold some): only a whole-pre-token lookup
-    # (ignore_merges) produces them.  Until the core holds them itself (issue 26 item 1, rank
-    # semantics), the core keeps each as a token named by its text, for decoding; the lookup
-    # table below gives their ids, and no name-matching ever runs on them.
-    unreachable: dict[str, int] = {}
+    # (ignore_merges) produces them.  With ignore_merges the core holds them as its whole tokens
+    # (a ranked vocabulary, mnemo/vocab.py); without, tokenizers never produces them, and the
+    # core keeps each, for decoding only, as a token named by its text.
+    unreachable: dict[bytes, int] = {}
     for key in list(plain):
         raw = _maybe_bytes(key)
         if raw is not None and len(raw) > 1 and raw not in made:
-            value = plain.pop(key)
-            try:
-                unreachable[raw.decode("utf-8")] = value
-            except UnicodeDecodeError:
-                raise FormatError(
-                    f"{source}: vocabulary entry 'model.vocab'[{key!r}] (id {value}) is made by no merge and is "
-                    f"not UTF-8 text; mnemo holds such tokens once rank semantics land (issue 26 item 1)"
-                ) from None
+            unreachable[raw] = plain.pop(key)
     vocab = vocab_from_json(plain, source, "model.vocab.")
     bpe_ids = set(vocab.values())
     specials = {t.content: t.id for t in added if t.id not in bpe_ids}
-    for name, ident in unreachable.items():
-        if name in specials:
-            raise FormatError(
-                f"{source}: vocabulary entry {name!r} (id {ident}) is made by no merge, and an added token has the "
-                f"same text with id {specials[name]}"
-            )
-        specials[name] = ident
+    if not ignore_merges:
+        for raw, ident in unreachable.items():
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise FormatError(
+                    f"{source}: vocabulary entry 'model.vocab'[{token_to_string(raw)!r}] (id {ident}) is made by no merge "
+                    f"and is not UTF-8 text, and without ignore_merges nothing produces it: remove it"
+                ) from None
+            if name in specials:
+                raise FormatError(
+                    f"{source}: vocabulary entry {name!r} (id {ident}) is made by no merge, and an added token has the "
+                    f"same text with id {specials[name]}"
+                )
+            specials[name] = ident
     fast = fast_pattern(pre)
-    core = assemble(
+    fields = from_byte_tokens(
         source,
         vocab,
         merges,
         pattern=fast or "gpt2",
         specials=specials,
+        show=lambda raw: repr(token_to_string(raw)),
         merge_where=lambda k: f"key 'model.merges[{k}]'",
         vocab_where=lambda raw: f"'model.vocab'[{token_to_string(raw)!r}]",
     )
+    if ignore_merges and unreachable:
+        assert fields.id_map is not None
+        cut = 256 + len(fields.merges)
+        whole_raw = sorted(unreachable, key=unreachable.__getitem__)
+        public = [*fields.id_map[:cut], *(unreachable[raw] for raw in whole_raw), *fields.id_map[cut:]]
+        labels = [f"id {i}" for i in public]
+        check_public_ids(source, public, labels)
+        fields = replace(fields, id_map=public, whole_tokens=whole_raw, ranked=True)
+    core = tokenizer_of(source, fields)
     whole: dict[bytes, int] | None = None
     if ignore_merges:
         whole = {}

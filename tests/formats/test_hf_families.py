@@ -104,14 +104,17 @@ def test_the_parts_that_matter_do_change_ids(
 ) -> None:
     """The comparisons above are not vacuous: ignore_merges changes Llama 3 style ids on the
     corpus, and NFC changes Qwen2 style text there (so both paths are exercised)."""
+    tokenizers = need("tokenizers")
     hf = hf_of(hf_families["llama3"])
+    obj = json.loads(hf_families["llama3"].read_text(encoding="utf-8"))
+    obj["model"]["ignore_merges"] = False
+    hf_bpe_only = tokenizers.Tokenizer.from_str(json.dumps(obj))
     tok = load_hf(hf_families["llama3"])
     assert isinstance(tok, HFTokenizer) and tok.whole is not None
     docs = corpus_docs("english", 2_000_000)[:300]
-    plain_bpe = load_hf(hf_families["llama3"])
-    assert isinstance(plain_bpe, HFTokenizer)
-    plain_bpe.whole = None
-    changed = sum(1 for d in docs if plain_bpe.encode(d, allowed_special="all") != hf.encode(d, add_special_tokens=False).ids)
+    changed = sum(
+        1 for d in docs if hf_bpe_only.encode(d, add_special_tokens=False).ids != hf.encode(d, add_special_tokens=False).ids
+    )
     assert changed > 30
     qwen = load_hf(hf_families["qwen2"])
     assert isinstance(qwen, HFTokenizer)
@@ -243,12 +246,28 @@ def test_every_field_mnemo_does_not_reproduce_is_refused_by_name(
         from_hf_json(obj, "t.json")
 
 
-def test_a_token_no_merge_makes_that_is_not_text_is_refused(hf_families: dict[str, Path]) -> None:
-    """Until rank semantics land (issue 26 item 1), a token no merge makes is held by its text."""
-    obj = json.loads(hf_families["starcoder2"].read_text(encoding="utf-8"))
-    obj["model"]["vocab"][token_to_string(b"\xe2\x82")] = 99_999  # not UTF-8 on their own
-    with pytest.raises(FormatError, match=r"made by no merge and is not UTF-8 text.*issue 26 item 1"):
-        from_hf_json(obj, "t.json")
+def test_tokens_no_merge_makes(hf_families: dict[str, Path]) -> None:
+    """With ignore_merges, a token no merge makes -- text or not -- is held by the core as a
+    whole token of a ranked vocabulary (issue 26 item 1) and produced whole, as tokenizers
+    does; without, tokenizers never produces one, and one that is not text is refused."""
+    tokenizers = need("tokenizers")
+    obj = json.loads(hf_families["llama3"].read_text(encoding="utf-8"))
+    vocab = obj["model"]["vocab"]
+    # " éü" (one pre-token, 5 bytes no merge makes), and the bytes e2 82 (not text on their own)
+    piece = " \u00e9\u00fc"
+    vocab[token_to_string(piece.encode("utf-8"))] = len(vocab)
+    vocab[token_to_string(b"\xe2\x82")] = len(vocab)
+    hf = tokenizers.Tokenizer.from_str(json.dumps(obj))
+    tok = from_hf_json(obj)
+    assert isinstance(tok, HFTokenizer) and tok.core.ranked
+    for text in (f"x{piece} y", f"{piece}{piece}", "plain words here \u20ac"):
+        assert tok.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
+    assert hf.encode(f"x{piece}", add_special_tokens=False).ids[-1] == len(vocab) - 2
+    assert tok.decode([len(vocab) - 2, len(vocab) - 1]) == hf.decode([len(vocab) - 2, len(vocab) - 1])
+    plain = json.loads(hf_families["starcoder2"].read_text(encoding="utf-8"))
+    plain["model"]["vocab"][token_to_string(b"\xe2\x82")] = 99_999  # not UTF-8 on their own
+    with pytest.raises(FormatError, match=r"made by no merge and is not UTF-8 text, and without ignore_merges"):
+        from_hf_json(plain, "t.json")
 
 
 def test_added_tokens_take_the_ids_tokenizers_gives_them(hf_families: dict[str, Path]) -> None:
