@@ -584,7 +584,16 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     from mnemo.tokenizer import Tokenizer
     from mnemo.tokshow import render_tokens
 
-    tok = _tokenizer_arg(args.tokenizer, "tokshow")
+    from mnemo.formats.hf_pipeline import HFTokenizer
+    from mnemo.formats.load import resolve
+
+    # a tokenizer.json pipeline shows its own tokens and offsets (tokenizers'); --chat renders
+    # mnemo's chat template, which needs a Tokenizer
+    tok: Tokenizer | HFTokenizer
+    if args.chat is not None:
+        tok = _tokenizer_arg(args.tokenizer, "tokshow --chat")
+    else:
+        tok = resolve(str(args.tokenizer))[1]
     color = not args.no_color and sys.stdout.isatty()
     mask: list[bool] | None = None
     spans: list[tuple[int, int]] | None = None
@@ -596,6 +605,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
 
         if args.index < 0:
             raise ConfigError(f"--index must be >= 0, got {args.index}")
+        assert isinstance(tok, Tokenizer)
         found: tuple[int, bytes] | None = None
         count = 0
         # Records are checked as tokenize checks them (file:line in every message) up to the one shown.

@@ -266,6 +266,20 @@ class HFTokenizer:
     def encode_ordinary_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode_ordinary(t) for t in texts]
 
+    def encode_with_offsets(
+        self, text: str, *, allowed_special: AllOr = frozenset(), disallowed_special: AllOr = "all"
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """`encode` and each token's character span in `text`, as tokenizers' offsets give
+        them (through the normalizer; an added token with lstrip/rstrip spans its white space)."""
+        from mnemo.formats.hf_encoding import encode_sequence
+
+        skip, check = self._resolve(allowed_special, disallowed_special)
+        enc = encode_sequence(self, _no_surrogates(text), 0, sorted(skip))
+        for ident, (start, _) in zip(enc.ids, enc.offsets):
+            if ident in check:
+                self._encode(text, skip, check)  # raises, naming the token
+        return enc.ids, enc.offsets
+
     def encode_bytes(self, data: bytes) -> list[int]:
         """`encode_ordinary` of UTF-8 bytes.  tokenizers encodes text, not bytes: its normalizer
         and regexes run on characters, so invalid UTF-8 is an InputError naming the offset."""

@@ -4,6 +4,7 @@ TOKENIZER argument of the command line goes through (mnemo/formats/load.py)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -167,5 +168,13 @@ def test_every_tokenizer_argument_takes_every_kind(
     to_hf = mnemo_cli("convert", qwen, tmp_path / "q.json", "--to", "hf")
     assert to_hf.returncode == 0, to_hf.stderr
     assert json.loads((tmp_path / "q.json").read_text()) == json.loads(qwen.read_text())
+    tokenizers = pytest.importorskip("tokenizers")
+    text_nfc = "Cafe\u0301 <|endoftext|> e\u0301clair 12"
+    expected = tokenizers.Tokenizer.from_file(str(qwen)).encode(text_nfc, add_special_tokens=False)
+    shown = mnemo_cli("tokshow", "-t", qwen, "--no-color", "--ids", "--offsets", text_nfc)
+    assert shown.returncode == 0, shown.stderr
+    shown_tokens = re.findall(r"\((\d+)\)@(\d+):(\d+)\|", shown.stdout.splitlines()[0])
+    assert [int(i) for i, _, _ in shown_tokens] == expected.ids
+    assert [(int(a), int(b)) for _, a, b in shown_tokens] == expected.offsets
     evaluated = mnemo_cli("eval", qwen, "--corpus", corpus_path("english"), "--max-bytes", "20000")
     assert evaluated.returncode == 0 and "qwen2" in evaluated.stdout, evaluated.stderr
