@@ -39,7 +39,7 @@ from mnemo.errors import (
 )
 from mnemo.interop import load_tiktoken
 from mnemo.shards import open_tok
-from mnemo.pretokenize import split
+from mnemo.patterns import split
 from mnemo.tokenizer import Tokenizer
 from mnemo.training import train, train_from_iterator
 from mnemo.work_ray import RayOptions

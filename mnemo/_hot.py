@@ -4,7 +4,9 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/__init__.py         re-exports only; nothing runs there
   mnemo/__main__.py         `python -m mnemo` entry; mypyc cannot compile `if __name__ == ...`
   mnemo/_hot.py             this list; setup.py reads it before anything is built
-  mnemo/_unicode_tables.py  generated data only; pretokenize copies its tables into its own
+  mnemo/_unicode_data.py    generated data only (general categories per Unicode version), read
+                            once per compiled pattern by regex_family
+  mnemo/_unicode_tables.py  generated data only; pretokenize_named copies its tables into its own
                             `Final` statics once at import, so compiling it would buy nothing
   mnemo/batches.py          numpy does the work; mypyc would only add a compile step
   mnemo/bigram.py           numpy does the work; mypyc would only add a compile step
@@ -26,8 +28,11 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file
   mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
+  mnemo/patterns.py         presets and compile_pattern: once per pattern and process; the scanner
+                            it builds (pretokenize.SplitProgram) is compiled
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
+  mnemo/regex_family.py     parses a split regex and builds its tables with numpy, once per pattern
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
   mnemo/remote.py          URLs through fsspec: opened, checked and uploaded once per file
@@ -63,4 +68,5 @@ HOT_MODULES: Final = [
     "mnemo/merge_loop.py",
     "mnemo/merge_loop_wide.py",
     "mnemo/pretokenize.py",
+    "mnemo/pretokenize_named.py",
 ]

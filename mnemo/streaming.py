@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from mnemo.errors import ArgumentTypeError
-from mnemo.pretokenize import split
+from mnemo.patterns import split
 
 ITERABLE_BLOCK: Final = 1 << 16  # characters gathered before a cut is looked for
 
