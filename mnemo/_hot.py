@@ -8,6 +8,8 @@ Sorted.  Modules NOT compiled, and why:
                             once per compiled pattern by regex_family
   mnemo/_unicode_tables.py  generated data only; pretokenize_named copies its tables into its own
                             `Final` statics once at import, so compiling it would buy nothing
+  mnemo/batch_encode.py     encode_batch: checks, blocks to the work engine, one compiled call per
+                            block to unpack
   mnemo/batches.py          numpy does the work; mypyc would only add a compile step
   mnemo/bigram.py           numpy does the work; mypyc would only add a compile step
   mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
@@ -17,16 +19,24 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/constants.py        shared names and limits only
   mnemo/decoding.py         streaming decode: one dict lookup and Python's incremental UTF-8 decoder
                             per id, as a model produces them; nothing for mypyc to speed up
+  mnemo/defaults.py         the table of defaults only
   mnemo/demo.py             `mnemo demo`: calls the library in order and prints
   mnemo/errors.py           exception classes users catch and subclass; nothing hot
   mnemo/evaluate.py         `mnemo eval`: loads tokenizers, calls the compiled encoder per document, counts
                             with numpy, prints tables and draws with matplotlib
   mnemo/extend.py           new special tokens, or the settings of a run continuing from a tokenizer
   mnemo/fileio.py           atomic writes and bounded reads, once per file
+  mnemo/formats/__init__.py  a docstring only
+  mnemo/formats/common.py   GPT-2's byte alphabet, the assembler, bounded reads: once per file
+  mnemo/formats/cs336.py    the CS336 interface: one call to Tokenizer.from_vocab_merges
+  mnemo/formats/gpt2.py     vocab.json + merges.txt: JSON parsing and checks once per file
+  mnemo/formats/hf.py       tokenizer.json: JSON parsing and checks once per file
+  mnemo/formats/hf_folder.py  an export folder: three small JSON files written once
+  mnemo/formats/tiktoken.py  .tiktoken files: base64 parsing and checks once per file
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building
-  mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
-                            parsing and checks once per file
+  mnemo/interop.py          re-exports only (mnemo/formats/)
+  mnemo/packing.py          numpy arrays from the compiled encoder's packed ids, once per text
   mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
   mnemo/patterns.py         presets and compile_pattern: once per pattern and process; the scanner
                             it builds (pretokenize.SplitProgram) is compiled
@@ -51,6 +61,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/training.py         process orchestration around the compiled counter and trainer
   mnemo/vocab.py            the vocabulary's rules, checked once per vocabulary
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
+  mnemo/vocabulary.py       a vocabulary's tables and lookups, built once per vocabulary
   mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
   mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
                             functions by reference, which needs them plain Python

@@ -20,13 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from mnemo.errors import InputError
+from mnemo.defaults import DEFAULT_VOCAB_SIZE, DEMO_PRETRAIN_STEPS
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
-
-DEMO_PRETRAIN_STEPS: Final = 12
-"""Bigram steps of the demo: a few seconds at 32,768 ids, and the model is below the unigram
-baseline by then (docs/pretraining.md has the figures)."""
 
 SPEED_SAMPLE_BYTES: Final = 2_000_000
 """How much of the corpus the speed comparison encodes: long enough for a steady rate, short
@@ -67,14 +64,15 @@ def _peer_encoders(tok: Tokenizer) -> list[tuple[str, Callable[[str], list[int]]
     import importlib
     import importlib.util
 
-    from mnemo import interop
+    from mnemo.formats.hf import to_hf_json
+    from mnemo.formats.tiktoken import to_tiktoken
 
     peers: list[tuple[str, Callable[[str], list[int]] | str]] = []
     if importlib.util.find_spec("tiktoken") is None:
         peers.append(("tiktoken", "not installed (pip install tiktoken)"))
     else:
         try:
-            enc: Any = interop.to_tiktoken(tok)
+            enc: Any = to_tiktoken(tok)
             peers.append(("tiktoken", enc.encode_ordinary))
         except Exception as exc:  # noqa: BLE001 -- reported; the peer's own exception types vary
             peers.append(("tiktoken", f"cannot load this vocabulary: {exc}"))
@@ -82,7 +80,7 @@ def _peer_encoders(tok: Tokenizer) -> list[tuple[str, Callable[[str], list[int]]
         peers.append(("HF tokenizers", "not installed (pip install tokenizers)"))
     else:
         try:
-            hf: Any = importlib.import_module("tokenizers").Tokenizer.from_str(json.dumps(interop.to_hf_json(tok)))
+            hf: Any = importlib.import_module("tokenizers").Tokenizer.from_str(json.dumps(to_hf_json(tok)))
         except Exception as exc:  # noqa: BLE001
             peers.append(("HF tokenizers", f"cannot load this vocabulary: {exc}"))
         else:
@@ -131,7 +129,7 @@ def _speed_sample(inputs: list[Path]) -> list[str]:
 def run_demo(
     out_dir: Path,
     *,
-    vocab_size: int = 32768,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
     workers: int | None = None,
     pretrain_steps: int = DEMO_PRETRAIN_STEPS,
     log: Callable[[str], None] = print,
