@@ -28,9 +28,9 @@ the Unicode version instead; docs/pretokenizer.md).
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Final, overload
 
 import regex
@@ -160,6 +160,18 @@ class SplitPattern:
         """"scanner" when every step is compiled into mnemo's scanner, else "regex"."""
         return "scanner" if all(e == "scanner" for e in self.engines) else "regex"
 
+    def to_dict(self) -> dict[str, object]:
+        """What a file stores to make this pattern again, whatever mnemo's presets become: the
+        steps (regex, behavior, invert, kind, and a step's own Unicode version if it has one), the
+        Unicode version, and the preset name as a label.  pattern_from_dict reads it."""
+        steps: list[dict[str, object]] = []
+        for step in self.steps:
+            d: dict[str, object] = {"regex": step.regex, "behavior": step.behavior, "invert": step.invert, "kind": step.kind}
+            if step.unicode is not None:
+                d["unicode"] = step.unicode
+            steps.append(d)
+        return {"name": self.name, "unicode": self.unicode, "steps": steps}
+
     def describe(self) -> str:
         """One line for `mnemo info`: the pattern, its engine and its Unicode version."""
         label = self.name if self.name is not None else repr(self.spec if len(self.spec) <= 60 else self.spec[:57] + "...")
@@ -168,6 +180,9 @@ class SplitPattern:
         return f"{label}: {what}, Unicode {self.unicode}{steps}"
 
 
+# A spec that is only a name is a misspelt preset, not a regex (it would split off nothing but
+# itself).
+_NAME_LIKE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _LOCK = threading.Lock()
 _REGISTRY: list[SplitPattern | None] = [None] * len(PATTERNS)
 
@@ -177,6 +192,14 @@ def _check_regex(text: str) -> regex.Pattern[str]:
         return regex.compile(text)
     except regex.error as err:
         raise ConfigError(f"split regex {text!r} does not compile: {err}") from None
+
+
+def _not_followed(step: SplitStep, reason: str, table: str) -> ConfigError:
+    return ConfigError(
+        f"split regex {step.regex!r} is outside the family mnemo compiles ({reason}), so the `regex` "
+        f"module runs it, with its own Unicode {udata.DEFAULT} tables, not {table} as asked; "
+        "pass unicode=None to accept that"
+    )
 
 
 def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.SplitProgram, str, str]:
@@ -192,11 +215,7 @@ def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.Split
         if step.kind == "digits":
             raise AssertionError(f"the digits step does not compile: {err}") from None
         if explicit and table != udata.DEFAULT:
-            raise ConfigError(
-                f"split regex {step.regex!r} is outside the family mnemo compiles ({err}), so the `regex` "
-                f"module runs it, with its own Unicode {udata.DEFAULT} tables, not {table} as asked; "
-                "pass unicode=None to accept that"
-            ) from None
+            raise _not_followed(step, str(err), table)
         return pt.regex_program(_check_regex(step.regex)), "regex", str(err)
     prog = pt.scan_program(
         c.n_atoms, c.ascii, c.stage1, c.stage2, c.shift, c.invalid_atom, c.code, c.branch_at,
@@ -205,24 +224,30 @@ def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.Split
     return prog, "scanner", ""
 
 
-@lru_cache(maxsize=256)
-def _compile(spec: str, unicode: str | None) -> SplitPattern:
-    preset = PRESETS.get(spec)
-    if preset is not None:
-        steps = preset.steps
-        table = unicode_version(unicode if unicode is not None else preset.engine)
-    else:
-        if not spec:
-            raise ConfigError("an empty split pattern; give a preset name or a regex")
-        steps = (SplitStep(spec),)
-        table = unicode_version(unicode if unicode is not None else "regex")
+_CACHE: dict[tuple[str | None, tuple[SplitStep, ...], str], SplitPattern] = {}
+
+
+def _build(spec: str, name: str | None, steps: tuple[SplitStep, ...], table: str, explicit: bool) -> SplitPattern:
+    """Compile the steps of a pattern (once per process for each steps and table)."""
+    key = (name, steps, table)
+    found = _CACHE.get(key)
+    if found is not None:
+        if explicit and table != udata.DEFAULT:
+            for step, engine, reason in zip(found.steps, found.engines, found.reasons):
+                if engine == "regex":
+                    raise _not_followed(step, reason, table)
+        return found
+    if not steps:
+        raise ConfigError("a split pattern needs at least one step")
     programs: list[pt.SplitProgram] = []
     engines: list[str] = []
     reasons: list[str] = []
     for step in steps:
         if step.behavior not in BEHAVIORS:
             raise ConfigError(f"unknown split behavior {step.behavior!r}; use one of {', '.join(BEHAVIORS)}")
-        prog, engine, reason = _step_program(step, step.unicode or table, unicode is not None)
+        if step.kind not in ("regex", "digits"):
+            raise ConfigError(f"unknown split step kind {step.kind!r}; use 'regex' or 'digits'")
+        prog, engine, reason = _step_program(step, step.unicode or table, explicit)
         programs.append(prog)
         engines.append(engine)
         reasons.append(reason)
@@ -231,16 +256,18 @@ def _compile(spec: str, unicode: str | None) -> SplitPattern:
     else:
         behaviors = [BEHAVIORS[s.behavior] | (pt.INVERT if s.invert else 0) for s in steps]
         program = pt.sequence_program(programs, behaviors)
-    named = spec in PATTERNS and (unicode is None or table == udata.DEFAULT)
+    named = name in PATTERNS and table == udata.DEFAULT and steps == PRESETS[name].steps
     with _LOCK:
-        pid = PATTERNS.index(spec) if named else len(_REGISTRY)
-        pattern = SplitPattern(
-            spec, spec if preset is not None else None, steps, table, tuple(engines), tuple(reasons), pid, program
-        )
-        if named:
+        found = _CACHE.get(key)
+        if found is not None:
+            return found
+        pid = PATTERNS.index(name) if named and name is not None else len(_REGISTRY)
+        pattern = SplitPattern(spec, name, steps, table, tuple(engines), tuple(reasons), pid, program)
+        if pid < len(_REGISTRY):
             _REGISTRY[pid] = pattern
         else:
             _REGISTRY.append(pattern)
+        _CACHE[key] = pattern
     return pattern
 
 
@@ -252,10 +279,40 @@ def compile_pattern(spec: str | SplitPattern, unicode: str | None = None) -> Spl
     if isinstance(spec, SplitPattern):
         if unicode is None or unicode_version(unicode) == spec.unicode:
             return spec
-        spec = spec.spec
+        if spec.name is None:
+            return compile_steps(spec.steps, unicode)
+        spec = spec.name
     if not isinstance(spec, str):
         raise ConfigError(f"a split pattern is a preset name or a regex string, not {type(spec).__name__}")
-    return _compile(spec, unicode)
+    preset = PRESETS.get(spec)
+    if preset is not None:
+        table = unicode_version(unicode if unicode is not None else preset.engine)
+        return _build(spec, spec, preset.steps, table, unicode is not None)
+    if not spec:
+        raise ConfigError("an empty split pattern; give a preset name or a regex")
+    if _NAME_LIKE.fullmatch(spec):
+        raise ConfigError(
+            f"unknown pre-tokenizer pattern or preset {spec!r}; use one of {', '.join(repr(n) for n in PRESETS)} "
+            "(default 'mnemonic'), or a split regex"
+        )
+    table = unicode_version(unicode if unicode is not None else "regex")
+    return _build(spec, None, (SplitStep(spec),), table, unicode is not None)
+
+
+def compile_steps(
+    steps: tuple[SplitStep, ...] | list[SplitStep], unicode: str, name: str | None = None, strict: bool = True
+) -> SplitPattern:
+    """A pattern of split steps applied in order, each to the pieces of the one before (Hugging
+    Face's Sequence of Split and Digits pre-tokenizers): what a tokenizer.json importer builds.
+    `unicode` is required: the version (or engine) the steps' classes follow.  A step outside
+    the family runs through `regex`, whose tables are its own: with `strict` (the default) that
+    is a ConfigError unless `unicode` is the `regex` module's version."""
+    steps = tuple(steps)
+    for step in steps:
+        if not isinstance(step, SplitStep):
+            raise ConfigError(f"a split step is a SplitStep, not {type(step).__name__}")
+    spec = steps[0].regex if len(steps) == 1 and steps[0].kind == "regex" else f"<{len(steps)} split steps>"
+    return _build(name or spec, name, steps, unicode_version(unicode), strict)
 
 
 def program_of(pid: int) -> pt.SplitProgram:
@@ -263,7 +320,7 @@ def program_of(pid: int) -> pt.SplitProgram:
     if 0 <= pid < len(PATTERNS):
         found = _REGISTRY[pid]
         if found is None:
-            found = _compile(PATTERNS[pid], None)
+            found = compile_pattern(PATTERNS[pid])
         return found.program
     if pid < 0 or pid >= len(_REGISTRY):
         known = ", ".join(f"{i} ({name})" for i, name in enumerate(PATTERNS))
@@ -279,6 +336,46 @@ def pattern_of(pid: int) -> SplitPattern:
     found = _REGISTRY[pid]
     assert found is not None
     return found
+
+
+def pattern_from_dict(d: object, where: str = "pattern") -> SplitPattern:
+    """The SplitPattern a SplitPattern.to_dict() describes; ConfigError naming the field (`where`
+    says where the dict came from) for anything else."""
+
+    def bad(what: str) -> ConfigError:
+        return ConfigError(f"{where}: {what}")
+
+    if not isinstance(d, dict):
+        raise bad(f"a split pattern is a JSON object with 'steps' and 'unicode', not {type(d).__name__}")
+    name = d.get("name")
+    unicode = d.get("unicode")
+    raw = d.get("steps")
+    if name is not None and not isinstance(name, str):
+        raise bad(f"'name' must be a string or null, not {name!r}")
+    if not isinstance(unicode, str):
+        raise bad(f"'unicode' must be a Unicode version string, not {unicode!r}")
+    if not isinstance(raw, list) or not raw:
+        raise bad(f"'steps' must be a non-empty list, not {raw!r}")
+    steps: list[SplitStep] = []
+    for k, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise bad(f"steps[{k}] must be an object, not {item!r}")
+        regex_text = item.get("regex")
+        behavior = item.get("behavior", "isolated")
+        invert = item.get("invert", False)
+        kind = item.get("kind", "regex")
+        step_unicode = item.get("unicode")
+        if not isinstance(regex_text, str) or not isinstance(behavior, str) or not isinstance(kind, str):
+            raise bad(f"steps[{k}] needs string 'regex', 'behavior' and 'kind', got {item!r}")
+        if not isinstance(invert, bool) or (step_unicode is not None and not isinstance(step_unicode, str)):
+            raise bad(f"steps[{k}]: 'invert' must be true or false and 'unicode' a string, got {item!r}")
+        steps.append(SplitStep(regex_text, behavior, invert, kind, step_unicode))
+    try:
+        if name in PRESETS and tuple(steps) == PRESETS[name].steps:
+            return compile_pattern(name, unicode)
+        return compile_steps(steps, unicode, name)
+    except ConfigError as err:
+        raise bad(str(err)) from None
 
 
 # ---- the user API --------------------------------------------------------------------------

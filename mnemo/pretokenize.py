@@ -111,6 +111,12 @@ _ONES: Final[i64] = 0x0101010101010101
 # Cursors kept per program (texts being scanned at once); the oldest goes beyond this.
 _MAX_CURSORS: Final = 64
 
+PATTERN_MNEMONIC: Final[i64] = 0
+PATTERN_GPT4: Final[i64] = 1
+PATTERN_GPT2: Final[i64] = 2
+PATTERN_O200K: Final[i64] = 3
+PATTERN_CL100K: Final[i64] = 4
+
 # The named patterns (constants.PATTERNS: their ids are stored in tokenizer.bin v2), as the
 # `regex` module spells them.  mnemo/patterns.py compiles them like any other family regex.
 _O200K_LETTERS: Final[str] = (
@@ -554,7 +560,7 @@ def _run(p: SplitProgram, data: bytes, i: i64, end: i64, act: i64) -> i64:
     act >> 24 characters (0: no limit)."""
     mask = p.masks[(act >> 8) & 0xFF]
     ascii = p.ascii
-    limit: i64 = act >> 24
+    limit: i64 = (act >> 24) & 0xFF
     swar: i64 = (act >> 6) & 3
     b: i64
     if swar == SWAR_LETTERS:
@@ -1192,16 +1198,21 @@ def _piece_end(step: SplitProgram, behavior: i64, c: _SeqCursor, k: i64, data: b
     is_match = (v & _MATCH) != 0
     if how == ISOLATED or e >= lim:
         return e
-    if how == CONTIGUOUS and not is_match:
-        return e
     if how == MERGED_WITH_PREVIOUS and is_match:
         return e
     if how == MERGED_WITH_NEXT and not is_match:
         return e
     while e < lim:
+        # CONTIGUOUS joins the segments that follow while they are what this one is (two gaps
+        # follow each other only inverted); MERGED_WITH_PREVIOUS a gap with the match after it;
+        # MERGED_WITH_NEXT a match with the gap after it
         w = _step_segment(step, c, k, data, e, lim)
         w_match = ((w ^ inv) & _MATCH) != 0
-        if (how == CONTIGUOUS or how == MERGED_WITH_PREVIOUS) != w_match:
+        if how == CONTIGUOUS:
+            joins = w_match == is_match
+        else:
+            joins = w_match == (how == MERGED_WITH_PREVIOUS)
+        if not joins:
             c.peek_at[k] = e
             c.peek[k] = w
             return e

@@ -762,6 +762,22 @@ class _Abstract:
 
     def outcome(self, known: list[int]) -> tuple[object, ...]:
         """What the whole alternation does at a chunk start whose first atoms are `known`."""
+        r = self.first_match(known)
+        if r != _FAIL:
+            return r
+        # no branch matches here: the chunk is the gap up to the next place one does
+        gap = _Unknown()  # (when that depends on what follows: every branch fails here)
+        gap.branch = len(self.branches)
+        for k in range(1, len(known)):
+            try:
+                if known[k] == self.end or self.first_match(known[k:]) != _FAIL:
+                    return ("match", k)
+            except _Unknown:
+                raise gap from None
+        raise gap
+
+    def first_match(self, known: list[int]) -> tuple[object, ...]:
+        """The first branch's outcome that is not a failure, or _FAIL."""
         for b, br in enumerate(self.branches):
             try:
                 r = self.seq(br, 0, 0, known)
@@ -770,11 +786,7 @@ class _Abstract:
                 raise
             if r != _FAIL:
                 return r
-        if len(known) > 1 and known[-1] == self.end:
-            return ("match", len(known) - 1)  # no match: a gap up to the end of the text
-        gap = _Unknown()  # a gap: how far it goes depends on what follows
-        gap.branch = len(self.branches)
-        raise gap
+        return _FAIL
 
     def has(self, known: list[int], k: int) -> bool:
         """Is character k known (and not END)?"""
