@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from mnemo.constants import GPT2_FILE_NAMES, PATTERNS, TIES
+from mnemo.patterns import PRESETS
 from mnemo.defaults import (
     DEFAULT_BATCH,
     DEFAULT_CONTEXT,
@@ -273,7 +274,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             print(f"{path}: mnemo tokenizer")
             print(f"  vocabulary   {tok.n_tokens} ids = 256 bytes + {len(tok.merges)} merges + {len(tok.special_tokens)} special"
                   + (f" (ids 0..{tok.n_vocab - 1}: {tok.n_vocab - tok.n_tokens} unused)" if tok.n_vocab != tok.n_tokens else ""))
-            print(f"  pattern      {tok.pattern}")
+            print(f"  pattern      {tok.split_pattern.describe()}")
             print(f"  tie rule     {tok.tie}")
             print(f"  fingerprint  {tok.fingerprint}")
             print(f"  special      {specials or '(none)'}")
@@ -714,8 +715,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=_path, help="the tokenizer.bin to write, a path or a URL (required)")
     p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
-    p.add_argument("--pattern", default=None, choices=PATTERNS,
-                   help=f"split pattern (default {DEFAULT_PATTERN}, or that of --from)")
+    p.add_argument("--pattern", default=None, metavar="PATTERN",
+                   help=f"split pattern: a preset ({', '.join(PRESETS)}) or a split regex (default {DEFAULT_PATTERN}, "
+                        "or that of --from; docs/pretokenizer.md)")
     p.add_argument("--tie", default=None, choices=TIES,
                    help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
                         f"(default {DEFAULT_TIE}, or that of --from)")
@@ -829,8 +831,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
     p.add_argument("--merges", type=_path, default=None,
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
-    p.add_argument("--pattern", choices=PATTERNS, default=None,
-                   help="split pattern of a .tiktoken input (or --preset) or a gpt2 input (default gpt2)")
+    p.add_argument("--pattern", default=None, metavar="PATTERN",
+                   help="split pattern of a .tiktoken input (or --preset) or a gpt2 input: a preset name or a split "
+                        "regex (default gpt2)")
     p.add_argument("--preset", default=None, metavar="NAME",
                    help="--from tiktoken: OpenAI's encoding the file holds, cl100k_base or o200k_base: sets the pattern "
                         "and special tokens as tiktoken does, and checks the file's SHA-256 (the file may be gzipped)")

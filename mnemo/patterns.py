@@ -28,6 +28,7 @@ the Unicode version instead; docs/pretokenizer.md).
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from dataclasses import dataclass
@@ -292,11 +293,16 @@ def compile_pattern(spec: str | SplitPattern, unicode: str | None = None) -> Spl
         raise ConfigError("an empty split pattern; give a preset name or a regex")
     if _NAME_LIKE.fullmatch(spec):
         raise ConfigError(
-            f"unknown pre-tokenizer pattern or preset {spec!r}; use one of {', '.join(repr(n) for n in PRESETS)} "
-            "(default 'mnemonic'), or a split regex"
+            f"unknown pattern {spec!r}: not a preset -- use one of {', '.join(repr(n) for n in PRESETS)} (default "
+            "'mnemonic') -- nor a split regex"
         )
     table = unicode_version(unicode if unicode is not None else "regex")
     return _build(spec, None, (SplitStep(spec),), table, unicode is not None)
+
+
+def looks_like_a_name(spec: str) -> bool:
+    """Is `spec` a bare name (a misspelt preset, since as a regex it would match only itself)?"""
+    return _NAME_LIKE.fullmatch(spec) is not None
 
 
 def compile_steps(
@@ -336,6 +342,67 @@ def pattern_of(pid: int) -> SplitPattern:
     found = _REGISTRY[pid]
     assert found is not None
     return found
+
+
+def regex_of(sp: SplitPattern, what: str) -> str:
+    """The one regex of a pattern, for an export to `what` (a format that holds one regex);
+    ConfigError for a sequence of steps."""
+    if sp.regex is None:
+        raise ConfigError(f"{what} holds one split regex; the pattern {sp.describe()} is a sequence of split steps")
+    return sp.regex
+
+
+def identity(sp: SplitPattern) -> str:
+    """The string a tokenizer's fingerprint hashes for its pattern: a named pattern on mnemo's
+    own Unicode table is its name (so fingerprints made before stay as they were); any other
+    pattern is the JSON of its steps and Unicode version (two spellings of one pattern -- a preset
+    name and its regex -- are one pattern)."""
+    if sp.id < len(PATTERNS) and sp.name is not None:
+        return sp.name
+    d = sp.to_dict()
+    return json.dumps({"steps": d["steps"], "unicode": d["unicode"]}, sort_keys=True, separators=(",", ":"))
+
+
+def label(sp: SplitPattern) -> str:
+    """How a tokenizer names its pattern (Tokenizer.pattern): the preset's name, else the regex
+    (a sequence of steps without a name: its identity)."""
+    if sp.name is not None:
+        return sp.name
+    return sp.regex if sp.regex is not None else identity(sp)
+
+
+def stored_id(sp: SplitPattern) -> int | None:
+    """The id tokenizer.bin v2 stores for this pattern, or None when it is not one of the five
+    named patterns on mnemo's own Unicode table (then only tokenizer.bin v3 can hold it: its
+    to_dict())."""
+    return sp.id if sp.id < len(PATTERNS) else None
+
+
+def cuts_at_word_gaps(sp: SplitPattern) -> bool:
+    """Does a chunk end before every space between two ASCII letters, the text on each side
+    splitting on its own as inside the whole (constants' pattern property
+    "cut_before_space_letter", where sources cuts input files into tasks)?  Known for the
+    presets on any Unicode table (tests/test_patterns.py checks each); a regex of one's own is
+    not assumed to have it (training then keeps each document whole in one task)."""
+    return any(sp.steps == preset.steps for preset in PRESETS.values())
+
+
+_HANDLES: dict[str, int] = {}
+
+
+def handle(key: str) -> int:
+    """The handle in this process of the pattern whose to_dict() is the JSON `key`: how a
+    pattern travels to worker processes (a handle is only valid in the process that made it)."""
+    found = _HANDLES.get(key)
+    if found is None:
+        found = pattern_from_dict(json.loads(key)).id
+        _HANDLES[key] = found
+    return found
+
+
+def key_of(sp: SplitPattern) -> str:
+    """The JSON that handle() takes: the pattern's to_dict()."""
+    return json.dumps(sp.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 def pattern_from_dict(d: object, where: str = "pattern") -> SplitPattern:

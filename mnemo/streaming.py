@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from mnemo.errors import ArgumentTypeError
-from mnemo.patterns import split
+from mnemo.patterns import SplitPattern, split
 
 ITERABLE_BLOCK: Final = 1 << 16  # characters gathered before a cut is looked for
 
@@ -31,7 +31,7 @@ def text_bytes(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
-def safe_cut(data: bytes, pattern: str, specials: re.Pattern[bytes] | None, longest: int) -> int:
+def safe_cut(data: bytes, pattern: str | SplitPattern, specials: re.Pattern[bytes] | None, longest: int) -> int:
     """A byte offset in `data` where encoding can be cut without changing any id, whatever follows.
 
     `specials` matches the special tokens that end a stretch of text (None: there are none);
@@ -76,7 +76,7 @@ def safe_cut(data: bytes, pattern: str, specials: re.Pattern[bytes] | None, long
 def encode_stream(
     texts: Iterable[str],
     encode: Callable[[bytes], list[int]],
-    pattern: str,
+    pattern: str | SplitPattern,
     specials: re.Pattern[bytes] | None,
     longest: int,
 ) -> Iterator[int]:

@@ -24,7 +24,7 @@ from mnemo.count import PackedCounts, WordCounter, packed_to_dict
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.parallel import resolve_workers
-from mnemo.pretokenize import pattern_id
+from mnemo.patterns import SplitPattern, compile_pattern, cuts_at_word_gaps, handle, key_of
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
@@ -102,15 +102,15 @@ def check_count_args(
     workers: object,
     text_field: object,
     progress: object,
-) -> tuple[int, list[str], int, int]:
+) -> tuple[str, list[str], int, int]:
     """The checks of every counting argument, done before a byte is read (a bad argument must
-    not cost a training run): (pattern id, special tokens, max_chunk_bytes, workers).  A wrong
+    not cost a training run): (the pattern as patterns.key_of, special tokens, max_chunk_bytes, workers).  A wrong
     type is an ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError."""
     if not isinstance(inputs, Documents) and (
         isinstance(inputs, (bytes, bytearray, memoryview)) or not isinstance(inputs, (str, os.PathLike, Iterable))
     ):
         raise type_error("inputs", "a path, a list of paths, or an iterable of str/bytes documents", inputs)
-    pattern = check_pattern(pattern)
+    split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern))
     specials = check_special_tokens(special_tokens)
     chunk = check_int("max_chunk_bytes", max_chunk_bytes)
     if chunk < 1:
@@ -124,17 +124,19 @@ def check_count_args(
         raise ConfigError("text_field must name a JSONL field / Parquet column, got ''")
     if progress is not None and not callable(progress):
         raise type_error("progress", "a callable progress(phase, done, total) or None", progress)
-    return pattern_id(pattern), specials, chunk, n_workers
+    return key_of(split_pattern), specials, chunk, n_workers
 
 
 @dataclass(frozen=True)
 class CountSettings:
-    """What every counting task needs besides its documents (plain data: it travels to workers)."""
+    """What every counting task needs besides its documents (plain data: it travels to workers).
+    `pattern` is the pattern's JSON (patterns.key_of): a worker compiles it (patterns.handle)."""
 
-    pattern: int
+    pattern: str
     max_chunk_bytes: int
     specials: tuple[str, ...]
     text_field: str
+    whole_documents: bool = False  # the pattern may not cut at word gaps: keep documents whole
 
 
 @dataclass(frozen=True)
@@ -152,9 +154,11 @@ class CountPart:
 def count_task(settings: CountSettings, state: object, job: Task | Iterable[bytes]) -> CountPart:
     """The counting map: one Task (read here, by whichever process runs this) or documents the
     caller read (a list when it goes to a worker), counted in a table of their own."""
-    counter = WordCounter(settings.pattern, settings.max_chunk_bytes)
+    counter = WordCounter(handle(settings.pattern), settings.max_chunk_bytes)
     docs = (
-        iter_task_documents(job, text_field=settings.text_field, specials=settings.specials)
+        iter_task_documents(
+            job, text_field=settings.text_field, specials=settings.specials, whole_documents=settings.whole_documents
+        )
         if isinstance(job, Task)
         else job
     )
@@ -168,7 +172,7 @@ class CountSum:
     """The counting combine: count tables added into one, as they arrive.  A single table (one
     worker, one task) is the sum as it is: it is not unpacked and packed again."""
 
-    def __init__(self, pattern: int, max_chunk_bytes: int) -> None:
+    def __init__(self, pattern: str, max_chunk_bytes: int) -> None:
         self.pattern = pattern
         self.max_chunk_bytes = max_chunk_bytes
         self.only: CountPart | None = None
@@ -185,7 +189,7 @@ class CountSum:
             self.only = part
             return
         if self.words is None:
-            self.words = WordCounter(self.pattern, self.max_chunk_bytes)
+            self.words = WordCounter(handle(self.pattern), self.max_chunk_bytes)
             assert self.only is not None
             self.words.add_packed(self.only.blob, self.only.meta)
             self.only = None
@@ -226,7 +230,7 @@ def _batches(docs: Iterator[bytes]) -> Iterator[list[bytes]]:
 def count_words(
     inputs: PathLike | Sequence[PathLike] | Iterable[str | bytes],
     *,
-    pattern: str = DEFAULT_PATTERN,
+    pattern: str | SplitPattern = DEFAULT_PATTERN,
     special_tokens: Sequence[str] = (),
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     workers: int | None = None,
@@ -251,7 +255,7 @@ def count_words(
 def _count_packed(
     inputs: Sequence[PathLike] | Documents,
     *,
-    pattern: str,
+    pattern: str | SplitPattern,
     special_tokens: Sequence[str],
     max_chunk_bytes: int,
     workers: int | None,
@@ -276,7 +280,8 @@ def _count_packed(
         if progress is not None:
             progress("count", stats.n_bytes, 0)
 
-    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field)
+    whole = not cuts_at_word_gaps(compile_pattern(pattern))
+    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field, whole)
     if ray is not None:
         from mnemo.work_ray import plan_count_tasks, ray_executor
 
@@ -284,7 +289,7 @@ def _count_packed(
             raise ConfigError("documents held in memory cannot be counted on Ray; write them to files every node can read")
         with ray_executor(ray) as on_ray:  # its map_combine adds the tables up in a tree on the cluster
             total = map_combine(
-                plan_count_tasks(inputs, ray, on_ray, special_tokens),
+                plan_count_tasks(inputs, ray, on_ray, special_tokens, whole),
                 partial(count_task, settings),
                 partial(CountSum, pid, max_chunk_bytes),
                 executor=on_ray,
@@ -298,8 +303,12 @@ def _count_packed(
     if isinstance(inputs, Documents):
         docs = documents_from_iterable(inputs.docs, special_tokens)
     else:
-        tasks = plan_tasks(check_inputs(inputs), n_workers=n_workers, specials=special_tokens)
-        docs = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, specials=special_tokens))
+        tasks = plan_tasks(check_inputs(inputs), n_workers=n_workers, specials=special_tokens, whole_documents=whole)
+        docs = (
+            d
+            for t in tasks
+            for d in iter_task_documents(t, text_field=text_field, specials=special_tokens, whole_documents=whole)
+        )
     if n_workers == 1:
         # Nothing travels: the whole input is one task, counted into one table as it is read
         # (each document before the next is taken), progress at every document.
@@ -349,7 +358,7 @@ class TrainOptions:
     and hand them over with `_options(locals())`."""
 
     vocab_size: int = DEFAULT_VOCAB_SIZE
-    pattern: str | None = None
+    pattern: str | SplitPattern | None = None
     special_tokens: Sequence[str] | None = None
     tie: str | None = None
     algorithm: str = "fast"
@@ -444,7 +453,7 @@ def train(
     files: PathLike | Iterable[PathLike],
     *,
     vocab_size: int = DEFAULT_VOCAB_SIZE,
-    pattern: str | None = None,
+    pattern: str | SplitPattern | None = None,
     special_tokens: Sequence[str] | None = None,
     tie: str | None = None,
     algorithm: str = "fast",
@@ -468,7 +477,8 @@ def train(
     DEFAULT_SPECIAL_TOKENS, at the top).  Special-token strings in the text split documents and
     are never learned.  Training stops early when no pair occurs twice.  `workers` processes
     count (default: every CPU); `stats`, when given, is filled with what the run did.
-    `pattern` defaults to "mnemonic" and `tie` to "id".
+    `pattern` defaults to "mnemonic" and `tie` to "id"; it is a preset name, a split regex or a
+    SplitPattern (docs/pretokenizer.md).
 
     `base`: continue training from this tokenizer -- its merges are the first ones, in order,
     and new merges learned from `files` follow up to `vocab_size` (which counts them all);
@@ -486,7 +496,7 @@ def train_from_iterator(
     iterator: Iterable[str | bytes | Sequence[str | bytes]],
     *,
     vocab_size: int = DEFAULT_VOCAB_SIZE,
-    pattern: str | None = None,
+    pattern: str | SplitPattern | None = None,
     special_tokens: Sequence[str] | None = None,
     tie: str | None = None,
     algorithm: str = "fast",

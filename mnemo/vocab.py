@@ -21,6 +21,7 @@ from typing import Final
 from mnemo.checks import type_error
 from mnemo.constants import MAX_SPECIALS, MAX_TOKEN_ID, MAX_VOCAB
 from mnemo.errors import ConfigError, FormatError, MnemoError
+from mnemo.patterns import SplitPattern
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
     "<|bos|>",
@@ -45,7 +46,7 @@ class TokenizerFields:
     """A vocabulary's parts, as tokenizer.bin holds them and `Tokenizer(...)` takes them."""
 
     merges: list[tuple[int, int]]
-    pattern: str
+    pattern: str | SplitPattern
     special_tokens: list[str]
     tie: str
     merge_counts: list[int] | None
@@ -160,7 +161,7 @@ def from_byte_tokens(
     vocab: Mapping[bytes, int],
     merges: Sequence[tuple[bytes, bytes]],
     *,
-    pattern: str,
+    pattern: str | SplitPattern,
     specials: Mapping[str, int] | None = None,
     show: Callable[[bytes], str] = repr,
     merge_where: Callable[[int], str] = lambda k: f"merge {k}",

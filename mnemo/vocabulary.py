@@ -27,6 +27,7 @@ from mnemo.defaults import DEFAULT_PATTERN, DEFAULT_TIE
 from mnemo.encode_chunk import Encoder
 from mnemo.errors import ArgumentTypeError, ConfigError, UnknownTokenError
 from mnemo.fileio import read_file, write_atomic
+from mnemo.patterns import SplitPattern, compile_pattern, identity, label, stored_id
 from mnemo.streaming import text_bytes
 from mnemo.vocab import (
     as_format_error,
@@ -57,13 +58,13 @@ class Vocabulary:
         self,
         merges: Sequence[tuple[int, int]],
         *,
-        pattern: str = DEFAULT_PATTERN,
+        pattern: str | SplitPattern = DEFAULT_PATTERN,
         special_tokens: Sequence[str] | None = None,
         tie: str = DEFAULT_TIE,
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
     ) -> None:
-        check_pattern(pattern)
+        split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern))
         check_tie(tie)
         specials = check_special_tokens(special_tokens)
         given: object = merges  # typed, but callers of a Python API pass anything
@@ -116,7 +117,10 @@ class Vocabulary:
                 public = None
 
         self.merges: list[tuple[int, int]] = checked
-        self.pattern: str = pattern
+        #: the pattern's name (a preset) or regex; split_pattern is the compiled pattern, with its
+        #: Unicode version and engine (mnemo/patterns.py)
+        self.pattern: str = label(split_pattern)
+        self.split_pattern: SplitPattern = split_pattern
         self.tie: str = tie
         self.merge_counts: list[int] | None = counts
         self.id_map: list[int] | None = public
@@ -147,7 +151,7 @@ class Vocabulary:
         self._public_array: npt.NDArray[np.unsignedinteger] | None = (
             None if public is None else np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
         )
-        self._pattern_id = PATTERNS.index(pattern)
+        self._pattern_id = split_pattern.id
         self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
         if public is not None:
             # the encoder's lists hold the public ids (public's own int objects): no second pass
@@ -161,7 +165,7 @@ class Vocabulary:
         wide = bin_version_for(n_vocab, public) > 1
         id_type = "<u4" if wide else "<u2"
         h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1")
-        h.update(pattern.encode() + b"\0")
+        h.update(identity(split_pattern).encode() + b"\0")
         h.update(np.asarray(checked, dtype=id_type).tobytes())
         for name in specials:
             raw = name.encode("utf-8")
@@ -280,7 +284,7 @@ class Vocabulary:
         own = sorted(self._internal_specials, key=self._internal_specials.__getitem__)
         return type(self)(
             self.merges,
-            pattern=self.pattern,
+            pattern=self.split_pattern,
             special_tokens=own + added,
             tie=self.tie,
             merge_counts=self.merge_counts,
@@ -291,6 +295,12 @@ class Vocabulary:
 
     def to_bytes(self) -> bytes:
         """The tokenizer.bin image of this tokenizer."""
+        if stored_id(self.split_pattern) is None:
+            raise ConfigError(
+                f"tokenizer.bin (version 2) stores one of the five named patterns ({', '.join(PATTERNS)}) on "
+                f"mnemo's own Unicode tables; this tokenizer's pattern is {self.split_pattern.describe()}, which "
+                "needs tokenizer.bin version 3 (not written yet: docs/pretokenizer.md, 'Storing a pattern')"
+            )
         return encode_tokenizer_bin(
             self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts, self.id_map
         )

@@ -440,14 +440,20 @@ def ray_executor(options: RayOptions) -> Iterator[RayExecutor]:
 
 
 def plan_count_tasks(
-    inputs: Sequence[str | os.PathLike[str]], options: RayOptions, executor: RayExecutor, specials: Sequence[str]
+    inputs: Sequence[str | os.PathLike[str]],
+    options: RayOptions,
+    executor: RayExecutor,
+    specials: Sequence[str],
+    whole_documents: bool = False,
 ) -> list[Task]:
     """Counting tasks for the cluster: about `tasks_per_node` per alive node, or as a local run
     plans them for as many workers as the cluster has CPUs.  Compressed files are whole-file
     tasks, read by the node that gets them."""
     paths = absolute_inputs(inputs)
     if options.tasks_per_node is None:
-        return plan_tasks(paths, n_workers=executor.session.cpus(), specials=specials)
+        return plan_tasks(paths, n_workers=executor.session.cpus(), specials=specials, whole_documents=whole_documents)
     n_tasks = options.tasks_per_node * executor.session.nodes()
     size = max(1, -(-sum(p.stat().st_size for p in paths) // n_tasks))
-    return plan_tasks(paths, n_workers=n_tasks, specials=specials, min_task_bytes=size, max_task_bytes=size)
+    return plan_tasks(
+        paths, n_workers=n_tasks, specials=specials, min_task_bytes=size, max_task_bytes=size, whole_documents=whole_documents
+    )

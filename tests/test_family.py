@@ -348,7 +348,7 @@ def test_compile_pattern_api() -> None:
     [
         ("a(", None, r"split regex 'a\(' does not compile"),
         ("", None, "an empty split pattern"),
-        ("gpt3", None, r"unknown pre-tokenizer pattern or preset 'gpt3'; use one of 'mnemonic'"),
+        ("gpt3", None, r"unknown pattern 'gpt3': not a preset -- use one of 'mnemonic'"),
         ("gpt2", "15.0.0", r"unknown Unicode version or engine '15.0.0'; use one of 18.0.0, 16.0.0"),
         (r"\w+|.", "tiktoken", r"outside the family mnemo compiles.*not 16.0.0 as asked; pass unicode=None"),
     ],

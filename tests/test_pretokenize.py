@@ -123,7 +123,7 @@ def test_named_patterns_compile_into_the_scanner():
 def test_unknown_pattern_name():
     with pytest.raises(ConfigError, match=r"unknown pre-tokenizer pattern 'gpt3'.*'mnemonic'"):
         pt.pattern_id("gpt3")
-    with pytest.raises(ConfigError, match=r"'cl100k_base'.*'o200k', 'cl100k'.*or a split regex"):
+    with pytest.raises(ConfigError, match=r"unknown pattern 'cl100k_base': not a preset.*'o200k', 'cl100k'.*nor a split regex"):
         P.split("text", "cl100k_base")
 
 

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file
+from mnemo.patterns import SplitPattern
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import as_format_error, from_byte_tokens
 
@@ -73,7 +74,7 @@ def assemble(
     vocab: Mapping[bytes, int],
     merges: Sequence[tuple[bytes, bytes]],
     *,
-    pattern: str,
+    pattern: str | SplitPattern,
     specials: Mapping[str, int] | None = None,
     merge_where: Callable[[int], str] = lambda k: f"merge {k}",
     vocab_where: Callable[[bytes], str] = _show,

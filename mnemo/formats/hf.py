@@ -14,6 +14,7 @@ from mnemo.errors import FormatError
 from mnemo.fileio import write_atomic
 from mnemo.formats.common import PathLike, assemble, excerpt, load_json, string_to_token, token_to_string
 from mnemo.formats.gpt2 import gpt2_merges, gpt2_vocab, vocab_from_json
+from mnemo.patterns import regex_of
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import Tokenizer
 
@@ -46,7 +47,7 @@ def to_hf_json(tok: Tokenizer) -> dict[str, Any]:
             "pretokenizers": [
                 {
                     "type": "Split",
-                    "pattern": {"Regex": PATTERN_REGEX[tok.pattern]},
+                    "pattern": {"Regex": regex_of(tok.split_pattern, "a tokenizer.json")},
                     "behavior": "Isolated",
                     "invert": False,
                 },

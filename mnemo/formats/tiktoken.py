@@ -22,7 +22,7 @@ from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
 from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble
-from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.patterns import PRESETS, SplitPattern, compile_pattern, looks_like_a_name, regex_of
 from mnemo.tokenizer import Tokenizer
 
 
@@ -46,7 +46,7 @@ def tiktoken_args(tok: Tokenizer, name: str = "mnemo") -> dict[str, Any]:
     """Keyword arguments of `tiktoken.Encoding(**...)`: name, pat_str, mergeable_ranks, special_tokens."""
     return {
         "name": name,
-        "pat_str": PATTERN_REGEX[tok.pattern],
+        "pat_str": regex_of(tok.split_pattern, "a tiktoken Encoding"),
         "mergeable_ranks": mergeable_ranks(tok),
         "special_tokens": dict(tok.special_tokens),
     }
@@ -178,15 +178,20 @@ def merges_from_ranks(ranks: Mapping[bytes, int], source: str, where: Callable[[
 
 def from_mergeable_ranks(
     ranks: Mapping[bytes, int],
-    pattern: str,
+    pattern: str | SplitPattern,
     special_tokens: Mapping[str, int] | None = None,
     source: str = "<mergeable_ranks>",
     where: Callable[[bytes], str] | None = None,
+    unicode: str | None = None,
 ) -> Tokenizer:
-    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials."""
+    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern (a preset name or a
+    split regex) and specials.  `unicode`: the Unicode version its classes follow ("tiktoken":
+    tiktoken's, for its ids on every code point); None: the pattern's default (docs/pretokenizer.md,
+    'Unicode versions')."""
+    split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern), unicode)
     name_of = where or (lambda raw: f"token {raw!r}")
     merges = merges_from_ranks(ranks, source, name_of)
-    return assemble(source, ranks, merges, pattern=check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
+    return assemble(source, ranks, merges, pattern=split_pattern, specials=special_tokens, vocab_where=name_of)
 
 
 #: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
@@ -239,22 +244,29 @@ def read_tiktoken_bytes(path: PathLike) -> tuple[bytes, str]:
     return out, f"{source} (decompressed)"
 
 
-def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
+def load_tiktoken(
+    path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None, *, unicode: str | None = None
+) -> Tokenizer:
     """A Tokenizer from a `.tiktoken` rank file (gzip-compressed or not).
 
-    `pattern` is a mnemo pattern name, with the special tokens' ids in `special_tokens`; or the
-    name of one of OpenAI's encodings, "cl100k_base" or "o200k_base" (TIKTOKEN_PRESETS), which
-    sets the pattern and the special tokens as tiktoken's encoding of that name has them, and
-    checks the file's SHA-256 as tiktoken does: load_tiktoken("o200k_base.tiktoken",
-    "o200k_base") encodes as tiktoken.get_encoding("o200k_base").
+    `pattern` is a split pattern -- a preset name ("llama3", "cl100k", ...) or a split regex --
+    with the special tokens' ids in `special_tokens`; or the name of one of OpenAI's encodings,
+    "cl100k_base" or "o200k_base" (TIKTOKEN_PRESETS), which sets the pattern and the special
+    tokens as tiktoken's encoding of that name has them, and checks the file's SHA-256 as
+    tiktoken does: load_tiktoken("o200k_base.tiktoken", "o200k_base") encodes as
+    tiktoken.get_encoding("o200k_base") -- on every code point with unicode="tiktoken", whose
+    Unicode tables tiktoken's regex engine holds; None (the default): the pattern's default,
+    mnemo's own tables for the named patterns, which tokenizer.bin version 2 can store
+    (docs/pretokenizer.md, 'Unicode versions').
     """
     preset = TIKTOKEN_PRESETS.get(pattern)
     if preset is None:
-        if pattern not in PATTERN_REGEX:
+        if isinstance(pattern, str) and pattern not in PRESETS and looks_like_a_name(pattern):
             raise ConfigError(
-                f"unknown pattern or preset {pattern!r}: give a pattern ({', '.join(PATTERN_REGEX)}) with the "
-                f"special tokens, or a preset ({', '.join(TIKTOKEN_PRESETS)})"
+                f"unknown pattern or preset {pattern!r}: give a split pattern (a preset: {', '.join(PRESETS)}; or a "
+                f"split regex) with the special tokens, or one of OpenAI's encodings ({', '.join(TIKTOKEN_PRESETS)})"
             )
+        compile_pattern(check_pattern(pattern), unicode)  # a bad regex fails before the file is read
     elif special_tokens is not None:
         raise ConfigError(
             f"the preset {pattern!r} sets the special tokens; to choose others, give its pattern instead: "
@@ -276,4 +288,4 @@ def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int
     except UnicodeDecodeError as exc:
         raise FormatError(f"{source}: offset {exc.start}: not valid UTF-8") from None
     ranks, lines = parse_tiktoken(text, source)
-    return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}")
+    return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}", unicode)
