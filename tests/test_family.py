@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -579,3 +580,46 @@ def test_presets_take_linear_time(name: str) -> None:
         t_small = seconds(u * (1_000_000 // len(u)))
         t_large = seconds(u * (10_000_000 // len(u)))
         assert t_large < 20 * t_small + 0.25, f"{name} {unit!r}: {t_large:.3f} s for 10 MB vs {t_small:.3f} s for 1 MB"
+
+
+# ---- a pattern through the library ---------------------------------------------------------
+
+DOCS = ["the cat sat on the mat, didn't it? 12345 cats", "a dog and a log\n\n  indented 3.14", "I'LL see you'd"] * 30
+
+
+def test_train_with_a_regex() -> None:
+    """train(pattern=<regex>): the regex travels to the workers as its steps; the llama3 regex,
+    gpt4's pattern spelt otherwise, learns gpt4's merges on ASCII text; one worker or two."""
+    import mnemo
+
+    one = mnemo.train_from_iterator(DOCS, vocab_size=300, pattern=P.LLAMA3, workers=1, special_tokens=[])
+    two = mnemo.train_from_iterator(DOCS, vocab_size=300, pattern=P.LLAMA3, workers=2, special_tokens=[])
+    gpt4 = mnemo.train_from_iterator(DOCS, vocab_size=300, pattern="gpt4", workers=1, special_tokens=[])
+    assert one.pattern == P.LLAMA3 and one.split_pattern.engine == "scanner"
+    assert one == two and one.merges == gpt4.merges
+    assert one.fingerprint != gpt4.fingerprint  # another pattern, though it cuts this text alike
+    assert one.encode("didn't it") == gpt4.encode("didn't it")
+    outside = mnemo.train_from_iterator(DOCS, vocab_size=280, pattern=r"\w+|\W", workers=2, special_tokens=[])
+    assert outside.split_pattern.engine == "regex"
+    assert outside.decode(outside.encode(DOCS[0])) == DOCS[0]
+
+
+def test_a_tokenizer_with_a_regex_cannot_be_saved_in_version_2(tmp_path: Path) -> None:
+    import mnemo
+
+    tok = mnemo.Tokenizer([(116, 104)], pattern=r"\p{L}+|\s+|.", special_tokens=[])
+    assert tok.encode("the thin") == [256, 101, 32, 256, 105, 110]
+    with pytest.raises(ConfigError, match=r"needs tokenizer.bin version 3"):
+        tok.save(tmp_path / "t.bin")
+    named = mnemo.Tokenizer([(116, 104)], pattern="gpt2", special_tokens=[])
+    named.save(tmp_path / "n.bin")
+    assert mnemo.Tokenizer.load(tmp_path / "n.bin").split_pattern is P.compile_pattern("gpt2")
+
+
+def test_mnemo_info_names_the_engine_and_unicode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import mnemo
+    from mnemo.cli import main
+
+    mnemo.Tokenizer([], pattern="o200k", special_tokens=[]).save(tmp_path / "t.bin")
+    main(["info", str(tmp_path / "t.bin")])
+    assert f"pattern      o200k: mnemo's scanner, Unicode {udata.DEFAULT}" in capsys.readouterr().out
