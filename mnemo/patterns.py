@@ -220,7 +220,7 @@ def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.Split
         return pt.regex_program(_check_regex(step.regex)), "regex", str(err)
     prog = pt.scan_program(
         c.n_atoms, c.ascii, c.stage1, c.stage2, c.shift, c.invalid_atom, c.code, c.branch_at,
-        c.cand_at, c.cands, c.masks, c.groups, c.act1, c.act2, c.act3, c.whites, c.caseds, c.pair, c.tri, c.start_mask,
+        c.cand_at, c.cands, c.masks, c.groups, c.act1, c.act2, c.act3, c.whites, c.follows, c.caseds, c.pair, c.tri, c.start_mask,
     )  # fmt: skip
     return prog, "scanner", ""
 

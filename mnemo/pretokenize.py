@@ -81,6 +81,7 @@ ACT_RUN: Final[i64] = 2
 ACT_RUN_CHECK: Final[i64] = 3
 ACT_NEXT: Final[i64] = 4
 FOLLOW_WIDE: Final[i64] = 1 << 53
+FOLLOW_WORDS: Final[i64] = 4
 ACT_WHITE: Final[i64] = 5
 WHITE_WORDS: Final[i64] = 5
 TAIL_END: Final[i64] = 1
@@ -277,6 +278,7 @@ class SplitProgram:
     act2: vec[i64]
     act3: vec[i64]
     whites: vec[i64]
+    follows: vec[i64]
     caseds: vec[i64]
     pair: bytes
     tri: bytes
@@ -323,6 +325,7 @@ class SplitProgram:
         self.act2 = vec[i64]()
         self.act3 = vec[i64]()
         self.whites = vec[i64]()
+        self.follows = vec[i64]()
         self.caseds = vec[i64]()
         self.pair = b""
         self.tri = b""
@@ -361,6 +364,7 @@ def scan_program(
     act2: list[int],
     act3: list[int],
     whites: list[int],
+    follows: list[int],
     caseds: list[int],
     pair: bytes,
     tri: bytes,
@@ -386,6 +390,7 @@ def scan_program(
     p.act2 = vec[i64](act2)
     p.act3 = vec[i64](act3)
     p.whites = vec[i64](whites)
+    p.follows = vec[i64](follows)
     p.caseds = vec[i64](caseds)
     p.pair = pair
     p.tri = tri
@@ -895,7 +900,7 @@ def scan(p: SplitProgram, data: bytes, pos: i64, end: i64) -> i64:
             return q
     elif not _follows(p, data, q, end, act):
         return q
-    return _general(p, data, pos, end, 0)
+    return _follow_end(p, data, q, end, (act >> 16) & 0xFF)
 
 
 def _white(p: SplitProgram, data: bytes, pos: i64, end: i64, w: i64) -> i64:
@@ -1045,9 +1050,39 @@ def _cased(p: SplitProgram, data: bytes, pos: i64, end: i64, c: i64) -> i64:
     return e
 
 
+def _follow_end(p: SplitProgram, data: bytes, q: i64, end: i64, k: i64) -> i64:
+    """Where the optional item follows[k] ends when it starts at q, the end of a shortcut's
+    run (q itself when it matches nothing): a group's first alternative that matches, or the
+    run of a set (regex_family.FOLLOW_WORDS)."""
+    fs = p.follows
+    r = k * FOLLOW_WORDS
+    if fs[r + 1] == ITEM_GROUP:
+        g = fs[r + 2]
+        at = g + 2
+        n_alts = p.groups[g]
+        j: i64 = 0
+        while j < n_alts:
+            e = _group_at(p, data, end, at, q)
+            if e >= 0:
+                return e
+            at += p.groups[at] + 1
+            j += 1
+        return q
+    mask = fs[r + 2]
+    limit = fs[r + 3]
+    n: i64 = 0
+    while q < end and n != limit:
+        v = _atom(p, data, q, end)
+        if ((mask >> (v & 0xFF)) & 1) == 0:
+            return q
+        q += v >> 8
+        n += 1
+    return q
+
+
 def _follows(p: SplitProgram, data: bytes, q: i64, end: i64, act: i64) -> bool:
     """Is the character at q (< end) in the follow set of an ACT_RUN_CHECK?"""
-    follow = p.masks[(act >> 16) & 0xFF]
+    follow = p.follows[((act >> 16) & 0xFF) * FOLLOW_WORDS]
     b: i64 = data[q]
     if b < 0x80:
         return ((follow >> p.ascii[b]) & 1) != 0

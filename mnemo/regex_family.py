@@ -44,6 +44,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from collections.abc import Callable
 from typing import Final, Literal, Union
 
 import numpy as np
@@ -102,6 +103,12 @@ CASED_WORDS: Final = 5
 # table: up to three in bits 32-52 (7 bits each, 0 = none), and FOLLOW_WIDE when the set holds
 # other ASCII bytes too (then the check reads the tables).  Bits 54-62 are the scanner's own.
 FOLLOW_WIDE: Final = 1 << 53
+# ACT_RUN_CHECK's follow index (bits 16-23) names a record of FOLLOW_WORDS integers in `follows`:
+# the first characters' mask of the optional item after the run, ITEM_SET or ITEM_GROUP, the
+# set's mask or the group's offset, and the set's maximum (INF: none).  When the character after
+# the run may start it, the scanner runs the item itself (a group's alternatives in order, the
+# first that matches; or the run of the set), as the branch would: nothing else follows it.
+FOLLOW_WORDS: Final = 4
 SWAR_NONE: Final = 0
 SWAR_LETTERS: Final = 1  # the set's ASCII part is exactly [A-Za-z]
 SWAR_LOWER: Final = 2  # the set's ASCII part is exactly [a-z]
@@ -657,6 +664,7 @@ class Compiled:
     act2: list[int]  # per (first atom, second atom or END = n_atoms)
     act3: list[int]  # rows of n_atoms + 1: per third atom, for the pairs act2 sends here
     whites: list[int]  # white-space tail programs (WHITE_WORDS each)
+    follows: list[int]  # the optional items after shortcut runs (FOLLOW_WORDS each)
     caseds: list[int]  # cased-word pairs (CASED_WORDS each)
     pair: bytes  # per two ASCII bytes (b0 << 7 | b1): the action, 8 bytes (0: no shortcut)
     tri: bytes  # act3's rows for an ASCII third byte: (row << 7 | b2), 8 bytes each
@@ -743,7 +751,7 @@ class _Abstract:
     """Runs the branches over atoms instead of characters: the first one or two characters are
     known atoms (or END), the rest unknown.  The outcome is "fail", ("match", k) -- the chunk is
     the first k characters -- ("run", mask, s, max) -- the chunk ends where the run of `mask`
-    from known character s ends -- or ("check", mask, s, max, follow) -- the same, unless the
+    from known character s ends -- or ("check", mask, s, max, item) -- the same, then the optional item after it (follow) -- unless the
     character after the run starts `follow` -- or raises _Unknown.  The same backtracking order
     as the scanner's matcher (pretokenize._seq), so the outcome is what it would find."""
 
@@ -813,7 +821,7 @@ class _Abstract:
                 if not rest:
                     return ("run", mask, k, it.max)
                 if len(rest) == 1 and _min_len(rest[0]) == 0:
-                    return ("check", mask, k, it.max, self.first_set(rest[0]))
+                    return ("check", mask, k, it.max, rest[0])
                 raise _Unknown
             if c < it.min:
                 return _FAIL
@@ -868,7 +876,11 @@ def _swar(mask: int, ascii_atoms: bytes) -> int:
     return SWAR_NONE
 
 
-def _action(r: tuple[object, ...], masks: list[int], ascii_atoms: bytes) -> int:
+def _action(
+    r: tuple[object, ...], masks: list[int], ascii_atoms: bytes, follow_index: Callable[[Item], tuple[int, int]]
+) -> int:
+    """The action word of an outcome of _Abstract (the ACT_* layout above).  follow_index gives
+    an ACT_RUN_CHECK's optional item's record in `follows`, and its first characters' mask."""
     kind = r[0]
     if kind == "match":
         k = r[1]
@@ -886,15 +898,16 @@ def _action(r: tuple[object, ...], masks: list[int], ascii_atoms: bytes) -> int:
     swar = _swar(mask, ascii_atoms) if mx == INF else SWAR_NONE
     act = (ACT_RUN if kind == "run" else ACT_RUN_CHECK) | (s << 4) | (swar << 6) | (index(mask) << 8)
     if kind == "check":
-        follow = r[4]
-        assert isinstance(follow, int)
-        act |= index(follow) << 16
-        inside = [b for b in range(1, 128) if (follow >> ascii_atoms[b]) & 1]
-        if (follow >> ascii_atoms[0]) & 1 or len(inside) > 3:
+        item = r[4]
+        assert isinstance(item, (SetItem, GroupItem))
+        k, first = follow_index(item)
+        act |= k << 16
+        inside = [b for b in range(1, 128) if (first >> ascii_atoms[b]) & 1]
+        if (first >> ascii_atoms[0]) & 1 or len(inside) > 3:
             act |= FOLLOW_WIDE
         else:
-            for k, b in enumerate(inside):
-                act |= b << (32 + 7 * k)
+            for j, b in enumerate(inside):
+                act |= b << (32 + 7 * j)
     if mx != INF:
         act |= mx << 24
     return act
@@ -1016,6 +1029,7 @@ def compile_branches(branches: tuple[Branch, ...], version: str) -> Compiled:
     abstract = _Abstract(branches, by_set, n_atoms)
     all_atoms = (1 << n_atoms) - 1
     last_group: dict[int, int] = {}
+    group_of: dict[GroupItem, int] = {}
     for br in branches:
         branch_at.append(len(code))
         asrt = br.assertion
@@ -1028,6 +1042,7 @@ def compile_branches(branches: tuple[Branch, ...], version: str) -> Compiled:
             else:
                 g = len(groups)
                 last_group[len(branch_at) - 1] = g
+                group_of[it] = g
                 groups.append(len(it.alts))
                 groups.append(abstract.first_set(it))
                 for alt in it.alts:
@@ -1056,6 +1071,22 @@ def compile_branches(branches: tuple[Branch, ...], version: str) -> Compiled:
     act1: list[int] = []
     act2: list[int] = [ACT_GENERIC] * (n_atoms * width)
     act3: list[int] = []
+    follows: list[int] = []
+
+    def follow_index(item: Item) -> tuple[int, int]:
+        """The FOLLOW_WORDS record of an optional item after a shortcut's run: its first
+        characters' mask, its kind, its set's mask or its group's offset, its maximum."""
+        first_mask = abstract.first_set(item)
+        if isinstance(item, GroupItem):
+            record = [first_mask, ITEM_GROUP, group_of[item], 1]
+        else:
+            record = [first_mask, ITEM_SET, by_set[item.cs], item.max]
+        for k in range(0, len(follows), FOLLOW_WORDS):
+            if follows[k : k + FOLLOW_WORDS] == record:
+                return k // FOLLOW_WORDS, first_mask
+        follows.extend(record)
+        return len(follows) // FOLLOW_WORDS - 1, first_mask
+
     tails = [_tail_kind(br, by_set) for br in branches]
     whites: list[int] = []
     caseds: list[int] = []
@@ -1106,13 +1137,13 @@ def compile_branches(branches: tuple[Branch, ...], version: str) -> Compiled:
 
     for a0 in range(n_atoms):
         try:
-            act1.append(_action(abstract.outcome([a0]), masks, ascii_atoms))
+            act1.append(_action(abstract.outcome([a0]), masks, ascii_atoms, follow_index))
             continue
         except _Unknown:
             act1.append(ACT_NEXT)
         for a1 in range(width):
             try:
-                act2[a0 * width + a1] = _action(abstract.outcome([a0, a1]), masks, ascii_atoms)
+                act2[a0 * width + a1] = _action(abstract.outcome([a0, a1]), masks, ascii_atoms, follow_index)
                 continue
             except _Unknown as unknown:
                 act2[a0 * width + a1] = generic(unknown, a0)
@@ -1122,7 +1153,7 @@ def compile_branches(branches: tuple[Branch, ...], version: str) -> Compiled:
             decided = False
             for a2 in range(width):
                 try:
-                    row[a2] = _action(abstract.outcome([a0, a1, a2]), masks, ascii_atoms)
+                    row[a2] = _action(abstract.outcome([a0, a1, a2]), masks, ascii_atoms, follow_index)
                     decided = True
                 except _Unknown as unknown:
                     row[a2] = generic(unknown, a0)
@@ -1158,6 +1189,7 @@ def compile_branches(branches: tuple[Branch, ...], version: str) -> Compiled:
         act2=act2,
         act3=act3,
         whites=whites,
+        follows=follows,
         caseds=caseds,
         pair=pair.tobytes(),
         tri=np.array(

@@ -407,7 +407,7 @@ def test_program_constants_agree() -> None:
         "ITEM_WORDS", "ITEM_SET", "ITEM_GROUP", "POSSESSIVE", "REST_AT_END", "REST_ANYWHERE", "ASSERT_NONE",
         "ASSERT_NOT", "ASSERT_IS", "ASSERT_END", "ACT_GENERIC", "ACT_FIXED", "ACT_RUN", "ACT_RUN_CHECK", "ACT_NEXT",
         "ACT_WHITE", "ACT_CASED", "WHITE_WORDS", "CASED_WORDS", "TAIL_END", "TAIL_NEWLINE", "TAIL_LOOKAHEAD",
-        "TAIL_RUN", "TAIL_ONE", "SWAR_NONE", "SWAR_LETTERS", "SWAR_LOWER", "FOLLOW_WIDE",
+        "TAIL_RUN", "TAIL_ONE", "SWAR_NONE", "SWAR_LETTERS", "SWAR_LOWER", "FOLLOW_WIDE", "FOLLOW_WORDS",
     ]  # fmt: skip
     for name in names:
         assert getattr(pt, name) == getattr(rf, name), name
