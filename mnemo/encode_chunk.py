@@ -182,10 +182,14 @@ class Encoder:
     words_limit: i64
     lwords_room: i64
     lwords_limit: i64
+    spells: vec[u8]
+    spelled: list[bytes]
 
-    def __init__(self, merges: list[tuple[int, int]], wide: bool = False) -> None:
+    def __init__(self, merges: list[tuple[int, int]], wide: bool = False, tables: bytes = b"") -> None:
         """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
-        has ids of 65,536 and more; merges alone would not say so)."""
+        has ids of 65,536 and more; merges alone would not say so).  `tables`: export_tables of
+        an encoder of the same merges (tokenizer.bin keeps them), which spares the BPE of every
+        token's bytes that filling the word tables costs; b"": build everything."""
         n: i64 = len(merges)
         self.n_merges = n
         self.wide = wide or n + 256 > M16 + 1
@@ -258,6 +262,7 @@ class Encoder:
         self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
         self.lwords_mask = 0
+        self.spells = import_spells(tables, n)
         self.fill_cross()
         self.fill_words()
         self.fill_long_words()
@@ -320,11 +325,10 @@ class Encoder:
         mask: i64 = size - 1
         hot: vec[i64] = vec[i64]([0] * (2 * HOT_SLOTS))
         n_hot: i64 = 0
-        tk = self.tk
         k = 0
         while k < n:
             t = 256 + k
-            if bkey[t] >= 0 and self.short_bpe(data, k << 3, (k << 3) + blen[t]) == 1 and tk[0] == t:
+            if bkey[t] >= 0 and self.spells_itself(k, data, k << 3, (k << 3) + blen[t]):
                 key: i64 = bkey[t] | (blen[t] << 56)
                 table = words
                 tmask = mask
@@ -367,12 +371,11 @@ class Encoder:
             size *= 2
         table: vec[i64] = vec[i64]([0] * (4 * size))
         mask: i64 = size - 1
-        tk = self.tk
         t = 256
         while t < n + 256:
             word = spelled[t]
             ln = len(word)
-            if ln >= LONG_WORD_MIN and ln <= LONG_WORD_MAX and self.short_bpe(word, 0, ln) == 1 and tk[0] == t:
+            if ln >= LONG_WORD_MIN and ln <= LONG_WORD_MAX and self.spells_itself(t - 256, word, 0, ln):
                 padded = word + bytes(16 - ln)
                 k0: i64 = read_i64_le(padded, 0)
                 k1: i64 = read_i64_le(padded, 8) | (ln << 56)
@@ -385,8 +388,22 @@ class Encoder:
             t += 1
         self.lwords = table
         self.lwords_mask = mask
+        # the bytes of every token, 256 + merges of them: the Tokenizer's vocabulary reuses the
+        # list instead of spelling 200,000 tokens again (o200k)
+        self.spelled = spelled
         self.lwords_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
         self.lwords_room = self.lwords_limit
+
+    def spells_itself(self, k: i64, data: bytes, start: i64, end: i64) -> bool:
+        """Whether BPE of merge k's bytes, data[start:end], gives its token alone: the answer
+        import_spells gave, or one short_bpe, remembered for export_tables."""
+        known: i64 = i64(self.spells[k])
+        if known == SPELLS_UNKNOWN:
+            known = SPELLS_NOT
+            if self.short_bpe(data, start, end) == 1 and self.tk[0] == 256 + k:
+                known = SPELLS_ITSELF
+            self.spells[k] = u8(known)
+        return known == SPELLS_ITSELF
 
     def fill_cross(self) -> None:
         """cross[x << 8 | y] = 1 when some token holds byte x followed by byte y, for
@@ -1328,3 +1345,59 @@ def bucket_unlink(bn: vec[i32], bp: vec[i32], p: i64) -> i64:
     bp[nx] = i32(pv)
     bp[p] = -1
     return 1
+
+
+# ---- the encoder's tables in tokenizer.bin (vocabfile.py's ENCT section) ----
+#
+# What a file keeps is what is slow to rebuild: whether each token of 2 to LONG_WORD_MAX bytes is
+# what BPE makes of its own bytes (one short_bpe a token: 0.24 s of o200k's load).  The hash
+# tables themselves are rebuilt from the merges at each load (docs/formats.md, "Trust").
+
+#: The meaning of export_tables' bytes: bump it when they change, and files with another layout
+#: are read without their tables (built again from the merges), never misread.
+TABLES_LAYOUT: Final = 1
+SPELLS_UNKNOWN: Final = 0
+SPELLS_ITSELF: Final = 1
+SPELLS_NOT: Final = 2
+
+
+def tables_size(n_merges: i64) -> i64:
+    """The size of export_tables' bytes for n_merges merges: one bit a merge."""
+    return (n_merges + 7) >> 3
+
+
+def export_tables(enc: Encoder) -> bytes:
+    """Layout 1: bit k & 7 of byte k >> 3 is set when BPE of merge k's bytes gives its token
+    alone (spells_itself); clear for tokens longer than LONG_WORD_MAX bytes, which no table
+    holds."""
+    spells = enc.spells
+    n: i64 = len(spells)
+    out = BytesWriter()
+    byte: i64 = 0
+    k: i64 = 0
+    while k < n:
+        if i64(spells[k]) == SPELLS_ITSELF:
+            byte |= 1 << (k & 7)
+        if k & 7 == 7:
+            out.append(byte)
+            byte = 0
+        k += 1
+    if n & 7:
+        out.append(byte)
+    return out.getvalue()
+
+
+def import_spells(tables: bytes, n: i64) -> vec[u8]:
+    """Encoder.spells from export_tables' bytes: every answer known; all unknown when `tables`
+    is empty or not of tables_size(n) bytes."""
+    spells: vec[u8] = vec[u8]([SPELLS_UNKNOWN] * n)
+    if len(tables) != tables_size(n) or n == 0:
+        return spells
+    k: i64 = 0
+    while k < n:
+        if (i64(tables[k >> 3]) >> (k & 7)) & 1:
+            spells[k] = SPELLS_ITSELF
+        else:
+            spells[k] = SPELLS_NOT
+        k += 1
+    return spells

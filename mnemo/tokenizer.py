@@ -12,6 +12,7 @@ import contextlib
 import functools
 import gc
 import hashlib
+import itertools
 import os
 import re
 import signal
@@ -24,7 +25,7 @@ from librt.strings import BytesWriter
 
 from mnemo.chat import render_conversation, render_document
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range, encode_some_packed
-from mnemo.encode_chunk import Encoder, emit, lists_of
+from mnemo.encode_chunk import Encoder, emit, export_tables, lists_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.parallel import resolve_workers
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
@@ -39,7 +40,7 @@ from mnemo.vocab import (
     check_special_tokens,
     from_vocab_merges,
 )
-from mnemo.vocabfile import MAX_BIN_BYTES, bin_version_for, encode_tokenizer_bin, parse_tokenizer_bin
+from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, id_width, parse_tokenizer_bin
 from mnemo.streaming import encode_stream, text_bytes
 
 if TYPE_CHECKING:
@@ -70,6 +71,24 @@ def _name_set(name: str, value: object) -> set[str]:
     if not all(isinstance(x, str) for x in items):  # before set(): an unhashable item is a TypeError there
         raise type_error(name, "'all' or a set of str", value)
     return set(items)
+
+
+def _fingerprint(
+    merges: list[tuple[int, int]], pattern: str, specials: list[str], public: list[int] | None, width: int
+) -> str:
+    """Tokenizer.fingerprint (docs/formats.md, "Fingerprint"): ids hashed at the width tokenizer.bin
+    stores them, so a vocabulary that fits in 16 bits keeps the fingerprint earlier versions gave
+    it (its .tok files name it)."""
+    id_type = "<u4" if width == 4 else "<u2"
+    h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer2" if width == 4 else b"mnemo-tokenizer1")
+    h.update(pattern.encode() + b"\0")
+    h.update(np.fromiter(itertools.chain.from_iterable(merges), dtype=id_type, count=2 * len(merges)).tobytes())
+    for name in specials:
+        raw = name.encode("utf-8")
+        h.update(bytes([len(raw)]) + raw)
+    if public is not None:
+        h.update(b"id_map" + np.asarray(public, dtype=id_type).tobytes())
+    return h.hexdigest()
 
 
 class Tokenizer:
@@ -121,13 +140,6 @@ class Tokenizer:
                 raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids")
             checked.append((int(x), int(y)))
         check_merges(checked)
-        vocab: list[bytes] = [bytes([i]) for i in range(256)]
-        for a, b in checked:
-            vocab.append(vocab[a] + vocab[b])
-        names: dict[str, int] = {}
-        for j, name in enumerate(specials):
-            names[name] = 256 + len(checked) + j
-            vocab.append(name.encode("utf-8"))
         counts: list[int] | None = None
         if merge_counts is not None:
             if isinstance(merge_counts, (str, bytes, bytearray)) or not isinstance(merge_counts, Iterable):
@@ -146,10 +158,30 @@ class Tokenizer:
             if len(public) != n_vocab:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
             check_id_map(public, n_vocab)
-            if public == list(range(n_vocab)):
-                public = None
+        self._setup(checked, pattern, specials, tie, counts, public, b"")
 
-        self.merges: list[tuple[int, int]] = checked
+    def _setup(
+        self,
+        merges: list[tuple[int, int]],
+        pattern: str,
+        specials: list[str],
+        tie: str,
+        counts: list[int] | None,
+        public: list[int] | None,
+        tables: bytes,
+    ) -> None:
+        """Everything a Tokenizer holds, from parts that follow vocab.py's rules: checked by
+        __init__ (a caller's values) or by the tokenizer.bin reader (vocabfile.py), so that
+        loading a file does not check each merge twice.  `tables`: the encoder's prebuilt
+        tables (encode_chunk.export_tables), or b"" to build them."""
+        n_vocab = 256 + len(merges) + len(specials)
+        if public is not None and public == list(range(n_vocab)):
+            public = None
+        self._encoder = Encoder(merges, wide=n_vocab > VOCAB16, tables=tables)
+        vocab: list[bytes] = self._encoder.spelled + [name.encode("utf-8") for name in specials]
+        names = {name: 256 + len(merges) + j for j, name in enumerate(specials)}
+
+        self.merges: list[tuple[int, int]] = merges
         self.pattern: str = pattern
         self.tie: str = tie
         self.merge_counts: list[int] | None = counts
@@ -163,26 +195,27 @@ class Tokenizer:
         # would take 8 bytes per id, 16 GiB for one token at 2**31 - 1.
         self._vocab: list[bytes | None] | dict[int, bytes]
         self._n_ids = n_vocab if public is None else max(public) + 1
+        # The packed paths gather public ids from this array: converting the list on every call
+        # cost ~1 ms for GPT-2's 50,257 ids, 13x the encoding of a 5 KB document.
+        self._public_array: npt.NDArray[np.unsignedinteger] | None = None
         if public is None:
             self.special_tokens: dict[str, int] = names
             self._vocab = list(vocab)
         else:
+            self._public_array = np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
             self.special_tokens = {s: public[i] for s, i in names.items()}
             if self._n_ids > 4 * n_vocab:
                 self._vocab = {public[i]: raw for i, raw in enumerate(vocab)}
             else:
-                table: list[bytes | None] = [None] * self._n_ids
-                for i, raw in enumerate(vocab):
-                    table[public[i]] = raw
-                self._vocab = table
+                # numpy places the tokens at their public ids in one C loop (a Python loop over
+                # o200k's 200,000 ids was 40 ms of its load)
+                spelled = np.empty(n_vocab, dtype=object)
+                spelled[:] = vocab
+                table = np.full(self._n_ids, None, dtype=object)
+                table[self._public_array] = spelled
+                self._vocab = table.tolist()
         self._n_holes = self._n_ids - n_vocab
-        # The packed paths gather public ids from this array: converting the list on every call
-        # cost ~1 ms for GPT-2's 50,257 ids, 13x the encoding of a 5 KB document.
-        self._public_array: npt.NDArray[np.unsignedinteger] | None = (
-            None if public is None else np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
-        )
         self._pattern_id = PATTERNS.index(pattern)
-        self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
         if public is not None:
             # the encoder's lists hold the public ids (public's own int objects): no second pass
             self._encoder.set_public(cast(list[object], public))
@@ -190,19 +223,7 @@ class Tokenizer:
         self._all_special_re: tuple[bytes, re.Pattern[bytes]] | None = None  # _plain_default's
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
-        # Ids hashed at the width tokenizer.bin stores them: a vocabulary that fits in 16 bits
-        # keeps the fingerprint earlier versions gave it (its .tok files name it).
-        wide = bin_version_for(n_vocab, public) > 1
-        id_type = "<u4" if wide else "<u2"
-        h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1")
-        h.update(pattern.encode() + b"\0")
-        h.update(np.asarray(checked, dtype=id_type).tobytes())
-        for name in specials:
-            raw = name.encode("utf-8")
-            h.update(bytes([len(raw)]) + raw)
-        if public is not None:
-            h.update(b"id_map" + np.asarray(public, dtype=id_type).tobytes())
-        self.fingerprint: str = h.hexdigest()
+        self.fingerprint: str = _fingerprint(merges, pattern, specials, public, id_width(n_vocab, public))
 
     # ---- properties and files ----
 
@@ -340,9 +361,15 @@ class Tokenizer:
         return encode_stream(texts, encode, self.pattern, specials, longest)
 
     def to_bytes(self) -> bytes:
-        """The tokenizer.bin image of this tokenizer."""
+        """The tokenizer.bin image of this tokenizer, with its encoder's prebuilt tables."""
         return encode_tokenizer_bin(
-            self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts, self.id_map
+            self.merges,
+            self.pattern,
+            list(self.special_tokens),
+            self.tie,
+            self.merge_counts,
+            self.id_map,
+            encoder_tables=export_tables(self._encoder),
         )
 
     @classmethod
@@ -352,14 +379,19 @@ class Tokenizer:
         if not isinstance(source, str):
             raise type_error("source", "a str", source)
         fields = parse_tokenizer_bin(bytes(data), source)
-        return cls(
+        # The reader checked every rule __init__ checks (vocab.py's, vectorized): straight to
+        # _setup, with the encoder's tables when the file has them (docs/formats.md, "Trust").
+        tok = cls.__new__(cls)
+        tok._setup(
             fields.merges,
-            pattern=fields.pattern,
-            special_tokens=fields.special_tokens,
-            tie=fields.tie,
-            merge_counts=fields.merge_counts,
-            id_map=fields.id_map,
+            fields.pattern,
+            fields.special_tokens,
+            fields.tie,
+            fields.merge_counts,
+            fields.id_map,
+            fields.encoder_tables or b"",
         )
+        return tok
 
     # ---- pickle and copy (docs/pipelines.md) ----
 

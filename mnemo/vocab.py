@@ -50,6 +50,11 @@ class TokenizerFields:
     tie: str
     merge_counts: list[int] | None
     id_map: list[int] | None = None
+    #: tokenizer.bin only: the encoder's prebuilt tables (encode_chunk.export_tables), when the
+    #: file holds tables of this encoder's layout; None: the encoder builds them from the merges
+    encoder_tables: bytes | None = None
+    #: tokenizer.bin only: the program that wrote the file (its WRTR section), if it says
+    writer: str | None = None
 
 
 # ---- the rules ----
