@@ -249,7 +249,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
         if magic == BIN_MAGIC:
-            tok = Tokenizer.load(path)
+            # verify=None: tables another program wrote are checked anyway (docs/formats.md, "Trust")
+            tok = Tokenizer.load(path, verify=True if args.verify else None)
             specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items())
             print(f"{path}: mnemo tokenizer")
             print(f"  vocabulary   {tok.n_tokens} ids = 256 bytes + {len(tok.merges)} merges + {len(tok.special_tokens)} special"
@@ -266,6 +267,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             regular = [i for i in tok.vocab if i not in special_ids]  # tok.vocab: no holes
             longest = max(regular, key=lambda i: len(tok.token_bytes(i)))
             print(f"  longest      id {longest}: {tok.token_bytes(longest)!r}")
+            if args.verify:
+                print("  verified     the encoder tables agree with the merges")
         elif magic == TOK_MAGIC:
             h = read_tok_header(path)
             kind = "chat, masked" if h.chat and h.masked else "chat" if h.chat else "documents"
@@ -852,6 +855,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="tokenizer.bin or .tok files (known by their first bytes), stack token files (by their names), "
                         "or shard directories of tokenize --ray")
+    p.add_argument("--verify", action="store_true",
+                   help="also rebuild a tokenizer.bin's encoder tables from its merges and compare them (what "
+                        "loading a file this mnemo wrote trusts; every other rule is checked at every load)")
     p.set_defaults(handler=cmd_info)
     return parser
 

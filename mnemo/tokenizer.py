@@ -26,7 +26,7 @@ from librt.strings import BytesWriter
 from mnemo.chat import render_conversation, render_document
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range, encode_some_packed
 from mnemo.encode_chunk import Encoder, emit, export_tables, lists_of
-from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
+from mnemo.errors import ArgumentTypeError, ConfigError, FormatError, InputError, SpecialTokenError, UnknownTokenError
 from mnemo.parallel import resolve_workers
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16, maskbit_for
@@ -40,7 +40,7 @@ from mnemo.vocab import (
     check_special_tokens,
     from_vocab_merges,
 )
-from mnemo.vocabfile import MAX_BIN_BYTES, encode_tokenizer_bin, id_width, parse_tokenizer_bin
+from mnemo.vocabfile import MAX_BIN_BYTES, WRITER, encode_tokenizer_bin, id_width, parse_tokenizer_bin
 from mnemo.streaming import encode_stream, text_bytes
 
 if TYPE_CHECKING:
@@ -223,6 +223,7 @@ class Tokenizer:
         self._all_special_re: tuple[bytes, re.Pattern[bytes]] | None = None  # _plain_default's
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
+        self._source = "<Tokenizer>"  # what verify's messages name: from_bytes sets the file
         self.fingerprint: str = _fingerprint(merges, pattern, specials, public, id_width(n_vocab, public))
 
     # ---- properties and files ----
@@ -373,14 +374,26 @@ class Tokenizer:
         )
 
     @classmethod
-    def from_bytes(cls, data: bytes, source: str = "<bytes>") -> Tokenizer:
+    def from_bytes(cls, data: bytes, source: str = "<bytes>", *, verify: bool | None = None) -> Tokenizer:
+        """A Tokenizer from a tokenizer.bin image; FormatError (with the offset) when it is bad.
+
+        Every rule of a vocabulary is checked at every load.  The encoder's tables a version-3
+        image carries are the one thing trusted (docs/formats.md, "Trust"): `verify` None
+        trusts them when this mnemo wrote the image (its WRTR section) and builds them again
+        from the merges otherwise, failing when they disagree; True always builds and
+        compares them (what `verify()` does after a load); False trusts any image's tables.
+        """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise type_error("data", "bytes (a tokenizer.bin image)", data)
         if not isinstance(source, str):
             raise type_error("source", "a str", source)
+        if verify is not None and not isinstance(verify, bool):
+            raise type_error("verify", "True, False or None", verify)
         fields = parse_tokenizer_bin(bytes(data), source)
+        stored = fields.encoder_tables
+        check = fields.writer != WRITER if verify is None else verify
         # The reader checked every rule __init__ checks (vocab.py's, vectorized): straight to
-        # _setup, with the encoder's tables when the file has them (docs/formats.md, "Trust").
+        # _setup, which builds the encoder's tables only when they are not trusted.
         tok = cls.__new__(cls)
         tok._setup(
             fields.merges,
@@ -389,9 +402,36 @@ class Tokenizer:
             fields.tie,
             fields.merge_counts,
             fields.id_map,
-            fields.encoder_tables or b"",
+            b"" if check or stored is None else stored,
         )
+        tok._source = source
+        if check and stored is not None:
+            tok._compare_tables(export_tables(tok._encoder), stored)
         return tok
+
+    def verify(self) -> None:
+        """Build the encoder's tables again from the merges and compare them with the ones in
+        use: what loading a tokenizer.bin written by this mnemo trusts instead of computing
+        (docs/formats.md, "Trust").  FormatError naming the first token that disagrees; every
+        other rule of the file was checked when it was read.  `mnemo info --verify` runs it."""
+        fresh = Encoder(self.merges, wide=self._encoder.wide)
+        self._compare_tables(export_tables(fresh), export_tables(self._encoder))
+
+    def _compare_tables(self, built: bytes, trusted: bytes) -> None:
+        """FormatError unless the tables built from the merges equal the trusted ones."""
+        if built == trusted:
+            return
+        at = next(i for i in range(len(built)) if built[i] != trusted[i])
+        k = 8 * at + ((built[at] ^ trusted[at]) & -(built[at] ^ trusted[at])).bit_length() - 1
+        token = 256 + k
+        shown = token if self._public is None else self._public[token]
+        says = bool(trusted[at] >> (k & 7) & 1)
+        raise FormatError(
+            f"{self._source}: its encoder tables say that token {shown} ({self._internal_vocab[token]!r}) is "
+            f"{'' if says else 'not '}what BPE makes of its own bytes, and its merges say the opposite: the "
+            "file was edited or written by another program; rebuild it from its merges (Tokenizer(tok.merges, "
+            "pattern=..., special_tokens=...).save(path)) or load it with verify=False to trust it anyway"
+        )
 
     # ---- pickle and copy (docs/pipelines.md) ----
 
@@ -423,11 +463,13 @@ class Tokenizer:
         write_atomic(path, self.to_bytes())
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
-        """Read and validate a tokenizer.bin; FormatError (with the offset) when it is bad."""
+    def load(cls, path: str | os.PathLike[str], *, verify: bool | None = None) -> Tokenizer:
+        """Read and validate a tokenizer.bin; FormatError (with the offset) when it is bad.
+        `verify`: as from_bytes (None: the encoder's tables are built again and compared unless
+        this mnemo wrote the file)."""
         if not isinstance(path, (str, os.PathLike)):
             raise type_error("path", "a str or os.PathLike", path)
-        return cls.from_bytes(read_file(path, MAX_BIN_BYTES, "tokenizer.bin"), os.fspath(path))
+        return cls.from_bytes(read_file(path, MAX_BIN_BYTES, "tokenizer.bin"), os.fspath(path), verify=verify)
 
     # ---- encoding ----
 

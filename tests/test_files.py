@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemo import ConfigError, FingerprintError, FormatError, Tokenizer, open_tok
+from mnemo import ArgumentTypeError, ConfigError, FingerprintError, FormatError, Tokenizer, open_tok
 from mnemo.constants import MASKBIT, MAX_SPECIALS, MAX_VOCAB, VOCAB16
 from mnemo.tokfile import TokWriter, read_tok_header
 from mnemo.buildinfo import VERSION
@@ -223,6 +223,70 @@ def test_unknown_optional_sections_and_other_table_layouts_are_skipped() -> None
         fields = parse_tokenizer_bin(image(*sections), "t.bin")
         assert fields.encoder_tables is None and fields.writer is None
         assert Tokenizer.from_bytes(image(*sections)) == base
+
+
+def forged(writer: str = f"mnemo {VERSION}") -> bytes:
+    """A tokenizer.bin whose encoder tables lie about one token, behind a good checksum: "abc"
+    (id 258 = (257, 99)) is not what BPE makes of its bytes -- (b, c) is merged first, giving
+    [97, 256] -- but the forged bit says it is.  Only a writer that means it can do this: any
+    damage fails the CRC."""
+    tok = Tokenizer([(98, 99), (97, 98), (257, 99)], special_tokens=[])
+    assert tok.encode_ordinary("abc" + "!" * 8) == [97, 256] + [33] * 8
+    data = bytearray(tok.to_bytes())
+    at = data.index(b"ENCT") + 16 + 8
+    assert data[at] == 0b011  # "bc" and "ab" spell themselves, "abc" does not
+    data[at] |= 0b100
+    writer_at = data.index(b"WRTR") + 16
+    data[writer_at : writer_at + len(writer)] = writer.encode()
+    return with_crc(bytes(data))
+
+
+def test_trust_rule() -> None:
+    """docs/formats.md, "Trust": a file this mnemo wrote is loaded with its encoder tables as
+    they are; a forged bit can only make one token's own bytes encode as that token (an id of
+    the vocabulary, which decodes to the same bytes): never a crash, a hang or an id outside the
+    vocabulary.  verify() (mnemo info --verify) rebuilds the tables and names the token; a file
+    another program wrote is verified when it is loaded."""
+    text = "abc" + "!" * 8  # the word table is looked up with 8 readable bytes: "abc" before more text
+    trusted = Tokenizer.from_bytes(forged(), "forged.bin")
+    assert trusted.encode_ordinary(text) == [258] + [33] * 8 and trusted.decode([258]) == "abc"
+    message = r"forged.bin: its encoder tables say that token 258 \(b'abc'\) is what BPE makes of its own bytes, and its merges say the opposite"
+    with pytest.raises(FormatError, match=message):
+        trusted.verify()
+    with pytest.raises(FormatError, match=message):
+        Tokenizer.from_bytes(forged(), "forged.bin", verify=True)
+    with pytest.raises(FormatError, match=message.replace("forged.bin", "other.bin")):
+        Tokenizer.from_bytes(forged("other 0.1.0"), "other.bin")
+    assert Tokenizer.from_bytes(forged("other 0.1.0"), verify=False).encode_ordinary(text)[0] == 258
+    # the same file with true tables: verified and loaded, whoever wrote it
+    honest = Tokenizer([(98, 99), (97, 98), (257, 99)], special_tokens=[])
+    data = bytearray(honest.to_bytes())
+    writer_at = data.index(b"WRTR") + 16
+    data[writer_at : writer_at + 11] = b"other 0.1.0"
+    loaded = Tokenizer.from_bytes(with_crc(bytes(data)), verify=None)
+    loaded.verify()
+    assert loaded.encode_ordinary(text) == [97, 256] + [33] * 8 and loaded == honest
+    with pytest.raises(ArgumentTypeError, match="verify"):
+        Tokenizer.from_bytes(bytes(data), verify="yes")  # type: ignore[arg-type]
+
+
+def test_info_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mnemo info --verify` runs verify(); without it, the CLI loads as the library does: it
+    trusts the tables of a file this mnemo wrote and checks those of any other writer's file."""
+    from mnemo.cli import main
+
+    good = tmp_path / "good.bin"
+    Tokenizer([(98, 99), (97, 98), (257, 99)], special_tokens=[]).save(good)
+    assert main(["info", "--verify", str(good)]) == 0
+    assert "verified     the encoder tables agree with the merges" in capsys.readouterr().out
+    mine, other = tmp_path / "mine.bin", tmp_path / "other.bin"
+    mine.write_bytes(forged())
+    other.write_bytes(forged("other 0.1.0"))
+    assert main(["info", str(mine)]) == 0
+    assert "verified" not in capsys.readouterr().out
+    for argv in (["info", "--verify", str(mine)], ["info", str(other)]):
+        assert main(argv) == 1
+        assert "token 258 (b'abc') is what BPE makes of its own bytes, and its merges say the opposite" in capsys.readouterr().err
 
 
 def test_legacy_files_are_checked_as_before(tmp_path: Path) -> None:
