@@ -69,9 +69,9 @@ class RankVocab:
 def parse_rank_lines(data: bytes) -> list[bytes] | None:
     """The tokens of a `.tiktoken` file by rank, or None when the file is not the plain case.
 
-    Plain: every non-empty line (trailing CRs stripped) is canonical base64 of a non-empty token,
-    one space, and 1 to MAX_RANK_DIGITS ASCII digits; no token or rank repeats; the ranks are
-    0..n-1.  The base64 accepted is what `base64.b64decode(validate=True)` accepts and decodes
+    Plain: every non-empty line (trailing CRs stripped) is base64 of a non-empty token, one
+    space, and 1 to MAX_RANK_DIGITS ASCII digits; no rank repeats; the ranks are 0..n-1.  A token
+    listed twice is left to merges_of_ranks, whose table of every token finds it.  The base64 accepted is what `base64.b64decode(validate=True)` accepts and decodes
     to the same bytes (a multiple of 4 digits, at most two '=' at the end)."""
     n: i64 = len(data)
     blob = BytesWriter()

@@ -376,8 +376,7 @@ class Tokenizer:
         check = fields.writer != WRITER if verify is None else verify
         # The reader checked every rule __init__ checks (vocab.py's, vectorized): straight to
         # _setup, which builds the encoder's tables only when they are not trusted.
-        tok = cls.__new__(cls)
-        tok._setup(
+        tok = cls._from_checked(
             fields.merges,
             fields.pattern,
             fields.special_tokens,
@@ -389,6 +388,24 @@ class Tokenizer:
         tok._source = source
         if check and stored is not None:
             tok._compare_tables(export_tables(tok._encoder), stored)
+        return tok
+
+    @classmethod
+    def _from_checked(
+        cls,
+        merges: list[tuple[int, int]],
+        pattern: str,
+        specials: list[str],
+        tie: str,
+        counts: list[int] | None,
+        public: list[int] | None,
+        tables: bytes,
+    ) -> Tokenizer:
+        """A Tokenizer from parts a loader has checked against every rule __init__ applies (the
+        tokenizer.bin reader, the compiled rank-file path of formats/tiktoken.py): no second pass
+        over each merge.  See _setup."""
+        tok = cls.__new__(cls)
+        tok._setup(merges, pattern, specials, tie, counts, public, tables)
         return tok
 
     def verify(self) -> None:

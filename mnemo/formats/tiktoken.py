@@ -16,14 +16,17 @@ import io
 import os
 import zlib
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
+from mnemo.constants import MAX_TOKEN_ID
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
 from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble
 from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.ranks import merges_of_ranks, parse_rank_lines
 from mnemo.tokenizer import Tokenizer
+from mnemo.vocab import check_size, check_special_tokens
 
 
 def _regular_ids(tok: Tokenizer) -> list[int]:
@@ -184,9 +187,48 @@ def from_mergeable_ranks(
     where: Callable[[bytes], str] | None = None,
 ) -> Tokenizer:
     """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials."""
+    check_pattern(pattern)
+    by_rank = _tokens_by_rank(ranks)
+    fast = None if by_rank is None else _from_tokens_by_rank(by_rank, pattern, special_tokens)
+    if fast is not None:
+        return fast
     name_of = where or (lambda raw: f"token {raw!r}")
     merges = merges_from_ranks(ranks, source, name_of)
-    return assemble(source, ranks, merges, pattern=check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
+    return assemble(source, ranks, merges, pattern=pattern, specials=special_tokens, vocab_where=name_of)
+
+
+def _tokens_by_rank(ranks: Mapping[bytes, int]) -> list[bytes] | None:
+    """The tokens ordered by rank when the ranks are exactly 0..n-1, else None."""
+    tokens: list[bytes | None] = [None] * len(ranks)
+    for raw, rank in ranks.items():
+        if not isinstance(raw, bytes) or type(rank) is not int or not 0 <= rank < len(tokens) or tokens[rank] is not None:
+            return None
+        tokens[rank] = raw
+    return cast("list[bytes]", tokens)
+
+
+def _from_tokens_by_rank(tokens: list[bytes], pattern: str, special_tokens: Mapping[str, int] | None) -> Tokenizer | None:
+    """The compiled path (mnemo/ranks.py): the Tokenizer the Python path (merges_from_ranks,
+    then assemble) builds from the same ranks, or None when the input is not the plain case --
+    any error, which the Python path then words.  Specials take the ids given, above every rank."""
+    vocab = merges_of_ranks(tokens)
+    if vocab is None:
+        return None
+    specials = sorted((special_tokens or {}).items(), key=lambda item: item[1] if type(item[1]) is int else -1)
+    names = [name for name, _ in specials]
+    ids = [i for _, i in specials]
+    if (
+        not all(isinstance(name, str) for name in names)
+        or not all(type(i) is int and len(tokens) <= i <= MAX_TOKEN_ID for i in ids)
+        or len(set(ids)) != len(ids)
+    ):
+        return None
+    try:
+        check_size(len(vocab.merges), len(names), ConfigError)
+        check_special_tokens(names)
+    except ConfigError:
+        return None
+    return Tokenizer._from_checked(vocab.merges, pattern, names, "id", None, vocab.public + ids, b"")
 
 
 #: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
@@ -271,6 +313,10 @@ def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int
                 f"preset {name!r} stands for (tiktoken refuses it too); to load it anyway, give its pattern and "
                 f"special tokens: load_tiktoken(path, {pattern!r}, special_tokens={{...}})"
             )
+    by_rank = parse_rank_lines(data)  # compiled; None: the Python parser below words what is wrong
+    fast = None if by_rank is None else _from_tokens_by_rank(by_rank, pattern, special_tokens)
+    if fast is not None:
+        return fast
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
