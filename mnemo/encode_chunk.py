@@ -1387,6 +1387,32 @@ def export_tables(enc: Encoder) -> bytes:
     return out.getvalue()
 
 
+def tables_all_spelled(merges: list[tuple[int, int]]) -> bytes:
+    """export_tables of an encoder of these merges in which every token the word tables may
+    hold (2 to LONG_WORD_MAX bytes) is what BPE makes of its bytes -- what a loader that has
+    shown it (mnemo/ranks.py: every merge of every token's own BPE was the token's own merge)
+    gives Encoder(tables=...) instead of a BPE per token."""
+    n: i64 = len(merges)
+    size: vec[i64] = vec[i64]([1] * (n + 256))
+    out = BytesWriter()
+    byte: i64 = 0
+    k: i64 = 0
+    for pair in merges:
+        a: i64 = pair[0]
+        b: i64 = pair[1]
+        ln: i64 = size[a] + size[b]
+        size[256 + k] = ln
+        if ln <= LONG_WORD_MAX:
+            byte |= 1 << (k & 7)
+        if k & 7 == 7:
+            out.append(byte)
+            byte = 0
+        k += 1
+    if n & 7:
+        out.append(byte)
+    return out.getvalue()
+
+
 def import_spells(tables: bytes, n: i64) -> vec[u8]:
     """Encoder.spells from export_tables' bytes: every answer known; all unknown when `tables`
     is empty or not of tables_size(n) bytes."""

@@ -43,6 +43,7 @@ LONG_TOKEN: Final = 64
 #: Ranks and positions in a token are packed 21 bits each in heap keys: a file with more ranks,
 #: or a token of more bytes, goes to the Python path.
 ID_BITS: Final = 21
+IMPROPER: Final = 1 << 50  # a flag beside the two 21-bit ranks of a split's result
 FIELD: Final = 1 << ID_BITS
 M21: Final = FIELD - 1
 NONE: Final = -1
@@ -50,20 +51,27 @@ HASH_MUL: Final = 0x100000001B3  # FNV's 64-bit prime, odd: a polynomial base fo
 #: Hashes are kept to 62 bits, so that an interpreted build (Python's unbounded ints) computes
 #: the same values as the compiled one (i64 arithmetic wraps); a larger Final int would be boxed.
 M62: Final = (1 << 62) - 1
+#: Tokens of at most this many bytes are kept in their table entry (7 bytes and the length).
+SHORT: Final = 7
 MIX: Final = 0x2545F4914F6CDD1D
 
 
 class RankVocab:
     """A rank file's vocabulary in mnemo's numbering: bytes are ids 0..255, the k-th token of
     two or more bytes (by rank) is id 256 + k, made by merges[k]; public[i] is the rank of id i
-    (the id tiktoken gives it)."""
+    (the id tiktoken gives it).  `proper`: every step of tiktoken's merge of every token's
+    bytes glued two parts into a token whose own merge they are -- then mnemo's BPE of each
+    token's bytes takes the same steps and ends in the token itself
+    (encode_chunk.tables_all_spelled); cl100k_base and o200k_base both are."""
 
     merges: list[tuple[int, int]]
     public: list[int]
+    proper: bool
 
-    def __init__(self, merges: list[tuple[int, int]], public: list[int]) -> None:
+    def __init__(self, merges: list[tuple[int, int]], public: list[int], proper: bool) -> None:
         self.merges = merges
         self.public = public
+        self.proper = proper
 
 
 def parse_rank_lines(data: bytes) -> list[bytes] | None:
@@ -151,11 +159,12 @@ def parse_rank_lines(data: bytes) -> list[bytes] | None:
 class TokenTable:
     """Every token by the polynomial hash of its bytes, for finding the rank of a substring of a
     token without making a bytes object: open addressing (load at most 1/2) in one vec of
-    2-word entries [hash tag << 21 | rank, offset << 21 | length], the bytes confirmed in `blob`
-    (every token, back to back), and a direct table of the two-byte tokens (the first step of
-    every token).  Most substrings looked up are tokens (87 % of those of 3 or more bytes, the
-    first 30,000 of cl100k), so no filter stands in front: a lookup is a cache miss in the
-    entries and one in the blob."""
+    2-word entries [hash tag << 21 | rank, the bytes], and a direct table of the two-byte tokens
+    (the first step of every token).  The bytes word holds a token of up to SHORT bytes itself
+    (bytes << 8 | length: a lookup is then one cache line), a longer one as offset << 21 |
+    length into `blob` (every token, back to back), where they are compared.  Most substrings
+    looked up are tokens (87 % of those of 3 or more bytes, the first 30,000 of cl100k), so no
+    filter stands in front."""
 
     blob: bytes
     offsets: vec[i64]
@@ -207,7 +216,7 @@ class TokenTable:
         while entries[slot << 1] != NONE:
             slot = (slot + 1) & self.mask
         entries[slot << 1] = ((h >> ID_BITS) << ID_BITS) | rank
-        entries[(slot << 1) + 1] = (offset << ID_BITS) | size
+        entries[(slot << 1) + 1] = packed(blob, offset, size) if size <= SHORT else (offset << ID_BITS) | size
         if size == 2:
             self.pairs[(i64(blob[offset]) << 8) | i64(blob[offset + 1])] = rank
         return True
@@ -225,8 +234,8 @@ class TokenTable:
     def find_hashed(self, raw: bytes, start: i64, size: i64, h: i64) -> i64:
         """The rank of the token raw[start:start + size] whose hash is h, or NONE."""
         entries = self.entries
-        blob = self.blob
         tag: i64 = h >> ID_BITS
+        short: i64 = packed(raw, start, size) if size <= SHORT else NONE
         slot: i64 = self.slot(h)
         while True:
             e: i64 = entries[slot << 1]
@@ -234,7 +243,11 @@ class TokenTable:
                 return NONE
             if e >> ID_BITS == tag:
                 where: i64 = entries[(slot << 1) + 1]
-                if where & M21 == size:
+                if size <= SHORT:
+                    if where == short:
+                        return e & M21
+                elif where & M21 == size:
+                    blob = self.blob
                     offset: i64 = where >> ID_BITS
                     i: i64 = 0
                     while i < size and blob[offset + i] == raw[start + i]:
@@ -242,6 +255,16 @@ class TokenTable:
                     if i == size:
                         return e & M21
             slot = (slot + 1) & self.mask
+
+
+def packed(data: bytes, start: i64, size: i64) -> i64:
+    """data[start:start + size] (size <= SHORT) as one word: the bytes little-endian << 8 | size."""
+    word: i64 = 0
+    i: i64 = size - 1
+    while i >= 0:
+        word = (word << 8) | i64(data[start + i])
+        i -= 1
+    return (word << 8) | size
 
 
 def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
@@ -260,6 +283,8 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
     starts: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     pair_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     part_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
+    left_of: vec[i64] = vec[i64]([NONE] * count)  # each token's left part (its merge), by rank
+    proper: bool = True
     r: i64 = 0
     while r < count:
         raw = tokens[r]
@@ -280,11 +305,14 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
                 prefix[i + 1] = (prefix[i] * HASH_MUL + i64(raw[i]) + 1) & M62
                 i += 1
             if size < LONG_TOKEN:
-                split = split_short(table, raw, prefix, r, byte_rank, starts, pair_ranks, part_ranks)
+                split = split_short(table, raw, prefix, r, byte_rank, left_of, starts, pair_ranks, part_ranks)
             else:
-                split = split_long(table, raw, prefix, r, byte_rank)
+                split = split_long(table, raw, prefix, r, byte_rank, left_of)
             if split == NONE:
                 return None
+            if split & IMPROPER:
+                proper = False
+            left_of[r] = (split >> ID_BITS) & M21
             left: i64 = (split >> ID_BITS) & M21
             right: i64 = split & M21
             if own[left] == NONE or own[right] == NONE:
@@ -300,7 +328,7 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
         b += 1
     ids: list[int] = [int(byte_rank[b]) for b in range(256)]
     ids.extend(public)
-    return RankVocab(merges, ids)
+    return RankVocab(merges, ids, proper)
 
 
 def split_short(
@@ -309,14 +337,17 @@ def split_short(
     prefix: vec[i64],
     limit: i64,
     byte_rank: vec[i64],
+    left_of: vec[i64],
     starts: vec[i64],
     pair_ranks: vec[i64],
     part_ranks: vec[i64],
 ) -> i64:
     """tiktoken's merge of raw (fewer than LONG_TOKEN bytes) with ranks below `limit`: the ranks
-    of the two parts it ends in, as left << 21 | right, or NONE when it does not end in two
-    parts that are tokens.  starts[i] is where part i starts, part_ranks[i] its rank;
-    pair_ranks[i] the rank of parts i and i + 1 glued (NONE: no token below the limit)."""
+    of the two parts it ends in, as left << 21 | right, with IMPROPER set when a step glued two
+    parts that are not the glued token's own merge (left_of[rank]: its left part), or NONE when
+    it does not end in two parts that are tokens.  starts[i] is where part i starts,
+    part_ranks[i] its rank; pair_ranks[i] the rank of parts i and i + 1 glued (NONE: no token
+    below the limit)."""
     n: i64 = len(raw)
     i: i64 = 0
     while i < n:
@@ -328,6 +359,7 @@ def split_short(
         pair_ranks[i] = below(table.find(raw, prefix, i, i + 2), limit)
         i += 1
     parts: i64 = n
+    improper: i64 = 0
     while parts > 2:
         best: i64 = NONE
         at: i64 = -1
@@ -341,6 +373,8 @@ def split_short(
         if at < 0:
             return NONE
         parts -= 1
+        if left_of[best] != part_ranks[at]:
+            improper = IMPROPER
         part_ranks[at] = best
         i = at + 1
         while i < parts:
@@ -356,10 +390,10 @@ def split_short(
             pair_ranks[at - 1] = below(table.find(raw, prefix, starts[at - 1], end), limit)
     if parts != 2 or part_ranks[0] == NONE or part_ranks[1] == NONE:
         return NONE
-    return (part_ranks[0] << ID_BITS) | part_ranks[1]
+    return improper | (part_ranks[0] << ID_BITS) | part_ranks[1]
 
 
-def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte_rank: vec[i64]) -> i64:
+def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte_rank: vec[i64], left_of: vec[i64]) -> i64:
     """split_short for a token of any length: a linked list of parts (nxt[i]: where the part
     starting at i ends, ranks[i] its rank) and a binary min-heap of keys rank << 42 | start << 21
     | end of the right part, stale ones skipped when popped -- the algorithm of
@@ -385,6 +419,7 @@ def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte
             heap, size = heap_push(heap, size, key)
         i += 1
     parts: i64 = n
+    improper: i64 = 0
     while size > 0:
         top: i64 = heap[0]
         size -= 1
@@ -400,6 +435,8 @@ def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte
             continue  # stale: one of the two parts has grown since
         alive[b] = 0
         nxt[a] = end
+        if left_of[top >> 42] != ranks[a]:
+            improper = IMPROPER
         ranks[a] = top >> 42
         if end < n:
             prv[end] = a
@@ -414,7 +451,7 @@ def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte
     second: i64 = nxt[0]
     if parts != 2 or ranks[0] == NONE or ranks[second] == NONE:
         return NONE
-    return (ranks[0] << ID_BITS) | ranks[second]
+    return improper | (ranks[0] << ID_BITS) | ranks[second]
 
 
 def below(rank: i64, limit: i64) -> i64:

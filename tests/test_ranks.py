@@ -152,7 +152,8 @@ def test_merges_of_ranks_is_the_python_path(long: bool) -> None:
             assert fast is None
             refused += 1
         else:
-            assert fast is not None and (fast.merges, fast.public) == slow
+            assert fast is not None and (fast.merges, fast.public) == slow and fast.proper
+            from_mergeable_ranks({t: r for r, t in enumerate(tokens)}, "gpt2").verify()
             agreed += 1
     assert agreed > 5 and refused > 50, (agreed, refused)  # test_merges_of_ranks_on_grown_vocabularies: more that load
 
@@ -177,6 +178,11 @@ def test_merges_of_ranks_on_grown_vocabularies() -> None:
                 tokens.append(new)
         fast = merges_of_ranks(tokens)
         assert fast is not None and (fast.merges, fast.public) == python_vocab(tokens)
+        # A proper vocabulary (every one found so far: these, the accepted random ones above,
+        # cl100k_base, o200k_base) loads with every word-table bit set, unchecked; verify()
+        # rebuilds the encoder's tables by a BPE of every token and must find the same bits.
+        assert fast.proper
+        from_mergeable_ranks({t: r for r, t in enumerate(tokens)}, "gpt2").verify()
 
 
 def test_missing_bytes_and_repeats_are_declined() -> None:

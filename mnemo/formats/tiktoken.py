@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
 from mnemo.constants import MAX_TOKEN_ID
+from mnemo.encode_chunk import tables_all_spelled
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
@@ -228,7 +229,8 @@ def _from_tokens_by_rank(tokens: list[bytes], pattern: str, special_tokens: Mapp
         check_special_tokens(names)
     except ConfigError:
         return None
-    return Tokenizer._from_checked(vocab.merges, pattern, names, "id", None, vocab.public + ids, b"")
+    tables = tables_all_spelled(vocab.merges) if vocab.proper else b""
+    return Tokenizer._from_checked(vocab.merges, pattern, names, "id", None, vocab.public + ids, tables)
 
 
 #: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
