@@ -1370,21 +1370,7 @@ def export_tables(enc: Encoder) -> bytes:
     """Layout 1: bit k & 7 of byte k >> 3 is set when BPE of merge k's bytes gives its token
     alone (spells_itself); clear for tokens longer than LONG_WORD_MAX bytes, which no table
     holds."""
-    spells = enc.spells
-    n: i64 = len(spells)
-    out = BytesWriter()
-    byte: i64 = 0
-    k: i64 = 0
-    while k < n:
-        if i64(spells[k]) == SPELLS_ITSELF:
-            byte |= 1 << (k & 7)
-        if k & 7 == 7:
-            out.append(byte)
-            byte = 0
-        k += 1
-    if n & 7:
-        out.append(byte)
-    return out.getvalue()
+    return pack_spells(enc.spells)
 
 
 def tables_all_spelled(merges: list[tuple[int, int]]) -> bytes:
@@ -1394,15 +1380,26 @@ def tables_all_spelled(merges: list[tuple[int, int]]) -> bytes:
     gives Encoder(tables=...) instead of a BPE per token."""
     n: i64 = len(merges)
     size: vec[i64] = vec[i64]([1] * (n + 256))
-    out = BytesWriter()
-    byte: i64 = 0
+    spells: vec[u8] = vec[u8]([SPELLS_NOT] * n)
     k: i64 = 0
     for pair in merges:
         a: i64 = pair[0]
         b: i64 = pair[1]
-        ln: i64 = size[a] + size[b]
-        size[256 + k] = ln
-        if ln <= LONG_WORD_MAX:
+        size[256 + k] = size[a] + size[b]
+        if size[256 + k] <= LONG_WORD_MAX:
+            spells[k] = SPELLS_ITSELF
+        k += 1
+    return pack_spells(spells)
+
+
+def pack_spells(spells: vec[u8]) -> bytes:
+    """Layout 1 of the tables: one bit a merge, set for SPELLS_ITSELF."""
+    n: i64 = len(spells)
+    out = BytesWriter()
+    byte: i64 = 0
+    k: i64 = 0
+    while k < n:
+        if i64(spells[k]) == SPELLS_ITSELF:
             byte |= 1 << (k & 7)
         if k & 7 == 7:
             out.append(byte)

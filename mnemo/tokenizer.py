@@ -8,6 +8,7 @@ disallowed_special contract), error wording -- and is plain Python.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import hashlib
 import itertools
 import os
@@ -29,6 +30,7 @@ from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16, maskbit_for
 from mnemo.fileio import read_file, write_atomic
 from mnemo.vocab import (
     DEFAULT_SPECIAL_TOKENS,
+    TokenizerFields,
     as_format_error,
     check_id_map,
     check_merges,
@@ -140,22 +142,15 @@ class Tokenizer:
             if len(public) != n_vocab:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
             check_id_map(public, n_vocab)
-        self._setup(checked, pattern, specials, tie, counts, public, b"")
+        self._setup(TokenizerFields(checked, pattern, specials, tie, counts, public))
 
-    def _setup(
-        self,
-        merges: list[tuple[int, int]],
-        pattern: str,
-        specials: list[str],
-        tie: str,
-        counts: list[int] | None,
-        public: list[int] | None,
-        tables: bytes,
-    ) -> None:
+    def _setup(self, fields: TokenizerFields) -> None:
         """Everything a Tokenizer holds, from parts that follow vocab.py's rules: checked by
-        __init__ (a caller's values) or by the tokenizer.bin reader (vocabfile.py), so that
-        loading a file does not check each merge twice.  `tables`: the encoder's prebuilt
-        tables (encode_chunk.export_tables), or b"" to build them."""
+        __init__ (a caller's values) or by a loader (_from_checked), so that loading a file
+        does not check each merge twice.  fields.encoder_tables: the encoder's prebuilt tables
+        (encode_chunk.export_tables), or None to build them."""
+        merges, pattern, specials, tie = fields.merges, fields.pattern, fields.special_tokens, fields.tie
+        counts, public, tables = fields.merge_counts, fields.id_map, fields.encoder_tables or b""
         n_vocab = 256 + len(merges) + len(specials)
         if public is not None and public == list(range(n_vocab)):
             public = None
@@ -376,36 +371,19 @@ class Tokenizer:
         check = fields.writer != WRITER if verify is None else verify
         # The reader checked every rule __init__ checks (vocab.py's, vectorized): straight to
         # _setup, which builds the encoder's tables only when they are not trusted.
-        tok = cls._from_checked(
-            fields.merges,
-            fields.pattern,
-            fields.special_tokens,
-            fields.tie,
-            fields.merge_counts,
-            fields.id_map,
-            b"" if check or stored is None else stored,
-        )
+        tok = cls._from_checked(dataclasses.replace(fields, encoder_tables=None if check else stored))
         tok._source = source
         if check and stored is not None:
             tok._compare_tables(export_tables(tok._encoder), stored)
         return tok
 
     @classmethod
-    def _from_checked(
-        cls,
-        merges: list[tuple[int, int]],
-        pattern: str,
-        specials: list[str],
-        tie: str,
-        counts: list[int] | None,
-        public: list[int] | None,
-        tables: bytes,
-    ) -> Tokenizer:
+    def _from_checked(cls, fields: TokenizerFields) -> Tokenizer:
         """A Tokenizer from parts a loader has checked against every rule __init__ applies (the
         tokenizer.bin reader, the compiled rank-file path of formats/tiktoken.py): no second pass
         over each merge.  See _setup."""
         tok = cls.__new__(cls)
-        tok._setup(merges, pattern, specials, tie, counts, public, tables)
+        tok._setup(fields)
         return tok
 
     def verify(self) -> None:

@@ -27,7 +27,7 @@ from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.ranks import merges_of_ranks, parse_rank_lines
 from mnemo.tokenizer import Tokenizer
-from mnemo.vocab import check_size, check_special_tokens
+from mnemo.vocab import TokenizerFields, check_size, check_special_tokens
 
 
 def _regular_ids(tok: Tokenizer) -> list[int]:
@@ -229,8 +229,8 @@ def _from_tokens_by_rank(tokens: list[bytes], pattern: str, special_tokens: Mapp
         check_special_tokens(names)
     except ConfigError:
         return None
-    tables = tables_all_spelled(vocab.merges) if vocab.proper else b""
-    return Tokenizer._from_checked(vocab.merges, pattern, names, "id", None, vocab.public + ids, tables)
+    tables = tables_all_spelled(vocab.merges) if vocab.proper else None
+    return Tokenizer._from_checked(TokenizerFields(vocab.merges, pattern, names, "id", None, vocab.public + ids, tables))
 
 
 #: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
