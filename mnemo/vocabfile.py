@@ -32,6 +32,7 @@ from mnemo.vocab import (
     TokenizerFields,
     check_id_map,
     check_merges,
+    check_ranked,
     check_size,
     check_special_names,
     special_name_problem,
@@ -65,10 +66,16 @@ COUNTS: Final = b"CNTS"  # M x u64: each merge's count when it was chosen
 ID_MAP: Final = b"IDMP"  # V x W-byte public ids, V = 256 + M + S
 ENCODER: Final = b"ENCT"  # u32 layout, u32 M, the encoder's prebuilt tables (encode_chunk.export_tables)
 WRITER_TAG: Final = b"WRTR"  # UTF-8: the program that wrote the file
+RANK: Final = b"RANK"  # u32 flags (bit 0: ranked), u32 W, W x (u32 n, n bytes): a ranked vocabulary's whole tokens
+RANKED: Final = 1
+#: The most bytes a ranked vocabulary's whole tokens take together in a RANK section (Llama 3's
+#: 256 are a few KB; the bound keeps the file-size bound finite).
+MAX_WHOLE_BYTES: Final = 16 << 20
 
-#: Every section this mnemo knows: whether it is required, and the most bytes its payload holds
-#: (the file-size bound below is their sum).  Sections reserved for work under way this round
-#: (docs/formats.md): RANK (rank semantics, issue 26) and STG2 (superword tokenizers, issue 30).
+#: Every section this mnemo knows: whether it carries the required flag (a reader that does not
+#: know it must refuse the file), and the most bytes its payload holds (the file-size bound below
+#: is their sum).  A section reserved for work under way this round (docs/formats.md): STG2
+#: (superword tokenizers, issue 30).
 KNOWN: Final[dict[bytes, tuple[bool, int]]] = {
     MERGES: (True, 8 + 8 * MAX_VOCAB),
     SPECIALS: (True, 4 + (1 + MAX_SPECIAL_BYTES) * MAX_SPECIALS),
@@ -78,7 +85,10 @@ KNOWN: Final[dict[bytes, tuple[bool, int]]] = {
     ID_MAP: (False, 4 * MAX_VOCAB),
     ENCODER: (False, 8 + MAX_VOCAB),
     WRITER_TAG: (False, 255),
+    RANK: (True, 8 + 4 * MAX_VOCAB + MAX_WHOLE_BYTES),  # only in a ranked vocabulary's file
 }
+#: The sections every file has.
+MANDATORY: Final = (MERGES, SPECIALS, PATTERN, TIE)
 
 
 def _padded(n: int) -> int:
@@ -123,13 +133,15 @@ def encode_tokenizer_bin(
     id_map: Sequence[int] | None = None,
     version: int | None = None,
     encoder_tables: bytes | None = None,
+    whole_tokens: Sequence[bytes] | None = None,
 ) -> bytes:
     """Serialize without validating (Tokenizer validated; tests build bad files through this).
     `version` None: version 3; 1 or 2 write the old layouts (tests of old files).
-    `encoder_tables`: encode_chunk.export_tables of the tokenizer's encoder, or None."""
+    `encoder_tables`: encode_chunk.export_tables of the tokenizer's encoder, or None.
+    `whole_tokens`: a ranked vocabulary's (its RANK section, required), or None."""
     if version in (1, 2):
         return _encode_legacy(merges, pattern, special_tokens, tie, merge_counts, id_map, version)
-    n_vocab = 256 + len(merges) + len(special_tokens)
+    n_vocab = 256 + len(merges) + len(whole_tokens or ()) + len(special_tokens)
     width = id_width(n_vocab, id_map)
     id_type = "<u2" if width == 2 else "<u4"
     names = [s.encode("utf-8") for s in special_tokens]
@@ -141,6 +153,9 @@ def encode_tokenizer_bin(
         (PATTERN, struct.pack("<H", len(raw_pattern)) + raw_pattern + struct.pack("<H", len(engine)) + engine),
         (TIE, bytes([len(tie)]) + tie.encode("ascii")),
     ]
+    if whole_tokens is not None:
+        whole = b"".join(struct.pack("<I", len(raw)) + raw for raw in whole_tokens)
+        sections.append((RANK, struct.pack("<II", RANKED, len(whole_tokens)) + whole))
     if merge_counts is not None:
         sections.append((COUNTS, np.asarray(merge_counts, dtype="<u8").tobytes()))
     if id_map is not None:
@@ -204,8 +219,8 @@ def parse_tokenizer_bin(data: bytes, source: str) -> TokenizerFields:
             continue
         if bool(flags & REQUIRED) != known[0]:
             raise fail(at - SECTION.size + 4, f"section {tag!r} has flags 0x{flags:x}, expected 0x{int(known[0]):x}")
-    for tag, (required, _) in KNOWN.items():
-        if required and tag not in sections:
+    for tag in MANDATORY:
+        if tag not in sections:
             raise fail(HEADER.size, f"the required section {tag!r} is missing")
     return _read_sections(data, sections, fail)
 
@@ -250,15 +265,23 @@ def _read_sections(
     merges_at = at + 8
     id_type = "<u2" if width == 2 else "<u4"
 
+    whole: list[bytes] = []
+    ranked = RANK in sections
+    if ranked:
+        whole = _read_whole(data, *sections[RANK][:2], fail)
+
     at, length, _ = sections[SPECIALS]
     if length < 4:
         raise fail(at, f"the specials section has {length} bytes, fewer than its 4-byte count")
     (n_specials,) = struct.unpack_from("<I", data, at)
-    n_vocab = check_size(n_merges, n_specials, lambda what: fail(at, what), VOCAB16 if width == 2 else MAX_VOCAB)
+    n_vocab = check_size(n_merges + len(whole), n_specials, lambda what: fail(at, what), VOCAB16 if width == 2 else MAX_VOCAB)
     specials = _read_specials(data, at + 4, at + length, n_specials, fail)
 
     pairs = np.frombuffer(data, dtype=id_type, count=2 * n_merges, offset=merges_at).reshape(-1, 2)
-    merges = _checked_merges(pairs, lambda k, what: fail(merges_at + 2 * width * k, what))
+    merges = _checked_merges(pairs, lambda k, what: fail(merges_at + 2 * width * k, what), ranked)
+    if ranked:
+        # a merge made of itself through later ones, two tokens spelling the same bytes: named, at RANK
+        check_ranked(merges, whole, lambda i, what: fail(sections[RANK][0], what))
 
     at, length, _ = sections[PATTERN]
     pattern, pattern_at, end = _read_string(data, at, at + length, 2, "pattern", fail)
@@ -316,7 +339,32 @@ def _read_sections(
             writer = data[at : at + length].decode("utf-8")
         except UnicodeDecodeError:
             raise fail(at, "the writer's name is not valid UTF-8") from None
-    return TokenizerFields(merges, pattern, specials, tie, counts, id_map, tables, writer)
+    return TokenizerFields(
+        merges, pattern, specials, tie, counts, id_map, whole_tokens=whole, ranked=ranked, encoder_tables=tables, writer=writer
+    )
+
+
+def _read_whole(data: bytes, at: int, length: int, fail: Callable[[int, str], MnemoError]) -> list[bytes]:
+    """A RANK section's whole tokens: flags (bit 0, ranked, set), a count, then each token as a
+    u32 length and its bytes, filling the section exactly."""
+    if length < 8:
+        raise fail(at, f"the rank section has {length} bytes, fewer than its 8-byte head")
+    flags, count = struct.unpack_from("<II", data, at)
+    if flags != RANKED:
+        raise fail(at, f"rank flags 0x{flags:x} (expected 0x{RANKED:x}: ranked)")
+    whole: list[bytes] = []
+    pos, end = at + 8, at + length
+    for j in range(count):
+        if pos + 4 > end:
+            raise fail(pos, f"whole token {j} of {count} starts past the end of the rank section")
+        (size,) = struct.unpack_from("<I", data, pos)
+        if pos + 4 + size > end:
+            raise fail(pos, f"whole token {j} ({size} bytes) runs past the end of the rank section")
+        whole.append(data[pos + 4 : pos + 4 + size])
+        pos += 4 + size
+    if pos != end:
+        raise fail(pos, f"{end - pos} unused bytes at the end of the rank section")
+    return whole
 
 
 def _read_string(
@@ -363,16 +411,20 @@ def _read_specials(data: bytes, pos: int, end: int, n_specials: int, fail: Calla
     return specials
 
 
-def _checked_merges(pairs: npt.NDArray[np.unsignedinteger], fail: Callable[[int, str], MnemoError]) -> list[tuple[int, int]]:
+def _checked_merges(
+    pairs: npt.NDArray[np.unsignedinteger], fail: Callable[[int, str], MnemoError], ranked: bool = False
+) -> list[tuple[int, int]]:
     """The merges as a list of pairs, checked against vocab.check_merges' rules with numpy (a
-    sort finds repeated pairs); only a broken rule runs the worded check, to name the first."""
+    sort finds repeated pairs); only a broken rule runs the worded check, to name the first.
+    `ranked`: a part may be any byte or merge but the merge itself (check_merges(ranked=True))."""
     n = len(pairs)
     merges = list(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
     if n:
-        own = np.arange(256, 256 + n, dtype=np.int64)
+        own = np.arange(256, 256 + n, dtype=np.int64)[:, None]
+        parts_ok = bool((pairs < 256 + n).all() and (pairs != own).all()) if ranked else bool((pairs < own).all())
         keys = np.sort((pairs[:, 0].astype(np.int64) << 32) | pairs[:, 1])
-        if not ((pairs[:, 0] < own).all() and (pairs[:, 1] < own).all()) or bool((keys[1:] == keys[:-1]).any()):
-            check_merges(merges, fail)
+        if not parts_ok or bool((keys[1:] == keys[:-1]).any()):
+            check_merges(merges, fail, ranked)
     return merges
 
 

@@ -35,24 +35,32 @@ from mnemo.vocab import (
     as_format_error,
     check_id_map,
     check_merges,
+    check_ranked,
     check_size,
     check_special_tokens,
     from_vocab_merges,
 )
-from mnemo.vocabfile import MAX_BIN_BYTES, WRITER, encode_tokenizer_bin, id_width, parse_tokenizer_bin
+from mnemo.vocabfile import MAX_BIN_BYTES, MAX_WHOLE_BYTES, WRITER, encode_tokenizer_bin, id_width, parse_tokenizer_bin
 
 
-def _fingerprint(
-    merges: list[tuple[int, int]], pattern: str, specials: list[str], public: list[int] | None, width: int
-) -> str:
-    """Tokenizer.fingerprint (docs/formats.md, "Fingerprint"): ids hashed at the width tokenizer.bin
-    stores them, so a vocabulary that fits in 16 bits keeps the fingerprint earlier versions gave
-    it (its .tok files name it)."""
-    id_type = "<u4" if width == 4 else "<u2"
-    h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer2" if width == 4 else b"mnemo-tokenizer1")
-    h.update(pattern.encode() + b"\0")
+def _fingerprint(fields: TokenizerFields) -> str:
+    """Vocabulary.fingerprint (docs/formats.md, "Fingerprint"): ids hashed at the width
+    tokenizer.bin stores them, so a vocabulary that fits in 16 bits keeps the fingerprint earlier
+    versions gave it (its .tok files name it).  A ranked one has a personalisation of its own,
+    with its whole tokens after the merges."""
+    merges, public = fields.merges, fields.id_map
+    n_vocab = 256 + len(merges) + len(fields.whole_tokens) + len(fields.special_tokens)
+    wide = fields.ranked or id_width(n_vocab, public) == 4
+    id_type = "<u4" if wide else "<u2"
+    person = b"mnemo-tokenizer3" if fields.ranked else b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1"
+    h = hashlib.blake2b(digest_size=16, person=person)
+    h.update(fields.pattern.encode() + b"\0")
     h.update(np.fromiter(itertools.chain.from_iterable(merges), dtype=id_type, count=2 * len(merges)).tobytes())
-    for name in specials:
+    if fields.ranked:
+        h.update(len(fields.whole_tokens).to_bytes(4, "little"))
+        for raw in fields.whole_tokens:
+            h.update(len(raw).to_bytes(4, "little") + raw)
+    for name in fields.special_tokens:
         raw = name.encode("utf-8")
         h.update(bytes([len(raw)]) + raw)
     if public is not None:
@@ -72,6 +80,13 @@ class Vocabulary:
     error.  `n_vocab` is then the largest id + 1, as in tiktoken (docs/ids32.md).  `merges` stay
     in mnemo's own numbering (the encoder's); every other id in and out (encode, decode,
     token_bytes, special_tokens, vocab) is public.  An identity map is stored as None.
+
+    `ranked` (a vocabulary from ranks: tiktoken's files; mnemo/vocab.py's from_ranks) allows
+    what tiktoken's rule needs beyond that (docs/formats.md, "Rank semantics"): a merge may use
+    later merges, and `whole_tokens`, the tokens no merge makes, take the ids after the merges
+    (256 + len(merges) + j, the specials follow them); a pre-token that is exactly one of them
+    is that token.  A vocabulary that needs neither is stored as an ordinary one
+    (`self.ranked` is False), which encodes the same.
     """
 
     def __init__(
@@ -83,6 +98,8 @@ class Vocabulary:
         tie: str = DEFAULT_TIE,
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
+        whole_tokens: Sequence[bytes] | None = None,
+        ranked: bool = False,
     ) -> None:
         check_pattern(pattern)
         check_tie(tie)
@@ -90,7 +107,17 @@ class Vocabulary:
         given: object = merges  # typed, but callers of a Python API pass anything
         if isinstance(given, (str, bytes, bytearray)) or not hasattr(given, "__len__"):
             raise type_error("merges", "a sequence of (int, int) pairs", merges)
-        n_vocab = check_size(len(merges), len(specials), ConfigError)
+        if not isinstance(ranked, bool):
+            raise type_error("ranked", "a bool", ranked)
+        whole: list[bytes] = []
+        if whole_tokens is not None:
+            given_whole: object = whole_tokens  # typed, but callers of a Python API pass anything
+            if isinstance(given_whole, (str, bytes, bytearray)) or not isinstance(given_whole, Iterable):
+                raise type_error("whole_tokens", "a sequence of bytes", whole_tokens)
+            whole = list(whole_tokens)
+            if whole and not ranked:
+                raise ConfigError("whole_tokens are tokens of a ranked vocabulary: pass ranked=True with them")
+        n_vocab = check_size(len(merges) + len(whole), len(specials), ConfigError)
         checked: list[tuple[int, int]] = []
         for k, pair in enumerate(merges):
             try:
@@ -107,7 +134,11 @@ class Vocabulary:
             ):
                 raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids")
             checked.append((int(x), int(y)))
-        check_merges(checked)
+        if ranked:
+            check_ranked(checked, whole)
+            ranked = bool(whole) or any(a >= 256 + k or b >= 256 + k for k, (a, b) in enumerate(checked))
+        else:
+            check_merges(checked)
         counts: list[int] | None = None
         if merge_counts is not None:
             if isinstance(merge_counts, (str, bytes, bytearray)) or not isinstance(merge_counts, Iterable):
@@ -126,26 +157,29 @@ class Vocabulary:
             if len(public) != n_vocab:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
             check_id_map(public, n_vocab)
-        self._setup(TokenizerFields(checked, pattern, specials, tie, counts, public))
+        self._setup(TokenizerFields(checked, pattern, specials, tie, counts, public, whole_tokens=whole, ranked=ranked))
 
     def _setup(self, fields: TokenizerFields) -> None:
-        """Everything a Tokenizer holds, from parts that follow vocab.py's rules: checked by
+        """Everything a Vocabulary holds, from parts that follow vocab.py's rules: checked by
         __init__ (a caller's values) or by a loader (_from_checked), so that loading a file
         does not check each merge twice.  fields.encoder_tables: the encoder's prebuilt tables
         (encode_chunk.export_tables), or None to build them."""
-        merges, pattern, specials, tie = fields.merges, fields.pattern, fields.special_tokens, fields.tie
-        counts, public, tables = fields.merge_counts, fields.id_map, fields.encoder_tables or b""
-        n_vocab = 256 + len(merges) + len(specials)
+        merges, specials, whole = fields.merges, fields.special_tokens, fields.whole_tokens
+        public = fields.id_map
+        n_vocab = 256 + len(merges) + len(whole) + len(specials)
         if public is not None and public == list(range(n_vocab)):
             public = None
-        self._encoder = Encoder(merges, wide=n_vocab > VOCAB16, tables=tables)
-        vocab: list[bytes] = self._encoder.spelled + [name.encode("utf-8") for name in specials]
-        names = {name: 256 + len(merges) + j for j, name in enumerate(specials)}
+            fields = dataclasses.replace(fields, id_map=None)
+        self._encoder = Encoder(merges, wide=n_vocab > VOCAB16, whole=whole, tables=fields.encoder_tables or b"")
+        vocab: list[bytes] = self._encoder.spelled + whole + [name.encode("utf-8") for name in specials]
+        names = {name: 256 + len(merges) + len(whole) + j for j, name in enumerate(specials)}
 
         self.merges: list[tuple[int, int]] = merges
-        self.pattern: str = pattern
-        self.tie: str = tie
-        self.merge_counts: list[int] | None = counts
+        self.whole_tokens: list[bytes] = whole
+        self.ranked: bool = fields.ranked
+        self.pattern: str = fields.pattern
+        self.tie: str = fields.tie
+        self.merge_counts: list[int] | None = fields.merge_counts
         self.id_map: list[int] | None = public
         self._internal_vocab = vocab
         self._internal_specials = names
@@ -176,7 +210,7 @@ class Vocabulary:
                 table[self._public_array] = spelled
                 self._vocab = table.tolist()
         self._n_holes = self._n_ids - n_vocab
-        self._pattern_id = PATTERNS.index(pattern)
+        self._pattern_id = PATTERNS.index(fields.pattern)
         if public is not None:
             # the encoder's lists hold the public ids (public's own int objects): no second pass
             self._encoder.set_public(cast(list[object], public))
@@ -185,7 +219,7 @@ class Vocabulary:
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
         self._source = "<Tokenizer>"  # what verify's messages name: from_bytes sets the file
-        self.fingerprint: str = _fingerprint(merges, pattern, specials, public, id_width(n_vocab, public))
+        self.fingerprint: str = _fingerprint(fields)
 
     # ---- ids and bytes ----
 
@@ -229,6 +263,7 @@ class Vocabulary:
             and self.tie == other.tie
             and self.merge_counts == other.merge_counts
             and self.merges == other.merges
+            and self.whole_tokens == other.whole_tokens
         )
 
     def token_bytes(self, token: int) -> bytes:
@@ -302,12 +337,20 @@ class Vocabulary:
             tie=self.tie,
             merge_counts=self.merge_counts,
             id_map=id_map,
+            whole_tokens=self.whole_tokens,
+            ranked=self.ranked,
         )
 
     # ---- tokenizer.bin ----
 
     def to_bytes(self) -> bytes:
-        """The tokenizer.bin image of this tokenizer, with its encoder's prebuilt tables."""
+        """The tokenizer.bin image of this tokenizer, with its encoder's prebuilt tables (a
+        ranked one's whole tokens in its RANK section)."""
+        if sum(map(len, self.whole_tokens)) > MAX_WHOLE_BYTES:
+            raise ConfigError(
+                f"this ranked tokenizer's {len(self.whole_tokens)} whole tokens hold more than {MAX_WHOLE_BYTES:,} bytes, "
+                f"the most a tokenizer.bin holds: load it from its rank file instead"
+            )
         return encode_tokenizer_bin(
             self.merges,
             self.pattern,
@@ -316,6 +359,7 @@ class Vocabulary:
             self.merge_counts,
             self.id_map,
             encoder_tables=export_tables(self._encoder),
+            whole_tokens=self.whole_tokens if self.ranked else None,
         )
 
     @classmethod
@@ -359,7 +403,7 @@ class Vocabulary:
         use: what loading a tokenizer.bin written by this mnemo trusts instead of computing
         (docs/formats.md, "Trust").  FormatError naming the first token that disagrees; every
         other rule of the file was checked when it was read.  `mnemo info --verify` runs it."""
-        fresh = Encoder(self.merges, wide=self._encoder.wide)
+        fresh = Encoder(self.merges, wide=self._encoder.wide, whole=self.whole_tokens)
         self._compare_tables(export_tables(fresh), export_tables(self._encoder))
 
     def _compare_tables(self, built: bytes, trusted: bytes) -> None:
@@ -506,7 +550,7 @@ class Vocabulary:
             ids = {}
             internal = self._internal_vocab
             public = self._public
-            for i in range(256 + len(self.merges)):
+            for i in range(256 + len(self.merges) + len(self.whole_tokens)):
                 ids.setdefault(internal[i], i if public is None else public[i])
             self._ids_by_bytes = ids
         found = ids.get(raw)
@@ -529,4 +573,4 @@ class Vocabulary:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every token of the byte-level vocabulary (no special tokens), sorted."""
-        return sorted(set(self._internal_vocab[: 256 + len(self.merges)]))
+        return sorted(set(self._internal_vocab[: 256 + len(self.merges) + len(self.whole_tokens)]))

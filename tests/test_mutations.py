@@ -32,6 +32,8 @@ def state(tok: Tokenizer) -> tuple[object, ...]:
         tok.tie,
         tok.merge_counts,
         tok.id_map,
+        tok.whole_tokens,
+        tok.ranked,
         tok.fingerprint,
         tok.n_vocab,
     )
@@ -47,6 +49,8 @@ KINDS: dict[str, Tokenizer] = {
     "id-map": Tokenizer([(97, 98)], pattern="o200k", special_tokens=["<|x|>"], id_map=[*range(1, 258), 0]),
     "wide-id-map": Tokenizer([(97, 98)], pattern="cl100k", special_tokens=["<|x|>"], id_map=[*range(257), 100_277]),
     "no-specials": Tokenizer([(120, 121), (256, 256)], pattern="gpt4", special_tokens=[]),
+    # a ranked vocabulary (its RANK section): a merge whose part comes after it, a whole token
+    "ranked": Tokenizer([(97, 257), (98, 99)], whole_tokens=[b"xyz"], ranked=True, special_tokens=["<|e|>"]),
 }
 
 

@@ -1,8 +1,10 @@
-"""mnemo/ranks.py, the compiled rank-file path, against its Python twins in formats/tiktoken.py.
+"""mnemo/ranks.py, the compiled rank-file path, against its Python twins (formats/tiktoken.py's
+parse_tiktoken, vocab.py's from_ranks).
 
-The rule: on every input the compiled functions return what the Python path returns, or None,
-and None only where the Python path raises (so that it is the one that words the error).  The
-Tokenizer load_tiktoken builds through the compiled path equals the one the Python path builds.
+The rule: the compiled path covers the ordinary vocabularies (ranks 0..n-1, every token the
+merge of two lower-ranked ones: GPT-2, cl100k_base, o200k_base) and gives exactly what the
+Python path gives for them; on anything else -- a ranked vocabulary (docs/formats.md, "Rank
+semantics"), an error -- it returns None and the Python path builds it or words the error.
 """
 
 from __future__ import annotations
@@ -17,36 +19,36 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import FormatError, Tokenizer
-from mnemo.formats.common import assemble
-from mnemo.formats.tiktoken import (
-    TIKTOKEN_PRESETS,
-    _split_by_ranks,
-    from_mergeable_ranks,
-    load_tiktoken,
-    merges_from_ranks,
-    parse_tiktoken,
-)
+from mnemo.formats.common import tokenizer_of
+from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, _split_by_ranks, from_mergeable_ranks, load_tiktoken, parse_tiktoken
 from mnemo.ranks import LONG_TOKEN, merges_of_ranks, parse_rank_lines
+from mnemo.vocab import from_ranks
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tiktoken"
 
 
 def python_tokens(data: bytes) -> list[bytes] | None:
-    """The Python parser's tokens by rank, or None when it raises."""
+    """The Python parser's tokens by rank, or None when it raises or the ranks are not 0..n-1
+    (gaps are allowed since rank semantics: a ranked vocabulary, the Python path's)."""
     try:
         ranks, _ = parse_tiktoken(data.decode("utf-8"), "t")
     except (FormatError, UnicodeDecodeError):
+        return None
+    if sorted(ranks.values()) != list(range(len(ranks))):
         return None
     return [raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])]
 
 
 def python_vocab(tokens: list[bytes]) -> tuple[list[tuple[int, int]], list[int]] | None:
-    """The Python path's merges and id map for tokens by rank, or None when it raises."""
-    ranks = {raw: r for r, raw in enumerate(tokens)}
+    """The Python path's merges and id map for tokens by rank when it makes an ordinary
+    vocabulary; None when it raises or makes a ranked one."""
     try:
-        tok = assemble("t", ranks, merges_from_ranks(ranks, "t", repr), pattern="gpt2")
+        fields = from_ranks("t", {raw: r for r, raw in enumerate(tokens)}, pattern="gpt2")
     except FormatError:
         return None
+    if fields.ranked:
+        return None
+    tok = tokenizer_of("t", fields)
     return tok.merges, tok.id_map if tok.id_map is not None else list(range(tok.n_vocab))
 
 
@@ -140,8 +142,9 @@ def random_vocab(rng: random.Random, long: bool = False) -> list[bytes]:
 
 @pytest.mark.parametrize("long", [False, True])
 def test_merges_of_ranks_is_the_python_path(long: bool) -> None:
-    """Random vocabularies, most of which the Python path refuses (a token that is not the merge
-    of two lower-ranked ones): the same merges and ids, or None where it raises."""
+    """Random vocabularies, most of which are ranked (a token that is not the merge of two
+    lower-ranked ones): the same merges and ids where the Python path makes an ordinary
+    vocabulary, None where it makes a ranked one or raises."""
     rng = random.Random(11 + long)
     agreed = refused = 0
     for _ in range(400):
@@ -211,18 +214,20 @@ def test_openai_files_through_both_paths(name: str, tmp_path: Path) -> None:
     if name == "cl100k_base":  # the Python path takes a few seconds: once is enough
         pattern, _, specials = TIKTOKEN_PRESETS[name]
         ranks = {raw: r for r, raw in enumerate(tokens)}
-        slow = assemble(name, ranks, merges_from_ranks(ranks, name, repr), pattern=pattern, specials=specials)
+        slow = tokenizer_of(name, from_ranks(name, ranks, pattern=pattern, specials=specials))
+        assert not slow.ranked
         assert fast.merges == slow.merges and fast.id_map == slow.id_map and fast.fingerprint == slow.fingerprint
         assert fast.special_tokens == slow.special_tokens
 
 
-def test_from_mergeable_ranks_takes_the_compiled_path_and_words_errors_as_before() -> None:
+def test_from_mergeable_ranks_takes_the_compiled_path_and_leaves_the_rest_to_python() -> None:
     ranks = {bytes([b]): b for b in range(256)}
     ranks[b"ab"] = 256
     tok = from_mergeable_ranks(ranks, "gpt2", {"<|x|>": 300})
-    assert isinstance(tok, Tokenizer) and tok.n_vocab == 301 and tok.merges == [(97, 98)]
+    assert isinstance(tok, Tokenizer) and tok.n_vocab == 301 and tok.merges == [(97, 98)] and not tok.ranked
     with pytest.raises(FormatError, match=r"id 100 is given to both"):
         from_mergeable_ranks(ranks, "gpt2", {"<|x|>": 100})
-    ranks[b"xyz"] = 257
-    with pytest.raises(FormatError, match=r"token b'xyz' \(rank 257\) is not the merge of two lower-ranked tokens"):
-        from_mergeable_ranks(ranks, "gpt2")
+    ranks[b"xyz"] = 257  # no merge makes it: the compiled path declines, the Python path keeps it whole
+    assert merges_of_ranks([raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])]) is None
+    ranked = from_mergeable_ranks(ranks, "gpt2")
+    assert ranked.ranked and ranked.whole_tokens == [b"xyz"]
