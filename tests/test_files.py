@@ -212,6 +212,39 @@ def test_bad_sections(sections: tuple[bytes, ...], message: str) -> None:
         parse_tokenizer_bin(image(*sections), "t.bin")
 
 
+def rank(*whole: bytes, flags: int = 1) -> bytes:
+    return section(b"RANK", 1, struct.pack("<II", flags, len(whole)) + b"".join(struct.pack("<I", len(w)) + w for w in whole))
+
+
+@pytest.mark.parametrize(
+    ("merges", "whole", "message"),
+    [
+        ([(97, 98)], [b"a"], r"offset 160: whole token 0 is b'a', not bytes of length 2 or more"),
+        ([(97, 98)], [b"ab"], r"offset 160: whole token 0 b'ab' spells the same bytes as id 256"),
+        ([(257, 97), (256, 98)], [], r"offset 160: merge \d \(id 25[67]\) is made of itself"),
+        ([(97, 257), (97, 97), (257, 97)], [], r"offset 168: merges 0 and 2 both spell b'aaa'"),
+        ([(97, 256)], [], r"offset 56: merge 0 \(id 256\) is \(97, 256\): token 256 is not a byte or another merge"),
+    ],
+)
+def test_bad_ranked_files(merges: list[tuple[int, int]], whole: list[bytes], message: str) -> None:
+    """A ranked vocabulary's rules (vocab.check_ranked), checked at load: the fast checks find
+    the breach, the worded check names it."""
+    mrgs = section(b"MRGS", 1, struct.pack("<II", 2, len(merges)) + b"".join(struct.pack("<HH", a, b) for a, b in merges))
+    with pytest.raises(FormatError, match=message):
+        parse_tokenizer_bin(image(mrgs, SPEC, PATN, TIER, rank(*whole)), "t.bin")
+
+
+def test_ranked_file_layout() -> None:
+    tok = Tokenizer([(97, 257), (98, 99)], whole_tokens=[b"xyz"], ranked=True, special_tokens=[])
+    data = tok.to_bytes()
+    at = data.index(b"RANK")
+    assert data[at : at + 16 + 16] == b"RANK" + struct.pack("<IQ", 1, 15) + struct.pack("<III", 1, 1, 3) + b"xyz" + bytes(1)
+    back = parse_tokenizer_bin(data, "t")
+    assert back.ranked and back.whole_tokens == [b"xyz"] and back.merges == [(97, 257), (98, 99)]
+    with pytest.raises(FormatError, match=r"rank flags 0x2 \(expected 0x1: ranked\)"):
+        parse_tokenizer_bin(image(MRGS, SPEC, PATN, TIER, rank(flags=2)), "t.bin")
+
+
 def test_unknown_optional_sections_and_other_table_layouts_are_skipped() -> None:
     """A section without the required bit that this mnemo does not know is skipped (a newer
     mnemo's extra); encoder tables of another layout are left unused and built again, so that a

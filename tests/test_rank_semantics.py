@@ -468,7 +468,7 @@ def test_llama3_like_through_tokenizer_bin(llama: tuple[Tokenizer, Any, dict[byt
     with its encoder's tables trusted or verified, and encodes as before."""
     tok, enc, _ = llama
     tok.save(tmp_path / "llama3.bin")
-    text = "Hello world .:.: naïve café 数据 \u058b/U <|eot_id|> 12345"
+    text = "Hello world .:.: naïve café 数据 <|eot_id|> 12345"
     for back in (Tokenizer.load(tmp_path / "llama3.bin"), Tokenizer.load(tmp_path / "llama3.bin", verify=True)):
         assert back == tok and back.whole_tokens == tok.whole_tokens and back.fingerprint == tok.fingerprint
         assert back.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
