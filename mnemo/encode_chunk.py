@@ -523,11 +523,7 @@ class Encoder:
                 return -1
             if e == want:
                 v: i64 = table[(at << 1) + 1]
-                off: i64 = v >> ID_BITS
-                i: i64 = 0
-                while i < n and text[off + i] == data[start + i]:
-                    i += 1
-                if i == n:
+                if same_bytes(text, v >> ID_BITS, data, start, n):
                     return v & M21
             at = (at + 1) & mask
 
@@ -1351,6 +1347,14 @@ class Encoder:
         for c in chunks:
             self.encode_uncached(c, 0, len(c), dst)
         return self.ids_list(dst.getvalue())
+
+
+def same_bytes(a: bytes, a_at: i64, b: bytes, b_at: i64, n: i64) -> bool:
+    """a[a_at:a_at + n] == b[b_at:b_at + n], without making either slice."""
+    i: i64 = 0
+    while i < n and a[a_at + i] == b[b_at + i]:
+        i += 1
+    return i == n
 
 
 def put(dst: BytesWriter, x: i64) -> None:

@@ -28,7 +28,7 @@ from librt.strings import BytesWriter
 from librt.vecs import append, vec
 from mypy_extensions import i64
 
-from mnemo.encode_chunk import heap_push, sift_down
+from mnemo.encode_chunk import heap_push, same_bytes, sift_down
 
 #: Base64 digit values; 64 for '=', 255 for every byte no base64 text holds.
 B64: Final = bytes(
@@ -246,14 +246,8 @@ class TokenTable:
                 if size <= SHORT:
                     if where == short:
                         return e & M21
-                elif where & M21 == size:
-                    blob = self.blob
-                    offset: i64 = where >> ID_BITS
-                    i: i64 = 0
-                    while i < size and blob[offset + i] == raw[start + i]:
-                        i += 1
-                    if i == size:
-                        return e & M21
+                elif where & M21 == size and same_bytes(self.blob, where >> ID_BITS, raw, start, size):
+                    return e & M21
             slot = (slot + 1) & self.mask
 
 
