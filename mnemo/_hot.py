@@ -65,6 +65,7 @@ Sorted.  Modules NOT compiled, and why:
 from typing import Final
 
 HOT_MODULES: Final = [
+    "mnemo/classmask.py",
     "mnemo/count.py",
     "mnemo/encode_chunk.py",
     "mnemo/encode_text.py",
@@ -75,4 +76,5 @@ HOT_MODULES: Final = [
     "mnemo/merge_loop_wide.py",
     "mnemo/pretokenize.py",
     "mnemo/ranks.py",
+    "mnemo/special_match.py",
 ]

@@ -247,3 +247,25 @@ def encode_chunks_ranked_naive(
     for chunk in chunks:
         out.extend(encode_chunk_ranked_naive(chunk, ranks, ids))
     return out
+
+
+# ---- special tokens ----
+
+
+def find_specials_naive(names: Sequence[bytes], data: bytes) -> list[tuple[int, int, int]]:
+    """The twin of SpecialMatcher.find_all: at each position from the left, the longest name
+    that starts there (its index in `names`; a name listed twice keeps its first index); after a
+    match, go on from its end."""
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(data):
+        best = -1
+        for k, name in enumerate(names):
+            if data.startswith(name, i) and (best < 0 or len(name) > len(names[best])):
+                best = k
+        if best >= 0:
+            out.append((i, i + len(names[best]), best))
+            i += len(names[best])
+        else:
+            i += 1
+    return out

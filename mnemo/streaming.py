@@ -3,7 +3,7 @@
 `Tokenizer.encode_iterable` is the entry point.  This module holds the rule that makes it exact --
 where encoding can be cut so that no id changes whatever text follows (`safe_cut`) -- and the one
 definition of the bytes a text is encoded as (`text_bytes`).  It knows nothing of the Tokenizer: it
-is handed the encode function, the special tokens' regex and the pattern's name, so the arrow points
+is handed the encode function, the special tokens' matcher and the pattern's name, so the arrow points
 from tokenizer.py down to here.
 
 Plain Python (not compiled): it only cuts text and hands it to the compiled encoder and
@@ -12,12 +12,12 @@ pre-tokenizer.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from mnemo.errors import ArgumentTypeError
 from mnemo.pretokenize import split
+from mnemo.special_match import SpecialMatcher
 
 ITERABLE_BLOCK: Final = 1 << 16  # characters gathered before a cut is looked for
 
@@ -31,7 +31,7 @@ def text_bytes(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
-def safe_cut(data: bytes, pattern: str, specials: re.Pattern[bytes] | None, longest: int) -> int:
+def safe_cut(data: bytes, pattern: str, specials: SpecialMatcher | None, longest: int) -> int:
     """A byte offset in `data` where encoding can be cut without changing any id, whatever follows.
 
     `specials` matches the special tokens that end a stretch of text (None: there are none);
@@ -77,7 +77,7 @@ def encode_stream(
     texts: Iterable[str],
     encode: Callable[[bytes], list[int]],
     pattern: str,
-    specials: re.Pattern[bytes] | None,
+    specials: SpecialMatcher | None,
     longest: int,
 ) -> Iterator[int]:
     """The ids of "".join(texts), yielded lazily: exactly `encode` of the whole text's bytes.
