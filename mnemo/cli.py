@@ -576,7 +576,7 @@ def _read_text(path: Path | str) -> str:
 
 
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from mnemo.bigram import pretrain
+    from mnemo.bigram import pretrain, token_byte_counts
     from mnemo.batches import TokenStream
     from mnemo.tokenizer import Tokenizer
 
@@ -608,6 +608,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         decode=lambda ids: tok.decode(ids),
         out=args.output,
         progress=progress,
+        token_bytes=token_byte_counts(tok.n_vocab, tok.vocab, tok.special_tokens.values()),
     )
     return 0
 

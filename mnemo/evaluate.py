@@ -1,8 +1,10 @@
 """`mnemo eval`: tokenizers side by side on corpora.
 
-Per tokenizer and corpus: bytes per token, tokens per word (fertility: words are runs of
-non-space characters, `str.split()`), the share of the vocabulary the corpus uses, and encode
-speed; per tokenizer, its 20 most frequent tokens over all corpora and the length distribution
+Per tokenizer and corpus: bytes per token and tokens per byte (the measure that compares
+tokenizers of any kind, superword ones included), the share of the text's tokens that are
+superwords (tokens spanning two or more chunks of the tokenizer's own pattern: 0 for plain BPE),
+tokens per word (fertility: words are runs of non-space characters, `str.split()`), the share of
+the vocabulary the corpus uses, and encode speed; per tokenizer, its 20 most frequent tokens over all corpora and the length distribution
 of its tokens (bytes per token, over the vocabulary and over the encoded text).  Every
 tokenizer is loaded into a mnemo Tokenizer, so every one is encoded by the same engine: the
 speeds compare vocabularies, not libraries (bench/ compares libraries).
@@ -161,10 +163,22 @@ class CorpusResult:
     n_words: int = 0
     seconds: float = 0.0
     used: int = 0  # distinct ids
+    n_super: int = 0  # tokens of the encoded text that span two or more stage-1 chunks
 
     @property
     def bytes_per_token(self) -> float:
         return self.n_bytes / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def tokens_per_byte(self) -> float:
+        """Tokens / UTF-8 bytes: the measure papers compare tokenizers of different kinds with
+        (SuperBPE reports it per byte of the same text); fewer is better."""
+        return self.n_tokens / self.n_bytes if self.n_bytes else 0.0
+
+    @property
+    def super_share(self) -> float:
+        """Share of the encoded text's tokens that are superwords (0 for plain BPE)."""
+        return self.n_super / self.n_tokens if self.n_tokens else 0.0
 
     @property
     def tokens_per_word(self) -> float:
@@ -190,6 +204,20 @@ def _length_bins(lengths: np.ndarray, weights: np.ndarray | None = None) -> list
     return [int(x) for x in np.bincount(clipped, weights=weights, minlength=LENGTH_BINS)[:LENGTH_BINS].round()]
 
 
+def superword_ids(tok: Tokenizer) -> np.ndarray:
+    """A bool per id: the token is a superword -- its bytes hold two or more chunks of the
+    tokenizer's own (stage-1) pattern, so plain BPE, whose merges never cross a chunk, has none.
+    Special tokens and holes are not."""
+    from mnemo.pretokenize import split
+
+    spans = np.zeros(tok.n_vocab, dtype=bool)
+    specials = set(tok.special_tokens.values())
+    for i, raw in tok.vocab.items():
+        if len(raw) > 1 and i not in specials and len(split(raw, tok.pattern)) > 1:
+            spans[i] = True
+    return spans
+
+
 def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tuple[str, list[bytes]]]) -> list[TokenizerResult]:
     """Every tokenizer on every corpus (documents as bytes, each encoded as plain text)."""
     words = {name: sum(len(d.decode("utf-8", "replace").split()) for d in docs) for name, docs in corpora}
@@ -204,6 +232,7 @@ def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tupl
         regular[present] = True
         regular[list(tok.special_tokens.values())] = False
         res = TokenizerResult(label, tok.n_tokens, vocab_lengths=_length_bins(lengths[regular]))
+        spans = superword_ids(tok)
         total = np.zeros(tok.n_vocab, dtype=np.int64)
         for name, docs in corpora:
             seen = np.zeros(tok.n_vocab, dtype=np.int64)
@@ -216,6 +245,7 @@ def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tupl
                     seen += np.bincount(np.asarray(ids, dtype=np.int64), minlength=tok.n_vocab)
             r.n_tokens = int(seen.sum())
             r.used = int(np.count_nonzero(seen))
+            r.n_super = int(seen[spans].sum())
             res.corpora[name] = r
             total += seen
         order = np.argsort(-total, kind="stable")[:TOP]
@@ -244,12 +274,21 @@ def format_tables(results: Sequence[TokenizerResult], corpus_names: Sequence[str
                 n_words=sum(c.n_words for c in r.corpora.values()),
                 seconds=sum(c.seconds for c in r.corpora.values()),
                 used=-1,
+                n_super=sum(c.n_super for c in r.corpora.values()),
             )
             cells = [cell(r.corpora[c], r) for c in corpus_names] + [cell(allr, r)]
             out.append(f"  {r.label.ljust(width)}  {r.n_vocab:>7}  " + "  ".join(v.rjust(w) for v, w in zip(cells, cw)))
         out.append("")
 
     table("bytes per token (more is better: fewer tokens for the same text)", lambda c, r: f"{c.bytes_per_token:.2f}")
+    table(
+        "tokens per byte (fewer is better; the measure that compares tokenizers of any kind, superword ones included)",
+        lambda c, r: f"{c.tokens_per_byte:.4f}",
+    )
+    table(
+        "superword tokens: share of the encoded text (tokens spanning two or more stage-1 chunks; 0 for plain BPE)",
+        lambda c, r: f"{100 * c.super_share:.1f}%",
+    )
     table("tokens per word (fertility: words are runs of non-space characters)", lambda c, r: f"{c.tokens_per_word:.2f}")
     table(
         "share of the vocabulary used",
