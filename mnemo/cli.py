@@ -161,6 +161,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             stats=stats,
             base=base,
             ray=_ray_choice(args, tasks_per_node=args.tasks_per_node),
+            prune=args.prune,
         )
     finally:
         progress.close()
@@ -176,6 +177,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"(counting {stats.count.seconds:.2f} s, {mb / max(stats.count.seconds, 1e-9):.1f} MB/s; "
         f"merging {stats.merge_seconds:.2f} s); peak RSS {_peak_rss_mib():.0f} MiB"
     )
+    if stats.prune is not None:
+        print(
+            f"  pruned: {len(stats.prune.removed)} intermediate-only tokens not learnt, in "
+            f"{stats.prune.rounds} merge-loop runs (found per run: {', '.join(map(str, stats.prune.per_round))})"
+        )
     if stats.stopped_early:
         print(
             f"  stopped early: {tok.n_vocab} ids of the {args.vocab_size} asked for, because after merge "
@@ -705,6 +711,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue training from this tokenizer: its merges first, then new ones up to --vocab-size; "
                         "its pattern, tie rule and special tokens unless given (docs/extending.md)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
+    p.add_argument("--prune", choices=("none", "intermediate"), default=None,
+                   help="intermediate: learn no token that ends up intermediate only (every occurrence consumed by "
+                        "later merges, as mnemo inspect lists them), keeping the vocabulary size (docs/superword.md; "
+                        "default none)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")
     p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")

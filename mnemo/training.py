@@ -25,6 +25,7 @@ from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.parallel import resolve_workers
 from mnemo.pretokenize import pattern_id
+from mnemo.prune import PruneStats, Skip, check_prune, learn_pruned
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
@@ -331,6 +332,8 @@ class TrainStats:
     merge_seconds: float = 0.0
     #: The merges vocab_size asked for; `merges` is smaller when training stopped early.
     requested_merges: int = 0
+    #: With prune="intermediate": the runs and the tokens removed (mnemo/prune.py).
+    prune: PruneStats | None = None
 
     @property
     def stopped_early(self) -> bool:
@@ -356,6 +359,7 @@ def _train(
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
     ray: object = None,
+    prune: object = None,
 ) -> Tokenizer:
     """`train` and `train_from_iterator` once their inputs are known to be paths or documents.
 
@@ -381,6 +385,7 @@ def _train(
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     ray_options = check_ray_option(ray)
+    prune_mode = check_prune(prune)
     if ray_options is not None and workers is not None:
         raise ConfigError(f"workers={workers} is for local runs; on Ray, size the tasks with RayOptions(tasks_per_node=...) (--tasks-per-node)")
     packed, count_stats = _count_packed(
@@ -406,21 +411,29 @@ def _train(
             f"and {len(specials)} special tokens need at least {256 + len(initial) + len(specials)}"
         )
     t0 = time.perf_counter()
-    if algorithm == "naive":
-        merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress, initial)
-    else:
+
+    def learn(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
+        if algorithm == "naive":
+            return train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress, initial, skip)
         # The 16-bit trainer while every id fits beside its separator 0xFFFF: half the memory
         # traffic of 32-bit tokens, and the AVX2 pair scan.  Above that, merge_loop_wide still
         # learns the first 65,279 merges with it and continues from its words (SEAMS.handoff).
         narrow = 256 + n_merges <= merge_loop.MAX_IDS
         fast = merge_loop.train_merges_packed if narrow else merge_loop_wide.train_merges_packed
-        merges, counts = fast(blob, meta, n_merges, tie, verify, progress, initial_merges=initial)
+        return fast(blob, meta, n_merges, tie, verify, progress, initial_merges=initial, skip=skip)
+
+    prune_stats = PruneStats() if prune_mode is not None else None
+    if prune_stats is None:
+        merges, counts = learn(None)
+    else:
+        merges, counts = learn_pruned(learn, len(initial or ()), prune_stats)
     if stats is not None:
         stats.count = count_stats
         stats.unique_words = packed.n_words
         stats.merges = len(merges)
         stats.requested_merges = n_merges
         stats.merge_seconds = time.perf_counter() - t0
+        stats.prune = prune_stats
     return Tokenizer(merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts)
 
 
@@ -440,6 +453,7 @@ def train(
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
     ray: bool | str | RayOptions | None = None,
+    prune: str | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from files.
 
@@ -462,6 +476,11 @@ def train(
     (else a new local one), "HOST:PORT" for that cluster, or a RayOptions.  The files must be
     readable by every node under the same path; the merge loop runs here, and the tokenizer is
     byte for byte the one a local run makes.
+
+    `prune="intermediate"`: no token of the result is intermediate only (every occurrence
+    consumed by later merges in training, as `mnemo inspect` lists them): they are not learnt,
+    and the merges after them fill the vocabulary to `vocab_size` (mnemo/prune.py,
+    docs/superword.md).  Costs one more merge-loop run per round; the counting is done once.
     """
     return _train(
         _file_paths(files),
@@ -478,6 +497,7 @@ def train(
         stats=stats,
         base=base,
         ray=ray,
+        prune=prune,
     )
 
 
@@ -495,6 +515,7 @@ def train_from_iterator(
     progress: Progress | None = None,
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
+    prune: str | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from documents held in memory.
 
@@ -517,6 +538,7 @@ def train_from_iterator(
         progress=progress,
         stats=stats,
         base=base,
+        prune=prune,
     )
 
 
