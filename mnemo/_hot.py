@@ -63,4 +63,5 @@ HOT_MODULES: Final = [
     "mnemo/merge_loop.py",
     "mnemo/merge_loop_wide.py",
     "mnemo/pretokenize.py",
+    "mnemo/superword.py",
 ]

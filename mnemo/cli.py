@@ -162,6 +162,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             base=base,
             ray=_ray_choice(args, tasks_per_node=args.tasks_per_node),
             prune=args.prune,
+            superword=args.superword,
         )
     finally:
         progress.close()
@@ -169,6 +170,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     tok.save(args.output)
     seconds = time.perf_counter() - t0
     mb = stats.count.n_bytes / 1e6
+    if tok.superword is not None:
+        print(f"  superword: merges making ids {tok.superword}.. are stage 2's (rule {tok.stage2!r})")
     print(
         f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges"
         + (f", the first {len(base.merges)} from {args.base}" if base is not None else "")
@@ -711,6 +714,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue training from this tokenizer: its merges first, then new ones up to --vocab-size; "
                         "its pattern, tie rule and special tokens unless given (docs/extending.md)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
+    p.add_argument("--superword", type=_positive, default=None, metavar="T",
+                   help="superword tokens (SuperBPE): ordinary merges up to id T, then merges that may bridge "
+                        "white space, up to --vocab-size (docs/superword.md; default: none, plain BPE)")
     p.add_argument("--prune", choices=("none", "intermediate"), default=None,
                    help="intermediate: learn no token that ends up intermediate only (every occurrence consumed by "
                         "later merges, as mnemo inspect lists them), keeping the vocabulary size (docs/superword.md; "

@@ -40,6 +40,8 @@ from mnemo.vocab import (
     from_vocab_merges,
 )
 from mnemo.vocabfile import MAX_BIN_BYTES, bin_version_for, encode_tokenizer_bin, parse_tokenizer_bin
+from mnemo.superword import SuperEncoder, rule_id
+from mnemo.superwordfile import encode_superword_bin, is_superword_bin, parse_superword_bin
 from mnemo.streaming import encode_stream, text_bytes
 
 if TYPE_CHECKING:
@@ -85,6 +87,11 @@ class Tokenizer:
     error.  `n_vocab` is then the largest id + 1, as in tiktoken (docs/ids32.md).  `merges` stay
     in mnemo's own numbering (the encoder's); every other id in and out (encode, decode,
     token_bytes, special_tokens, vocab) is public.  An identity map is stored as None.
+
+    `superword` (docs/superword.md): the transition T of a superword tokenizer -- the merges
+    making ids below T are stage 1's, applied inside the chunks of `pattern`; the others are
+    stage 2's, applied inside coarse chunks (the `stage2` rule's runs of those chunks) to the
+    stage-1 tokens.  None: plain BPE.
     """
 
     def __init__(
@@ -96,6 +103,8 @@ class Tokenizer:
         tie: str = "id",
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
+        superword: int | None = None,
+        stage2: str = "superword",
     ) -> None:
         check_pattern(pattern)
         check_tie(tie)
@@ -149,6 +158,17 @@ class Tokenizer:
             if public == list(range(n_vocab)):
                 public = None
 
+        if superword is not None:
+            superword = check_int("superword", superword)
+            if not 256 <= superword <= 256 + len(checked):
+                raise ConfigError(f"superword (the transition id) must be in 256..{256 + len(checked)}, got {superword}")
+            if public is not None:
+                raise ConfigError("a superword tokenizer has no id map")
+            if not isinstance(stage2, str):
+                raise type_error("stage2", "a str", stage2)
+            rule_id(stage2)
+        self.superword: int | None = superword
+        self.stage2: str | None = stage2 if superword is not None else None
         self.merges: list[tuple[int, int]] = checked
         self.pattern: str = pattern
         self.tie: str = tie
@@ -182,7 +202,11 @@ class Tokenizer:
             None if public is None else np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
         )
         self._pattern_id = PATTERNS.index(pattern)
-        self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
+        self._encoder = (
+            Encoder(checked, wide=n_vocab > VOCAB16)
+            if superword is None
+            else SuperEncoder(checked, superword, rule_id(stage2), wide=n_vocab > VOCAB16)
+        )
         if public is not None:
             # the encoder's lists hold the public ids (public's own int objects): no second pass
             self._encoder.set_public(cast(list[object], public))
@@ -202,6 +226,8 @@ class Tokenizer:
             h.update(bytes([len(raw)]) + raw)
         if public is not None:
             h.update(b"id_map" + np.asarray(public, dtype=id_type).tobytes())
+        if superword is not None:  # the curriculum decides the ids too; plain fingerprints unchanged
+            h.update(b"superword" + stage2.encode() + b"\0" + superword.to_bytes(4, "little"))
         self.fingerprint: str = h.hexdigest()
 
     # ---- properties and files ----
@@ -233,9 +259,10 @@ class Tokenizer:
         return UnknownTokenError(f"token id {token} is not in the vocabulary (ids are 0..{self._n_ids - 1})")
 
     def __repr__(self) -> str:
+        sw = "" if self.superword is None else f" superword={self.superword} stage2={self.stage2!r}"
         return (
             f"<Tokenizer n_vocab={self.n_vocab} merges={len(self.merges)} specials={len(self.special_tokens)} "
-            f"pattern={self.pattern!r} fingerprint={self.fingerprint}>"
+            f"pattern={self.pattern!r}{sw} fingerprint={self.fingerprint}>"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -317,6 +344,8 @@ class Tokenizer:
             tie=self.tie,
             merge_counts=self.merge_counts,
             id_map=id_map,
+            superword=self.superword,
+            stage2=self.stage2 or "superword",
         )
 
     def encode_iterable(
@@ -337,10 +366,15 @@ class Tokenizer:
         def encode(data: bytes) -> list[int]:
             return self._encode_data(data, allowed, disallowed)
 
-        return encode_stream(texts, encode, self.pattern, specials, longest)
+        return encode_stream(texts, encode, self.pattern, specials, longest, self.superword is not None)
 
     def to_bytes(self) -> bytes:
-        """The tokenizer.bin image of this tokenizer."""
+        """The tokenizer.bin image of this tokenizer (a superword one: mnemo/superwordfile.py)."""
+        if self.superword is not None:
+            return encode_superword_bin(
+                self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts,
+                self.superword, self.stage2 or "superword",
+            )
         return encode_tokenizer_bin(
             self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts, self.id_map
         )
@@ -351,6 +385,15 @@ class Tokenizer:
             raise type_error("data", "bytes (a tokenizer.bin image)", data)
         if not isinstance(source, str):
             raise type_error("source", "a str", source)
+        if is_superword_bin(bytes(data[:8])):
+            fields, transition, rule = parse_superword_bin(bytes(data), source)
+            try:
+                return cls(
+                    fields.merges, pattern=fields.pattern, special_tokens=fields.special_tokens, tie=fields.tie,
+                    merge_counts=fields.merge_counts, superword=transition, stage2=rule,
+                )
+            except ConfigError as exc:
+                raise as_format_error(source, exc) from None
         fields = parse_tokenizer_bin(bytes(data), source)
         return cls(
             fields.merges,

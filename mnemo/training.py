@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Union, cast
 
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
+from mnemo.superword import add_coarse
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.parallel import resolve_workers
 from mnemo.pretokenize import pattern_id
 from mnemo.prune import PruneStats, Skip, check_prune, learn_pruned
+from mnemo.superbpe import Stage2Stats, check_superword, learn_stage2, too_many_words
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
@@ -58,6 +60,8 @@ class CountStats:
     n_chunks: int = 0
     n_skipped: int = 0
     seconds: float = 0.0
+    #: Superword training: the coarse chunks' counts, read in the same pass (docs/superword.md).
+    coarse: PackedCounts | None = None
 
 
 
@@ -135,6 +139,9 @@ class CountSettings:
     max_chunk_bytes: int
     specials: tuple[str, ...]
     text_field: str
+    #: Superword training: also count stage 2's coarse chunks (mnemo/superword.py), in a table of
+    #: their own, from the same reading of the documents.
+    coarse: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,9 @@ class CountPart:
     n_bytes: int
     n_chunks: int
     skipped: int
+    #: The coarse chunks' table (CountSettings.coarse), empty otherwise.
+    coarse_blob: bytes = b""
+    coarse_meta: bytes = b""
 
 
 def count_task(settings: CountSettings, state: object, job: Task | Iterable[bytes]) -> CountPart:
@@ -158,21 +168,54 @@ def count_task(settings: CountSettings, state: object, job: Task | Iterable[byte
         if isinstance(job, Task)
         else job
     )
+    if not settings.coarse:
+        for doc in docs:
+            counter.add(doc)
+        blob, meta = counter.to_packed()
+        return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped)
+    coarse = WordCounter(settings.pattern, settings.max_chunk_bytes)
     for doc in docs:
         counter.add(doc)
+        add_coarse(coarse, doc, settings.pattern)
     blob, meta = counter.to_packed()
-    return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped)
+    cblob, cmeta = coarse.to_packed()
+    return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped, cblob, cmeta)
 
 
-class CountSum:
-    """The counting combine: count tables added into one, as they arrive.  A single table (one
-    worker, one task) is the sum as it is: it is not unpacked and packed again."""
+class TableSum:
+    """Count tables added into one, as they arrive.  A single table (one worker, one task) is
+    the sum as it is: it is not unpacked and packed again."""
 
     def __init__(self, pattern: int, max_chunk_bytes: int) -> None:
         self.pattern = pattern
         self.max_chunk_bytes = max_chunk_bytes
-        self.only: CountPart | None = None
+        self.only: tuple[bytes, bytes] | None = None
         self.words: WordCounter | None = None
+
+    def add(self, blob: bytes, meta: bytes) -> None:
+        if self.words is None and self.only is None:
+            self.only = (blob, meta)
+            return
+        if self.words is None:
+            self.words = WordCounter(self.pattern, self.max_chunk_bytes)
+            assert self.only is not None
+            self.words.add_packed(*self.only)
+            self.only = None
+        self.words.add_packed(blob, meta)
+
+    def result(self) -> tuple[bytes, bytes]:
+        if self.words is None:
+            return self.only if self.only is not None else (b"", b"")
+        blob, meta = self.words.to_packed()
+        return blob, meta
+
+
+class CountSum:
+    """The counting combine: the parts' tables (words, and coarse chunks when counted) added up."""
+
+    def __init__(self, pattern: int, max_chunk_bytes: int) -> None:
+        self.words = TableSum(pattern, max_chunk_bytes)
+        self.coarse = TableSum(pattern, max_chunk_bytes)
         self.n_bytes = 0
         self.n_chunks = 0
         self.skipped = 0
@@ -181,22 +224,14 @@ class CountSum:
         self.n_bytes += part.n_bytes
         self.n_chunks += part.n_chunks
         self.skipped += part.skipped
-        if self.words is None and self.only is None:
-            self.only = part
-            return
-        if self.words is None:
-            self.words = WordCounter(self.pattern, self.max_chunk_bytes)
-            assert self.only is not None
-            self.words.add_packed(self.only.blob, self.only.meta)
-            self.only = None
-        self.words.add_packed(part.blob, part.meta)
+        self.words.add(part.blob, part.meta)
+        if part.coarse_meta:
+            self.coarse.add(part.coarse_blob, part.coarse_meta)
 
     def result(self) -> CountPart:
-        if self.words is None:
-            blob, meta = (self.only.blob, self.only.meta) if self.only is not None else (b"", b"")
-        else:
-            blob, meta = self.words.to_packed()
-        return CountPart(blob, meta, self.n_bytes, self.n_chunks, self.skipped)
+        blob, meta = self.words.result()
+        cblob, cmeta = self.coarse.result()
+        return CountPart(blob, meta, self.n_bytes, self.n_chunks, self.skipped, cblob, cmeta)
 
 
 def _reporting(docs: Iterator[bytes], progress: Progress | None) -> Iterator[bytes]:
@@ -258,6 +293,7 @@ def _count_packed(
     text_field: str,
     progress: Progress | None,
     ray: RayOptions | None = None,
+    coarse: bool = False,
 ) -> tuple[PackedCounts, CountStats]:
     """count_words, with the counts as a count.PackedCounts (the trainer lays them out
     directly; a dict of every word is never built).  With `ray`, counted and added up on a Ray
@@ -276,7 +312,7 @@ def _count_packed(
         if progress is not None:
             progress("count", stats.n_bytes, 0)
 
-    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field)
+    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field, coarse)
     if ray is not None:
         from mnemo.work_ray import plan_count_tasks, ray_executor
 
@@ -292,6 +328,8 @@ def _count_packed(
             )
         stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
         stats.seconds = time.perf_counter() - t0
+        if coarse:
+            stats.coarse = PackedCounts(total.coarse_blob, total.coarse_meta)
         return PackedCounts(total.blob, total.meta), stats
     docs: Iterator[bytes]
     jobs: Iterable[Task | Iterable[bytes]]
@@ -314,6 +352,8 @@ def _count_packed(
         )
     stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
     stats.seconds = time.perf_counter() - t0
+    if coarse:
+        stats.coarse = PackedCounts(total.coarse_blob, total.coarse_meta)
     return PackedCounts(total.blob, total.meta), stats
 
 
@@ -334,6 +374,8 @@ class TrainStats:
     requested_merges: int = 0
     #: With prune="intermediate": the runs and the tokens removed (mnemo/prune.py).
     prune: PruneStats | None = None
+    #: With superword=T: stage 2's words and its cut (mnemo/superbpe.py).
+    stage2: Stage2Stats | None = None
 
     @property
     def stopped_early(self) -> bool:
@@ -360,6 +402,7 @@ def _train(
     base: Tokenizer | None = None,
     ray: object = None,
     prune: object = None,
+    superword: object = None,
 ) -> Tokenizer:
     """`train` and `train_from_iterator` once their inputs are known to be paths or documents.
 
@@ -386,6 +429,11 @@ def _train(
         raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     ray_options = check_ray_option(ray)
     prune_mode = check_prune(prune)
+    transition: int | None = None
+    if superword is not None:
+        if base is not None:
+            raise ConfigError("superword training starts from no base tokenizer (give base=None, or superword=None)")
+        transition = check_superword(superword, vocab_size, len(specials))
     if ray_options is not None and workers is not None:
         raise ConfigError(f"workers={workers} is for local runs; on Ray, size the tasks with RayOptions(tasks_per_node=...) (--tasks-per-node)")
     packed, count_stats = _count_packed(
@@ -397,6 +445,7 @@ def _train(
         text_field=text_field,
         progress=progress,
         ray=ray_options,
+        coarse=transition is not None,
     )
     blob, meta = packed
     if not meta:
@@ -411,6 +460,9 @@ def _train(
             f"and {len(specials)} special tokens need at least {256 + len(initial) + len(specials)}"
         )
     t0 = time.perf_counter()
+    n_all = n_merges
+    if transition is not None:
+        n_merges = transition - 256  # stage 1: ordinary merges up to the transition
 
     def learn(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
         if algorithm == "naive":
@@ -427,6 +479,25 @@ def _train(
         merges, counts = learn(None)
     else:
         merges, counts = learn_pruned(learn, len(initial or ()), prune_stats)
+    if transition is not None:
+        # stage 2 (mnemo/superbpe.py): from stage 1's merges, on the coarse chunks
+        coarse = count_stats.coarse
+        assert coarse is not None
+        stage1 = (merges, counts)
+        transition = 256 + len(merges)  # lower when stage 1 ran out of pairs
+        stage2_stats = Stage2Stats()
+        if stats is not None:
+            stats.stage2 = stage2_stats
+
+        def learn2(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
+            assert coarse is not None
+            return learn_stage2(stage1, coarse, n_all, pattern, tie, verify, progress, algorithm, skip, stage2_stats)
+
+        if prune_stats is None:
+            merges, counts = learn2(too_many_words)
+        else:
+            merges, counts = learn_pruned(learn2, len(stage1[0]), prune_stats, also=too_many_words)
+        n_merges = n_all
     if stats is not None:
         stats.count = count_stats
         stats.unique_words = packed.n_words
@@ -434,7 +505,9 @@ def _train(
         stats.requested_merges = n_merges
         stats.merge_seconds = time.perf_counter() - t0
         stats.prune = prune_stats
-    return Tokenizer(merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts)
+    return Tokenizer(
+        merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts, superword=transition
+    )
 
 
 def train(
@@ -454,6 +527,7 @@ def train(
     base: Tokenizer | None = None,
     ray: bool | str | RayOptions | None = None,
     prune: str | None = None,
+    superword: int | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from files.
 
@@ -481,6 +555,11 @@ def train(
     consumed by later merges in training, as `mnemo inspect` lists them): they are not learnt,
     and the merges after them fill the vocabulary to `vocab_size` (mnemo/prune.py,
     docs/superword.md).  Costs one more merge-loop run per round; the counting is done once.
+
+    `superword=T`: a superword tokenizer (SuperBPE's curriculum, docs/superword.md): ordinary
+    merges up to id T, then merges over coarse chunks -- runs of the pattern's chunks that a
+    merge may bridge ("by the way") -- up to `vocab_size`.  Both stages are counted in the same
+    pass, by the same workers (or Ray cluster).
     """
     return _train(
         _file_paths(files),
@@ -498,6 +577,7 @@ def train(
         base=base,
         ray=ray,
         prune=prune,
+        superword=superword,
     )
 
 
@@ -516,6 +596,7 @@ def train_from_iterator(
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
     prune: str | None = None,
+    superword: int | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from documents held in memory.
 
@@ -539,6 +620,7 @@ def train_from_iterator(
         stats=stats,
         base=base,
         prune=prune,
+        superword=superword,
     )
 
 
