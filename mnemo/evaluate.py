@@ -37,7 +37,7 @@ from mnemo.tokenizer import Tokenizer
 if TYPE_CHECKING:
     from mnemo.sources import Input
 
-#: `.tiktoken` files eval names by their file name beyond interop.TIKTOKEN_PRESETS (cl100k_base,
+#: `.tiktoken` files eval names by their file name beyond formats.tiktoken.TIKTOKEN_PRESETS (cl100k_base,
 #: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
 PRESETS: dict[str, tuple[str, dict[str, int]]] = {
     "r50k_base": ("gpt2", {"<|endoftext|>": 50256}),
@@ -50,7 +50,8 @@ TOP = 20
 
 def load_spec(spec: str) -> tuple[str, Tokenizer]:
     """(label, tokenizer) of one spec: `[NAME=]PATH`; see the module docstring."""
-    from mnemo import interop
+    from mnemo.formats.gpt2 import load_gpt2
+    from mnemo.formats.hf import load_hf
 
     label, sep, where = spec.partition("=")
     if not sep:
@@ -59,16 +60,16 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
         raise ConfigError(f"tokenizer spec {spec!r} names no file; use PATH or NAME=PATH")
     if "," in where:
         vocab, merges = where.split(",", 1)
-        return label or Path(vocab).stem, interop.load_gpt2(vocab, merges)
+        return label or Path(vocab).stem, load_gpt2(vocab, merges)
     if remote.is_url(where):
         return _load_url_spec(label, where)
     path = Path(where)
     if path.is_dir():
         for vocab_name, merges_name in GPT2_FILE_NAMES:
             if (path / vocab_name).is_file() and (path / merges_name).is_file():
-                return label or path.name, interop.load_gpt2(path / vocab_name, path / merges_name)
+                return label or path.name, load_gpt2(path / vocab_name, path / merges_name)
         if (path / "tokenizer.json").is_file():
-            return label or path.name, interop.load_hf(path / "tokenizer.json")
+            return label or path.name, load_hf(path / "tokenizer.json")
         raise InputError(f"{path}: a folder without vocab.json + merges.txt or tokenizer.json")
     if not path.is_file():
         raise InputError(f"{path}: no such tokenizer file (a tokenizer.bin, tokenizer.json, .tiktoken or GPT-2 folder)")
@@ -76,39 +77,40 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
     if name.endswith((".tiktoken", ".tiktoken.gz")):
         return _tiktoken_spec(label, name, str(path))
     if name.endswith(".json"):
-        return label or path.stem, interop.load_hf(path)
+        return label or path.stem, load_hf(path)
     return label or path.stem, Tokenizer.load(path)
 
 
 def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
     """A .tiktoken file (a path or a URL), its pattern and specials from the preset its name starts with."""
-    from mnemo import interop
+    from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, load_tiktoken
 
-    known = (*interop.TIKTOKEN_PRESETS, *PRESETS)
+    known = (*TIKTOKEN_PRESETS, *PRESETS)
     preset = next((p for p in known if name.startswith(p)), None)
     if preset is None:
         raise ConfigError(
             f"{source}: a .tiktoken file holds no split pattern or special tokens; name it after a preset "
             f"({', '.join(known)}) or convert it with `mnemo convert --from tiktoken --pattern ...`"
         )
-    if preset in interop.TIKTOKEN_PRESETS:
-        return label or preset, interop.load_tiktoken(source, preset)
+    if preset in TIKTOKEN_PRESETS:
+        return label or preset, load_tiktoken(source, preset)
     pattern, specials = PRESETS[preset]
-    return label or preset, interop.load_tiktoken(source, pattern, specials)
+    return label or preset, load_tiktoken(source, pattern, specials)
 
 
 def _load_url_spec(label: str, where: str) -> tuple[str, Tokenizer]:
     """load_spec for a URL: the same kinds, known by the same names; a folder is a prefix."""
-    from mnemo import interop
+    from mnemo.formats.gpt2 import load_gpt2
+    from mnemo.formats.hf import load_hf
 
     u = remote.as_url(where)
     if remote.isdir(u):
         for vocab_name, merges_name in GPT2_FILE_NAMES:
             vocab, merges = remote.join(u, vocab_name), remote.join(u, merges_name)
             if remote.isfile(vocab) and remote.isfile(merges):
-                return label or u.name, interop.load_gpt2(str(vocab), str(merges))
+                return label or u.name, load_gpt2(str(vocab), str(merges))
         if remote.isfile(remote.join(u, "tokenizer.json")):
-            return label or u.name, interop.load_hf(str(remote.join(u, "tokenizer.json")))
+            return label or u.name, load_hf(str(remote.join(u, "tokenizer.json")))
         raise InputError(f"{u}: a folder (prefix) without vocab.json + merges.txt or tokenizer.json")
     remote.check_file(u)  # missing: an InputError naming the URL
     name = u.name
@@ -116,7 +118,7 @@ def _load_url_spec(label: str, where: str) -> tuple[str, Tokenizer]:
     if name.endswith((".tiktoken", ".tiktoken.gz")):
         return _tiktoken_spec(label, name, where)
     if name.endswith(".json"):
-        return label or stem, interop.load_hf(where)
+        return label or stem, load_hf(where)
     return label or stem, Tokenizer.load(where)
 
 
