@@ -319,3 +319,21 @@ def test_cli_train_and_eval(tmp_path: Path, english: list[str]) -> None:
     lines = table.splitlines()
     share = lines[lines.index(next(x for x in lines if x.startswith("superword tokens"))) + 2:][:2]
     assert share[0].split()[-1] == "0.0%" and float(share[1].split()[-1].rstrip("%")) > 5
+
+
+def test_other_tools_files_refuse_a_superword_tokenizer(tmp_path: Path, trained: Tokenizer) -> None:
+    """GPT-2, tiktoken and Hugging Face files hold one pre-tokenizer and one merge list: writing
+    a superword tokenizer there would encode differently, so it is an error, not a file."""
+    from mnemo import interop
+
+    for write in (
+        lambda: interop.save_gpt2(trained, tmp_path / "v.json", tmp_path / "m.txt"),
+        lambda: interop.save_hf(trained, tmp_path / "tokenizer.json"),
+        lambda: interop.save_tiktoken(trained, tmp_path / "t.tiktoken"),
+        lambda: interop.to_hf_json(trained),
+    ):
+        with pytest.raises(ConfigError, match="cannot hold a superword tokenizer"):
+            write()
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ConfigError, match="is a superword tokenizer"):
+        mnemo.train_from_iterator(["a b c " * 50], vocab_size=trained.n_vocab + 10, base=trained)

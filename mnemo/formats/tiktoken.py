@@ -21,7 +21,7 @@ from typing import Any, Final
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
-from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble
+from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble, refuse_superword
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import Tokenizer
 
@@ -33,6 +33,7 @@ def _regular_ids(tok: Tokenizer) -> list[int]:
 
 def mergeable_ranks(tok: Tokenizer) -> dict[bytes, int]:
     """tiktoken's `mergeable_ranks`: the bytes of every non-special token -> its id."""
+    refuse_superword(tok, "tiktoken's mergeable ranks")
     ranks: dict[bytes, int] = {}
     for i in _regular_ids(tok):
         raw = tok.token_bytes(i)
