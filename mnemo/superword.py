@@ -162,37 +162,59 @@ def add_coarse(counter: WordCounter, data: bytes, pattern: i64) -> None:
     longer than counter.max_chunk_bytes is counted in pieces cut at the last stage-1 boundary
     that fits; a stage-1 chunk longer than that alone is skipped (counted in `skipped`), as in
     stage 1."""
-    limit: i64 = counter.max_chunk_bytes
-    pos: i64 = 0
+    add_both(None, counter, data, pattern)
+
+
+def add_both(words: WordCounter | None, coarse: WordCounter, data: bytes, pattern: i64) -> None:
+    """One pass over a document's stage-1 chunks: each counted in `words` (as WordCounter.add
+    would: the same skips of long chunks), and the coarse chunks they make in `coarse`
+    (add_coarse's rule).  One walk instead of two: the chunk ends are found once."""
+    limit: i64 = coarse.max_chunk_bytes
+    wlimit: i64 = words.max_chunk_bytes if words is not None else 0
     end: i64 = len(data)
-    n_chunks: i64 = 0
+    n_fine: i64 = 0
+    n_coarse: i64 = 0
+    start: i64 = 0  # the coarse chunk being built starts here
+    piece: i64 = 0  # ... and its piece being counted (a long coarse chunk is counted in pieces)
+    joinable = False  # it ends with a JOIN chunk
+    pos: i64 = 0
     while pos < end:
-        e = coarse_end(data, pos, end, pattern)
-        if e - pos <= limit:
-            counter.count(data, pos, e, 1)
-            n_chunks += 1
-        else:
-            # pieces of at most `limit` bytes at stage-1 boundaries, re-split as the piece alone
-            # will be when its words are laid out (the chunks of a coarse chunk end where they
-            # end inside the text: tests/test_superword.py)
-            p: i64 = pos
-            while p < e:
-                q: i64 = p
-                while q < e:
-                    f = chunk_end(data, q, e, pattern)
-                    if f - p > limit:
-                        break
-                    q = f
-                if q == p:  # one stage-1 chunk longer than the limit
-                    q = chunk_end(data, p, e, pattern)
-                    counter.skipped += 1
-                else:
-                    counter.count(data, p, q, 1)
-                    n_chunks += 1
-                p = q
+        e = chunk_end(data, pos, end, pattern)
+        n = e - pos
+        n_fine += 1
+        if words is not None:
+            if n > wlimit:
+                words.skipped += 1
+            else:
+                words.count(data, pos, e, 1)
+        k = chunk_kind(data, pos, e)
+        if not (joinable and k != KIND_HARD):
+            # a new coarse chunk starts at pos: count what the last one has left
+            if pos > piece:
+                coarse.count(data, piece, pos, 1)
+                n_coarse += 1
+            start = pos
+            piece = pos
+        if e - piece > limit:
+            # the piece cannot take this chunk: count it up to here, and the chunk starts the next
+            # piece, or is skipped when it is too long alone
+            if pos > piece:
+                coarse.count(data, piece, pos, 1)
+                n_coarse += 1
+            piece = pos
+            if n > limit:
+                coarse.skipped += 1
+                piece = e
+        joinable = k == KIND_JOIN
         pos = e
-    counter.n_bytes += end
-    counter.n_chunks += n_chunks
+    if end > piece:
+        coarse.count(data, piece, end, 1)
+        n_coarse += 1
+    coarse.n_bytes += end
+    coarse.n_chunks += n_coarse
+    if words is not None:
+        words.n_bytes += end
+        words.n_chunks += n_fine
 
 
 class SuperEncoder(Encoder):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Union, cast
 
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
-from mnemo.superword import add_coarse
+from mnemo.superword import add_both
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.parallel import resolve_workers
@@ -175,8 +175,7 @@ def count_task(settings: CountSettings, state: object, job: Task | Iterable[byte
         return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped)
     coarse = WordCounter(settings.pattern, settings.max_chunk_bytes)
     for doc in docs:
-        counter.add(doc)
-        add_coarse(coarse, doc, settings.pattern)
+        add_both(counter, coarse, doc, settings.pattern)
     blob, meta = counter.to_packed()
     cblob, cmeta = coarse.to_packed()
     return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped, cblob, cmeta)

@@ -23,7 +23,7 @@ from mnemo.constants import PATTERNS
 from mnemo.count import WordCounter
 from mnemo.errors import ConfigError, FormatError
 from mnemo.pretokenize import pattern_id, split
-from mnemo.superword import KIND_END, KIND_HARD, KIND_JOIN, add_coarse, chunk_kind, split_coarse
+from mnemo.superword import KIND_END, KIND_HARD, KIND_JOIN, add_both, add_coarse, chunk_kind, split_coarse
 from mnemo.training import CountStats, TrainStats
 
 MNEMO = str(Path(sys.executable).parent / "mnemo")
@@ -112,6 +112,13 @@ def test_coarse_counting_matches_naive(corpus_docs: Callable[..., list[str]], li
         add_coarse(counter, doc, pattern_id("mnemonic"))
     assert counter.to_dict() == naive.count_coarse(docs, "mnemonic", limit)
     assert counter.n_bytes == sum(map(len, docs))
+    # training's one pass counts stage 1's words as WordCounter.add does, and the same coarse chunks
+    words, coarse, plain = (WordCounter(pattern_id("mnemonic"), limit) for _ in range(3))
+    for doc in docs:
+        add_both(words, coarse, doc, pattern_id("mnemonic"))
+        plain.add(doc)
+    assert words.to_dict() == plain.to_dict() and coarse.to_dict() == counter.to_dict()
+    assert (words.n_bytes, words.n_chunks, words.skipped) == (plain.n_bytes, plain.n_chunks, plain.skipped)
 
 
 # ---- training ------------------------------------------------------------------------------
