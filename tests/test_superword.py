@@ -23,7 +23,7 @@ from mnemo.constants import PATTERNS
 from mnemo.count import WordCounter
 from mnemo.errors import ConfigError, FormatError
 from mnemo.pretokenize import pattern_id, split
-from mnemo.superword import KIND_END, KIND_HARD, KIND_JOIN, add_both, add_coarse, chunk_kind, split_coarse
+from mnemo.superword import KIND_END, KIND_HARD, KIND_JOIN, add_both, add_coarse, chunk_kind, kind_in, split_coarse
 from mnemo.training import CountStats, TrainStats
 
 MNEMO = str(Path(sys.executable).parent / "mnemo")
@@ -83,6 +83,9 @@ def test_coarse_split_matches_naive(text: str, pattern: str) -> None:
     # stage-1 chunks it has inside the text: what training counts is what encoding sees
     for chunks in coarse:
         assert split(b"".join(chunks), pattern) == chunks
+        # the shortcut for the shipped patterns' letter runs gives the kind read whole
+        for c in chunks:
+            assert kind_in(c, 0, len(c), pattern_id(pattern)) == chunk_kind(c, 0, len(c))
 
 
 @settings(max_examples=200, deadline=None)
