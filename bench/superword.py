@@ -154,7 +154,7 @@ def main() -> None:
     p.add_argument("--vocab", type=int, default=32768)
     p.add_argument("--superword", type=int, default=24576)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=1)
     p.add_argument("--pruned", action="store_true")
     p.add_argument("--out", default="/tmp")
     p = sub.add_parser("tokens")

@@ -640,11 +640,16 @@ class Stage2Words:
     n_pairs: i64
 
     def __init__(self, enc: SuperEncoder, blob: bytes, meta: bytes, pattern: i64) -> None:
-        self.ids = vec[i32]()
+        self.ids = vec[i32](capacity=len(blob) // 3)  # about 4 bytes a stage-1 token: no regrowth
         self.ends = vec[i64]()
         self.wcounts = vec[i64]()
-        self.pairs = vec[i64]([-1] * (2 * 65536))
-        self.pmask = 65535
+        # about one distinct pair per 15 bytes of coarse chunks (English): sized so that it grows
+        # once or not at all (each growth rehashes every pair)
+        slots: i64 = 65536
+        while slots * 32 < len(blob):
+            slots *= 2
+        self.pairs = vec[i64]([-1] * (2 * slots))
+        self.pmask = slots - 1
         self.n_pairs = 0
         ids = self.ids
         ends = self.ends
