@@ -75,6 +75,11 @@ def refusing(banned: set[bytes], also: Skip | None = None) -> Skip:
     return lambda a, b: a + b in banned or also(a, b)
 
 
+def refusing_also(first: Skip, second: Skip) -> Skip:
+    """A skip refusing what either refuses."""
+    return lambda a, b: first(a, b) or second(a, b)
+
+
 def learn_pruned(learn: Learn, first: int, stats: PruneStats | None = None, also: Skip | None = None) -> tuple[Merges, list[int]]:
     """Runs of `learn` until one has no intermediate-only token among merges first.. (the merges
     before `first` are given: a base's).  `also`: a skip of the caller's own (superword training's

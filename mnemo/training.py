@@ -26,7 +26,7 @@ from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.parallel import resolve_workers
 from mnemo.pretokenize import pattern_id
-from mnemo.prune import PruneStats, Skip, check_prune, learn_pruned
+from mnemo.prune import PruneStats, Skip, check_prune, learn_pruned, refusing_also
 from mnemo.superbpe import Stage2Stats, check_superword, learn_stage2, too_many_words
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import Tokenizer
@@ -474,28 +474,32 @@ def _train(
         return fast(blob, meta, n_merges, tie, verify, progress, initial_merges=initial, skip=skip)
 
     prune_stats = PruneStats() if prune_mode is not None else None
-    if prune_stats is None:
-        merges, counts = learn(None)
-    else:
-        merges, counts = learn_pruned(learn, len(initial or ()), prune_stats)
+    learner = learn
+    stage1_size = [0]
     if transition is not None:
         # stage 2 (mnemo/superbpe.py): from stage 1's merges, on the coarse chunks
         coarse = count_stats.coarse
         assert coarse is not None
-        stage1 = (merges, counts)
-        transition = 256 + len(merges)  # lower when stage 1 ran out of pairs
         stage2_stats = Stage2Stats()
         if stats is not None:
             stats.stage2 = stage2_stats
 
-        def learn2(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
+        def learn_both(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
             assert coarse is not None
-            return learn_stage2(stage1, coarse, n_all, pattern, tie, verify, progress, algorithm, skip, stage2_stats)
+            stage1 = learn(skip)
+            stage1_size[0] = len(stage1[0])  # fewer than asked when stage 1 ran out of pairs
+            skip2 = too_many_words if skip is None else refusing_also(skip, too_many_words)
+            return learn_stage2(stage1, coarse, n_all, pattern, tie, verify, progress, algorithm, skip2, stage2_stats)
 
-        if prune_stats is None:
-            merges, counts = learn2(too_many_words)
-        else:
-            merges, counts = learn_pruned(learn2, len(stage1[0]), prune_stats, also=too_many_words)
+        learner = learn_both
+    if prune_stats is None:
+        merges, counts = learner(None)
+    else:
+        # superword: a stage-1 token that stage 2 consumes whole is intermediate too, and is
+        # refused in both stages of the next run
+        merges, counts = learn_pruned(learner, len(initial or ()), prune_stats)
+    if transition is not None:
+        transition = 256 + stage1_size[0]
         n_merges = n_all
     if stats is not None:
         stats.count = count_stats

@@ -191,3 +191,21 @@ def test_continuing_from_a_base_whose_pairs_the_new_text_lacks(english: list[str
     assert 0 in fast[1][: len(base.merges)]  # some base pair is absent from the new words
     naive = train_merges_naive(words, 1200 - 256 - 16, initial_merges=list(base.merges))
     assert fast == naive
+
+
+def test_pruned_superword_vocabulary(english: list[str]) -> None:
+    """With superword=T a stage-1 token that stage 2 consumes whole is intermediate too: it is
+    refused in both stages of the next run, so none is left (the unpruned run has some); the
+    stages keep their sizes, and the fast and naive trainers agree."""
+    docs = english[:150]
+    plain = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1500, workers=1)
+    pruned = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1500, workers=1, prune="intermediate")
+    before = inspect(plain).intermediate
+    assert before is not None and len(before) > 5
+    assert inspect(pruned).intermediate == []
+    assert pruned.superword == 1500 and len(pruned.merges) == len(plain.merges)
+    docs = english[:12]
+    fast = mnemo.train_from_iterator(docs, vocab_size=600, superword=450, workers=1, prune="intermediate")
+    slow = mnemo.train_from_iterator(docs, vocab_size=600, superword=450, workers=1, prune="intermediate",
+                                     algorithm="naive")
+    assert fast.merges == slow.merges and fast.superword == slow.superword
