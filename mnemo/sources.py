@@ -62,6 +62,7 @@ from typing import Any, Final
 
 from mnemo import remote
 from mnemo.constants import EOT  # always a document separator in text files, whatever the specials
+from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.jsonfield import string_field, string_fields
 from mnemo.remote import Url
@@ -664,7 +665,7 @@ def _pyarrow_parquet(path: Input) -> ModuleType:
 
 
 def iter_task_documents(
-    task: Task, *, text_field: str = "text", specials: Sequence[str] = (), whole_documents: bool = False
+    task: Task, *, text_field: str = DEFAULT_TEXT_FIELD, specials: Sequence[str] = (), whole_documents: bool = False
 ) -> Iterator[bytes]:
     """The documents of one task as UTF-8 bytes (text files: split at the special tokens).
 
@@ -735,7 +736,7 @@ def _sniff_kind(raw: Iterable[bytes], path: Input) -> tuple[str, Iterable[bytes]
 
 
 def iter_documents(
-    inputs: Sequence[str | os.PathLike[str] | Url], *, text_field: str = "text", specials: Sequence[str] = ()
+    inputs: Sequence[str | os.PathLike[str] | Url], *, text_field: str = DEFAULT_TEXT_FIELD, specials: Sequence[str] = ()
 ) -> Iterator[bytes]:
     """Every document of every input, in order (a single process; see plan_tasks for workers)."""
     for p in check_inputs(inputs):
