@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from librt.strings import read_i64_le
+from librt.strings import read_i32_le, read_i64_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
@@ -1053,14 +1053,18 @@ def continue_state(
     _train(state, n_merges, n_merges, tie, verify, progress, list(state.merges), skip)
 
 
-def _layout(blob: bytes, meta: bytes) -> TrainState:
-    """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
-    nwords: i64 = len(meta) // META_BYTES
-    total: i64 = len(blob) + nwords + 1
+def _array(total: i64) -> tuple[vec[i32], vec[i64]]:
+    """An empty token array for `total` positions: its first SEP, with count 0."""
     toks = vec[i32](capacity=total)
     wcnt = vec[i64](capacity=total)
     toks = append(toks, SEPT)
     wcnt = append(wcnt, 0)
+    return toks, wcnt
+
+
+def _layout(blob: bytes, meta: bytes) -> TrainState:
+    """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
+    toks, wcnt = _array(len(blob) + len(meta) // META_BYTES + 1)
     bpos: i64 = 0
     m: i64 = 0
     # bounds every count the table will hold: see constants.MAX_PAIR_TOTAL
@@ -1085,6 +1089,32 @@ def _layout(blob: bytes, meta: bytes) -> TrainState:
         wcnt = append(wcnt, word_count)
         bpos += wlen
     return TrainState(toks, wcnt)
+
+
+def layout_ids(ids: bytes, meta: bytes, merges: list[tuple[int, int]], counts: list[int]) -> TrainState:
+    """The words of packed counts (count.PackedCounts' layout) whose words are token ids, four
+    bytes each (little-endian), as the token array, with the merges (and their counts) that made
+    those tokens: where continue_state starts (superword training's second stage,
+    mnemo/superbpe.py).  Every word holds two ids or more."""
+    toks, wcnt = _array(len(ids) // 4 + len(meta) // META_BYTES + 1)
+    bpos: i64 = 0
+    m: i64 = 0
+    while m < len(meta):
+        wlen = read_i64_le(meta, m)
+        word_count = read_i64_le(meta, m + 8)
+        m += META_BYTES
+        q: i64 = bpos
+        while q < bpos + wlen:
+            toks = append(toks, _tok(i64(read_i32_le(ids, q))))
+            wcnt = append(wcnt, word_count)
+            q += 4
+        toks = append(toks, SEPT)
+        wcnt = append(wcnt, word_count)
+        bpos += wlen
+    state = TrainState(toks, wcnt)
+    state.merges = list(merges)
+    state.counts = list(counts)
+    return state
 
 
 def _train(

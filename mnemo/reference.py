@@ -163,7 +163,11 @@ def encode_chunk_naive(chunk: bytes, ranks: dict[tuple[int, int], int]) -> list[
 
     `ranks` maps each merge's pair to its number k (see `merge_ranks`).
     """
-    ids = list(chunk)
+    return bpe_naive(list(chunk), ranks)
+
+
+def bpe_naive(ids: list[int], ranks: dict[tuple[int, int], int]) -> list[int]:
+    """encode_chunk_naive's loop over token ids (superword's second stage starts from stage 1's)."""
     while len(ids) >= 2:
         found = [ranks[p] for p in zip(ids, ids[1:]) if p in ranks]
         if not found:

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
-from mnemo.reference import encode_chunk_naive, merge_ranks, train_tokens_naive
+from mnemo.reference import bpe_naive, encode_chunk_naive, merge_ranks, train_tokens_naive
 
 HARD, END, JOIN = 0, 1, 2
 #: One character each: sentence ends and the colon (what a token never reaches past).
@@ -71,27 +71,6 @@ def coarse_chunks(data: bytes, pattern: str) -> list[list[bytes]]:
     return out
 
 
-def stage2_bpe(ids: list[int], ranks: dict[tuple[int, int], int]) -> list[int]:
-    """BPE over token ids, literally: the lowest-numbered merge whose pair occurs, replaced at
-    every occurrence left to right, until none occurs."""
-    while len(ids) >= 2:
-        found = [ranks[p] for p in zip(ids, ids[1:]) if p in ranks]
-        if not found:
-            break
-        k = min(found)
-        out: list[int] = []
-        i = 0
-        while i < len(ids):
-            if i + 1 < len(ids) and ranks.get((ids[i], ids[i + 1])) == k:
-                out.append(256 + k)
-                i += 2
-            else:
-                out.append(ids[i])
-                i += 1
-        ids = out
-    return ids
-
-
 def encode_superword(data: bytes, merges: Sequence[tuple[int, int]], transition: int, pattern: str) -> list[int]:
     """The curriculum: each stage-1 chunk by the stage-1 merges, then each coarse chunk's tokens
     by the stage-2 merges."""
@@ -101,7 +80,7 @@ def encode_superword(data: bytes, merges: Sequence[tuple[int, int]], transition:
     out: list[int] = []
     for coarse in coarse_chunks(data, pattern):
         ids = [t for chunk in coarse for t in encode_chunk_naive(chunk, ranks1)]
-        out.extend(stage2_bpe(ids, ranks2))
+        out.extend(bpe_naive(ids, ranks2))
     return out
 
 

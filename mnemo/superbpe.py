@@ -18,7 +18,7 @@ from mnemo.checks import check_int
 from mnemo.count import PackedCounts, packed_to_dict
 from mnemo.errors import ConfigError
 from mnemo.pretokenize import pattern_id
-from mnemo.superword import RULE_SUPERWORD, Stage2Words, SuperEncoder, pieces_state, pieces_state_wide
+from mnemo.superword import RULE_SUPERWORD, Stage2Words, SuperEncoder
 
 #: A superword token holds at most this many space-separated words (the authors' `mw4`).
 MAX_WORDS = 4
@@ -117,11 +117,11 @@ def learn_stage2(
         stats.pieces = len(pmeta) // 16
         stats.piece_tokens = len(pblob) // 4
         if 256 + n_merges <= merge_loop.MAX_IDS:
-            state = pieces_state(pblob, pmeta, merges, counts)
+            state = merge_loop.layout_ids(pblob, pmeta, merges, counts)
             merge_loop.continue_state(state, n_merges, tie, verify, progress, skip)
             out = state.merges, state.counts
         else:
-            wide = pieces_state_wide(pblob, pmeta, merges, counts)
+            wide = merge_loop_wide.layout_ids(pblob, pmeta, merges, counts)
             merge_loop_wide.continue_state(wide, n_merges, tie, verify, progress, skip)
             out = wide.merges, wide.counts
         learnt = out[1][len(merges) :]

@@ -29,10 +29,10 @@ from librt.strings import BytesWriter, read_i32_le, read_i64_le, write_i32_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
-from mnemo import _unicode_tables, merge_loop, merge_loop_wide
+from mnemo import _unicode_tables
 from mnemo.constants import MAX_PAIR_TOTAL
 from mnemo.count import META_BYTES, WordCounter
-from mnemo.encode_chunk import Encoder, emit
+from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
 from mnemo.errors import ConfigError
 from mnemo.pretokenize import _char, chunk_end, pattern_id
 
@@ -56,14 +56,9 @@ _ASCII: Final[bytes] = _unicode_tables.ASCII_CLASS
 
 #: Coarse chunks of at least this many stage-1 tokens take the heap path.
 LONG_COARSE: Final[i64] = 48
-NO_RANK: Final[i64] = 1 << 40
 ID_BITS: Final[i64] = 21
-M21: Final[i64] = 0x1FFFFF
 HASH_MUL: Final[i64] = 0x2545F4914F6CDD1D
 HASH_SHIFT: Final[i64] = 40
-# The pair filter in front of the stage-2 table (as encode_chunk's): most adjacent pairs of a
-# coarse chunk are no stage-2 merge, and two bits of one word say so without the table's probe.
-FILTER_MUL: Final[i64] = 0x3C6EF372FE94F82B
 
 
 def rule_id(name: str) -> i64:
@@ -248,10 +243,7 @@ class SuperEncoder(Encoder):
     rule: i64
     n_total: i64
     full: Encoder
-    s2_table: vec[i64]
-    s2_mask: i64
-    s2_filter: vec[i64]
-    s2_fmask: i64
+    first2: i64
     scratch: BytesWriter
     tk2: vec[i64]
     rk2: vec[i64]
@@ -267,37 +259,12 @@ class SuperEncoder(Encoder):
         self.transition = transition
         self.rule = rule
         self.n_total = n
+        self.first2 = first
         # A coarse chunk of one stage-1 chunk (two of three in English) is encoded by all the
         # merges at once: stage 1 then stage 2 is BPE in id order, because every stage-1 merge
         # comes before every stage-2 one and a stage-2 token never forms a stage-1 pair.  So it
         # takes the ordinary encoder's tables and caches (1.2x faster on English, docs/superword.md).
         self.full = Encoder(merges, self.wide)
-        size: i64 = 1024
-        while size < 2 * (n - first):
-            size *= 2
-        table: vec[i64] = vec[i64]([-1] * size)
-        mask: i64 = size - 1
-        fwords: i64 = 64
-        while fwords * 8 < n - first:
-            fwords *= 2
-        filt: vec[i64] = vec[i64]([0] * fwords)
-        fmask: i64 = fwords - 1
-        k: i64 = first
-        while k < n:
-            a: i64 = merges[k][0]
-            b: i64 = merges[k][1]
-            key: i64 = (a << ID_BITS) | b
-            h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
-            while table[h] != -1:
-                h = (h + 1) & mask
-            table[h] = (key << ID_BITS) | k
-            fh: i64 = (key * FILTER_MUL) >> 34
-            filt[(fh >> 12) & fmask] |= _filter_bits(fh)
-            k += 1
-        self.s2_table = table
-        self.s2_mask = mask
-        self.s2_filter = filt
-        self.s2_fmask = fmask
         self.scratch = BytesWriter()
         self.tk2 = vec[i64]([0] * LONG_COARSE)
         self.rk2 = vec[i64]([0] * LONG_COARSE)
@@ -310,22 +277,11 @@ class SuperEncoder(Encoder):
         self.id_objects = self.ints
 
     def rank2(self, a: i64, b: i64) -> i64:
-        """The merge number of stage-2 pair (a, b), or NO_RANK."""
-        key: i64 = (a << ID_BITS) | b
-        fh: i64 = (key * FILTER_MUL) >> 34
-        bits = _filter_bits(fh)
-        if (self.s2_filter[(fh >> 12) & self.s2_fmask] & bits) != bits:
-            return NO_RANK
-        table = self.s2_table
-        mask = self.s2_mask
-        h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
-        while True:
-            e = table[h]
-            if e == -1:
-                return NO_RANK
-            if (e >> ID_BITS) == key:
-                return e & M21
-            h = (h + 1) & mask
+        """The merge number of stage-2 pair (a, b), or NO_RANK: the full encoder's table, which
+        holds every merge, less the stage-1 ones (a stage-1 pair can meet across a stage-1
+        boundary, where stage 1 never merges it)."""
+        r = self.full.rank(a, b)
+        return r if r >= self.first2 else NO_RANK
 
     # ---- one coarse chunk ----
 
@@ -335,24 +291,19 @@ class SuperEncoder(Encoder):
         tk = self.tk2
         n: i64 = 0
         i: i64 = base
-        if self.wide:
-            while i < size:
-                x: i64 = i64(sc[i]) | (i64(sc[i + 1]) << 8) | (i64(sc[i + 2]) << 16) | (i64(sc[i + 3]) << 24)
-                if n < len(tk):
-                    tk[n] = x
-                else:
-                    tk = append(tk, x)
-                n += 1
+        wide = self.wide
+        while i < size:
+            x: i64 = i64(sc[i]) | (i64(sc[i + 1]) << 8)
+            if wide:
+                x |= (i64(sc[i + 2]) << 16) | (i64(sc[i + 3]) << 24)
                 i += 4
-        else:
-            while i < size:
-                y: i64 = i64(sc[i]) | (i64(sc[i + 1]) << 8)
-                if n < len(tk):
-                    tk[n] = y
-                else:
-                    tk = append(tk, y)
-                n += 1
+            else:
                 i += 2
+            if n < len(tk):
+                tk[n] = x
+            else:
+                tk = append(tk, x)
+            n += 1
         self.tk2 = tk
         return n
 
@@ -364,8 +315,8 @@ class SuperEncoder(Encoder):
             return self.bpe2_long(n)
         tk = self.tk2
         rk = self.rk2
-        filt = self.s2_filter
-        fmask = self.s2_fmask
+        filt = self.full.pair_filter
+        fmask = self.full.filter_mask
         i: i64 = 0
         best: i64 = NO_RANK
         first: i64 = 0
@@ -373,7 +324,7 @@ class SuperEncoder(Encoder):
             # the filter inline: most pairs are no stage-2 merge, and the call cost more than it
             key: i64 = (tk[i] << ID_BITS) | tk[i + 1]
             fh: i64 = (key * FILTER_MUL) >> 34
-            bits = _filter_bits(fh)
+            bits = filter_bits(fh)
             if (filt[(fh >> 12) & fmask] & bits) != bits:
                 rk[i] = NO_RANK
             else:
@@ -452,11 +403,14 @@ class SuperEncoder(Encoder):
         while i < n - 1:
             r = self.rank2(tk[i], tk[i + 1])
             if r != NO_RANK:
-                heap, size = _push(heap, size, (r << 32) | i)
+                heap, size = heap_push(heap, size, (r << 32) | i)
             i += 1
         while size > 0:
             top = heap[0]
-            size = _pop(heap, size)
+            size -= 1
+            if size > 0:
+                heap[0] = heap[size]
+                sift_down(heap, 0, size)
             r = top >> 32
             p: i64 = top & 0xFFFFFFFF
             q = nx[p]
@@ -470,12 +424,12 @@ class SuperEncoder(Encoder):
                 pv[nq] = p
                 r2 = self.rank2(tk[p], tk[nq])
                 if r2 != NO_RANK:
-                    heap, size = _push(heap, size, (r2 << 32) | p)
+                    heap, size = heap_push(heap, size, (r2 << 32) | p)
             pp = pv[p]
             if pp >= 0:
                 r3 = self.rank2(tk[pp], tk[p])
                 if r3 != NO_RANK:
-                    heap, size = _push(heap, size, (r3 << 32) | pp)
+                    heap, size = heap_push(heap, size, (r3 << 32) | pp)
         self.nx2 = nx
         self.pv2 = pv
         self.heap2 = heap
@@ -570,48 +524,6 @@ class SuperEncoder(Encoder):
             self.encode_span(data, pos, e, sc)
             pos = e
         return self.load(sc, 0)
-
-
-def _filter_bits(fh: i64) -> i64:
-    """Two bits of a 64-bit filter word for a pair's filter hash."""
-    one: i64 = 1
-    return (one << (fh & 63)) | (one << ((fh >> 6) & 63))
-
-
-def _push(heap: vec[i64], size: i64, x: i64) -> tuple[vec[i64], i64]:
-    if size < len(heap):
-        heap[size] = x
-    else:
-        heap = append(heap, x)
-    i: i64 = size
-    while i > 0:
-        parent = (i - 1) >> 1
-        if heap[parent] <= x:
-            break
-        heap[i] = heap[parent]
-        i = parent
-    heap[i] = x
-    return heap, size + 1
-
-
-def _pop(heap: vec[i64], size: i64) -> i64:
-    size -= 1
-    if size == 0:
-        return 0
-    x = heap[size]
-    i: i64 = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and heap[c + 1] < heap[c]:
-            c += 1
-        if heap[c] >= x:
-            break
-        heap[i] = heap[c]
-        i = c
-    heap[i] = x
-    return size
 
 
 # ---- stage 2's training words ----
@@ -783,59 +695,3 @@ def _word_limit(total: i64, wcount: i64, n: i64, word: bytes) -> i64:
     if wcount > (MAX_PAIR_TOTAL - total) // (n - 1):
         raise ConfigError(f"stage 2's pair counts would pass {MAX_PAIR_TOTAL:,} at the coarse chunk {word[:40]!r}")
     return total + wcount * (n - 1)
-
-
-def pieces_state(blob: bytes, meta: bytes, merges: list[tuple[int, int]], counts: list[int]) -> merge_loop.TrainState:
-    """The 16-bit trainer's words from Stage2Words.pieces (ids four bytes each); `merges` and
-    `counts` are stage 1's, which the state starts from."""
-    toks = vec[i16]()
-    wcnt = vec[i64]()
-    toks = append(toks, i16(-1))
-    wcnt = append(wcnt, 0)
-    bpos: i64 = 0
-    m: i64 = 0
-    while m < len(meta):
-        wlen = read_i64_le(meta, m)
-        wcount = read_i64_le(meta, m + 8)
-        m += META_BYTES
-        q: i64 = bpos
-        while q < bpos + wlen:
-            x: i64 = i64(read_i32_le(blob, q))
-            toks = append(toks, i16(x - 65536) if x >= 32768 else i16(x))
-            wcnt = append(wcnt, wcount)
-            q += 4
-        toks = append(toks, i16(-1))
-        wcnt = append(wcnt, wcount)
-        bpos += wlen
-    state = merge_loop.TrainState(toks, wcnt)
-    state.merges = list(merges)
-    state.counts = list(counts)
-    return state
-
-
-def pieces_state_wide(
-    blob: bytes, meta: bytes, merges: list[tuple[int, int]], counts: list[int]
-) -> merge_loop_wide.TrainState:
-    """pieces_state for the 32-bit trainer (vocabularies above 65,535 ids)."""
-    toks = vec[i32]()
-    wcnt = vec[i64]()
-    toks = append(toks, i32(-1))
-    wcnt = append(wcnt, 0)
-    bpos: i64 = 0
-    m: i64 = 0
-    while m < len(meta):
-        wlen = read_i64_le(meta, m)
-        wcount = read_i64_le(meta, m + 8)
-        m += META_BYTES
-        q: i64 = bpos
-        while q < bpos + wlen:
-            toks = append(toks, read_i32_le(blob, q))
-            wcnt = append(wcnt, wcount)
-            q += 4
-        toks = append(toks, i32(-1))
-        wcnt = append(wcnt, wcount)
-        bpos += wlen
-    state = merge_loop_wide.TrainState(toks, wcnt)
-    state.merges = list(merges)
-    state.counts = list(counts)
-    return state
