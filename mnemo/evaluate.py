@@ -208,7 +208,7 @@ def _length_bins(lengths: np.ndarray, weights: np.ndarray | None = None) -> list
 
 
 def superword_ids(tok: Tokenizer) -> np.ndarray:
-    """A bool per id: the token is a superword -- its bytes hold two or more chunks of the
+    """A bool per id: the token is a superword -- its characters hold two or more chunks of the
     tokenizer's own (stage-1) pattern, so plain BPE, whose merges never cross a chunk, has none.
     Special tokens and holes are not."""
     from mnemo.pretokenize import split
@@ -216,7 +216,12 @@ def superword_ids(tok: Tokenizer) -> np.ndarray:
     spans = np.zeros(tok.n_vocab, dtype=bool)
     specials = set(tok.special_tokens.values())
     for i, raw in tok.vocab.items():
-        if len(raw) > 1 and i not in specials and len(split(raw, tok.pattern)) > 1:
+        if len(raw) < 2 or i in specials:
+            continue
+        # its whole characters: a token that ends inside a character ('分<0xE7>') is cut there
+        # by the pattern when alone, though inside text it sits in one chunk
+        whole = raw.decode("utf-8", "ignore").encode("utf-8")
+        if len(split(whole, tok.pattern)) > 1:
             spans[i] = True
     return spans
 

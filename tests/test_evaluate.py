@@ -54,6 +54,10 @@ def test_superword_ids_are_tokens_spanning_chunks() -> None:
     tok = Tokenizer([(a, b), (a, sp), (sp, a), (sp, b), (256 + 2, 256 + 3), (sp, 256)], special_tokens=["<|x y|>"])
     spans = superword_ids(tok)
     assert [tok.token_bytes(i) for i in map(int, spans.nonzero()[0])] == [b"a ", b" a b"]
+    # a token ending inside a character ('中' and the first byte of '文') is one chunk in text
+    zh = "中文".encode()
+    part = Tokenizer([(zh[0], zh[1]), (256, zh[2]), (257, zh[3])], special_tokens=[])
+    assert part.token_bytes(258) == zh[:4] and not superword_ids(part).any()
 
 
 def test_counts_agree_with_tiktoken(cs336_dir: Path, corpora: list[tuple[str, list[bytes]]]) -> None:
