@@ -65,6 +65,7 @@ Sorted.  Modules NOT compiled, and why:
 from typing import Final
 
 HOT_MODULES: Final = [
+    "mnemo/classmask.py",
     "mnemo/count.py",
     "mnemo/encode_chunk.py",
     "mnemo/encode_text.py",
@@ -74,5 +75,6 @@ HOT_MODULES: Final = [
     "mnemo/merge_loop.py",
     "mnemo/merge_loop_wide.py",
     "mnemo/pretokenize.py",
+    "mnemo/special_match.py",
     "mnemo/superword.py",
 ]

@@ -3,7 +3,7 @@
 `Tokenizer.encode_iterable` is the entry point.  This module holds the rule that makes it exact --
 where encoding can be cut so that no id changes whatever text follows (`safe_cut`) -- and the one
 definition of the bytes a text is encoded as (`text_bytes`).  It knows nothing of the Tokenizer: it
-is handed the encode function, the special tokens' regex and the pattern's name, so the arrow points
+is handed the encode function, the special tokens' matcher and the pattern's name, so the arrow points
 from tokenizer.py down to here.
 
 Plain Python (not compiled): it only cuts text and hands it to the compiled encoder and
@@ -12,13 +12,13 @@ pre-tokenizer.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from mnemo.errors import ArgumentTypeError
 from mnemo.pretokenize import split
 from mnemo.superword import KIND_HARD, KIND_JOIN, chunk_kind
+from mnemo.special_match import SpecialMatcher
 
 ITERABLE_BLOCK: Final = 1 << 16  # characters gathered before a cut is looked for
 
@@ -38,7 +38,7 @@ def _coarse_boundary(before: bytes, after: bytes) -> bool:
 
 
 def safe_cut(
-    data: bytes, pattern: str, specials: re.Pattern[bytes] | None, longest: int, coarse: bool = False
+    data: bytes, pattern: str, specials: SpecialMatcher | None, longest: int, coarse: bool = False
 ) -> int:
     """A byte offset in `data` where encoding can be cut without changing any id, whatever follows.
 
@@ -88,7 +88,7 @@ def encode_stream(
     texts: Iterable[str],
     encode: Callable[[bytes], list[int]],
     pattern: str,
-    specials: re.Pattern[bytes] | None,
+    specials: SpecialMatcher | None,
     longest: int,
     coarse: bool = False,
 ) -> Iterator[int]:

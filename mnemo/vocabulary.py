@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Self, cast
 
@@ -27,11 +26,13 @@ from mnemo.defaults import DEFAULT_PATTERN, DEFAULT_TIE
 from mnemo.encode_chunk import Encoder
 from mnemo.errors import ArgumentTypeError, ConfigError, UnknownTokenError
 from mnemo.fileio import read_file, write_atomic
+from mnemo.special_match import Found, SpecialMatcher
 from mnemo.streaming import text_bytes
 from mnemo.vocab import (
     as_format_error,
     check_id_map,
     check_merges,
+    check_ranked,
     check_size,
     check_special_tokens,
     from_vocab_merges,
@@ -54,6 +55,13 @@ class Vocabulary:
     in mnemo's own numbering (the encoder's); every other id in and out (encode, decode,
     token_bytes, special_tokens, vocab) is public.  An identity map is stored as None.
 
+    `ranked` (a vocabulary from ranks: tiktoken's files; mnemo/vocab.py's from_ranks) allows
+    what tiktoken's rule needs beyond that (docs/formats.md, "Rank semantics"): a merge may use
+    later merges, and `whole_tokens`, the tokens no merge makes, take the ids after the merges
+    (256 + len(merges) + j, the specials follow them); a pre-token that is exactly one of them
+    is that token.  A vocabulary that needs neither is stored as an ordinary one
+    (`self.ranked` is False), which encodes the same.
+
     `superword` (docs/superword.md): the transition T of a superword tokenizer -- the merges
     making ids below T are stage 1's, applied inside the chunks of `pattern`; the others are
     stage 2's, applied inside coarse chunks (the `stage2` rule's runs of those chunks) to the
@@ -69,6 +77,8 @@ class Vocabulary:
         tie: str = DEFAULT_TIE,
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
+        whole_tokens: Sequence[bytes] | None = None,
+        ranked: bool = False,
         superword: int | None = None,
         stage2: str = "superword",
     ) -> None:
@@ -78,7 +88,17 @@ class Vocabulary:
         given: object = merges  # typed, but callers of a Python API pass anything
         if isinstance(given, (str, bytes, bytearray)) or not hasattr(given, "__len__"):
             raise type_error("merges", "a sequence of (int, int) pairs", merges)
-        n_vocab = check_size(len(merges), len(specials), ConfigError)
+        if not isinstance(ranked, bool):
+            raise type_error("ranked", "a bool", ranked)
+        whole: list[bytes] = []
+        if whole_tokens is not None:
+            given_whole: object = whole_tokens  # typed, but callers of a Python API pass anything
+            if isinstance(given_whole, (str, bytes, bytearray)) or not isinstance(given_whole, Iterable):
+                raise type_error("whole_tokens", "a sequence of bytes", whole_tokens)
+            whole = list(whole_tokens)
+            if whole and not ranked:
+                raise ConfigError("whole_tokens are tokens of a ranked vocabulary: pass ranked=True with them")
+        n_vocab = check_size(len(merges) + len(whole), len(specials), ConfigError)
         checked: list[tuple[int, int]] = []
         for k, pair in enumerate(merges):
             try:
@@ -95,13 +115,18 @@ class Vocabulary:
             ):
                 raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids")
             checked.append((int(x), int(y)))
-        check_merges(checked)
-        vocab: list[bytes] = [bytes([i]) for i in range(256)]
-        for a, b in checked:
-            vocab.append(vocab[a] + vocab[b])
+        vocab: list[bytes]
+        if ranked:
+            vocab = check_ranked(checked, whole)
+            ranked = bool(whole) or any(a >= 256 + k or b >= 256 + k for k, (a, b) in enumerate(checked))
+        else:
+            check_merges(checked)
+            vocab = [bytes([i]) for i in range(256)]
+            for a, b in checked:
+                vocab.append(vocab[a] + vocab[b])
         names: dict[str, int] = {}
         for j, name in enumerate(specials):
-            names[name] = 256 + len(checked) + j
+            names[name] = 256 + len(checked) + len(whole) + j
             vocab.append(name.encode("utf-8"))
         counts: list[int] | None = None
         if merge_counts is not None:
@@ -136,6 +161,8 @@ class Vocabulary:
         self.superword: int | None = superword
         self.stage2: str | None = stage2 if superword is not None else None
         self.merges: list[tuple[int, int]] = checked
+        self.whole_tokens: list[bytes] = whole
+        self.ranked: bool = ranked
         self.pattern: str = pattern
         self.tie: str = tie
         self.merge_counts: list[int] | None = counts
@@ -168,25 +195,33 @@ class Vocabulary:
             None if public is None else np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
         )
         self._pattern_id = PATTERNS.index(pattern)
+        if superword is not None and whole:
+            raise ConfigError("a superword tokenizer is not ranked (it has no whole tokens)")
         self._encoder = (
-            Encoder(checked, wide=n_vocab > VOCAB16)
+            Encoder(checked, wide=n_vocab > VOCAB16, whole=whole)
             if superword is None
             else SuperEncoder(checked, superword, rule_id(stage2), wide=n_vocab > VOCAB16)
         )
         if public is not None:
             # the encoder's lists hold the public ids (public's own int objects): no second pass
             self._encoder.set_public(cast(list[object], public))
-        self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
-        self._all_special_re: tuple[bytes, re.Pattern[bytes]] | None = None  # _plain_default's
+        self._special_re: dict[frozenset[str], tuple[bytes, SpecialMatcher]] = {}
+        self._all_special_re: tuple[bytes, SpecialMatcher] | None = None  # _plain_default's
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
         # Ids hashed at the width tokenizer.bin stores them: a vocabulary that fits in 16 bits
-        # keeps the fingerprint earlier versions gave it (its .tok files name it).
-        wide = bin_version_for(n_vocab, public) > 1
+        # keeps the fingerprint earlier versions gave it (its .tok files name it).  A ranked one
+        # has a personalisation of its own, with its whole tokens after the merges.
+        wide = ranked or bin_version_for(n_vocab, public) > 1
         id_type = "<u4" if wide else "<u2"
-        h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1")
+        person = b"mnemo-tokenizer3" if ranked else b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1"
+        h = hashlib.blake2b(digest_size=16, person=person)
         h.update(pattern.encode() + b"\0")
-        h.update(np.asarray(checked, dtype=id_type).tobytes())
+        h.update(np.asarray(checked, dtype=id_type).reshape(-1, 2).tobytes())
+        if ranked:
+            h.update(len(whole).to_bytes(4, "little"))
+            for raw in whole:
+                h.update(len(raw).to_bytes(4, "little") + raw)
         for name in specials:
             raw = name.encode("utf-8")
             h.update(bytes([len(raw)]) + raw)
@@ -240,6 +275,7 @@ class Vocabulary:
             and self.tie == other.tie
             and self.merge_counts == other.merge_counts
             and self.merges == other.merges
+            and self.whole_tokens == other.whole_tokens
         )
 
     def token_bytes(self, token: int) -> bytes:
@@ -313,6 +349,8 @@ class Vocabulary:
             tie=self.tie,
             merge_counts=self.merge_counts,
             id_map=id_map,
+            whole_tokens=self.whole_tokens,
+            ranked=self.ranked,
             superword=self.superword,
             stage2=self.stage2 or "superword",
         )
@@ -320,8 +358,14 @@ class Vocabulary:
     # ---- tokenizer.bin ----
 
     def to_bytes(self) -> bytes:
-        """The tokenizer.bin image of this tokenizer (a superword one: mnemo/superwordfile.py)."""
-        if self.superword is not None:
+        """The tokenizer.bin image of this tokenizer."""
+        if self.ranked:
+            raise ConfigError(
+                f"this tokenizer is ranked (tiktoken's rule: {len(self.whole_tokens)} tokens no merge makes, or "
+                f"merges that use later ones), and tokenizer.bin cannot hold that yet: it needs format version 3 "
+                f"(issue 26); saving, pickling and worker processes wait for it.  Load it from its rank file instead"
+            )
+        if self.superword is not None:  # until version 3: mnemo/superwordfile.py's container
             return encode_superword_bin(
                 self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts,
                 self.superword, self.stage2 or "superword",
@@ -393,24 +437,25 @@ class Vocabulary:
 
     # ---- special tokens' text in bytes ----
 
-    def _specials_re(self, names: Collection[str]) -> tuple[bytes, re.Pattern[bytes]]:
-        """(common prefix of the names, regex matching any of them, longest first)."""
+    def _specials_re(self, names: Collection[str]) -> tuple[bytes, SpecialMatcher]:
+        """(common prefix of the names, a matcher of any of them: the leftmost, and the longest
+        where several start at one place).  The matcher is a compiled trie (special_match.py),
+        linear in the text whatever the number of names; the `re` alternation of every name it
+        replaced took ~45 s for 1 MB of "<|" with 57,016 names."""
         key = frozenset(names)
         found = self._special_re.get(key)
         if found is None:
             # A name is matched as its text would be encoded (lone surrogates as U+FFFD).
-            raw = [text_bytes(s) for s in key]
-            # Longest first: where two specials match at one place, the longer wins.
-            ordered = sorted(raw, key=lambda b: (-len(b), b))
-            first, last = min(raw), max(raw)
+            raw = sorted(text_bytes(s) for s in key)
+            first, last = raw[0], raw[-1]
             common = 0
             while common < len(first) and first[common] == last[common]:
                 common += 1
-            found = (first[:common], re.compile(b"|".join(re.escape(b) for b in ordered)))
+            found = (first[:common], SpecialMatcher(raw))
             self._special_re[key] = found
         return found
 
-    def _find_special(self, names: Collection[str], data: bytes) -> re.Match[bytes] | None:
+    def _find_special(self, names: Collection[str], data: bytes) -> Found | None:
         prefix, pattern = self._specials_re(names)
         # Fast path: bytes.__contains__ runs at memory speed; the default specials share "<|".
         if prefix and prefix not in data:
@@ -481,7 +526,7 @@ class Vocabulary:
             ids = {}
             internal = self._internal_vocab
             public = self._public
-            for i in range(256 + len(self.merges)):
+            for i in range(256 + len(self.merges) + len(self.whole_tokens)):
                 ids.setdefault(internal[i], i if public is None else public[i])
             self._ids_by_bytes = ids
         found = ids.get(raw)
@@ -504,4 +549,4 @@ class Vocabulary:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every token of the byte-level vocabulary (no special tokens), sorted."""
-        return sorted(set(self._internal_vocab[: 256 + len(self.merges)]))
+        return sorted(set(self._internal_vocab[: 256 + len(self.merges) + len(self.whole_tokens)]))
