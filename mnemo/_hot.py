@@ -25,7 +25,6 @@ Sorted.  Modules NOT compiled, and why:
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file
-  mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
@@ -49,6 +48,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
   mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
                             functions by reference, which needs them plain Python
+  mnemo/workers.py          the worker start method, signals and parent death; nothing hot
 """
 
 from typing import Final

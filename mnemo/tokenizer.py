@@ -26,7 +26,7 @@ from mnemo.chat import render_conversation, render_document
 from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range, encode_some_packed
 from mnemo.encode_chunk import Encoder, emit, lists_of
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
-from mnemo.parallel import resolve_workers
+from mnemo.workers import resolve_workers
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16, maskbit_for
 from mnemo.fileio import read_file, write_atomic

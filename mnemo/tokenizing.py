@@ -39,7 +39,7 @@ import numpy.typing as npt
 from mnemo import remote
 from mnemo.chat import check_conversation, uses_chatml
 from mnemo.errors import ConfigError, InputError
-from mnemo.parallel import resolve_workers
+from mnemo.workers import resolve_workers
 from mnemo.sources import (
     Input,
     Task,

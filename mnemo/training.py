@@ -23,7 +23,7 @@ from typing import Union, cast
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
-from mnemo.parallel import resolve_workers
+from mnemo.workers import resolve_workers
 from mnemo.pretokenize import pattern_id
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import Tokenizer
