@@ -25,6 +25,7 @@ Sorted.  Modules NOT compiled, and why:
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
                             parsing and checks once per file
+  mnemo/location.py         where files are: a stat, an open, a rename or an fsspec call per file
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against

@@ -30,14 +30,13 @@ from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
 from mnemo import merge_loop, merge_loop_wide
 from mnemo.constants import MAX_VOCAB
-from mnemo.remote import is_url
+from mnemo.location import location
 from mnemo.work import Progress, map_combine, shared_executor
 from mnemo.work_ray import RayOptions, check_ray_option
 from mnemo.sources import (
     Task,
     check_inputs,
     documents_from_iterable,
-    is_stdin,
     iter_task_documents,
     plan_tasks,
 )
@@ -554,7 +553,8 @@ def _file_paths(files: object) -> list[PathLike]:
         if not isinstance(item, (str, os.PathLike)):
             raise ArgumentTypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
     for item in items:
-        if isinstance(item, str) and not is_stdin(item) and not is_url(item) and not os.path.exists(item):
+        # a local path only: a URL is looked up when it is read, standard input never is
+        if isinstance(item, str) and not (where := location(item)).remote and not where.stdin and not os.path.exists(item):
             if _looks_like_text(item):
                 raise InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {hint}")
             raise InputError(f"{item}: no such file; check the path")
