@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -116,6 +117,48 @@ def import_ray() -> Any:
     return module
 
 
+def _refused_authentication(address: str) -> str | None:
+    """Ray's own words when the cluster at `address` (a reachable GCS) refuses this process's
+    authentication, else None.  `ray.init` reports every failure as "Failed to connect"; a GCS
+    client answers an authentication failure at once, naming it.  Asked only after ray.init
+    failed, and only of an address that accepts TCP connections (a GCS client waits ~40 s for
+    one that does not)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+            pass
+    except (OSError, ValueError):
+        return None
+    try:
+        raylet = importlib.import_module("ray._raylet")
+        exceptions = importlib.import_module("ray.exceptions")
+    except ImportError:
+        return None
+    try:
+        raylet.GcsClient(address=address)
+    except exceptions.AuthenticationError as exc:
+        return str(exc).split(". ", 1)[0]
+    except Exception:  # any other answer: not an authentication failure
+        return None
+    return None
+
+
+def _connection_error(address: str | None, exc: BaseException) -> ClusterError:
+    """The ClusterError for a failed ray.init: authentication named when that is the cause
+    (Ray 2.60 turns token authentication on for clusters started where ~/.ray/auth_token
+    exists), the address otherwise."""
+    if address is None:
+        return ClusterError(f"cannot start a local Ray cluster: {exc}")
+    refused = _refused_authentication(address)
+    if refused is not None:
+        return ClusterError(
+            f"the Ray cluster at {address} refused this process's authentication ({refused}); the cluster "
+            f"uses token authentication: run with RAY_AUTH_MODE=token and the cluster's token in "
+            f"RAY_AUTH_TOKEN or ~/.ray/auth_token (docs/ray.md, \"Authentication\")"
+        )
+    return ClusterError(f"cannot connect to the Ray cluster at {address}: {exc}; check the address (ray status)")
+
+
 class _Session:
     """Ray connected for one call: shut down at the end when this call started it (a caller that
     ran ray.init itself keeps its connection)."""
@@ -128,8 +171,8 @@ class _Session:
             try:
                 self.ray.init(address=options.address, logging_level="WARNING", log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                where = options.address or os.environ.get("RAY_ADDRESS") or "a new local cluster"
-                raise ClusterError(f"cannot connect to the Ray cluster at {where}: {exc}; check the address (ray status)") from None
+                address = options.address or os.environ.get("RAY_ADDRESS")
+                raise _connection_error(address, exc) from None
             self.owned = True
         self.exceptions = importlib.import_module("ray.exceptions")
         self._remotes: dict[str, Any] = {}

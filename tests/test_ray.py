@@ -9,6 +9,7 @@ process of the namespace, the cluster with it.  `make test` thus starts and stop
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -124,6 +125,10 @@ def test_on_a_multi_node_cluster(tmp_path: Path) -> None:
     env = {**os.environ, "MNEMO_RAY_NAMESPACE": "1", "RAY_ENABLE_USAGE_STATS": "0", "HOME": str(home)}
     for name in [k for k in env if k.startswith("RAY_") and k != "RAY_ENABLE_USAGE_STATS"]:
         env.pop(name)
+    # The cluster uses token authentication, as Ray 2.60 sets up wherever a local cluster ran
+    # before: every process of the namespace (head, second node, drivers) gets the token.
+    env["RAY_AUTH_MODE"] = "token"
+    env["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     # Run from outside the checkout: Ray puts the driver's working folder on its workers' import
     # path, and the checkout's mnemo/ (uncompiled, no kernels) must not shadow the installed one.
     r = subprocess.run(["unshare", "--net", "--pid", "--fork", "--mount-proc", "sh", "-c", inner],

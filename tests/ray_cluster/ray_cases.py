@@ -104,6 +104,24 @@ def test_cli_train_ray_takes_the_address_from_the_environment(cluster: str, samp
     assert out.is_file()
 
 
+def test_a_driver_without_the_token_is_told_it_is_authentication(cluster: str, samples: Samples, tmp_path: Path) -> None:
+    """The cluster runs with token authentication (tests/test_ray.py gives every process of the
+    namespace the token); a driver without it gets an error that names authentication and what
+    to set, not one that blames the address."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in ray_env().items() if k not in ("RAY_AUTH_TOKEN", "RAY_AUTH_MODE")}
+    env["HOME"] = str(home)
+    out = tmp_path / "t.bin"
+    r = subprocess.run([MNEMO, "train", str(samples.path("code")), "-o", str(out), "--vocab-size", "500",
+                        "--ray", cluster, "-q"], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"mnemo: error: the Ray cluster at {cluster} refused this process's authentication"), r.stderr[-3000:]
+    assert "RAY_AUTH_MODE=token" in last and "RAY_AUTH_TOKEN" in last
+    assert not out.exists()
+
+
 def test_a_task_error_arrives_as_the_input_error(cluster: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine"}\n{"text": oops}\n')
