@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # A real build or none: fail when the NASM kernels cannot be built (see setup.py).
 export MNEMO_REQUIRE_ASM ?= 1
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-SOURCES := pyproject.toml setup.py $(wildcard mnemo/*.py mnemo/*.pyi asm/*.asm asm/*.c asm/*.h)
+SOURCES := pyproject.toml setup.py $(wildcard mnemo/*.py mnemo/*/*.py mnemo/*.pyi asm/*.asm asm/*.c asm/*.h)
 
 .PHONY: test install typecheck pytest bench demo fuzz nasm clean
 

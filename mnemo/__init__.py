@@ -37,7 +37,7 @@ from mnemo.errors import (
     VerificationError,
     WorkerError,
 )
-from mnemo.interop import load_tiktoken
+from mnemo.interop import load_tiktoken  # and `mnemo.interop` bound, as `import mnemo` always did
 from mnemo.shards import open_tok
 from mnemo.pretokenize import split
 from mnemo.tokenizer import Tokenizer

@@ -6,6 +6,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/_hot.py             this list; setup.py reads it before anything is built
   mnemo/_unicode_tables.py  generated data only; pretokenize copies its tables into its own
                             `Final` statics once at import, so compiling it would buy nothing
+  mnemo/batch_encode.py     encode_batch: checks, blocks to the work engine, one compiled call per
+                            block to unpack
   mnemo/batches.py          numpy does the work; mypyc would only add a compile step
   mnemo/bigram.py           numpy does the work; mypyc would only add a compile step
   mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
@@ -21,11 +23,18 @@ Sorted.  Modules NOT compiled, and why:
                             with numpy, prints tables and draws with matplotlib
   mnemo/extend.py           new special tokens, or the settings of a run continuing from a tokenizer
   mnemo/fileio.py           atomic writes and bounded reads, once per file
+  mnemo/formats/__init__.py  a docstring only
+  mnemo/formats/common.py   GPT-2's byte alphabet, the assembler, bounded reads: once per file
+  mnemo/formats/cs336.py    the CS336 interface: one call to Tokenizer.from_vocab_merges
+  mnemo/formats/gpt2.py     vocab.json + merges.txt: JSON parsing and checks once per file
+  mnemo/formats/hf.py       tokenizer.json: JSON parsing and checks once per file
+  mnemo/formats/hf_folder.py  an export folder: three small JSON files written once
+  mnemo/formats/tiktoken.py  .tiktoken files: base64 parsing and checks once per file
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building
-  mnemo/interop.py          other tools' files (GPT-2, tiktoken, tokenizer.json): JSON/base64
-                            parsing and checks once per file
+  mnemo/interop.py          re-exports only (mnemo/formats/)
   mnemo/location.py         where files are: a stat, an open, a rename or an fsspec call per file
+  mnemo/packing.py          numpy arrays from the compiled encoder's packed ids, once per text
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against

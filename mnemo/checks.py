@@ -26,6 +26,14 @@ def type_error(name: str, expected: str, value: object) -> ArgumentTypeError:
     return ArgumentTypeError(f"{name} must be {expected}, got {type(value).__name__} {shown}")
 
 
+def text_type_error(name: str, value: object) -> ArgumentTypeError:
+    """The error for a text argument that is not a str (pointing bytes at encode_bytes)."""
+    err = type_error(name, "a str", value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        err.args = (f"{err.args[0]}; use encode_bytes for bytes",)
+    return err
+
+
 def check_int(name: str, value: object) -> int:
     """`value` when it is an int (numpy integers too); bool and float are type errors, not ids."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):

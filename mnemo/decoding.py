@@ -18,10 +18,10 @@ import codecs
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from mnemo.errors import ArgumentTypeError, ConfigError
+from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 
 if TYPE_CHECKING:
-    from mnemo.tokenizer import Tokenizer
+    from mnemo.tokenizer import AllOr, Tokenizer
 
 
 def check_errors(errors: object) -> str:
@@ -110,3 +110,30 @@ def token_spans(parts: list[bytes]) -> list[tuple[int, int]]:
         chars += len(raw) - continuing
         spans.append((max(start, 0), chars))
     return spans
+
+
+def decode_with_offsets(
+    tok: Tokenizer, tokens: Iterable[int], spans: bool
+) -> tuple[str, list[int]] | tuple[str, list[tuple[int, int]]]:
+    """Tokenizer.decode_with_offsets: the text and each token's start (or span) in it."""
+    parts = tok.decode_tokens_bytes(tokens)
+    data = b"".join(parts)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"the tokens decode to invalid UTF-8 (byte {exc.start}), so they have no character "
+            f"offsets; use decode_tokens_bytes, or decode() which replaces invalid bytes"
+        ) from None
+    found = token_spans(parts)
+    if spans:
+        return text, found
+    return text, [start for start, _ in found]
+
+
+def encode_with_offsets(
+    tok: Tokenizer, text: str, allowed_special: AllOr, disallowed_special: AllOr
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Tokenizer.encode_with_offsets: `encode` and each token's character span in `text`."""
+    ids = tok.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    return ids, token_spans(tok.decode_tokens_bytes(ids))

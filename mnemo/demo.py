@@ -67,14 +67,15 @@ def _peer_encoders(tok: Tokenizer) -> list[tuple[str, Callable[[str], list[int]]
     import importlib
     import importlib.util
 
-    from mnemo import interop
+    from mnemo.formats.hf import to_hf_json
+    from mnemo.formats.tiktoken import to_tiktoken
 
     peers: list[tuple[str, Callable[[str], list[int]] | str]] = []
     if importlib.util.find_spec("tiktoken") is None:
         peers.append(("tiktoken", "not installed (pip install tiktoken)"))
     else:
         try:
-            enc: Any = interop.to_tiktoken(tok)
+            enc: Any = to_tiktoken(tok)
             peers.append(("tiktoken", enc.encode_ordinary))
         except Exception as exc:  # noqa: BLE001 -- reported; the peer's own exception types vary
             peers.append(("tiktoken", f"cannot load this vocabulary: {exc}"))
@@ -82,7 +83,7 @@ def _peer_encoders(tok: Tokenizer) -> list[tuple[str, Callable[[str], list[int]]
         peers.append(("HF tokenizers", "not installed (pip install tokenizers)"))
     else:
         try:
-            hf: Any = importlib.import_module("tokenizers").Tokenizer.from_str(json.dumps(interop.to_hf_json(tok)))
+            hf: Any = importlib.import_module("tokenizers").Tokenizer.from_str(json.dumps(to_hf_json(tok)))
         except Exception as exc:  # noqa: BLE001
             peers.append(("HF tokenizers", f"cannot load this vocabulary: {exc}"))
         else:

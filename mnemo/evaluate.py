@@ -32,7 +32,7 @@ from mnemo.location import Location, location
 from mnemo.tokenizer import Tokenizer
 
 
-#: `.tiktoken` files eval names by their file name beyond interop.TIKTOKEN_PRESETS (cl100k_base,
+#: `.tiktoken` files eval names by their file name beyond formats.tiktoken.TIKTOKEN_PRESETS (cl100k_base,
 #: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
 PRESETS: dict[str, tuple[str, dict[str, int]]] = {
     "r50k_base": ("gpt2", {"<|endoftext|>": 50256}),
@@ -45,7 +45,8 @@ TOP = 20
 
 def load_spec(spec: str) -> tuple[str, Tokenizer]:
     """(label, tokenizer) of one spec: `[NAME=]PATH`; see the module docstring."""
-    from mnemo import interop
+    from mnemo.formats.gpt2 import load_gpt2
+    from mnemo.formats.hf import load_hf
 
     label, sep, where = spec.partition("=")
     if not sep:
@@ -54,14 +55,14 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
         raise ConfigError(f"tokenizer spec {spec!r} names no file; use PATH or NAME=PATH")
     if "," in where:
         vocab, merges = where.split(",", 1)
-        return label or Path(vocab).stem, interop.load_gpt2(vocab, merges)
+        return label or Path(vocab).stem, load_gpt2(vocab, merges)
     path = location(where)
     if path.isdir():  # a folder, or a prefix at a URL
         for vocab_name, merges_name in GPT2_FILE_NAMES:
             if path.join(vocab_name).isfile() and path.join(merges_name).isfile():
-                return label or path.name, interop.load_gpt2(path.join(vocab_name), path.join(merges_name))
+                return label or path.name, load_gpt2(path.join(vocab_name), path.join(merges_name))
         if path.join("tokenizer.json").isfile():
-            return label or path.name, interop.load_hf(path.join("tokenizer.json"))
+            return label or path.name, load_hf(path.join("tokenizer.json"))
         raise InputError(f"{path}: a folder without vocab.json + merges.txt or tokenizer.json")
     if not path.isfile():
         raise InputError(f"{path}: no such tokenizer file (a tokenizer.bin, tokenizer.json, .tiktoken or GPT-2 folder)")
@@ -70,25 +71,25 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
     if name.endswith((".tiktoken", ".tiktoken.gz")):
         return _tiktoken_spec(label, name, str(path))
     if name.endswith(".json"):
-        return label or stem, interop.load_hf(path)
+        return label or stem, load_hf(path)
     return label or stem, Tokenizer.load(path)
 
 
 def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
     """A .tiktoken file (a path or a URL), its pattern and specials from the preset its name starts with."""
-    from mnemo import interop
+    from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, load_tiktoken
 
-    known = (*interop.TIKTOKEN_PRESETS, *PRESETS)
+    known = (*TIKTOKEN_PRESETS, *PRESETS)
     preset = next((p for p in known if name.startswith(p)), None)
     if preset is None:
         raise ConfigError(
             f"{source}: a .tiktoken file holds no split pattern or special tokens; name it after a preset "
             f"({', '.join(known)}) or convert it with `mnemo convert --from tiktoken --pattern ...`"
         )
-    if preset in interop.TIKTOKEN_PRESETS:
-        return label or preset, interop.load_tiktoken(source, preset)
+    if preset in TIKTOKEN_PRESETS:
+        return label or preset, load_tiktoken(source, preset)
     pattern, specials = PRESETS[preset]
-    return label or preset, interop.load_tiktoken(source, pattern, specials)
+    return label or preset, load_tiktoken(source, pattern, specials)
 
 
 def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = "text") -> Iterator[bytes]:

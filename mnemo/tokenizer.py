@@ -8,13 +8,9 @@ disallowed_special contract), error wording -- and is plain Python.
 from __future__ import annotations
 
 import codecs
-import contextlib
-import functools
-import gc
 import hashlib
 import os
 import re
-import signal
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, cast, overload
 
@@ -22,12 +18,12 @@ import numpy as np
 import numpy.typing as npt
 from librt.strings import BytesWriter
 
-from mnemo.chat import render_conversation, render_document
-from mnemo.encode_text import encode_bytes, encode_documents_packed, encode_range, encode_some_packed
-from mnemo.encode_chunk import Encoder, emit, lists_of
-from mnemo.errors import ArgumentTypeError, ConfigError, InputError, SpecialTokenError, UnknownTokenError
-from mnemo.workers import resolve_workers
-from mnemo.checks import check_int, check_pattern, check_tie, type_error
+from mnemo import batch_encode, decoding, packing
+from mnemo.chat import render_document
+from mnemo.encode_text import encode_bytes, encode_range
+from mnemo.encode_chunk import Encoder
+from mnemo.errors import ArgumentTypeError, ConfigError, SpecialTokenError, UnknownTokenError
+from mnemo.checks import check_int, check_pattern, check_tie, text_type_error, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16, maskbit_for
 from mnemo.fileio import read_file, write_atomic
 from mnemo.vocab import (
@@ -46,20 +42,6 @@ if TYPE_CHECKING:
     from mnemo.decoding import StreamDecoder
 
 AllOr = Literal["all"] | Collection[str]
-
-# encode_batch: batches with more text than this go to worker processes, in blocks of this many.
-BATCH_PARALLEL_BYTES: Final = 4_000_000
-BATCH_BLOCK: Final = 256
-
-# Texts longer than this are encoded in pieces of about this size (see Tokenizer._encode_pieces).
-PIECE_BYTES: Final = 1 << 20
-
-
-def _text_type_error(name: str, value: object) -> ArgumentTypeError:
-    err = type_error(name, "a str", value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        err.args = (f"{err.args[0]}; use encode_bytes for bytes",)
-    return err
 
 
 def _name_set(name: str, value: object) -> set[str]:
@@ -400,41 +382,27 @@ class Tokenizer:
     # ---- encoding ----
 
     def _encode_range(self, data: bytes, start: int, end: int, out: list[int]) -> None:
-        if end - start > PIECE_BYTES and _python_handles_signals():
+        if end - start > packing.PIECE_BYTES and packing.python_handles_signals():
             self._encode_pieces(data, start, end, out)
         else:
             encode_range(self._encoder, data, start, end, self._pattern_id, out)
 
     def _encode_all(self, data: bytes) -> list[int]:
         """Public ids of a whole text (Encoder.set_public): one compiled call, or pieces for a long one."""
-        if len(data) <= PIECE_BYTES or not _python_handles_signals():
+        if len(data) <= packing.PIECE_BYTES or not packing.python_handles_signals():
             return encode_bytes(self._encoder, data, self._pattern_id)
         # The list as ids_list makes it, not extended into an empty one: that copy of 1-3 M
         # references (and its fresh memory) was a fifth of encode_ordinary on 10 MB of `^`.
         dst = BytesWriter()
-        self._pack_pieces(data, 0, len(data), dst)
+        packing.pack_pieces(self._encoder, data, 0, len(data), self._pattern_id, dst)
         return self._encoder.ids_list(dst.getvalue())
 
     def _encode_pieces(self, data: bytes, start: int, end: int, out: list[int]) -> None:
-        """Append the ids of data[start:end] as encode_range does, in pieces of about PIECE_BYTES.
-
-        Compiled code never lets Python run a signal handler, so one call on a long text kept
-        Ctrl-C and SIGTERM waiting until it ended.  Between pieces they take effect.  A piece
-        is whole chunks of the whole text (encode_some_packed), so the ids are those of one
-        call.  A single chunk longer than a piece (16 MB of spaces is one chunk) is one piece:
-        the encoder is linear on any chunk (encode_chunk.encode_huge), so the wait stays
-        about as long as a piece of any other text (docs/speed.md, "Worst case and memory")."""
+        """Append the ids of data[start:end] as encode_range does, in pieces (packing.pack_pieces),
+        so that Ctrl-C and SIGTERM are not kept waiting by one long compiled call."""
         dst = BytesWriter()
-        self._pack_pieces(data, start, end, dst)
+        packing.pack_pieces(self._encoder, data, start, end, self._pattern_id, dst)
         out.extend(self._encoder.ids_list(dst.getvalue()))
-
-    def _pack_pieces(self, data: bytes, start: int, end: int, dst: BytesWriter) -> None:
-        """_encode_pieces' loop, writing packed ids to `dst`."""
-        enc = self._encoder
-        pid = self._pattern_id
-        pos = start
-        while pos < end:
-            pos = encode_some_packed(enc, data, pos, end, pid, PIECE_BYTES, dst)
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
@@ -447,50 +415,14 @@ class Tokenizer:
     ) -> npt.NDArray[np.unsignedinteger]:
         """Every document (raw bytes, special-token text as plain text), each preceded by `bos`
         and followed by `eos` when given (GPT-2's vocabulary has no <|bos|>: its documents end
-        with <|endoftext|>), as one uint16 array: the .tok writer's unit of work.  The ids are
-        packed in compiled code (encode_text.encode_documents_packed).  `bos`, `eos` and the
-        result are public ids: with an id map (an imported vocabulary) they are mapped in and
-        the array out."""
-        checked: dict[str, int] = {}
-        for name, value in (("bos", bos), ("eos", eos)):
-            if value is not None:
-                checked[name] = check_int(name, value)
-                if self._raw(checked[name]) is None:
-                    raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
-        if isinstance(docs, (str, bytes, bytearray, memoryview)) or not isinstance(docs, Iterable):
-            raise type_error("docs", "an iterable of bytes documents", docs)
-        public = self._public
-        internal_bos = -1 if bos is None else checked["bos"] if public is None else public.index(checked["bos"])
-        internal_eos = -1 if eos is None else checked["eos"] if public is None else public.index(checked["eos"])
-        doc_list = list(docs)
-        try:
-            if max(map(len, doc_list), default=0) <= PIECE_BYTES or not _python_handles_signals():
-                packed = encode_documents_packed(self._encoder, doc_list, self._pattern_id, internal_bos, internal_eos)
-            else:  # a long document: in pieces, so that Ctrl-C is not kept waiting
-                dst = BytesWriter()
-                wide = self._encoder.wide
-                for doc in doc_list:
-                    if internal_bos >= 0:
-                        emit(dst, internal_bos, wide)
-                    self._pack_pieces(doc, 0, len(doc), dst)
-                    if internal_eos >= 0:
-                        emit(dst, internal_eos, wide)
-                packed = dst.getvalue()
-        except TypeError:
-            # the compiled code takes bytes only; looking for the culprit costs nothing until then
-            for i, doc in enumerate(doc_list):
-                if not isinstance(doc, bytes):
-                    raise type_error(f"docs[{i}]", "bytes", doc) from None
-            raise
-        ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if self._encoder.wide else "<u2")
-        if self._public_array is not None:
-            ids = self._public_array[ids]
-        return ids
+        with <|endoftext|>), as one uint16 array: the .tok writer's unit of work.  `bos`, `eos`
+        and the result are public ids (mnemo/packing.py)."""
+        return packing.encode_documents(self, docs, bos, eos)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, with special-token text encoded as plain text."""
         if not isinstance(text, str):
-            raise _text_type_error("text", text)
+            raise text_type_error("text", text)
         return self._encode_all(text_bytes(text))
 
     def _specials_re(self, names: Collection[str]) -> tuple[bytes, re.Pattern[bytes]]:
@@ -544,7 +476,7 @@ class Tokenizer:
         becomes its single id) or left out of `disallowed_special` (then it is plain text).
         """
         if not isinstance(text, str):
-            raise _text_type_error("text", text)
+            raise text_type_error("text", text)
         data = text_bytes(text)
         if self._plain_default(allowed_special, disallowed_special, data):
             return self._encode_all(data)
@@ -598,40 +530,11 @@ class Tokenizer:
         disallowed_special: AllOr = "all",
         workers: int | None = None,
     ) -> list[list[int]]:
-        """`encode` of each text, in order.
-
-        Small batches (at most BATCH_BLOCK texts or less than BATCH_PARALLEL_BYTES of text) are
-        encoded in this process.  Larger ones go to the work engine's persistent worker
-        processes in blocks of BATCH_BLOCK texts (mnemo/work.py: started on first use, kept for
-        the next calls; forked when no other thread runs, else fresh interpreters that never run
-        the caller's script again, so a script without an `if __name__ == "__main__":` guard is
-        safe).  `workers`: how many (default: every CPU, or 1 in a process that multiprocessing
-        started -- a datasets.map or DataLoader worker -- whose siblings use the other CPUs);
-        workers=1 always encodes in this process.  docs/pipelines.md tells the rule."""
-        checked, allowed, disallowed, n_workers = self._check_batch(texts, allowed_special, disallowed_special, workers)
-        wide = self.n_vocab > VOCAB16
-        if n_workers == 1 and wide:
-            return [self._encode_data(text_bytes(t), allowed, disallowed) for t in checked]
-        result: list[list[int]] = []
-        ints = self._encoder.ints
-        if n_workers == 1:
-            # The flat form's packed ids, then one list per text from the pre-made int objects:
-            # faster than a loop of encode, which makes each text's list on its own.
-            lengths, flat = _encode_flat(self, checked, allowed, disallowed)
-            with _collector_paused():
-                lists_of(ints, flat.astype("<u2", copy=False).tobytes(), False, lengths.astype("<i8", copy=False).tobytes(), result)
-            return result
-
-        def unpack(part: tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]) -> None:
-            # here, as each block arrives, while the workers encode the next ones
-            lists_of(ints, part[1].astype("<u4" if wide else "<u2", copy=False).tobytes(), wide,
-                     part[0].astype("<i8", copy=False).tobytes(), result)
-
-        with _collector_paused():
-            # The caller only unpacks: encoding a block itself (caller_helps) kept the blocks
-            # that the workers had finished waiting.
-            self._batch_in_workers(checked, allowed, disallowed, n_workers, unpack, caller_helps=False)
-        return result
+        """`encode` of each text, in order.  Large batches (more than BATCH_BLOCK texts and
+        BATCH_PARALLEL_BYTES of text) go to the work engine's worker processes; `workers`: how
+        many (default: every CPU, or 1 in a process that multiprocessing started); workers=1
+        always encodes in this process.  mnemo/batch_encode.py and docs/pipelines.md tell the rule."""
+        return batch_encode.encode_batch(self, texts, allowed_special, disallowed_special, workers)
 
     def encode_batch_to_numpy(
         self,
@@ -646,52 +549,7 @@ class Tokenizer:
         it) and offsets an int64 array of len(texts) + 1 entries: text i's ids are
         ids[offsets[i]:offsets[i + 1]].  Same ids, same rules for workers as encode_batch; no
         Python list of every id is built when workers encode."""
-        checked, allowed, disallowed, n_workers = self._check_batch(texts, allowed_special, disallowed_special, workers)
-        dtype = np.uint16 if self.n_vocab <= VOCAB16 else np.uint32
-        lengths: npt.NDArray[np.int64]
-        flat: npt.NDArray[np.unsignedinteger]
-        if n_workers == 1:
-            lengths, flat = _encode_flat(self, checked, allowed, disallowed)
-        else:
-            parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = []
-            self._batch_in_workers(checked, allowed, disallowed, n_workers, parts.append)
-            lengths = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-            flat = np.concatenate([p[1] for p in parts]).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
-        offsets = np.zeros(len(checked) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return flat, offsets
-
-    def _check_batch(
-        self, texts: object, allowed_special: AllOr, disallowed_special: AllOr, workers: object
-    ) -> tuple[Sequence[str], set[str], set[str], int]:
-        """encode_batch's arguments checked: (texts, allowed, disallowed, workers to use)."""
-        if isinstance(texts, (str, bytes, bytearray)) or not isinstance(texts, Sequence):
-            raise type_error("texts", "a sequence of str", texts)
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise _text_type_error(f"texts[{i}]", t)
-        allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
-        n_workers = _batch_workers(workers)
-        if len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
-            n_workers = 1
-        return texts, allowed, disallowed, n_workers
-
-    def _batch_in_workers(
-        self,
-        texts: Sequence[str],
-        allowed: set[str],
-        disallowed: set[str],
-        n_workers: int,
-        sink: Callable[[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
-        caller_helps: bool = True,
-    ) -> None:
-        """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers."""
-        from mnemo.work import map_ordered, setup_of, shared_executor
-
-        blocks = (list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK))
-        fn = functools.partial(_encode_texts, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
-        with shared_executor(n_workers, caller_helps=caller_helps) as executor:
-            map_ordered(blocks, fn, sink, executor=executor, setup=setup_of(_tokenizer_of, self.to_bytes(), self))
+        return batch_encode.encode_batch_to_numpy(self, texts, allowed_special, disallowed_special, workers)
 
     def encode_to_numpy(
         self,
@@ -700,28 +558,9 @@ class Tokenizer:
         allowed_special: AllOr = frozenset(),
         disallowed_special: AllOr = "all",
     ) -> npt.NDArray[np.unsignedinteger]:
-        """`encode` as a numpy array of uint16 (uint32 when the vocabulary needs it).
-
-        The compiled encoder's packed ids become the array: no Python int per id on the way
-        (building the list first and converting it cost more than the encoding itself)."""
-        if not isinstance(text, str):
-            raise _text_type_error("text", text)
-        data = text_bytes(text)
-        dtype = np.uint16 if self.n_vocab <= VOCAB16 else np.uint32
-        if not (self._plain_default(allowed_special, disallowed_special, data) and len(data) <= PIECE_BYTES):
-            allowed, disallowed = self._resolve_specials(allowed_special, disallowed_special)
-            if (len(data) > PIECE_BYTES and _python_handles_signals()) or (
-                allowed and self._find_special(allowed, data) is not None
-            ):  # in pieces (Ctrl-C), or with special tokens' ids: the list path
-                return np.array(self._encode_data(data, allowed, disallowed), dtype=dtype)
-            if disallowed and self._find_special(disallowed, data) is not None:
-                self._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
-        packed = encode_documents_packed(self._encoder, [data], self._pattern_id, -1, -1)
-        ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if self._encoder.wide else "<u2")
-        if self._public_array is not None:
-            ids = self._public_array[ids]
-            return ids
-        return ids.astype(dtype)  # a writable copy, as np.array gave
+        """`encode` as a numpy array of uint16 (uint32 when the vocabulary needs it), made from
+        the compiled encoder's packed ids: no Python int per id on the way (mnemo/packing.py)."""
+        return packing.encode_to_numpy(self, text, allowed_special, disallowed_special)
 
     # ---- documents and chats (mnemo/chat.py) ----
 
@@ -901,21 +740,7 @@ class Tokenizer:
         (start, end) instead: it ends after the character holding its last byte
         (mnemo/decoding.py, token_spans).  The bytes must be valid UTF-8 (else InputError), as
         in tiktoken."""
-        from mnemo.decoding import token_spans
-
-        parts = self.decode_tokens_bytes(tokens)
-        data = b"".join(parts)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                f"the tokens decode to invalid UTF-8 (byte {exc.start}), so they have no character "
-                f"offsets; use decode_tokens_bytes, or decode() which replaces invalid bytes"
-            ) from None
-        found = token_spans(parts)
-        if spans:
-            return text, found
-        return text, [start for start, _ in found]
+        return decoding.decode_with_offsets(self, tokens, spans)
 
     def encode_with_offsets(
         self,
@@ -928,10 +753,7 @@ class Tokenizer:
         offsets: text[start:end] is what the token spells, and a token holding part of a
         character gets the whole character's span (decode_with_offsets's rule, tiktoken's).
         A lone surrogate is encoded as U+FFFD, one character as in `text`."""
-        from mnemo.decoding import token_spans
-
-        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-        return ids, token_spans(self.decode_tokens_bytes(ids))
+        return decoding.encode_with_offsets(self, text, allowed_special, disallowed_special)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> list[str]:
         """`decode` of each token sequence."""
@@ -950,94 +772,3 @@ class Tokenizer:
         """The bytes of every token of the byte-level vocabulary (no special tokens), sorted."""
         return sorted(set(self._internal_vocab[: 256 + len(self.merges)]))
 
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic collector off for the block, then as it was (also on errors).
-
-    encode_batch builds its lists of ints inside: they cannot form cycles, but every full
-    collection walked all of them and the growing result (profiled on 100,000 documents: most of
-    the 0.95 s of unpacking).  Cyclic garbage other code makes meanwhile is collected at the
-    first collection after."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _python_handles_signals() -> bool:
-    """Whether Ctrl-C or SIGTERM would run a Python handler, which waits for compiled code to
-    return (the default KeyboardInterrupt, the CLI's cleanup).  Workers ignore SIGINT and die of
-    SIGTERM in the kernel: encoding them in pieces would buy nothing (and cost up to 2x on long
-    texts that must be walked chunk by chunk, such as CJK without spaces)."""
-    return callable(signal.getsignal(signal.SIGINT)) or callable(signal.getsignal(signal.SIGTERM))
-
-
-# ---- encode_batch's map (module level: the work engine ships it to worker processes by name) ----
-
-
-def _tokenizer_of(image: bytes) -> Tokenizer:
-    return Tokenizer.from_bytes(image, "<encode_batch>")
-
-
-def _encode_texts(
-    specials: tuple[tuple[str, ...], tuple[str, ...]], tok: Tokenizer, texts: list[str]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
-    """encode_batch's map: (lengths, ids back to back) of a block of texts, two arrays, one
-    message each way."""
-    return _encode_flat(tok, texts, set(specials[0]), set(specials[1]))
-
-
-def _encode_flat(
-    tok: Tokenizer, texts: Sequence[str], allowed: set[str], disallowed: set[str]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
-    """(lengths, ids back to back) of the texts.  A text with no allowed special token in it
-    and at most PIECE_BYTES long is encoded straight into packed ids by the compiled encoder
-    (encode_documents_packed: no Python int per id; converting lists of ids cost more than the
-    encoding of short documents); others go through _encode_data and are packed here.  Ids
-    are uint16, or uint32 when the vocabulary needs it (cl100k, o200k: their texts went through
-    lists of ints too until the fourth round)."""
-    out_type = "<u4" if tok.n_vocab > VOCAB16 else "<u2"
-    width = 4 if tok.n_vocab > VOCAB16 else 2
-    raw_type = "<u4" if tok._encoder.wide else "<u2"  # mnemo's ids: their width may differ with a map
-    packed: list[bytes] = []
-    public = tok._public_array  # of out_type
-    for t in texts:
-        data = text_bytes(t)
-        if len(data) > PIECE_BYTES or (allowed and tok._find_special(allowed, data) is not None):
-            ids = tok._encode_data(data, allowed, disallowed)  # public ids already
-            packed.append(np.asarray(ids, dtype=out_type).tobytes())
-            continue
-        if disallowed:
-            m = tok._find_special(disallowed, data)
-            if m is not None:
-                tok._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
-        raw = encode_documents_packed(tok._encoder, [data], tok._pattern_id, -1, -1)
-        if public is not None:
-            raw = public[np.frombuffer(raw, dtype=raw_type)].tobytes()
-        packed.append(raw)  # without a map mnemo's ids are the public ones, at the same width
-    lengths = np.fromiter((len(p) // width for p in packed), dtype=np.int64, count=len(packed))
-    flat: npt.NDArray[np.unsignedinteger] = np.frombuffer(b"".join(packed), dtype=out_type).astype(
-        np.uint32 if width == 4 else np.uint16
-    )
-    return lengths, flat
-
-
-def _batch_workers(workers: object) -> int:
-    """encode_batch's `workers`: as given, else every CPU -- but 1 in a process that
-    multiprocessing (or `multiprocess`) started, such as a datasets.map(num_proc=...) or
-    DataLoader worker: its siblings have the other CPUs, and nested pools would only fight over
-    them."""
-    if workers is None:
-        import sys
-
-        # multiprocessing's, and its dill-based twin `multiprocess`, which datasets.map uses
-        for name in ("multiprocessing", "multiprocess"):
-            module = sys.modules.get(name)
-            parent = getattr(module, "parent_process", None)
-            if callable(parent) and parent() is not None:
-                return 1
-    return resolve_workers(workers)

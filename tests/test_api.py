@@ -39,7 +39,7 @@ def test_package_docstring_example_runs() -> None:
 def test_docstrings_point_at_files_that_exist() -> None:
     """No docstring or comment of the package names a file the repository does not have
     (INTERFACES.md and DESIGN.md live outside it); every docs/*.md named exists."""
-    for path in sorted((REPO / "mnemo").glob("*.py")):
+    for path in sorted((REPO / "mnemo").rglob("*.py")):
         source = path.read_text(encoding="utf-8")
         assert "INTERFACES.md" not in source and "DESIGN.md" not in source, path.name
         for name in re.findall(r"docs/[\w.-]+\.md", source):

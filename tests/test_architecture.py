@@ -1,7 +1,7 @@
 """The package's import graph against docs/architecture.md: no circle, and no arrow pointing up.
 
 docs/architecture.md holds the layer table ("## Layers"): every mnemo module in exactly one
-layer, numbered from the bottom (0) up.  A module may import modules of its own layer or below;
+layer (a subpackage's modules by their dotted names: `formats.gpt2`; its __init__ as `formats`), numbered from the bottom (0) up.  A module may import modules of its own layer or below;
 an import of a higher layer is an upward arrow, allowed only when the table "## Allowed upward
 arrows" lists it with its reason.  No import circle is allowed at all, listed or not.  The test
 reads the table from the doc, so the doc and the test cannot drift apart: adding a module to
@@ -31,9 +31,29 @@ HOW = (
 )
 
 
+def module_name(path: Path) -> str:
+    """mnemo/cli.py -> "cli"; mnemo/formats/gpt2.py -> "formats.gpt2"; mnemo/formats/__init__.py ->
+    "formats" (the package's own module); mnemo/__init__.py stays "__init__"."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    if len(parts) > 1 and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def module_path(name: str) -> str:
+    """The file of a module name, as the doc's paragraphs and the messages spell it."""
+    if (PACKAGE / name.replace(".", "/") / "__init__.py").is_file():
+        return f"mnemo/{name.replace('.', '/')}/__init__.py"
+    return f"mnemo/{name.replace('.', '/')}.py"
+
+
+def sources() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
 def modules() -> set[str]:
-    """The package's modules: mnemo/*.py, and the C extension _kernels (its stub mnemo/_kernels.pyi)."""
-    found = {p.stem for p in PACKAGE.glob("*.py")}
+    """The package's modules: mnemo/**/*.py, and the C extension _kernels (its stub mnemo/_kernels.pyi)."""
+    found = {module_name(p) for p in sources()}
     found |= {p.stem for p in PACKAGE.glob("*.pyi")}
     return found
 
@@ -63,7 +83,7 @@ def layers() -> dict[str, int]:
     table: dict[str, int] = {}
     for row in _rows(_section(DOC.read_text(encoding="utf-8"), "Layers")):
         number = int(row[0])
-        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", row[2]):
+        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", row[2]):
             assert name not in table, f"docs/architecture.md lists {name} in layers {table[name]} and {number}"
             table[name] = number
     return table
@@ -73,7 +93,7 @@ def allowed_upward() -> set[tuple[str, str]]:
     """The (importer, imported) pairs of '## Allowed upward arrows' (| from | to | why |)."""
     pairs: set[tuple[str, str]] = set()
     for row in _rows(_section(DOC.read_text(encoding="utf-8"), "Allowed upward arrows")):
-        names = [re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", cell) for cell in row[:2]]
+        names = [re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", cell) for cell in row[:2]]
         if names[0] and names[1]:
             pairs.add((names[0][0], names[1][0]))
     return pairs
@@ -87,11 +107,20 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 def imports_of(path: Path, known: set[str]) -> dict[str, int]:
     """The mnemo modules `path` imports (module-level and function-level, not TYPE_CHECKING),
-    each with the line of its first import."""
+    each with the line of its first import.  Importing `mnemo.formats.gpt2` runs the package
+    `mnemo.formats` first, so it is an arrow to both."""
     found: dict[str, int] = {}
 
-    def add(name: str, line: int) -> None:
+    def add_one(name: str, line: int) -> None:
         found.setdefault(name, line)
+
+    def add(dotted: str, line: int) -> None:
+        """`dotted` (below mnemo): the longest known module it names, and the packages above it."""
+        parts = dotted.split(".")
+        while len(parts) > 1 and ".".join(parts) not in known:
+            parts.pop()
+        for k in range(1, len(parts) + 1):
+            add_one(".".join(parts[:k]), line)
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
@@ -102,17 +131,21 @@ def imports_of(path: Path, known: set[str]) -> dict[str, int]:
             for alias in node.names:
                 parts = alias.name.split(".")
                 if parts[0] == "mnemo":
-                    add(parts[1] if len(parts) > 1 else "__init__", node.lineno)
+                    add(".".join(parts[1:]) if len(parts) > 1 else "__init__", node.lineno)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
             parts = node.module.split(".")
             if parts[0] == "mnemo":
-                if len(parts) > 1:
-                    add(parts[1], node.lineno)
-                else:
-                    for alias in node.names:
-                        add(alias.name if alias.name in known else "__init__", node.lineno)
+                below = ".".join(parts[1:])
+                for alias in node.names:
+                    # `from mnemo.formats import gpt2` imports a module; `from mnemo.formats.gpt2
+                    # import load_gpt2` and `from mnemo import Tokenizer` import names of one
+                    whole = f"{below}.{alias.name}" if below else alias.name
+                    if whole in known:
+                        add(whole, node.lineno)
+                    else:
+                        add(below or "__init__", node.lineno)
         elif isinstance(node, ast.ImportFrom) and node.level > 0:
-            raise AssertionError(f"{path.name}:{node.lineno}: a relative import; mnemo spells imports in full")
+            raise AssertionError(f"{path}:{node.lineno}: a relative import; mnemo spells imports in full")
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -122,13 +155,13 @@ def imports_of(path: Path, known: set[str]) -> dict[str, int]:
 
 def graph() -> dict[str, dict[str, int]]:
     known = modules()
-    return {p.stem: imports_of(p, known) for p in sorted(PACKAGE.glob("*.py"))}
+    return {module_name(p): imports_of(p, known) for p in sources()}
 
 
 def test_every_module_is_in_one_layer() -> None:
     table = layers()
     missing = sorted(modules() - set(table))
-    assert not missing, "; ".join(f"mnemo/{m}.py is in no layer: {HOW}" for m in missing)
+    assert not missing, "; ".join(f"{module_path(m)} is in no layer: {HOW}" for m in missing)
     gone = sorted(set(table) - modules())
     assert not gone, f"docs/architecture.md lists {gone} in its layer table, but mnemo/ has no such module: remove them"
 
@@ -143,7 +176,7 @@ def test_no_upward_arrow_that_the_doc_does_not_list() -> None:
         for target, line in targets.items():
             if target in table and table[target] > table[importer] and (importer, target) not in allowed:
                 problems.append(
-                    f"mnemo/{importer}.py:{line} (layer {table[importer]}) imports mnemo.{target} (layer "
+                    f"{module_path(importer)}:{line} (layer {table[importer]}) imports mnemo.{target} (layer "
                     f"{table[target]}): an upward arrow.  Move what it needs down, or move the module up in "
                     f"docs/architecture.md's layer table, or list the arrow with its reason under "
                     f"'## Allowed upward arrows'"
@@ -204,14 +237,25 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
         "def f():\n    from mnemo import interop\n    import mnemo.cli\n"
     )
     assert set(imports_of(src, {"errors", "tokenizer", "interop", "cli"})) == {"errors", "interop", "cli"}
+    # a subpackage: its modules by dotted name, and the package itself runs first
+    src.write_text(
+        "from mnemo.formats.gpt2 import load_gpt2\n"
+        "from mnemo.formats import hf\n"
+        "import mnemo.formats.tiktoken\n"
+        "from mnemo import Tokenizer\n"
+    )
+    known = {"formats", "formats.gpt2", "formats.hf", "formats.tiktoken", "tokenizer"}
+    assert set(imports_of(src, known)) == {"formats", "formats.gpt2", "formats.hf", "formats.tiktoken", "__init__"}
     assert find_cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b": 1}, "b": {}}) is None
 
 
 @pytest.mark.parametrize("module", sorted(modules()))
 def test_every_module_has_a_paragraph(module: str) -> None:
-    """docs/architecture.md says what each module is for: a bullet `mnemo/NAME.py` under '## Modules'."""
+    """docs/architecture.md says what each module is for: a bullet `mnemo/NAME.py` (`mnemo/PACKAGE/NAME.py`)
+    under '## Modules'."""
     text = "\n".join(_section(DOC.read_text(encoding="utf-8"), "Modules"))
-    assert f"- `mnemo/{module}.py`" in text or f"- `mnemo/{module}.pyi`" in text, (
-        f"docs/architecture.md has no paragraph for mnemo/{module}.py under '## Modules': add one"
+    path = module_path(module)
+    assert f"- `{path}`" in text or f"- `mnemo/{module}.pyi`" in text, (
+        f"docs/architecture.md has no paragraph for {path} under '## Modules': add one"
     )

@@ -51,7 +51,8 @@ def test_every_module_is_compiled_or_says_why_not() -> None:
     import mnemo._hot as hot
 
     package = Path(hot.__file__ or "").parent
-    names = {f"mnemo/{p.stem}.py" for p in package.iterdir() if p.suffix in (".py", ".so") and not p.stem.startswith("mnemo__")}
+    found = [p for p in package.rglob("*") if p.suffix in (".py", ".so") and not p.stem.startswith("mnemo__")]
+    names = {f"mnemo/{p.relative_to(package).with_name(p.stem).as_posix()}.py" for p in found}
     names = {n.split(".cpython")[0] if ".cpython" in n else n for n in names}
     names = {n if n.endswith(".py") else n + ".py" for n in names}
     explained = {line.split()[0] for line in (hot.__doc__ or "").splitlines() if line.strip().startswith("mnemo/")}

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo import ConfigError, FormatError, InputError, MnemoError, SpecialTokenError, Tokenizer
-import mnemo.tokenizer as tokenizer_module
+import mnemo.packing as packing
 from mnemo import interop
 from mnemo.encode_text import encode_bytes as encode_in_one_call
 from mnemo.constants import PATTERNS
@@ -186,7 +186,7 @@ def test_encode_variants_agree(small: Tokenizer) -> None:
 
 def test_encode_batch_with_workers(small: Tokenizer) -> None:
     """More than BATCH_BLOCK texts and BATCH_PARALLEL_BYTES of text: two worker processes."""
-    from mnemo import tokenizer as module
+    from mnemo import batch_encode as module
 
     texts = [f"hello world {i} <|bos|> " * (1 + i % 7) + "héllo" * (i % 3) for i in range(600)]
     filler = "x" * (module.BATCH_PARALLEL_BYTES // 600 + 1)
@@ -439,8 +439,8 @@ def test_pieces_give_the_ids_of_one_call(spacy: Tokenizer, parts: list[str], pie
     text = "".join(parts)
     data = text.encode("utf-8")
     expected = encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
-    old = tokenizer_module.PIECE_BYTES
-    tokenizer_module.PIECE_BYTES = piece  # type: ignore[misc]
+    old = packing.PIECE_BYTES
+    packing.PIECE_BYTES = piece  # type: ignore[misc]
     try:
         assert spacy.encode_ordinary(text) == expected
         assert spacy.encode_bytes(data) == expected
@@ -449,7 +449,7 @@ def test_pieces_give_the_ids_of_one_call(spacy: Tokenizer, parts: list[str], pie
         broken = data + b"\xff \xe2\x82" + data  # invalid UTF-8: one-byte "other" characters
         assert spacy.encode_bytes(broken) == encode_in_one_call(spacy._encoder, broken, spacy._pattern_id)
     finally:
-        tokenizer_module.PIECE_BYTES = old  # type: ignore[misc]
+        packing.PIECE_BYTES = old  # type: ignore[misc]
 
 
 def test_long_texts_give_the_ids_of_one_call(spacy: Tokenizer) -> None:
@@ -464,7 +464,7 @@ def test_long_texts_give_the_ids_of_one_call(spacy: Tokenizer) -> None:
     ]
     for text in texts:
         data = text.encode("utf-8")
-        assert len(data) > 2 * tokenizer_module.PIECE_BYTES
+        assert len(data) > 2 * packing.PIECE_BYTES
         assert spacy.encode_ordinary(text) == encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
 
 
@@ -547,7 +547,7 @@ def test_tokenize_in_process_stops_at_once(tmp_path: Path, sig: int) -> None:
 def test_encode_batch_to_numpy_is_the_flat_form_of_encode_batch(small: Tokenizer, workers: int) -> None:
     """(ids, offsets): every text's ids back to back, text i at ids[offsets[i]:offsets[i + 1]];
     in this process and from workers (more than BATCH_BLOCK texts and BATCH_PARALLEL_BYTES)."""
-    from mnemo import tokenizer as module
+    from mnemo import batch_encode as module
 
     filler = "y" * (module.BATCH_PARALLEL_BYTES // 600 + 1)
     texts = [f"hello world {i} <|bos|> " * (i % 5) + ("héllo " + filler if i % 4 else "") for i in range(600)]
@@ -567,7 +567,7 @@ def test_encode_batch_to_numpy_is_the_flat_form_of_encode_batch(small: Tokenizer
 @pytest.mark.parametrize("workers", [1, 2])
 def test_encode_batch_to_numpy_with_an_id_map(cs336_dir: Path, workers: int) -> None:
     """GPT-2's vocabulary numbers its ids its own way (an id map): the flat form holds GPT-2's ids."""
-    from mnemo import tokenizer as module
+    from mnemo import batch_encode as module
     from mnemo.interop import load_gpt2
 
     gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
@@ -614,7 +614,7 @@ def test_encode_batch_restores_the_collector(small: Tokenizer, enabled: bool) ->
     batch, and leaves it as it found it: on success and when a worker's text raises."""
     import gc
 
-    from mnemo import tokenizer as module
+    from mnemo import batch_encode as module
 
     filler = "x" * (module.BATCH_PARALLEL_BYTES // 600 + 1)
     texts = [f"hello world {i} " + filler for i in range(600)]
@@ -675,7 +675,7 @@ def test_every_list_path_gives_the_id_maps_ids(top: int) -> None:
     (Encoder.set_public): every list-returning path gives the map's ids of the plain
     tokenizer's, special tokens included, for 16-bit and 32-bit public ids, short texts and a
     long one encoded in pieces."""
-    from mnemo.tokenizer import PIECE_BYTES
+    from mnemo.packing import PIECE_BYTES
 
     merges = [(104, 101), (256, 108), (257, 108), (258, 111), (32, 119), (260, 111), (261, 114), (262, 108), (263, 100)]
     specials = ["<|a|>", "<|b|>"]

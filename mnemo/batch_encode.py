@@ -1,0 +1,170 @@
+"""Tokenizer.encode_batch and encode_batch_to_numpy: a batch of texts encoded in this process or
+by the work engine's worker processes (mnemo/work.py), ids back as lists or as one flat array.
+
+Small batches (at most BATCH_BLOCK texts or less than BATCH_PARALLEL_BYTES of text) are encoded
+in this process.  Larger ones go to the engine's persistent worker processes in blocks of
+BATCH_BLOCK texts (started on first use, kept for the next calls; forked when no other thread
+runs, else fresh interpreters that never run the caller's script again, so a script without an
+`if __name__ == "__main__":` guard is safe).  `workers`: how many (default: every CPU, or 1 in a
+process that multiprocessing started -- a datasets.map or DataLoader worker -- whose siblings use
+the other CPUs); workers=1 always encodes in this process.  docs/pipelines.md tells the rule.
+
+The functions take the Tokenizer whose methods delegate to them; this module sits below
+tokenizer.py and names the class for types only (workers rebuild it with `type(tok).from_bytes`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.checks import text_type_error, type_error
+from mnemo.constants import VOCAB16
+from mnemo.encode_chunk import lists_of
+from mnemo.packing import encode_flat
+from mnemo.workers import resolve_workers
+from mnemo.streaming import text_bytes
+
+if TYPE_CHECKING:
+    from mnemo.tokenizer import AllOr, Tokenizer
+
+# batches with more text than this go to worker processes, in blocks of this many.
+BATCH_PARALLEL_BYTES: Final = 4_000_000
+BATCH_BLOCK: Final = 256
+
+
+def encode_batch(
+    tok: Tokenizer, texts: Sequence[str], allowed_special: AllOr, disallowed_special: AllOr, workers: int | None
+) -> list[list[int]]:
+    """Tokenizer.encode_batch: `encode` of each text, in order."""
+    checked, allowed, disallowed, n_workers = _check_batch(tok, texts, allowed_special, disallowed_special, workers)
+    wide = tok.n_vocab > VOCAB16
+    if n_workers == 1 and wide:
+        return [tok._encode_data(text_bytes(t), allowed, disallowed) for t in checked]
+    result: list[list[int]] = []
+    ints = tok._encoder.ints
+    if n_workers == 1:
+        # The flat form's packed ids, then one list per text from the pre-made int objects:
+        # faster than a loop of encode, which makes each text's list on its own.
+        lengths, flat = encode_flat(tok, checked, allowed, disallowed)
+        with _collector_paused():
+            lists_of(ints, flat.astype("<u2", copy=False).tobytes(), False, lengths.astype("<i8", copy=False).tobytes(), result)
+        return result
+
+    def unpack(part: tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]) -> None:
+        # here, as each block arrives, while the workers encode the next ones
+        lists_of(ints, part[1].astype("<u4" if wide else "<u2", copy=False).tobytes(), wide,
+                 part[0].astype("<i8", copy=False).tobytes(), result)
+
+    with _collector_paused():
+        # The caller only unpacks: encoding a block itself (caller_helps) kept the blocks
+        # that the workers had finished waiting.
+        _batch_in_workers(tok, checked, allowed, disallowed, n_workers, unpack, caller_helps=False)
+    return result
+
+
+def encode_batch_to_numpy(
+    tok: Tokenizer, texts: Sequence[str], allowed_special: AllOr, disallowed_special: AllOr, workers: int | None
+) -> tuple[npt.NDArray[np.unsignedinteger], npt.NDArray[np.int64]]:
+    """Tokenizer.encode_batch_to_numpy: (ids, offsets), text i's ids at ids[offsets[i]:offsets[i + 1]]."""
+    checked, allowed, disallowed, n_workers = _check_batch(tok, texts, allowed_special, disallowed_special, workers)
+    dtype = np.uint16 if tok.n_vocab <= VOCAB16 else np.uint32
+    lengths: npt.NDArray[np.int64]
+    flat: npt.NDArray[np.unsignedinteger]
+    if n_workers == 1:
+        lengths, flat = encode_flat(tok, checked, allowed, disallowed)
+    else:
+        parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = []
+        _batch_in_workers(tok, checked, allowed, disallowed, n_workers, parts.append)
+        lengths = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+        flat = np.concatenate([p[1] for p in parts]).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+    offsets = np.zeros(len(checked) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return flat, offsets
+
+
+def _check_batch(
+    tok: Tokenizer, texts: object, allowed_special: AllOr, disallowed_special: AllOr, workers: object
+) -> tuple[Sequence[str], set[str], set[str], int]:
+    """encode_batch's arguments checked: (texts, allowed, disallowed, workers to use)."""
+    if isinstance(texts, (str, bytes, bytearray)) or not isinstance(texts, Sequence):
+        raise type_error("texts", "a sequence of str", texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise text_type_error(f"texts[{i}]", t)
+    allowed, disallowed = tok._resolve_specials(allowed_special, disallowed_special)
+    n_workers = _batch_workers(workers)
+    if len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
+        n_workers = 1
+    return texts, allowed, disallowed, n_workers
+
+
+def _batch_in_workers(
+    tok: Tokenizer,
+    texts: Sequence[str],
+    allowed: set[str],
+    disallowed: set[str],
+    n_workers: int,
+    sink: Callable[[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
+    caller_helps: bool = True,
+) -> None:
+    """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers."""
+    from mnemo.work import map_ordered, setup_of, shared_executor
+
+    blocks = (list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK))
+    fn = functools.partial(_encode_texts, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
+    # the class's own loader rebuilds the tokenizer in each worker (shipped by name, as the map)
+    setup = setup_of(type(tok).from_bytes, tok.to_bytes(), tok)
+    with shared_executor(n_workers, caller_helps=caller_helps) as executor:
+        map_ordered(blocks, fn, sink, executor=executor, setup=setup)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic collector off for the block, then as it was (also on errors).
+
+    encode_batch builds its lists of ints inside: they cannot form cycles, but every full
+    collection walked all of them and the growing result (profiled on 100,000 documents: most of
+    the 0.95 s of unpacking).  Cyclic garbage other code makes meanwhile is collected at the
+    first collection after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# ---- encode_batch's map (module level: the work engine ships it to worker processes by name) ----
+
+
+def _encode_texts(
+    specials: tuple[tuple[str, ...], tuple[str, ...]], tok: Tokenizer, texts: list[str]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
+    """encode_batch's map: (lengths, ids back to back) of a block of texts, two arrays, one
+    message each way."""
+    return encode_flat(tok, texts, set(specials[0]), set(specials[1]))
+
+
+def _batch_workers(workers: object) -> int:
+    """encode_batch's `workers`: as given, else every CPU -- but 1 in a process that
+    multiprocessing (or `multiprocess`) started, such as a datasets.map(num_proc=...) or
+    DataLoader worker: its siblings have the other CPUs, and nested pools would only fight over
+    them."""
+    if workers is None:
+        import sys
+
+        # multiprocessing's, and its dill-based twin `multiprocess`, which datasets.map uses
+        for name in ("multiprocessing", "multiprocess"):
+            module = sys.modules.get(name)
+            parent = getattr(module, "parent_process", None)
+            if callable(parent) and parent() is not None:
+                return 1
+    return resolve_workers(workers)

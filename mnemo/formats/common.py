@@ -1,0 +1,143 @@
+"""What the byte-level formats share (mnemo/formats/): GPT-2's printable byte alphabet, which
+vocab.json, merges.txt and tokenizer.json spell tokens in and every importer's messages show them
+in; the one assembler every importer goes through; and bounded reads of text and JSON files.
+
+Plain Python (not compiled): parsing and checking whole files once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from mnemo.errors import ConfigError, FormatError
+from mnemo.fileio import read_file
+from mnemo.tokenizer import Tokenizer
+from mnemo.vocab import as_format_error, from_byte_tokens
+
+PathLike = str | os.PathLike[str]
+
+
+# ---- GPT-2's printable byte alphabet ----
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable alphabet for the 256 bytes (its encoder.py): byte value -> character.
+
+    Printable Latin-1 bytes stand for themselves; the other 68 (controls, space, 0x7f-0xa0,
+    0xad) become chr(256), chr(257), ... in byte order, so every token is printable text.
+    """
+    printable = {*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)}
+    table: dict[int, str] = {}
+    extra = 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+BYTE_TO_CHAR: Final = bytes_to_unicode()
+CHAR_TO_BYTE: Final = {c: b for b, c in BYTE_TO_CHAR.items()}
+
+
+def token_to_string(raw: bytes) -> str:
+    """A token's bytes spelt in GPT-2's alphabet (b" the" -> "Ġthe")."""
+    return "".join([BYTE_TO_CHAR[b] for b in raw])
+
+
+def string_to_token(text: str, where: str) -> bytes:
+    """The bytes a GPT-2-alphabet string stands for; FormatError (naming `where`) otherwise."""
+    try:
+        return bytes([CHAR_TO_BYTE[c] for c in text])
+    except KeyError as exc:
+        raise FormatError(
+            f"{where}: token {text!r} holds {exc.args[0]!r}, which is not in GPT-2's byte alphabet "
+            f"(this is not a byte-level BPE vocabulary)"
+        ) from None
+
+
+# ---- the one assembler every importer goes through ----
+
+
+def _show(raw: bytes) -> str:
+    return repr(token_to_string(raw))
+
+
+def assemble(
+    source: str,
+    vocab: Mapping[bytes, int],
+    merges: Sequence[tuple[bytes, bytes]],
+    *,
+    pattern: str,
+    specials: Mapping[str, int] | None = None,
+    merge_where: Callable[[int], str] = lambda k: f"merge {k}",
+    vocab_where: Callable[[bytes], str] = _show,
+    leftover_name: Callable[[bytes], str] | None = None,
+) -> Tokenizer:
+    """A Tokenizer from byte-level tokens with their ids (vocab.from_byte_tokens, tokens spelt in
+    GPT-2's alphabet in messages); a vocabulary rule the source breaks is a FormatError."""
+    fields = from_byte_tokens(
+        source,
+        vocab,
+        merges,
+        pattern=pattern,
+        specials=specials,
+        show=_show,
+        merge_where=merge_where,
+        vocab_where=vocab_where,
+        leftover_name=leftover_name,
+    )
+    try:
+        return Tokenizer(fields.merges, pattern=fields.pattern, special_tokens=fields.special_tokens, id_map=fields.id_map)
+    except ConfigError as exc:
+        raise as_format_error(source, exc) from None
+
+
+# ---- bounded reads of text and JSON files ----
+
+#: The largest vocab.json, merges.txt, .tiktoken or tokenizer.json mnemo reads.  A vocabulary of
+#: MAX_VOCAB = 65,536 ids makes files of a few MB (GPT-2's vocab.json is 1.0 MB, its merges.txt
+#: 0.5 MB; cl100k_base.tiktoken, with 100,256 ids, 1.7 MB; Llama 3's tokenizer.json, 128,256 ids,
+#: 9 MB): 64 MiB leaves room for long tokens, and bounds what a wrong path can cost.
+MAX_TEXT_FILE_BYTES: Final = 64 << 20
+
+
+def read_text(path: PathLike, what: str) -> str:
+    data = read_file(path, MAX_TEXT_FILE_BYTES, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{os.fspath(path)}: offset {exc.start}: not valid UTF-8") from None
+
+
+def excerpt(value: Any, limit: int) -> str:
+    """The start of a parsed JSON value, for a message (a value nested deeper than json.dumps
+    goes is described instead)."""
+    try:
+        return json.dumps(value)[:limit]
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__} nested too deeply to show"
+
+
+def load_json(path: PathLike, what: str) -> Any:
+    source = os.fspath(path)
+
+    def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise FormatError(f"{source}: key {key!r} appears twice")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(read_text(path, what), object_pairs_hook=no_repeats)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{source}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise FormatError(f"{source}: the JSON is nested too deeply to read: not a {what}") from None

@@ -1,0 +1,92 @@
+"""GPT-2's files: `vocab.json` (encoder.json) and `merges.txt` (vocab.bpe), in and out
+(docs/interop.md).  Tokens are spelt in GPT-2's printable byte alphabet (mnemo/formats/common.py).
+
+Plain Python (not compiled): parsing and checking whole files once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from mnemo.errors import ConfigError, FormatError
+from mnemo.fileio import write_atomic
+from mnemo.checks import check_pattern
+from mnemo.formats.common import PathLike, assemble, load_json, read_text, string_to_token, token_to_string
+from mnemo.tokenizer import Tokenizer
+
+
+def vocab_from_json(obj: Any, source: str, where: str = "") -> dict[bytes, int]:
+    if not isinstance(obj, dict):
+        raise FormatError(f"{source}: {where or 'the file'} should be a JSON object mapping tokens to ids")
+    vocab: dict[bytes, int] = {}
+    for key, value in obj.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise FormatError(f"{source}: key {where}{key!r}: the id {value!r} is not an integer")
+        raw = string_to_token(key, f"{source}: key {where}{key!r}")
+        vocab[raw] = value
+    return vocab
+
+
+def parse_merges_txt(text: str, source: str) -> tuple[list[tuple[bytes, bytes]], list[int]]:
+    """merges.txt as byte pairs, with the 1-based line of each (a `#version` first line is skipped)."""
+    merges: list[tuple[bytes, bytes]] = []
+    lines: list[int] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        if not line or (n == 1 and line.startswith("#version")):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            raise FormatError(f"{source}: line {n}: {line!r} should be two tokens separated by one space")
+        where = f"{source}: line {n}"
+        merges.append((string_to_token(parts[0], where), string_to_token(parts[1], where)))
+        lines.append(n)
+    return merges, lines
+
+
+def load_gpt2(vocab_path: PathLike, merges_path: PathLike, *, pattern: str = "gpt2") -> Tokenizer:
+    """A Tokenizer from GPT-2's `vocab.json` (encoder.json) and `merges.txt` (vocab.bpe).
+
+    Vocabulary entries that no merge makes (`<|endoftext|>`) become special tokens with their ids.
+    """
+    vsource, msource = os.fspath(vocab_path), os.fspath(merges_path)
+    vocab = vocab_from_json(load_json(vocab_path, "vocab.json"), vsource)
+    merges, lines = parse_merges_txt(read_text(merges_path, "merges.txt"), msource)
+    return assemble(
+        f"{vsource} + {msource}",
+        vocab,
+        merges,
+        pattern=check_pattern(pattern),
+        merge_where=lambda k: f"{msource}: line {lines[k]}",
+        leftover_name=token_to_string,  # the vocab.json key itself
+    )
+
+
+def gpt2_vocab(tok: Tokenizer) -> dict[str, int]:
+    """The vocab.json mapping: GPT-2-alphabet token -> id; special tokens under their names."""
+    specials = {i: s for s, i in tok.special_tokens.items()}
+    out: dict[str, int] = {}
+    for i, raw in tok.vocab.items():  # no holes
+        key = specials.get(i)
+        if key is None:
+            key = token_to_string(raw)
+        if key in out:
+            raise ConfigError(f"ids {out[key]} and {i} are both {key!r}: a vocab.json cannot hold both")
+        out[key] = i
+    return out
+
+
+def gpt2_merges(tok: Tokenizer) -> list[tuple[str, str]]:
+    """The merges in priority order, spelt in GPT-2's alphabet."""
+    return [(token_to_string(a), token_to_string(b)) for a, b in tok.merge_pairs]
+
+
+def save_gpt2(tok: Tokenizer, vocab_path: PathLike, merges_path: PathLike) -> None:
+    """Write vocab.json and merges.txt (with OpenAI's `#version: 0.2` first line)."""
+    vocab = json.dumps(gpt2_vocab(tok), ensure_ascii=False)
+    lines = ["#version: 0.2", *(f"{a} {b}" for a, b in gpt2_merges(tok))]
+    write_atomic(vocab_path, vocab.encode("utf-8"))
+    write_atomic(merges_path, ("\n".join(lines) + "\n").encode("utf-8"))
+

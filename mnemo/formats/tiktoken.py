@@ -1,0 +1,279 @@
+"""tiktoken's vocabularies: mergeable ranks, `.tiktoken` rank files (gzip-compressed or not),
+OpenAI's encodings by name, and a ready `tiktoken.Encoding` (docs/interop.md, docs/tiktoken.md).
+
+Plain Python (not compiled): parsing and checking whole files once.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import hashlib
+import heapq
+import importlib
+import io
+import os
+import zlib
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from mnemo.errors import ConfigError, FormatError
+from mnemo.fileio import read_file, write_atomic
+from mnemo.checks import check_pattern
+from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble
+from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.tokenizer import Tokenizer
+
+
+def _regular_ids(tok: Tokenizer) -> list[int]:
+    specials = set(tok.special_tokens.values())
+    return [i for i in tok.vocab if i not in specials]  # tok.vocab: no holes
+
+
+def mergeable_ranks(tok: Tokenizer) -> dict[bytes, int]:
+    """tiktoken's `mergeable_ranks`: the bytes of every non-special token -> its id."""
+    ranks: dict[bytes, int] = {}
+    for i in _regular_ids(tok):
+        raw = tok.token_bytes(i)
+        if raw in ranks:
+            raise ConfigError(f"ids {ranks[raw]} and {i} are both {raw!r}: tiktoken ranks cannot hold both")
+        ranks[raw] = i
+    return ranks
+
+
+def tiktoken_args(tok: Tokenizer, name: str = "mnemo") -> dict[str, Any]:
+    """Keyword arguments of `tiktoken.Encoding(**...)`: name, pat_str, mergeable_ranks, special_tokens."""
+    return {
+        "name": name,
+        "pat_str": PATTERN_REGEX[tok.pattern],
+        "mergeable_ranks": mergeable_ranks(tok),
+        "special_tokens": dict(tok.special_tokens),
+    }
+
+
+def to_tiktoken(tok: Tokenizer, name: str = "mnemo") -> Any:
+    """A ready `tiktoken.Encoding` that encodes as `tok` does (needs tiktoken installed).
+
+    Typed Any and imported by name: tiktoken is optional, and the build type-checks without it.
+    """
+    try:
+        tiktoken = importlib.import_module("tiktoken")
+    except ImportError:
+        raise ConfigError("to_tiktoken needs the tiktoken package: pip install tiktoken") from None
+    return tiktoken.Encoding(**tiktoken_args(tok, name))
+
+
+def save_tiktoken(tok: Tokenizer, path: PathLike) -> None:
+    """A `.tiktoken` file: one `base64(token) rank` line per token, by rank (no specials, no pattern)."""
+    ranks = sorted(mergeable_ranks(tok).items(), key=lambda item: item[1])
+    text = "".join(f"{base64.b64encode(raw).decode('ascii')} {rank}\n" for raw, rank in ranks)
+    write_atomic(path, text.encode("ascii"))
+
+
+#: The longest rank a .tiktoken line may hold (ranks are ids: far below 10**18).
+MAX_RANK_DIGITS: Final = 18
+
+
+def parse_tiktoken(text: str, source: str) -> tuple[dict[bytes, int], dict[bytes, int]]:
+    """A `.tiktoken` file's ranks, and the line of each token."""
+    ranks: dict[bytes, int] = {}
+    where: dict[bytes, int] = {}
+    rank_line: dict[int, int] = {}
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise FormatError(f"{source}: line {n}: {line[:60]!r} should be 'BASE64 RANK'")
+        try:
+            raw = base64.b64decode(parts[0], validate=True)
+        except (binascii.Error, ValueError):
+            raise FormatError(f"{source}: line {n}: {parts[0][:60]!r} is not valid base64") from None
+        # ASCII digits only: str.isdigit() takes "²", which int() refuses; and a bounded length,
+        # so a rank of a million digits is not converted (nor a huge range built from it later).
+        if not (parts[1].isascii() and parts[1].isdigit()) or len(parts[1]) > MAX_RANK_DIGITS:
+            raise FormatError(
+                f"{source}: line {n}: rank {parts[1][:20]!r} is not a non-negative integer of at most "
+                f"{MAX_RANK_DIGITS} digits"
+            )
+        rank = int(parts[1])
+        if not raw:
+            raise FormatError(f"{source}: line {n}: the token is empty")
+        if raw in ranks:
+            raise FormatError(f"{source}: line {n}: token {raw!r} is listed again (first on line {where[raw]})")
+        if rank in rank_line:
+            raise FormatError(f"{source}: line {n}: rank {rank} is given again (first on line {rank_line[rank]})")
+        ranks[raw] = rank
+        where[raw] = n
+        rank_line[rank] = n
+    if not ranks:
+        raise FormatError(f"{source}: no ranks in the file")
+    top = max(rank_line)
+    if top != len(ranks) - 1:
+        # the ranks are distinct, so one of 0..len-1 is missing; never range(top + 1): top may be 10**11
+        missing = next(r for r in range(len(ranks)) if r not in rank_line)
+        raise FormatError(f"{source}: no token has rank {missing} but ranks go up to {top} (ranks have gaps)")
+    return ranks, where
+
+
+def _split_by_ranks(raw: bytes, ranks: Mapping[bytes, int], limit: int) -> list[bytes]:
+    """tiktoken's byte-pair merge of `raw` using only ranks below `limit`: repeatedly merge the
+    adjacent pair of lowest rank, the leftmost of equals.  A heap of candidate pairs with lazy
+    deletion keeps it O(n log n) in the token's length (rescanning every pair for every merge
+    took 5.5 s for one 8,000-byte token)."""
+    n = len(raw)
+    if n < 2:
+        return [raw] if n else []
+    nxt = list(range(1, n + 1))  # part starting at i ends at nxt[i]
+    prv = list(range(-1, n - 1))  # the part before the one starting at i
+    alive = [True] * n
+    heap: list[tuple[int, int, int, int]] = []  # (rank, left start, right start, right end)
+
+    def push(a: int) -> None:
+        b = nxt[a]
+        if b < n:
+            r = ranks.get(raw[a : nxt[b]], limit)
+            if r < limit:
+                heapq.heappush(heap, (r, a, b, nxt[b]))
+
+    for i in range(n - 1):
+        push(i)
+    while heap:
+        _, a, b, end = heapq.heappop(heap)
+        if not alive[a] or nxt[a] != b or not alive[b] or nxt[b] != end:
+            continue  # stale: one of the two parts has grown since
+        alive[b] = False
+        nxt[a] = end
+        if end < n:
+            prv[end] = a
+        push(a)
+        if prv[a] >= 0:
+            push(prv[a])
+    parts: list[bytes] = []
+    i = 0
+    while i < n:
+        parts.append(raw[i : nxt[i]])
+        i = nxt[i]
+    return parts
+
+
+def merges_from_ranks(ranks: Mapping[bytes, int], source: str, where: Callable[[bytes], str]) -> list[tuple[bytes, bytes]]:
+    """The merges behind mergeable ranks: each multi-byte token, by rank, is the pair tiktoken's
+    own merging of its bytes ends with (using only lower ranks)."""
+    merges: list[tuple[bytes, bytes]] = []
+    for raw, rank in sorted(ranks.items(), key=lambda item: item[1]):
+        if len(raw) < 2:
+            continue
+        parts = _split_by_ranks(raw, ranks, rank)
+        if len(parts) != 2:
+            raise FormatError(
+                f"{source}: {where(raw)}: token {raw!r} (rank {rank}) is not the merge of two lower-ranked "
+                f"tokens (merging its bytes stops at {len(parts)} parts)"
+            )
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def from_mergeable_ranks(
+    ranks: Mapping[bytes, int],
+    pattern: str,
+    special_tokens: Mapping[str, int] | None = None,
+    source: str = "<mergeable_ranks>",
+    where: Callable[[bytes], str] | None = None,
+) -> Tokenizer:
+    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials."""
+    name_of = where or (lambda raw: f"token {raw!r}")
+    merges = merges_from_ranks(ranks, source, name_of)
+    return assemble(source, ranks, merges, pattern=check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
+
+
+#: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
+#: pattern that splits as theirs does, the SHA-256 tiktoken checks (of the decompressed file), and
+#: the special tokens.  ../shared/fixtures/tiktoken/README.md lists the same.
+TIKTOKEN_PRESETS: Final[dict[str, tuple[str, str, dict[str, int]]]] = {
+    "cl100k_base": (
+        "cl100k",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+    "o200k_base": (
+        "o200k",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+}
+
+GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
+def read_tiktoken_bytes(path: PathLike) -> tuple[bytes, str]:
+    """A .tiktoken file's bytes, decompressed when it is gzip (known by its first two bytes, as
+    the files are shipped: cl100k_base.tiktoken.gz), and the name to give in messages.  Both the
+    file and what it decompresses to are bounded by MAX_TEXT_FILE_BYTES: a gzip bomb costs that
+    much and no more."""
+    source = os.fspath(path)
+    data = read_file(path, MAX_TEXT_FILE_BYTES, ".tiktoken file")
+    if data[:2] != GZIP_MAGIC:
+        return data, source
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            out = f.read(MAX_TEXT_FILE_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise FormatError(
+            f"{source}: starts as a gzip file does (1f 8b) but does not decompress ({exc}): the file is damaged "
+            "or cut short; download it again"
+        ) from None
+    if len(out) > MAX_TEXT_FILE_BYTES:
+        raise FormatError(
+            f"{source}: decompresses to more than {MAX_TEXT_FILE_BYTES:,} bytes, the most mnemo reads as a "
+            ".tiktoken file: check that the path names one"
+        )
+    return out, f"{source} (decompressed)"
+
+
+def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
+    """A Tokenizer from a `.tiktoken` rank file (gzip-compressed or not).
+
+    `pattern` is a mnemo pattern name, with the special tokens' ids in `special_tokens`; or the
+    name of one of OpenAI's encodings, "cl100k_base" or "o200k_base" (TIKTOKEN_PRESETS), which
+    sets the pattern and the special tokens as tiktoken's encoding of that name has them, and
+    checks the file's SHA-256 as tiktoken does: load_tiktoken("o200k_base.tiktoken",
+    "o200k_base") encodes as tiktoken.get_encoding("o200k_base").
+    """
+    preset = TIKTOKEN_PRESETS.get(pattern)
+    if preset is None:
+        if pattern not in PATTERN_REGEX:
+            raise ConfigError(
+                f"unknown pattern or preset {pattern!r}: give a pattern ({', '.join(PATTERN_REGEX)}) with the "
+                f"special tokens, or a preset ({', '.join(TIKTOKEN_PRESETS)})"
+            )
+    elif special_tokens is not None:
+        raise ConfigError(
+            f"the preset {pattern!r} sets the special tokens; to choose others, give its pattern instead: "
+            f"load_tiktoken(path, {preset[0]!r}, special_tokens={{...}})"
+        )
+    data, source = read_tiktoken_bytes(path)
+    if preset is not None:
+        name = pattern
+        pattern, expected, special_tokens = preset
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != expected:
+            raise FormatError(
+                f"{source}: SHA-256 {digest}, not {expected}: this is not OpenAI's {name}.tiktoken, which the "
+                f"preset {name!r} stands for (tiktoken refuses it too); to load it anyway, give its pattern and "
+                f"special tokens: load_tiktoken(path, {pattern!r}, special_tokens={{...}})"
+            )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{source}: offset {exc.start}: not valid UTF-8") from None
+    ranks, lines = parse_tiktoken(text, source)
+    return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}")

@@ -1,0 +1,157 @@
+"""Hugging Face tokenizer.json (mnemo/formats/hf.py, docs/interop.md).
+
+Oracle: `tokenizers.Tokenizer.from_file`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemo import FormatError, Tokenizer
+from mnemo.formats.common import BYTE_TO_CHAR
+from mnemo.formats.gpt2 import load_gpt2
+from mnemo.formats.hf import from_hf_json, load_hf, save_hf, to_hf_json
+
+CORPORA = ["english", "multilingual", "code", "chat"]
+
+
+def need(module: str) -> Any:
+    return pytest.importorskip(module, reason=f"the {module} package is not installed (pip install '.[test]')")
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("which", ["gpt2", "trained"])
+def test_hf_export_encodes_identically(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path, corpus_docs: Callable[..., list[str]]
+) -> None:
+    tokenizers = need("tokenizers")
+    tok: Tokenizer = request.getfixturevalue(which)
+    save_hf(tok, tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert hf.get_vocab_size() == tok.n_vocab
+    n = 0
+    for name in CORPORA:
+        for doc in corpus_docs(name, max_bytes=100_000):
+            ids = tok.encode(doc, allowed_special="all")
+            assert hf.encode(doc, add_special_tokens=False).ids == ids, f"{name} document {n}"
+            assert hf.decode(ids, skip_special_tokens=False) == tok.decode(ids)
+            n += 1
+    back = load_hf(tmp_path / "tokenizer.json")
+    assert back.fingerprint == tok.fingerprint
+
+
+def test_hf_special_tokens(gpt2: Tokenizer, special_fixtures: dict[str, str], tmp_path: Path) -> None:
+    tokenizers = need("tokenizers")
+    save_hf(gpt2, tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for name, text in special_fixtures.items():
+        assert hf.encode(text, add_special_tokens=False).ids == gpt2.encode(text, allowed_special="all"), name
+
+
+def test_hf_gpt2_style_byte_level(gpt2: Tokenizer) -> None:
+    """HF's own GPT-2 layout (ByteLevel with its built-in regex, merges as "a b") imports as gpt2."""
+    obj = to_hf_json(gpt2)
+    obj["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    obj["model"]["merges"] = [f"{a} {b}" for a, b in obj["model"]["merges"]]
+    assert from_hf_json(obj) == gpt2
+
+
+def test_hf_not_byte_level(gpt2: Tokenizer, tmp_path: Path) -> None:
+    obj = to_hf_json(Tokenizer([(97, 98)], pattern="gpt2", special_tokens=[]))
+    wordpiece = json.loads(json.dumps(obj))
+    wordpiece["model"]["type"] = "WordPiece"
+    with pytest.raises(FormatError, match=r"key 'model.type' is 'WordPiece'"):
+        from_hf_json(wordpiece, "t.json")
+    metaspace = json.loads(json.dumps(obj))
+    metaspace["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581"}
+    with pytest.raises(FormatError, match=r"t.json: key 'pre_tokenizer' is .*Metaspace.*byte-level BPE only"):
+        from_hf_json(metaspace, "t.json")
+    other_regex = json.loads(json.dumps(obj))
+    other_regex["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = r"\w+"
+    with pytest.raises(FormatError, match=r"pretokenizers\[0\].pattern.Regex' is '\\\\w\+', which is none"):
+        from_hf_json(other_regex, "t.json")
+    sentencepiece = json.loads(json.dumps(obj))
+    sentencepiece["model"]["vocab"]["\u2581the"] = 257
+    with pytest.raises(FormatError, match="not in GPT-2's byte alphabet"):
+        from_hf_json(sentencepiece, "t.json")
+    bad_merge = json.loads(json.dumps(obj))
+    bad_merge["model"]["merges"][0] = ["a"]
+    with pytest.raises(FormatError, match=r"key 'model.merges\[0\]': \['a'\] should be two tokens"):
+        from_hf_json(bad_merge, "t.json")
+    normalized = json.loads(json.dumps(obj))
+    normalized["normalizer"] = {"type": "NFC"}
+    with pytest.raises(FormatError, match="key 'normalizer' is set"):
+        from_hf_json(normalized, "t.json")
+
+
+WRONG_TYPES: list[Any] = [5, -1, 1.5, True, None, "x", "", [], [5], {}, {"a": 1}, [[[]]]]
+
+
+def json_paths(obj: Any, prefix: tuple[Any, ...] = (), depth: int = 4) -> Iterator[tuple[Any, ...]]:
+    """Every key path of a parsed JSON value down to `depth`, with only the first few entries
+    of each list and of the vocabulary (the structure, not every token)."""
+    if depth == 0:
+        return
+    if isinstance(obj, dict):
+        items: list[tuple[Any, Any]] = list(obj.items())
+        if prefix[-1:] == ("vocab",):
+            items = items[:2] + items[-2:]
+        for k, v in items:
+            yield (*prefix, k)
+            yield from json_paths(v, (*prefix, k), depth - 1)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:2]):
+            yield (*prefix, i)
+            yield from json_paths(v, (*prefix, i), depth - 1)
+
+
+def with_value(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
+    copy = json.loads(json.dumps(obj))
+    node = copy
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    return copy
+
+
+def test_every_json_value_of_a_wrong_type_is_a_format_error(tmp_path: Path) -> None:
+    """The audit of the formats' JSON readers: each key of a tokenizer.json (and a vocab.json
+    entry), given each wrong type in turn, loads or is a FormatError -- never a TypeError,
+    KeyError, AttributeError or the like (`"added_tokens": 5` was a TypeError)."""
+    tok = Tokenizer([(97, 98), (256, 99)], pattern="gpt2", special_tokens=["<|x|>"])
+    obj = to_hf_json(tok)
+    paths = list(json_paths(obj))
+    assert ("added_tokens",) in paths and ("model", "merges", 0, 1) in paths
+    assert [p for p in paths if p[:2] == ("model", "vocab") and len(p) == 3]
+    tried = 0
+    for path in paths:
+        for value in WRONG_TYPES:
+            bad = with_value(obj, path, value)
+            target = tmp_path / "t.json"
+            target.write_text(json.dumps(bad), encoding="utf-8")
+            try:
+                load_hf(target)
+            except FormatError:
+                pass
+            tried += 1
+    assert tried > 400
+    # vocab.json: the whole file, and one entry
+    merges = tmp_path / "merges.txt"
+    merges.write_text("a b\n", encoding="utf-8")
+    vocab = {BYTE_TO_CHAR[b]: b for b in range(256)} | {"ab": 256}
+    for bad_vocab in [*WRONG_TYPES, *({**vocab, "ab": v} for v in WRONG_TYPES)]:
+        (tmp_path / "v.json").write_text(json.dumps(bad_vocab), encoding="utf-8")
+        try:
+            load_gpt2(tmp_path / "v.json", merges)
+        except FormatError:
+            pass
+    with pytest.raises(FormatError, match=r"key 'added_tokens' is 5, not a list"):
+        from_hf_json(with_value(obj, ("added_tokens",), 5), "t.json")
+    twice = with_value(obj, ("added_tokens",), obj["added_tokens"] * 2)
+    with pytest.raises(FormatError, match=r"key 'added_tokens\[1\]': the content '<\|x\|>' is listed twice"):
+        from_hf_json(twice, "t.json")
