@@ -17,6 +17,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/constants.py        shared names and limits only
   mnemo/decoding.py         streaming decode: one dict lookup and Python's incremental UTF-8 decoder
                             per id, as a model produces them; nothing for mypyc to speed up
+  mnemo/defaults.py         the table of defaults only
   mnemo/demo.py             `mnemo demo`: calls the library in order and prints
   mnemo/errors.py           exception classes users catch and subclass; nothing hot
   mnemo/evaluate.py         `mnemo eval`: loads tokenizers, calls the compiled encoder per document, counts
@@ -55,6 +56,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/training.py         process orchestration around the compiled counter and trainer
   mnemo/vocab.py            the vocabulary's rules, checked once per vocabulary
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
+  mnemo/vocabulary.py       a vocabulary's tables and lookups, built once per vocabulary
   mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
   mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
                             functions by reference, which needs them plain Python

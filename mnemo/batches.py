@@ -24,6 +24,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
 from mnemo.constants import MASKBIT, MASKBIT32, maskbit_for  # the loss-mask bits (of uint16 and uint32 files)
+from mnemo.checks import check_maskbit
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.shards import open_tok
 from mnemo.tokfile import Stamp
@@ -173,8 +174,7 @@ class TokenStream:
                     "(MASKBIT, MASKBIT32): pass maskbit=, or arrays of one dtype"
                 )
             maskbit = MASKBIT32 if wide.pop() else MASKBIT
-        if maskbit not in (MASKBIT, MASKBIT32):
-            raise ConfigError(f"maskbit must be MASKBIT (0x8000) or MASKBIT32 (0x80000000), got {maskbit!r}")
+        maskbit = check_maskbit(maskbit)
         self.arrays: tuple[IntArray, ...] = tuple(arrays)
         self.masked: bool = masked
         self.maskbit: int = maskbit

@@ -50,6 +50,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mnemo.batches import BatchLoader, TokenStream
+from mnemo.defaults import (
+    DEFAULT_BATCH,
+    DEFAULT_CONTEXT,
+    DEFAULT_DIM,
+    DEFAULT_EVAL_EVERY,
+    DEFAULT_EVAL_WINDOWS,
+    DEFAULT_GENERATE,
+    DEFAULT_LR,
+    DEFAULT_OPTIMIZER,
+    DEFAULT_SEED,
+    DEFAULT_STEPS,
+    DEFAULT_VAL_FRACTION,
+)
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import write_atomic
 
@@ -595,35 +608,23 @@ class PretrainResult:
     continuation: list[int] = field(default_factory=list)
 
 
-DEFAULT_STEPS: Final = 60
-DEFAULT_BATCH: Final = 32
-DEFAULT_CONTEXT: Final = 64
-DEFAULT_DIM: Final = 64
-DEFAULT_LR: Final = 0.05
-DEFAULT_EVAL_EVERY: Final = 20
-DEFAULT_EVAL_WINDOWS: Final = 128
-"""`pretrain`'s defaults, shared with `mnemo pretrain`'s options; docs/pretraining.md has the
-measurements behind them (they beat the unigram baseline on the demo's data and on English at
-32,768 ids in under a minute on a busy two-core machine)."""
-
-
 def pretrain(
     train: TokenStream,
     val: TokenStream | None = None,
     *,
     vocab_size: int,
-    val_fraction: float = 0.1,
+    val_fraction: float = DEFAULT_VAL_FRACTION,
     steps: int = DEFAULT_STEPS,
     batch_size: int = DEFAULT_BATCH,
     context: int = DEFAULT_CONTEXT,
     dim: int = DEFAULT_DIM,
     lr: float = DEFAULT_LR,
-    optimizer: Literal["adam", "sgd"] = "adam",
-    seed: int = 0,
+    optimizer: Literal["adam", "sgd"] = DEFAULT_OPTIMIZER,
+    seed: int = DEFAULT_SEED,
     eval_every: int = DEFAULT_EVAL_EVERY,
     eval_windows: int = DEFAULT_EVAL_WINDOWS,
     prompt: Sequence[int] = (),
-    n_generate: int = 40,
+    n_generate: int = DEFAULT_GENERATE,
     stop_id: int | None = None,
     decode: Callable[[list[int]], str] | None = None,
     out: str | os.PathLike[str] | None = None,

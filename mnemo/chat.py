@@ -16,6 +16,7 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from mnemo.checks import check_maskbit
 from mnemo.errors import ConfigError, InputError, SpecialTokenError
 from mnemo.constants import EOT, MASKBIT, MASKBIT32, maskbit_for
 
@@ -191,7 +192,7 @@ def split_mask(ids: Iterable[int], maskbit: int = MASKBIT) -> tuple[list[int], l
     """(ids without the mask bit, which of them carried it).  `maskbit`: the vocabulary's,
     maskbit_for(tokenizer.n_vocab) -- MASKBIT (the default) for vocabularies below 32,768 ids;
     for a larger one bit 15 is part of an id, and MASKBIT32 is the bit."""
-    _check_maskbit(maskbit)
+    check_maskbit(maskbit)
     plain: list[int] = []
     mask: list[bool] = []
     for t in ids:
@@ -202,13 +203,8 @@ def split_mask(ids: Iterable[int], maskbit: int = MASKBIT) -> tuple[list[int], l
 
 def strip_mask(ids: Iterable[int], maskbit: int = MASKBIT) -> list[int]:
     """The ids without the mask bit (what to decode or feed to a model); `maskbit` as in split_mask."""
-    _check_maskbit(maskbit)
+    check_maskbit(maskbit)
     return [t & ~maskbit for t in ids]
-
-
-def _check_maskbit(maskbit: int) -> None:
-    if maskbit not in (MASKBIT, MASKBIT32):
-        raise ConfigError(f"maskbit must be MASKBIT (0x8000) or MASKBIT32 (0x80000000), got {maskbit!r}")
 
 
 def strip_mask_array(
@@ -217,5 +213,5 @@ def strip_mask_array(
     """numpy twin of split_mask for chat token arrays (e.g. a memory-mapped chat .tok).  The bit,
     unless given, is the one a .tok of this dtype holds: MASKBIT32 in uint32 arrays, else MASKBIT."""
     bit = maskbit if maskbit is not None else MASKBIT32 if ids.dtype == np.uint32 else MASKBIT
-    _check_maskbit(bit)
+    check_maskbit(bit)
     return ids & ~np.asarray(bit, dtype=ids.dtype), (ids & bit) != 0

@@ -8,12 +8,13 @@ the right type that mnemo cannot use is `ConfigError` (errors.py states the rule
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Sequence
 from numbers import Integral
 
 import numpy as np
 
-from mnemo.constants import MAX_PAIR_TOTAL, MAX_VOCAB, PATTERNS, TIES
+from mnemo.constants import MASKBIT, MASKBIT32, MAX_PAIR_TOTAL, MAX_VOCAB, PATTERNS, TIES
 from mnemo.errors import ArgumentTypeError, ConfigError
 
 
@@ -39,6 +40,29 @@ def check_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise type_error(name, "an int", value)
     return int(value)
+
+
+def check_maskbit(maskbit: object) -> int:
+    """`maskbit` when it is one of the two loss-mask bits, MASKBIT (uint16 chat files) or
+    MASKBIT32 (uint32 ones)."""
+    if maskbit not in (MASKBIT, MASKBIT32):
+        raise ConfigError(f"maskbit must be MASKBIT (0x8000) or MASKBIT32 (0x80000000), got {maskbit!r}")
+    return MASKBIT if maskbit == MASKBIT else MASKBIT32
+
+
+def check_errors(errors: object) -> str:
+    """`errors` when it names a codec error handler ('replace', 'strict', ...): decode's and the
+    stream decoder's argument."""
+    if not isinstance(errors, str):
+        raise type_error("errors", "a str (a codec error handler such as 'replace')", errors)
+    try:
+        codecs.lookup_error(errors)
+    except (LookupError, UnicodeError):
+        raise ConfigError(
+            f"errors={errors!r} is not a codec error handler; use 'replace', 'strict', 'ignore', "
+            f"'backslashreplace' or 'surrogateescape'"
+        ) from None
+    return errors
 
 
 def check_pattern(pattern: object) -> str:

@@ -19,6 +19,25 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from mnemo.constants import GPT2_FILE_NAMES, PATTERNS, TIES
+from mnemo.defaults import (
+    DEFAULT_BATCH,
+    DEFAULT_CONTEXT,
+    DEFAULT_DIM,
+    DEFAULT_EVAL_EVERY,
+    DEFAULT_GENERATE,
+    DEFAULT_LR,
+    DEFAULT_MAX_CHUNK_BYTES,
+    DEFAULT_OPTIMIZER,
+    DEFAULT_PATTERN,
+    DEFAULT_SEED,
+    DEFAULT_STEPS,
+    DEFAULT_TEXT_FIELD,
+    DEFAULT_TIE,
+    DEFAULT_TOKEN_FORMAT,
+    DEFAULT_VAL_FRACTION,
+    DEFAULT_VOCAB_SIZE,
+    DEMO_PRETRAIN_STEPS,
+)
 from mnemo.errors import ConfigError, InputError, MnemoError
 
 if TYPE_CHECKING:
@@ -672,19 +691,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=_path, help="the tokenizer.bin to write, a path or a URL (required)")
-    p.add_argument("--vocab-size", type=_positive, default=32768, help="ids in all: bytes + merges + specials (default 32768)")
+    p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
     p.add_argument("--pattern", default=None, choices=PATTERNS,
-                   help="split pattern (default mnemonic, or that of --from)")
+                   help=f"split pattern (default {DEFAULT_PATTERN}, or that of --from)")
     p.add_argument("--tie", default=None, choices=TIES,
                    help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
-                        "(default id, or that of --from)")
+                        f"(default {DEFAULT_TIE}, or that of --from)")
     p.add_argument("--from", dest="base", type=_path, metavar="TOKENIZER.bin",
                    help="continue training from this tokenizer: its merges first, then new ones up to --vocab-size; "
                         "its pattern, tie rule and special tokens unless given (docs/extending.md)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
-    p.add_argument("--max-chunk-bytes", type=_positive, default=256, help="leave longer chunks out (default 256)")
-    p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
+    p.add_argument("--max-chunk-bytes", type=_positive, default=DEFAULT_MAX_CHUNK_BYTES, help=f"leave longer chunks out (default {DEFAULT_MAX_CHUNK_BYTES})")
+    p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field / Parquet or Arrow column holding the text (default {DEFAULT_TEXT_FIELD})")
     p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
     _ray_options(p, "count")
@@ -707,11 +726,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eos", metavar="TOKEN", default=None,
                    help="special token after each document, or 'none' (default: <|endoftext|> when the vocabulary "
                         "has it and no <|bos|>); giving either option turns the default off")
-    p.add_argument("--format", choices=("tok", "megatron", "datatrove", "nanogpt"), default="tok",
+    p.add_argument("--format", choices=("tok", "megatron", "datatrove", "nanogpt"), default=DEFAULT_TOKEN_FORMAT,
                    help="tok (mnemo's .tok, default); megatron (OUT.bin + OUT.idx); datatrove (OUT.ds + "
                         ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
-    p.add_argument("--text-field", default="text", help="JSONL field / Parquet or Arrow column holding the text (default text)")
+    p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field / Parquet or Arrow column holding the text (default {DEFAULT_TEXT_FIELD})")
     _ray_options(p, "encode into a shard directory -o DIR (docs/ray.md)")
     p.add_argument("--shard-mb", type=_positive, default=None, metavar="MB",
                    help="with --ray: input megabytes per shard (default 64)")
@@ -732,9 +751,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
     p.set_defaults(handler=cmd_tokshow)
 
-    from mnemo import bigram
-    from mnemo.demo import DEMO_PRETRAIN_STEPS
-
     p = sub.add_parser("pretrain", help="train a bigram language model on .tok files", description=(
         "Train the smallest language model, a neural bigram (logits = E[x] W + b, hand-written gradients), "
         "on token files; report train and validation loss against the uniform and unigram baselines, and "
@@ -743,25 +759,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", nargs="+", metavar="DATA.tok", help="training token files")
     p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin that wrote them")
     p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
-    p.add_argument("--val-fraction", type=float, default=0.1,
-                   help="tail of each file held out when there is no --val (default 0.1)")
-    p.add_argument("--steps", type=_positive, default=bigram.DEFAULT_STEPS,
-                   help=f"training steps, one batch each (default {bigram.DEFAULT_STEPS})")
-    p.add_argument("--batch", type=_positive, default=bigram.DEFAULT_BATCH,
-                   help=f"windows per step (default {bigram.DEFAULT_BATCH})")
-    p.add_argument("--context", type=_positive, default=bigram.DEFAULT_CONTEXT,
-                   help=f"tokens per window (default {bigram.DEFAULT_CONTEXT})")
-    p.add_argument("--dim", type=_positive, default=bigram.DEFAULT_DIM,
-                   help=f"embedding size (default {bigram.DEFAULT_DIM})")
-    p.add_argument("--lr", type=float, default=bigram.DEFAULT_LR,
-                   help=f"learning rate (default {bigram.DEFAULT_LR})")
-    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
-                   help="adam (rows of E not in a batch keep their weights and state) or plain sgd (default adam)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the batch order (default 0)")
-    p.add_argument("--eval-every", type=_positive, default=bigram.DEFAULT_EVAL_EVERY,
-                   help=f"report train and validation loss every N steps, and at the last (default {bigram.DEFAULT_EVAL_EVERY})")
+    p.add_argument("--val-fraction", type=float, default=DEFAULT_VAL_FRACTION,
+                   help=f"tail of each file held out when there is no --val (default {DEFAULT_VAL_FRACTION})")
+    p.add_argument("--steps", type=_positive, default=DEFAULT_STEPS,
+                   help=f"training steps, one batch each (default {DEFAULT_STEPS})")
+    p.add_argument("--batch", type=_positive, default=DEFAULT_BATCH,
+                   help=f"windows per step (default {DEFAULT_BATCH})")
+    p.add_argument("--context", type=_positive, default=DEFAULT_CONTEXT,
+                   help=f"tokens per window (default {DEFAULT_CONTEXT})")
+    p.add_argument("--dim", type=_positive, default=DEFAULT_DIM,
+                   help=f"embedding size (default {DEFAULT_DIM})")
+    p.add_argument("--lr", type=float, default=DEFAULT_LR,
+                   help=f"learning rate (default {DEFAULT_LR})")
+    p.add_argument("--optimizer", choices=["adam", "sgd"], default=DEFAULT_OPTIMIZER,
+                   help=f"adam (rows of E not in a batch keep their weights and state) or plain sgd (default {DEFAULT_OPTIMIZER})")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the initial weights and the batch order (default {DEFAULT_SEED})")
+    p.add_argument("--eval-every", type=_positive, default=DEFAULT_EVAL_EVERY,
+                   help=f"report train and validation loss every N steps, and at the last (default {DEFAULT_EVAL_EVERY})")
     p.add_argument("--prompt", default="The", help="text to continue greedily at the end, after <|bos|> (default 'The')")
-    p.add_argument("--generate", type=_positive, default=40, help="tokens to generate (default 40)")
+    p.add_argument("--generate", type=_positive, default=DEFAULT_GENERATE, help=f"tokens to generate (default {DEFAULT_GENERATE})")
     p.add_argument("-o", "--output", type=_path, default=None, help="save the weights here (.npz, no pickle; default: not saved)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: shown on a terminal)")
     p.set_defaults(handler=cmd_pretrain)
@@ -771,7 +787,7 @@ def build_parser() -> argparse.ArgumentParser:
         "them, show a few sentences, compare encoding speed with tiktoken and Hugging Face tokenizers "
         "(when installed), train a bigram model briefly, and print the figures."))
     p.add_argument("--out", type=_path, default="mnemo-demo", help="output folder (default ./mnemo-demo)")
-    p.add_argument("--vocab-size", type=_positive, default=32768, help="ids of the trained tokenizer (default 32768)")
+    p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids of the trained tokenizer (default {DEFAULT_VOCAB_SIZE})")
     p.add_argument("--workers", type=_positive, default=None, help="processes (default: all cores)")
     p.add_argument("--pretrain-steps", type=_positive, default=DEMO_PRETRAIN_STEPS,
                    help=f"steps of the bigram model (default {DEMO_PRETRAIN_STEPS})")
@@ -808,7 +824,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a tokenizer.bin, tokenizer.json, GPT-2 folder or preset .tiktoken file (docs/eval.md)")
     p.add_argument("--corpus", action="append", metavar="FILE", help="held-out text (.txt, .jsonl, ...; repeat)")
     p.add_argument("--max-bytes", type=_positive, default=None, help="read at most about this much of each corpus (default all)")
-    p.add_argument("--text-field", default="text", help="JSONL field holding the text (default text; chat records: their messages)")
+    p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field holding the text (default {DEFAULT_TEXT_FIELD}; chat records: their messages)")
     p.add_argument("--limit", type=_positive, default=20, help="rows shown per list (default 20)")
     p.set_defaults(handler=cmd_inspect)
 
@@ -819,7 +835,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tokenizer.bin, tokenizer.json, a GPT-2 folder or VOCAB.json,MERGES.txt, or a preset .tiktoken file")
     p.add_argument("--corpus", action="append", required=True, metavar="FILE", help="a corpus (.txt, .jsonl, ...; repeat)")
     p.add_argument("--max-bytes", type=_positive, default=2_000_000, help="read about this much of each corpus (default 2000000)")
-    p.add_argument("--text-field", default="text", help="JSONL field holding the text (default text; chat records: their messages)")
+    p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field holding the text (default {DEFAULT_TEXT_FIELD}; chat records: their messages)")
     p.add_argument("--plot", type=_path, metavar="FILE.png", help="also draw the comparison (needs matplotlib: mnemo[plot])")
     p.set_defaults(handler=cmd_eval)
 

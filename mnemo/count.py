@@ -39,6 +39,7 @@ from librt.strings import BytesWriter, read_i64_le, write_i64_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
+from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES
 from mnemo.kernels import memeq
 from mnemo.pretokenize import chunk_end
 
@@ -117,7 +118,7 @@ class WordCounter:
     n_chunks: i64
     skipped: i64
 
-    def __init__(self, pattern: i64, max_chunk_bytes: i64 = 256) -> None:
+    def __init__(self, pattern: i64, max_chunk_bytes: i64 = DEFAULT_MAX_CHUNK_BYTES) -> None:
         self.pattern = pattern
         self.max_chunk_bytes = max_chunk_bytes
         # An attribute rather than the Final constant only so that bench/bench_count.py can set it

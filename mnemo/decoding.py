@@ -18,26 +18,11 @@ import codecs
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from mnemo.errors import ArgumentTypeError, ConfigError, InputError
+from mnemo.checks import check_errors
+from mnemo.errors import InputError
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import AllOr, Tokenizer
-
-
-def check_errors(errors: object) -> str:
-    """`errors` when it names a codec error handler ('replace', 'strict', ...)."""
-    if not isinstance(errors, str):
-        raise ArgumentTypeError(
-            f"errors must be a str (a codec error handler such as 'replace'), got {type(errors).__name__} {errors!r}"
-        )
-    try:
-        codecs.lookup_error(errors)
-    except (LookupError, UnicodeError):
-        raise ConfigError(
-            f"errors={errors!r} is not a codec error handler; use 'replace', 'strict', 'ignore', "
-            f"'backslashreplace' or 'surrogateescape'"
-        ) from None
-    return errors
 
 
 class StreamDecoder:

@@ -20,13 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from mnemo.errors import InputError
+from mnemo.defaults import DEFAULT_VOCAB_SIZE, DEMO_PRETRAIN_STEPS
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import Tokenizer
-
-DEMO_PRETRAIN_STEPS: Final = 12
-"""Bigram steps of the demo: a few seconds at 32,768 ids, and the model is below the unigram
-baseline by then (docs/pretraining.md has the figures)."""
 
 SPEED_SAMPLE_BYTES: Final = 2_000_000
 """How much of the corpus the speed comparison encodes: long enough for a steady rate, short
@@ -132,7 +129,7 @@ def _speed_sample(inputs: list[Path]) -> list[str]:
 def run_demo(
     out_dir: Path,
     *,
-    vocab_size: int = 32768,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
     workers: int | None = None,
     pretrain_steps: int = DEMO_PRETRAIN_STEPS,
     log: Callable[[str], None] = print,

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from mnemo.constants import GPT2_FILE_NAMES
+from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
 from mnemo.location import Location, location
@@ -92,7 +93,7 @@ def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
     return label or preset, load_tiktoken(source, pattern, specials)
 
 
-def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = "text") -> Iterator[bytes]:
+def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DEFAULT_TEXT_FIELD) -> Iterator[bytes]:
     """The documents of a corpus file as UTF-8 bytes, up to about `max_bytes` (-1: all).
 
     JSON Lines records give their `text_field`, or, for chat records, their messages' contents
@@ -294,7 +295,7 @@ def plot(results: Sequence[TokenizerResult], corpus_names: Sequence[str], path: 
     write_atomic(path, image.getvalue())  # never a half-written picture
 
 
-def run(specs: Sequence[str], corpus_paths: Sequence[str], max_bytes: int, text_field: str = "text") -> tuple[list[TokenizerResult], list[str], list[tuple[str, str]]]:
+def run(specs: Sequence[str], corpus_paths: Sequence[str], max_bytes: int, text_field: str = DEFAULT_TEXT_FIELD) -> tuple[list[TokenizerResult], list[str], list[tuple[str, str]]]:
     """Load the tokenizers (one this build cannot hold -- a ConfigError -- is skipped with its reason;
     a missing or damaged file is an error), read the corpora, evaluate."""
     tokenizers: list[tuple[str, Tokenizer]] = []

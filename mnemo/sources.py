@@ -60,6 +60,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from mnemo.constants import EOT  # always a document separator in text files, whatever the specials
+from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.jsonfield import string_field, string_fields
 from mnemo.location import STDIN, Location, PathArg, RawReader, location
@@ -528,7 +529,7 @@ def _pyarrow_parquet(path: Location) -> ModuleType:
 
 
 def iter_task_documents(
-    task: Task, *, text_field: str = "text", specials: Sequence[str] = (), whole_documents: bool = False
+    task: Task, *, text_field: str = DEFAULT_TEXT_FIELD, specials: Sequence[str] = (), whole_documents: bool = False
 ) -> Iterator[bytes]:
     """The documents of one task as UTF-8 bytes (text files: split at the special tokens).
 
@@ -599,7 +600,7 @@ def _sniff_kind(raw: Iterable[bytes], path: Location) -> tuple[str, Iterable[byt
 
 
 def iter_documents(
-    inputs: Sequence[PathArg], *, text_field: str = "text", specials: Sequence[str] = ()
+    inputs: Sequence[PathArg], *, text_field: str = DEFAULT_TEXT_FIELD, specials: Sequence[str] = ()
 ) -> Iterator[bytes]:
     """Every document of every input, in order (a single process; see plan_tasks for workers)."""
     for p in check_inputs(inputs):

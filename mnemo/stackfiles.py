@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, FormatError, InputError
-from mnemo.constants import maskbit_for
+from mnemo.constants import VOCAB16, maskbit_for
 from mnemo.location import Location, PathArg, location
 from mnemo.tokfile import TokWriter
 
@@ -441,7 +441,7 @@ class DatatroveWriter(StackWriter):
     def __init__(self, output: str | os.PathLike[str], *, n_vocab: int, fingerprint: str | None = None,
                  separators: Separators | None = None, chat: bool = False) -> None:
         super().__init__(output, n_vocab=n_vocab, fingerprint=fingerprint, separators=separators, chat=chat)
-        self.dtype = np.dtype("<u2" if n_vocab <= 1 << 16 else "<u4")
+        self.dtype = np.dtype("<u2" if n_vocab <= VOCAB16 else "<u4")
 
     def _open(self) -> None:
         names = self.paths
@@ -478,7 +478,7 @@ class NanoGPTWriter(StackWriter):
                 "nanoGPT's .bin is ids only, with no place for a loss mask: write chats with --format tok "
                 "or --format datatrove (its .ds.loss keeps the mask)"
             )
-        if n_vocab > 1 << 16:
+        if n_vocab > VOCAB16:
             raise ConfigError(f"nanoGPT's .bin holds uint16 ids; a vocabulary of {n_vocab} ids does not fit: use --format datatrove or megatron")
         super().__init__(output, n_vocab=n_vocab, fingerprint=fingerprint, separators=separators)
 

@@ -36,6 +36,8 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.chat import check_conversation, uses_chatml
+from mnemo.constants import VOCAB16
+from mnemo.defaults import DEFAULT_TEXT_FIELD, DEFAULT_TOKEN_FORMAT
 from mnemo.errors import ConfigError, InputError
 from mnemo.location import PathArg, location
 from mnemo.workers import resolve_workers
@@ -107,7 +109,7 @@ def encode_block(
     flat: list[int] = []
     for raw in docs:
         flat += render_conversation(tok, json.loads(raw)["messages"])
-    return np.array(flat, dtype=np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32)
+    return np.array(flat, dtype=np.uint16 if tok.n_vocab <= VOCAB16 else np.uint32)
 
 
 def encode_task(
@@ -233,11 +235,11 @@ def tokenize_files(
     *,
     chat: bool = False,
     workers: int | None = None,
-    text_field: str = "text",
+    text_field: str = DEFAULT_TEXT_FIELD,
     progress: Progress | None = None,
     bos: str | None = AUTO,
     eos: str | None = AUTO,
-    format: str = "tok",
+    format: str = DEFAULT_TOKEN_FORMAT,
     ray: bool | str | RayOptions | None = None,
 ) -> TokenizeStats:
     """Encode every document of the inputs into the .tok file `output`, or into the token files
@@ -324,10 +326,11 @@ def _tokenize_on_ray(
             raise ConfigError(f"{output}: the output is also an input; choose another output folder")
     folder.check_output_folder()
     t0 = time.perf_counter()
-    r = tokenize_on_ray(
+    stats = tokenize_on_ray(
         inputs, tokenizer, output, options, chat=chat, text_field=text_field, bos=bos_id, eos=eos_id, progress=progress
     )
-    return TokenizeStats(r.n_docs, r.n_tokens, r.n_bytes, time.perf_counter() - t0, r.n_shards, r.n_skipped)
+    stats.seconds = time.perf_counter() - t0
+    return stats
 
 
 # ---- document separators ---------------------------------------------------------------------------
@@ -435,15 +438,6 @@ def write_shard(settings: ShardSettings, tok: Tokenizer, job: tuple[str, Sequenc
 # ---- tokenizing on Ray: one shard per task (mnemo/shards.py has the directory's format) ----
 
 
-@dataclass
-class RayTokenizeStats:
-    n_docs: int = 0
-    n_tokens: int = 0
-    n_bytes: int = 0
-    n_shards: int = 0
-    n_skipped: int = 0
-
-
 def tokenize_on_ray(
     inputs: Sequence[str | os.PathLike[str]],
     tokenizer: Tokenizer,
@@ -455,7 +449,7 @@ def tokenize_on_ray(
     bos: int | None,
     eos: int | None,
     progress: Progress | None = None,
-) -> RayTokenizeStats:
+) -> TokenizeStats:
     """Encode the inputs into the shard directory `output`, one shard per task on the cluster
     (the engine's map_ordered: each result, a shard's counts, is recorded in order); shards a
     previous run of the same arguments completed are kept (see mnemo/shards.py)."""
@@ -481,7 +475,7 @@ def tokenize_on_ray(
     }
     shards = [sh.Shard(sh.shard_name(i), group) for i, group in enumerate(groups)]
     kept = _resume(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), False))
-    stats = RayTokenizeStats(n_shards=len(shards), n_skipped=len(kept))
+    stats = TokenizeStats(n_shards=len(shards), n_skipped_shards=len(kept))
     for n_docs, n_tokens in kept.values():
         stats.n_docs += n_docs
         stats.n_tokens += n_tokens

@@ -17,7 +17,7 @@ from typing import BinaryIO, Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from mnemo.constants import MASKBIT, MASKBIT32
+from mnemo.constants import MASKBIT, MASKBIT32, VOCAB16
 from mnemo.errors import ConfigError, FingerprintError, FormatError
 from mnemo.location import Location, PathArg, location
 
@@ -109,7 +109,7 @@ def parse_tok_header(data: bytes, source: str, file_size: int) -> TokHeader:
 
 def tok_width(n_vocab: int, masked: bool) -> int:
     """uint16 when every id (with MASKBIT when masked) fits in 16 bits, else uint32."""
-    limit = MASKBIT if masked else 1 << 16
+    limit = MASKBIT if masked else VOCAB16
     return 2 if n_vocab <= limit else 4
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
-from typing import Union, cast
+from typing import Any, Union, cast
 
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
@@ -30,6 +30,7 @@ from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
 from mnemo import merge_loop, merge_loop_wide
 from mnemo.constants import MAX_VOCAB
+from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES, DEFAULT_PATTERN, DEFAULT_TEXT_FIELD, DEFAULT_TIE, DEFAULT_VOCAB_SIZE
 from mnemo.location import location
 from mnemo.work import Progress, map_combine, shared_executor
 from mnemo.work_ray import RayOptions, check_ray_option
@@ -224,11 +225,11 @@ def _batches(docs: Iterator[bytes]) -> Iterator[list[bytes]]:
 def count_words(
     inputs: PathLike | Sequence[PathLike] | Iterable[str | bytes],
     *,
-    pattern: str = "mnemonic",
+    pattern: str = DEFAULT_PATTERN,
     special_tokens: Sequence[str] = (),
-    max_chunk_bytes: int = 256,
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     workers: int | None = None,
-    text_field: str = "text",
+    text_field: str = DEFAULT_TEXT_FIELD,
     progress: Progress | None = None,
 ) -> tuple[dict[bytes, int], CountStats]:
     """Count the chunks of every document of the inputs (paths, or an iterable of str/bytes
@@ -339,64 +340,79 @@ class TrainStats:
         return self.merges < self.requested_merges
 
 
-def _train(
-    inputs: Sequence[PathLike] | Documents,
-    *,
-    vocab_size: int = 32768,
-    pattern: str | None = None,
-    special_tokens: Sequence[str] | None = None,
-    tie: str | None = None,
-    algorithm: str = "fast",
-    workers: int | None = None,
-    max_chunk_bytes: int = 256,
-    verify: bool = True,
-    text_field: str = "text",
-    progress: Progress | None = None,
-    stats: TrainStats | None = None,
-    base: Tokenizer | None = None,
-    ray: object = None,
-) -> Tokenizer:
+@dataclass(frozen=True)
+class TrainOptions:
+    """The keywords `train` and `train_from_iterator` take, with their defaults: written once,
+    here.  The two public functions spell them out in their signatures, so that help() and type
+    checkers show them (tests/test_training.py checks that those signatures match this class),
+    and hand them over with `_options(locals())`."""
+
+    vocab_size: int = DEFAULT_VOCAB_SIZE
+    pattern: str | None = None
+    special_tokens: Sequence[str] | None = None
+    tie: str | None = None
+    algorithm: str = "fast"
+    workers: int | None = None
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES
+    verify: bool = True
+    text_field: str = DEFAULT_TEXT_FIELD
+    progress: Progress | None = None
+    stats: TrainStats | None = None
+    base: Tokenizer | None = None
+    ray: object = None
+
+
+def _options(arguments: dict[str, Any]) -> TrainOptions:
+    """The TrainOptions of a public function's arguments (its `locals()` before anything else is
+    bound: its inputs and its keywords; a keyword it lacks keeps the class's default)."""
+    names = [f.name for f in fields(TrainOptions)]
+    return TrainOptions(**{name: arguments[name] for name in names if name in arguments})
+
+
+def _train(inputs: Sequence[PathLike] | Documents, options: TrainOptions) -> Tokenizer:
     """`train` and `train_from_iterator` once their inputs are known to be paths or documents.
 
     Every argument is checked before the first byte is counted: a wrong type is an
     ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError.
     """
+    o = options
+    pattern, special_tokens, tie = o.pattern, o.special_tokens, o.tie
     initial: list[tuple[int, int]] | None = None
-    if base is not None:
+    if o.base is not None:
         from mnemo.extend import continue_from
 
-        pattern, special_tokens, tie, initial = continue_from(base, pattern, special_tokens, tie)
-    pattern = "mnemonic" if pattern is None else pattern
-    tie = "id" if tie is None else tie
-    _, specials, _, _ = check_count_args(inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress)
-    vocab_size = check_vocab_size(vocab_size, len(specials))
-    if not isinstance(algorithm, str):
-        raise type_error("algorithm", "a str", algorithm)
+        pattern, special_tokens, tie, initial = continue_from(o.base, pattern, special_tokens, tie)
+    pattern = DEFAULT_PATTERN if pattern is None else pattern
+    tie = DEFAULT_TIE if tie is None else tie
+    _, specials, _, _ = check_count_args(inputs, pattern, special_tokens, o.max_chunk_bytes, o.workers, o.text_field, o.progress)
+    vocab_size = check_vocab_size(o.vocab_size, len(specials))
+    if not isinstance(o.algorithm, str):
+        raise type_error("algorithm", "a str", o.algorithm)
     tie = check_tie(tie)
-    if not isinstance(verify, bool):
-        raise type_error("verify", "a bool", verify)
-    if stats is not None and not isinstance(stats, TrainStats):
-        raise type_error("stats", "a TrainStats or None", stats)
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-    ray_options = check_ray_option(ray)
-    if ray_options is not None and workers is not None:
-        raise ConfigError(f"workers={workers} is for local runs; on Ray, size the tasks with RayOptions(tasks_per_node=...) (--tasks-per-node)")
+    if not isinstance(o.verify, bool):
+        raise type_error("verify", "a bool", o.verify)
+    if o.stats is not None and not isinstance(o.stats, TrainStats):
+        raise type_error("stats", "a TrainStats or None", o.stats)
+    if o.algorithm not in ALGORITHMS:
+        raise ConfigError(f"unknown algorithm {o.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+    ray_options = check_ray_option(o.ray)
+    if ray_options is not None and o.workers is not None:
+        raise ConfigError(f"workers={o.workers} is for local runs; on Ray, size the tasks with RayOptions(tasks_per_node=...) (--tasks-per-node)")
     packed, count_stats = _count_packed(
         inputs,
         pattern=pattern,
         special_tokens=specials,
-        max_chunk_bytes=max_chunk_bytes,
-        workers=workers,
-        text_field=text_field,
-        progress=progress,
+        max_chunk_bytes=o.max_chunk_bytes,
+        workers=o.workers,
+        text_field=o.text_field,
+        progress=o.progress,
         ray=ray_options,
     )
     blob, meta = packed
     if not meta:
         raise InputError(
             f"the training text is empty ({count_stats.n_bytes} bytes, no chunk of at most "
-            f"{max_chunk_bytes} bytes); give it some text"
+            f"{o.max_chunk_bytes} bytes); give it some text"
         )
     n_merges = vocab_size - 256 - len(specials)
     if initial is not None and n_merges < len(initial):
@@ -405,36 +421,36 @@ def _train(
             f"and {len(specials)} special tokens need at least {256 + len(initial) + len(specials)}"
         )
     t0 = time.perf_counter()
-    if algorithm == "naive":
-        merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, verify, progress, initial)
+    if o.algorithm == "naive":
+        merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, o.verify, o.progress, initial)
     else:
         # The 16-bit trainer while every id fits beside its separator 0xFFFF: half the memory
         # traffic of 32-bit tokens, and the AVX2 pair scan.  Above that, merge_loop_wide still
         # learns the first 65,279 merges with it and continues from its words (SEAMS.handoff).
         narrow = 256 + n_merges <= merge_loop.MAX_IDS
         fast = merge_loop.train_merges_packed if narrow else merge_loop_wide.train_merges_packed
-        merges, counts = fast(blob, meta, n_merges, tie, verify, progress, initial_merges=initial)
-    if stats is not None:
-        stats.count = count_stats
-        stats.unique_words = packed.n_words
-        stats.merges = len(merges)
-        stats.requested_merges = n_merges
-        stats.merge_seconds = time.perf_counter() - t0
+        merges, counts = fast(blob, meta, n_merges, tie, o.verify, o.progress, initial_merges=initial)
+    if o.stats is not None:
+        o.stats.count = count_stats
+        o.stats.unique_words = packed.n_words
+        o.stats.merges = len(merges)
+        o.stats.requested_merges = n_merges
+        o.stats.merge_seconds = time.perf_counter() - t0
     return Tokenizer(merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts)
 
 
 def train(
     files: PathLike | Iterable[PathLike],
     *,
-    vocab_size: int = 32768,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
     pattern: str | None = None,
     special_tokens: Sequence[str] | None = None,
     tie: str | None = None,
     algorithm: str = "fast",
     workers: int | None = None,
-    max_chunk_bytes: int = 256,
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     verify: bool = True,
-    text_field: str = "text",
+    text_field: str = DEFAULT_TEXT_FIELD,
     progress: Progress | None = None,
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
@@ -462,34 +478,19 @@ def train(
     readable by every node under the same path; the merge loop runs here, and the tokenizer is
     byte for byte the one a local run makes.
     """
-    return _train(
-        _file_paths(files),
-        vocab_size=vocab_size,
-        pattern=pattern,
-        special_tokens=special_tokens,
-        tie=tie,
-        algorithm=algorithm,
-        workers=workers,
-        max_chunk_bytes=max_chunk_bytes,
-        verify=verify,
-        text_field=text_field,
-        progress=progress,
-        stats=stats,
-        base=base,
-        ray=ray,
-    )
+    return _train(_file_paths(files), _options(locals()))
 
 
 def train_from_iterator(
     iterator: Iterable[str | bytes | Sequence[str | bytes]],
     *,
-    vocab_size: int = 32768,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
     pattern: str | None = None,
     special_tokens: Sequence[str] | None = None,
     tie: str | None = None,
     algorithm: str = "fast",
     workers: int | None = None,
-    max_chunk_bytes: int = 256,
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     verify: bool = True,
     progress: Progress | None = None,
     stats: TrainStats | None = None,
@@ -503,20 +504,7 @@ def train_from_iterator(
     list, and with several workers the documents go to them in batches of about 4 MB.  The same
     documents in a file given to `train` give the identical tokenizer.  Options as in `train`.
     """
-    return _train(
-        Documents(_documents(iterator)),
-        vocab_size=vocab_size,
-        pattern=pattern,
-        special_tokens=special_tokens,
-        tie=tie,
-        algorithm=algorithm,
-        workers=workers,
-        max_chunk_bytes=max_chunk_bytes,
-        verify=verify,
-        progress=progress,
-        stats=stats,
-        base=base,
-    )
+    return _train(Documents(_documents(iterator)), _options(locals()))
 
 
 #: How much of a document an error message shows.

@@ -17,6 +17,7 @@ import pytest
 from mnemo import bigram
 from mnemo.bigram import BigramModel, cross_entropy, perplexity
 from mnemo.batches import MASKBIT, BatchLoader, TokenStream, split_stream
+from mnemo.defaults import DEFAULT_LR, DEFAULT_STEPS
 from mnemo.errors import ConfigError, FormatError
 
 
@@ -464,7 +465,7 @@ def test_pretrain_options_all_show_their_default() -> None:
         assert action.help and "default" in action.help, f"{action.option_strings} help: {action.help!r}"
         if action.default not in (None, False):
             assert str(action.default) in action.help or repr(action.default) in action.help, action.help
-    assert pre.get_default("steps") == bigram.DEFAULT_STEPS and pre.get_default("lr") == bigram.DEFAULT_LR
+    assert pre.get_default("steps") == DEFAULT_STEPS and pre.get_default("lr") == DEFAULT_LR
 
 
 @pytest.mark.corpus

@@ -470,7 +470,7 @@ def test_separators_cut_across_read_blocks(tmp_path: Path, monkeypatch: pytest.M
 def test_text_with_many_documents_reads_in_linear_time(tmp_path: Path, within: Callable[..., object]) -> None:
     """Every document start once searched the rest of its block for each of the 17 separators
     (30 MB of English took 117 s).  8 MB of 20,000 documents must take well under a second a MB."""
-    from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
+    from mnemo.vocab import DEFAULT_SPECIAL_TOKENS
 
     docs = [f"document {i} " + "some words here " * 25 for i in range(20_000)]
     p = tmp_path / "many.txt"

@@ -24,7 +24,7 @@ from mnemo.encode_text import encode_bytes as encode_in_one_call
 from mnemo.constants import PATTERNS
 from mnemo.interop import bytes_to_unicode
 from mnemo.pretokenize import PATTERN_REGEX
-from mnemo.tokenizer import DEFAULT_SPECIAL_TOKENS
+from mnemo.vocab import DEFAULT_SPECIAL_TOKENS
 
 
 

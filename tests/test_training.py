@@ -340,3 +340,19 @@ def test_progress_must_be_callable() -> None:
     with pytest.raises(TypeError, match="progress must be a callable"):
         train_from_iterator(docs, vocab_size=300, progress=5)  # type: ignore[arg-type]
     assert docs.pulled == 0
+
+
+def test_the_public_signatures_are_train_options() -> None:
+    """train and train_from_iterator spell out the keywords of training.TrainOptions, where they
+    are written once: the same names in the same order, keyword-only, with the same defaults
+    (train_from_iterator has no text_field and no ray)."""
+    import dataclasses
+    import inspect
+
+    from mnemo.training import TrainOptions
+
+    options = [(f.name, f.default) for f in dataclasses.fields(TrainOptions)]
+    for fn, left_out in ((train, ()), (train_from_iterator, ("text_field", "ray"))):
+        params = list(inspect.signature(fn).parameters.values())[1:]
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), fn.__name__
+        assert [(p.name, p.default) for p in params] == [o for o in options if o[0] not in left_out], fn.__name__
