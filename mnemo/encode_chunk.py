@@ -6,6 +6,16 @@ occurrence, left to right.  Merge k glues (a, b) into id 256 + k, and both parts
 the new token takes part only in merges numbered above k: applying merge k everywhere in one
 left-to-right pass gives the same result as applying it one occurrence at a time.
 
+A vocabulary from ranks (tiktoken's rule, docs/formats.md "Rank semantics") adds two things: a
+merge's part may come after it (Encoder.monotone is False), and tokens no merge makes, ids after
+the merges (`whole`), which a chunk gets only when it is exactly their bytes (encode_span's first
+step).  The rule is then tiktoken's: glue one occurrence at a time, the lowest merge number and
+the leftmost of equals.  The rank-array and heap paths do exactly that for any merge order; the
+run and bucket paths apply a merge everywhere in one pass and decline a chunk when a merge due
+could make a pair of a lower number (Encoder.high); the word tables and caches hold BPE's ids,
+so the whole-token step comes before them.  With every part before its merge and no whole
+tokens, both rules give the same ids.
+
 Paths, all with the same result (tests compare each with the naive twin in reference.py):
 
 - the word tables: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
@@ -20,8 +30,8 @@ Paths, all with the same result (tests compare each with the naive twin in refer
   minimum, glues its leftmost place and moves the rest down one (quadratic in the chunk length,
   fastest when short);
 - long chunks: a doubly linked list of tokens and a binary min-heap of candidate pairs keyed by
-  (merge number, position).  Stale heap entries are skipped when popped (a position's pair only
-  ever moves to higher ids, so a stale entry can never look valid again); O(n log n) overall;
+  (merge number, position).  Stale heap entries are skipped when popped (the tokens at a
+  position only ever grow, so a pair that has changed never comes back); O(n log n) overall;
 - huge chunks (>= HUGE_CHUNK bytes): the same linked list with one bucket of positions per
   merge number instead of the heap (encode_huge), linear in the chunk and in memory traffic.
 Before the linked-list paths, a long chunk is tried two ways that skip them: as a few runs of
@@ -139,6 +149,7 @@ M16: Final = 0xFFFF
 M21: Final = 0x1FFFFF
 M59: Final = (1 << 59) - 1
 M60: Final = (1 << 60) - 1
+M30: Final = (1 << 30) - 1
 
 
 class Encoder:
@@ -182,13 +193,25 @@ class Encoder:
     words_limit: i64
     lwords_room: i64
     lwords_limit: i64
+    monotone: bool
+    high: vec[u8]
+    n_whole: i64
+    whole_table: vec[i64]
+    whole_mask: i64
+    whole_text: bytes
+    whole_first: vec[u8]
+    whole_lengths: i64
 
-    def __init__(self, merges: list[tuple[int, int]], wide: bool = False) -> None:
+    def __init__(self, merges: list[tuple[int, int]], wide: bool = False, whole: list[bytes] | None = None) -> None:
         """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
-        has ids of 65,536 and more; merges alone would not say so)."""
+        has ids of 65,536 and more; merges alone would not say so).  `whole`: the tokens no
+        merge makes (a vocabulary from ranks: docs/formats.md, "Rank semantics"), ids
+        256 + len(merges) + j, each produced only when a chunk is exactly its bytes."""
         n: i64 = len(merges)
+        whole_list: list[bytes] = [] if whole is None else whole
+        n_whole: i64 = len(whole_list)
         self.n_merges = n
-        self.wide = wide or n + 256 > M16 + 1
+        self.wide = wide or n + n_whole + 256 > M16 + 1
         left: vec[i64] = vec[i64]([0] * n)
         right: vec[i64] = vec[i64]([0] * n)
         # Load factor at most 1/2: 512 KB for 32,768 ids.  (At most 1/4 the table was 1 MB and
@@ -206,10 +229,15 @@ class Encoder:
         # The first step of every chunk looks up pairs of bytes: a direct 256 x 256 table.
         byte_pairs: vec[i64] = vec[i64]([NO_RANK] * 65536)
         mask: i64 = size - 1
+        monotone: bool = True
         k: i64 = 0
         for pair in merges:
             a: i64 = pair[0]
             b: i64 = pair[1]
+            if a < 0 or b < 0 or a >= n + 256 or b >= n + 256:
+                raise ConfigError(f"merge {k} is ({a}, {b}): both parts must be ids in 0..{n + 255}")
+            if a >= 256 + k or b >= 256 + k:
+                monotone = False
             left[k] = a
             right[k] = b
             key: i64 = (a << ID_BITS) | b
@@ -224,6 +252,23 @@ class Encoder:
             k += 1
         self.left = left
         self.right = right
+        self.monotone = monotone
+        # assigned here, not only in fill_whole: mypyc then knows it is always defined, and a
+        # read is one load (else a check of a bitmap besides)
+        self.n_whole = n_whole
+        # high[k]: token 256 + k is a part of a merge numbered below k, so gluing it can make a
+        # pair that comes before merges already due (only in a vocabulary from ranks, where a
+        # part may rank after what it makes).  encode_runs and encode_huge apply one merge
+        # number after another and decline a chunk when it reaches such a merge.
+        high: vec[u8] = vec[u8]([0] * n)
+        k = 0
+        while k < n:
+            if left[k] >= 256 + k:
+                high[left[k] - 256] = 1
+            if right[k] >= 256 + k:
+                high[right[k] - 256] = 1
+            k += 1
+        self.high = high
         self.table = table
         self.table_mask = mask
         self.pair_filter = pair_filter
@@ -249,7 +294,7 @@ class Encoder:
         # keeps the objects as they are instead of unboxing and boxing them again.
         # At most INT_OBJECTS of them: the low ids are the frequent ones, and 200,000 objects
         # (o200k) spread over 6 MB crowded the encoder's own tables out of the cache.
-        self.ints = [k for k in range(min(n + 256, INT_OBJECTS))]
+        self.ints = [k for k in range(min(n + n_whole + 256, INT_OBJECTS))]
         self.id_objects = self.ints
         self.words = vec[i64]([0] * 2)
         self.words_mask = 0
@@ -258,9 +303,11 @@ class Encoder:
         self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
         self.lwords_mask = 0
-        self.fill_cross()
-        self.fill_words()
-        self.fill_long_words()
+        spelled = spell_merges(left, right)
+        self.fill_cross(spelled)
+        self.fill_words(spelled)
+        self.fill_long_words(spelled)
+        self.fill_whole(whole_list)
 
     def rank(self, a: i64, b: i64) -> i64:
         """The merge number of pair (a, b), or NO_RANK when no merge makes it."""
@@ -281,31 +328,24 @@ class Encoder:
                 return e & M21
             h = (h + 1) & mask
 
-    def fill_words(self) -> None:
+    def fill_words(self, spelled: list[bytes]) -> None:
         """Build the word table: the bytes of each merge's token (packed 8 to a word while they
         fit in 7), kept where BPE of those bytes gives that token alone (not every token does:
         two merges may spell the same bytes, and only one of them wins)."""
         n: i64 = self.n_merges
-        left = self.left
-        right = self.right
         # key of token t without its length bits: its bytes, little-endian; -1 when longer than 7
         bkey: vec[i64] = vec[i64]([0] * (n + 256))
         blen: vec[i64] = vec[i64]([1] * (n + 256))
-        b: i64 = 0
-        while b < 256:
-            bkey[b] = b
-            b += 1
         text = BytesWriter()
         count: i64 = 0
         k: i64 = 0
         while k < n:
-            a: i64 = left[k]
-            c: i64 = right[k]
-            ln: i64 = blen[a] + blen[c]
             t: i64 = 256 + k
+            word = spelled[t]
+            ln: i64 = len(word)
             blen[t] = ln
-            if ln <= SMALL_MAX_BYTES and bkey[a] >= 0 and bkey[c] >= 0:
-                bkey[t] = bkey[a] | (bkey[c] << (blen[a] << 3))
+            if ln <= SMALL_MAX_BYTES:
+                bkey[t] = read_i64_le(word + bytes(8 - ln), 0)
                 write_i64_le(text, bkey[t])
                 count += 1
             else:
@@ -344,17 +384,10 @@ class Encoder:
         self.words_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
         self.words_room = self.words_limit
 
-    def fill_long_words(self) -> None:
+    def fill_long_words(self, spelled: list[bytes]) -> None:
         """Build the long-word table (tokens of LONG_WORD_MIN to LONG_WORD_MAX bytes that BPE of
         their own bytes gives alone), as fill_words does for the short ones."""
         n: i64 = self.n_merges
-        left = self.left
-        right = self.right
-        spelled: list[bytes] = [bytes([b]) for b in range(256)]
-        k: i64 = 0
-        while k < n:
-            spelled.append(spelled[left[k]] + spelled[right[k]])
-            k += 1
         count: i64 = 0
         t: i64 = 256
         while t < n + 256:
@@ -388,31 +421,96 @@ class Encoder:
         self.lwords_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
         self.lwords_room = self.lwords_limit
 
-    def fill_cross(self) -> None:
-        """cross[x << 8 | y] = 1 when some token holds byte x followed by byte y, for
+    def fill_cross(self, spelled: list[bytes]) -> None:
+        """cross[x << 8 | y] = 1 when some token BPE makes holds byte x followed by byte y, for
         encode_pieces.  A token's adjacent bytes are those of its two parts and the one pair
-        where they meet, (last byte of the left part, first byte of the right): so one pass over
-        the merges, carrying each token's first and last byte, finds them all."""
+        where they meet, (last byte of the left part, first byte of the right), and its parts
+        are bytes or tokens BPE makes: so the meeting places of the merges find them all."""
         n: i64 = self.n_merges
         left = self.left
         right = self.right
-        first: vec[i64] = vec[i64]([0] * (n + 256))
-        last: vec[i64] = vec[i64]([0] * (n + 256))
-        b: i64 = 0
-        while b < 256:
-            first[b] = b
-            last[b] = b
-            b += 1
         cross: vec[u8] = vec[u8]([0] * 65536)
         k: i64 = 0
         while k < n:
-            a: i64 = left[k]
-            c: i64 = right[k]
-            first[256 + k] = first[a]
-            last[256 + k] = last[c]
-            cross[(last[a] << 8) | first[c]] = 1
+            a = spelled[left[k]]
+            c = spelled[right[k]]
+            cross[(i64(a[len(a) - 1]) << 8) | c[0]] = 1
             k += 1
         self.cross = cross
+
+    def fill_whole(self, whole: list[bytes]) -> None:
+        """The table of the tokens no merge makes (whole_find): open addressing keyed by the
+        FNV-1a hash of the bytes, entries [hash << 30 | length, offset << ID_BITS | id] into
+        whole_text, the tokens back to back; and two filters in front of it, the first two
+        bytes of each (whole_first) and the lengths (whole_lengths, bit min(length, 63))."""
+        n_whole: i64 = len(whole)
+        size: i64 = 16
+        while size < 2 * n_whole:
+            size *= 2
+        table: vec[i64] = vec[i64]([0] * (2 * size))
+        mask: i64 = size - 1
+        first: vec[u8] = vec[u8]([0] * 65536)
+        lengths: i64 = 0
+        text = BytesWriter()
+        offset: i64 = 0
+        j: i64 = 0
+        while j < n_whole:
+            word = whole[j]
+            ln: i64 = len(word)
+            if ln < 2 or ln > M30:
+                raise ConfigError(f"whole token {j} has {ln} bytes: a token no merge makes has 2 to {M30} bytes")
+            h: i64 = fnv_bytes(word, 0, ln)
+            at: i64 = ((h * HASH_MUL) >> HASH_SHIFT) & mask
+            while table[at << 1] != 0:
+                at = (at + 1) & mask
+            table[at << 1] = (h << 30) | ln
+            table[(at << 1) + 1] = (offset << ID_BITS) | (256 + self.n_merges + j)
+            first[(i64(word[0]) << 8) | word[1]] = 1
+            lengths |= FILTER_TOP >> (61 - min(ln, 61))
+            text.write(word)
+            offset += ln
+            j += 1
+        self.n_whole = n_whole
+        self.whole_table = table
+        self.whole_mask = mask
+        self.whole_text = text.getvalue()
+        self.whole_first = first
+        self.whole_lengths = lengths
+
+    def whole_emit(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
+        """When data[start:end] is a token no merge makes, write its id and return True."""
+        found: i64 = self.whole_find(data, start, end)
+        if found < 0:
+            return False
+        emit(dst, found, self.wide)
+        return True
+
+    def whole_find(self, data: bytes, start: i64, end: i64) -> i64:
+        """The id of the token no merge makes whose bytes are data[start:end], or -1."""
+        n: i64 = end - start
+        if n < 2 or self.whole_first[(i64(data[start]) << 8) | data[start + 1]] == 0:
+            return -1
+        if (self.whole_lengths & (FILTER_TOP >> (61 - min(n, 61)))) == 0:
+            return -1
+        h: i64 = fnv_bytes(data, start, end)
+        table = self.whole_table
+        mask = self.whole_mask
+        text = self.whole_text
+        want: i64 = (h << 30) | n
+        at: i64 = ((h * HASH_MUL) >> HASH_SHIFT) & mask
+        while True:
+            e: i64 = table[at << 1]
+            if e == 0:
+                return -1
+            if e == want:
+                v: i64 = table[(at << 1) + 1]
+                off: i64 = v >> ID_BITS
+                i: i64 = 0
+                while i < n and text[off + i] == data[start + i]:
+                    i += 1
+                if i == n:
+                    return v & M21
+            at = (at + 1) & mask
 
     def clear_cache(self) -> None:
         words = self.words
@@ -454,7 +552,16 @@ class Encoder:
         """Write the ids of chunk data[start:end] to `dst`, as little-endian uint16 or uint32 when
         `wide` (through the cache when short).  Ids go out packed, not as a list: a list of ids
         boxed every id above 256 into a new int object (with its malloc and free), which cost
-        ~10 % of encoding."""
+        ~10 % of encoding.
+
+        The chunk is a whole pre-token: when it is a token no merge makes, it is that token
+        (tiktoken's rule, whole_emit).  That is looked up where a chunk missed every table and
+        cache, before BPE and before its ids go into a cache, never on a hit: no table holds
+        such a token (the word tables hold tokens BPE makes of their own bytes, the caches only
+        what passed this look-up), so a hit is never one, and the hits pay nothing for it
+        (checked first, it cost 2 % more instructions with cl100k, callgrind).  encode_pieces,
+        whose parts of a chunk must not take that step, goes around this method for a part that
+        is such a token."""
         n: i64 = end - start
         wide = self.wide
         # The hits below write their id inline, not through emit(): mypyc does not inline a
@@ -478,6 +585,8 @@ class Encoder:
                 score -= 1
                 if score >= BYPASS_ON:
                     misses[n] = BYPASS_ON // 2 if score == BYPASS_ON else score
+                    if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+                        return
                     self.encode_short(data, start, end, dst)
                     return
                 misses[n] = score
@@ -526,6 +635,8 @@ class Encoder:
             # 32,768 ids, 1.15x with cl100k_base).  clear_cache takes them out (word entries
             # have count 0: a word's chain holds no entry added after it).
             if self.words_room > 0:
+                if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+                    return
                 if self.bypass:
                     note_miss(misses, n)
                 cn: i64 = self.short_bpe(data, start, end)
@@ -554,6 +665,8 @@ class Encoder:
                 while st < sn:
                     emit(dst, (sp >> (st * ID_BITS)) & M21, wide)
                     st += 1
+                return
+            if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
                 return
             if self.bypass:
                 note_miss(misses, n)
@@ -602,6 +715,8 @@ class Encoder:
             # ids], instead of the 8 MB main cache (in-process A/B, 3 MB English, load 5: 1.11x
             # median, 1.03x best with 32,768 ids; cl100k_base 1.02x / 1.07x).
             if self.lwords_room > 0:
+                if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+                    return
                 dn: i64 = self.short_bpe(data, start, end)
                 dtk = self.tk
                 if dn <= SMALL_MAX_IDS:
@@ -669,6 +784,8 @@ class Encoder:
                     emit(dst, (packed >> ((t - 3 * v) * ID_BITS)) & M21, wide)
                     t += 1
                 return
+        if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+            return
         count = self.short_bpe(data, start, end)
         tk = self.tk
         if count <= CACHE_MAX_IDS:
@@ -694,7 +811,14 @@ class Encoder:
 
     def encode_uncached(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
         """The same ids as encode_span, without looking the chunk up in the caches (tests compare
-        the two); a long chunk's pieces (encode_pieces) still go through encode_span."""
+        the two); a long chunk's pieces (encode_pieces) still go through encode_piece."""
+        if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
+            return
+        self.encode_bpe(data, start, end, dst)
+
+    def encode_bpe(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
+        """BPE of data[start:end] without the caches: the rank arrays when short, else the
+        linked-list paths."""
         if end - start < LONG_CHUNK:
             self.encode_short(data, start, end, dst)
         else:
@@ -762,7 +886,10 @@ class Encoder:
 
     def encode_long(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
         """Linked list + min-heap BPE: O(n log n) for a chunk of any length; from HUGE_CHUNK
-        bytes on, encode_huge (linear)."""
+        bytes on, encode_huge (linear) unless it declines the chunk (a vocabulary from ranks,
+        whose merges the chunk takes out of order: see Encoder.high).  The heap pops the lowest
+        merge number and, among equals, the leftmost position: tiktoken's rule for any merge
+        order."""
         n: i64 = end - start
         if n <= 0:
             return
@@ -770,8 +897,7 @@ class Encoder:
             return
         if self.encode_pieces(data, start, end, dst):
             return
-        if n >= HUGE_CHUNK:
-            self.encode_huge(data, start, end, dst)
+        if n >= HUGE_CHUNK and self.encode_huge(data, start, end, dst):
             return
         tok: vec[i64] = vec[i64](capacity=n)
         nxt: vec[i64] = vec[i64](capacity=n)
@@ -843,7 +969,8 @@ class Encoder:
         no merge can then join the tokens on its two sides, so each side goes through the same
         merges, in the same order, as it would alone, and the chunk's ids are its pieces' ids
         one after the other.  Each piece goes through encode_span: a short one through the
-        word tables and caches.  With cl100k, 10 MB of one CJK character is 3-byte pieces (no
+        word tables and caches.  A piece is not a pre-token, so a piece that is a token no
+        merge makes takes BPE (encode_bpe), not that token.  With cl100k, 10 MB of one CJK character is 3-byte pieces (no
         token holds the last byte of 中 followed by its first), and long chunks of Thai or
         Japanese have a safe place every few characters; a piece of LONG_CHUNK bytes or more
         comes back to encode_long, finds no safe place and takes the linked-list paths."""
@@ -854,8 +981,12 @@ class Encoder:
         if i >= end:
             return False
         p: i64 = start
+        whole: bool = self.n_whole != 0
         while True:
-            self.encode_span(data, p, i, dst)
+            if whole and self.whole_find(data, p, i) >= 0:
+                self.encode_bpe(data, p, i, dst)
+            else:
+                self.encode_span(data, p, i, dst)
             if i >= end:
                 return True
             p = i
@@ -866,7 +997,8 @@ class Encoder:
     def encode_runs(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
         """BPE of a chunk made of a few runs of one byte (10 MB of spaces, a line of 80 `-`),
         with each run as one node (token, count): returns False, having written nothing, when
-        the chunk has too many runs for that (see RUN_BYTES, RUN_NODES, RUN_WORK).
+        the chunk has too many runs for that (see RUN_BYTES, RUN_NODES, RUN_WORK) or reaches a
+        high merge (below).
 
         The nodes are kept maximal (two neighbours never hold the same token), so a pair (x, x)
         occurs only inside a node, and the step's rule applies to whole nodes: merge (x, x)
@@ -875,7 +1007,9 @@ class Encoder:
         boundary a|b (two such boundaries never share a node: that node would be both a and
         b).  Each step is one merge, numbered above the last (docs of this module), and visits
         every node: 10 MB of one letter is a few nodes and a few steps instead of ten million
-        positions."""
+        positions.  A merge whose token is a part of a lower-numbered merge (Encoder.high: a
+        vocabulary from ranks) could make a pair due before the rest of its own step, which
+        one pass over every node cannot honour: the chunk is declined there."""
         n: i64 = end - start
         max_runs: i64 = n // RUN_BYTES
         if max_runs > RUN_NODES:
@@ -899,6 +1033,7 @@ class Encoder:
         budget: i64 = RUN_WORK * n
         left = self.left
         right = self.right
+        high = self.high
         while True:
             m: i64 = len(nodes)
             budget -= m
@@ -919,6 +1054,8 @@ class Encoder:
                 k += 1
             if best == NO_RANK:
                 break
+            if high[best] != 0:
+                return False
             a: i64 = left[best]
             b: i64 = right[best]
             new: i64 = 256 + best
@@ -951,9 +1088,10 @@ class Encoder:
             k += 1
         return True
 
-    def encode_huge(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
+    def encode_huge(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> bool:
         """Bucket-queue BPE for a chunk of any length: O(n + merges) time, 20 bytes of memory a
-        byte of the chunk (plus 8 a merge of the vocabulary).
+        byte of the chunk (plus 8 a merge of the vocabulary).  Returns False, having written
+        nothing, when the chunk reaches a high merge (below).
 
         The heap's trouble at 10 MB was its memory traffic: an 80 MB heap walked at random,
         ~23 levels a pop (about 1 MB/s on one letter).  Here the lowest merge number present
@@ -968,10 +1106,16 @@ class Encoder:
         pairs a level, not five million).  Occurrences of one merge must be applied left to right only where they
         overlap, in a run of one token x under merge (x, x): the first one popped walks back to
         the run's start, merges the whole run, then files the new pairs once (not after each
-        merge of the run, whose right neighbour is about to change again)."""
+        merge of the run, whose right neighbour is about to change again).
+
+        In a vocabulary from ranks a merge's part may come after it; the cursor's order then
+        holds only until a merge whose token is a part of a lower-numbered merge (Encoder.high)
+        is due: its pairs could come before the rest of its bucket, and the order within a
+        bucket is not the positions' order.  The chunk is declined there (encode_long's heap
+        takes it)."""
         n: i64 = end - start
         if n <= 0:
-            return
+            return True
         if n > MAX_CHUNK:
             raise InputError(f"a single pre-tokenizer chunk of {n} bytes (at offset {start}) is longer than the "
                              f"encoder's limit of {MAX_CHUNK} bytes: split the text")
@@ -1019,6 +1163,8 @@ class Encoder:
         nxt[n - 1] = -1
         left = self.left
         right = self.right
+        high = self.high
+        guard: bool = not self.monotone
         run_of: i64 = -1  # the merge whose runs are merged, and the rank of (its id, its id)
         run_rank: i64 = UNSEEN
         while live > 0:
@@ -1026,6 +1172,8 @@ class Encoder:
             if node == cursor:
                 cursor += 1
                 continue
+            if guard and high[cursor] != 0:
+                return False
             p: i64 = node - nm
             a: i64 = left[cursor]
             b: i64 = right[cursor]
@@ -1120,6 +1268,7 @@ class Encoder:
         while i != -1:
             emit(dst, i64(tok[i]), wide)
             i = i64(nxt[i])
+        return True
 
     def set_public(self, table: list[object]) -> None:
         """ids_list gives table[id] for every id: the public ids of an imported vocabulary
@@ -1250,6 +1399,47 @@ def lists_of(ints: list[object], packed: bytes, wide: bool, lengths: bytes, out:
             j += 1
         out.append(cast(list[int], lst))
         k += 8
+
+
+def spell_merges(left: vec[i64], right: vec[i64]) -> list[bytes]:
+    """The bytes of every id 0..255 + len(left): merge k spells its parts' bytes one after the
+    other.  One pass when every part comes before the merge it makes; a part that comes after
+    (a vocabulary from ranks) is spelled first, by a walk down its own parts.  A merge that uses
+    itself, through any chain of parts, is a ConfigError (it would spell endless bytes)."""
+    n: i64 = len(left)
+    spelled: list[bytes] = [bytes([b]) for b in range(256)] + [b""] * n
+    k: i64 = 0
+    while k < n:
+        if len(spelled[left[k]]) != 0 and len(spelled[right[k]]) != 0:
+            spelled[256 + k] = spelled[left[k]] + spelled[right[k]]
+        elif len(spelled[256 + k]) == 0:
+            stack: list[int] = [256 + k]
+            while stack:
+                if len(stack) > n + 1:
+                    raise ConfigError(f"merge {k} (id {256 + k}) is made of itself, through the parts of later merges")
+                t: i64 = stack[len(stack) - 1]
+                a: i64 = left[t - 256]
+                c: i64 = right[t - 256]
+                if len(spelled[a]) == 0:
+                    stack.append(a)
+                elif len(spelled[c]) == 0:
+                    stack.append(c)
+                else:
+                    spelled[t] = spelled[a] + spelled[c]
+                    stack.pop()
+        k += 1
+    return spelled
+
+
+def fnv_bytes(data: bytes, start: i64, end: i64) -> i64:
+    """32-bit FNV-1a of data[start:end], a byte at a time (whole_find: the bytes of a token no
+    merge makes)."""
+    h: i64 = FNV_OFFSET
+    i: i64 = start
+    while i < end:
+        h = ((h ^ data[i]) * FNV_PRIME) & M32
+        i += 1
+    return h
 
 
 def sift_down(heap: vec[i64], i: i64, size: i64) -> None:

@@ -1,14 +1,14 @@
 """The naive twins of mnemo's fast paths: boring, obviously right, slow.  Tests and benchmarks
 compare the fast code against these.  Not compiled (it is the oracle; plain Python keeps it so).
 
-This file has two sections: the naive TRAINER (here, first) and the naive ENCODER (at the end,
-under its own banner).
+This file has three sections: the naive TRAINER (here, first), the naive ENCODER of merges, and
+tiktoken's rule for a vocabulary given as RANKS (at the end), each under its own banner.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from mnemo.checks import check_initial_merges, check_train_args
 from mnemo.errors import VerificationError
@@ -159,4 +159,91 @@ def encode_chunks_naive(chunks: Sequence[bytes], merges: Sequence[tuple[int, int
     out: list[int] = []
     for chunk in chunks:
         out.extend(encode_chunk_naive(chunk, ranks))
+    return out
+
+
+# ---- encoding by ranks (tiktoken's rule) ----
+
+RANK_RULE_DOC = """\
+tiktoken's rule, for a vocabulary given as ranks (bytes -> rank) and one pre-token:
+
+  1. When the pre-token's bytes are a token, the result is that token.
+  2. Otherwise start from its single bytes and repeat: among adjacent pairs of parts whose
+     concatenation is a token, take the one whose concatenation has the lowest rank (the
+     leftmost of equals) and glue it; stop when no adjacent concatenation is a token.
+
+mnemo holds such a vocabulary as merges (merge k makes id 256 + k from the pair that step 2
+glues into it, in rank order; a part may rank after what it makes) and the tokens step 2 never
+makes ("whole" tokens, after the merges): encode_chunk_ranked_naive is that form's rule.
+"""
+
+
+def encode_piece_tiktoken_naive(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
+    """tiktoken's rule (RANK_RULE_DOC) on one pre-token, literally: the ranks of its parts."""
+    if piece in ranks:
+        return [ranks[piece]]
+    return [ranks[p] for p in glue_by_ranks(piece, ranks)[0]]
+
+
+def glue_by_ranks(piece: bytes, ranks: Mapping[bytes, int]) -> tuple[list[bytes], tuple[bytes, bytes] | None]:
+    """Step 2 of tiktoken's rule on `piece`: its parts at the end, and the last pair glued
+    (None when nothing was)."""
+    parts = [piece[i : i + 1] for i in range(len(piece))]
+    last: tuple[bytes, bytes] | None = None
+    while True:
+        best: int | None = None
+        at = -1
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best is None or rank < best):
+                best, at = rank, i
+        if best is None:
+            return parts, last
+        last = (parts[at], parts[at + 1])
+        parts[at : at + 2] = [parts[at] + parts[at + 1]]
+
+
+def ranked_pairs_naive(ranks: Mapping[bytes, int]) -> dict[bytes, tuple[bytes, bytes] | None]:
+    """For every token of two bytes or more, the pair step 2 of tiktoken's rule glues into it
+    when its own bytes are encoded (the last step there), or None when step 2 never ends in it.
+    Only that pair can ever be adjacent with the token's bytes between them, in any text: the
+    parts inside those bytes went through the same steps as the bytes alone do."""
+    pairs: dict[bytes, tuple[bytes, bytes] | None] = {}
+    for token in ranks:
+        if len(token) >= 2:
+            parts, last = glue_by_ranks(token, ranks)
+            pairs[token] = last if len(parts) == 1 else None
+    return pairs
+
+
+def encode_chunk_ranked_naive(chunk: bytes, ranks: dict[tuple[int, int], int], whole: Mapping[bytes, int]) -> list[int]:
+    """A chunk by mnemo's form of a vocabulary from ranks (RANK_RULE_DOC): a whole token when
+    the chunk is its bytes; else from its bytes, glue one pair at a time, the lowest merge
+    number k (`ranks`, merge_ranks' pair -> k) and the leftmost of equals, into 256 + k.  With
+    every part before its merge and no whole tokens this is encode_chunk_naive's rule."""
+    if chunk in whole:
+        return [whole[chunk]]
+    ids = list(chunk)
+    while True:
+        best: int | None = None
+        at = -1
+        for i in range(len(ids) - 1):
+            k = ranks.get((ids[i], ids[i + 1]))
+            if k is not None and (best is None or k < best):
+                best, at = k, i
+        if best is None:
+            return ids
+        ids[at : at + 2] = [256 + best]
+
+
+def encode_chunks_ranked_naive(
+    chunks: Sequence[bytes], merges: Sequence[tuple[int, int]], whole: Sequence[bytes]
+) -> list[int]:
+    """The ids of already-split chunks by encode_chunk_ranked_naive, concatenated (the twin of
+    Encoder.encode_chunks for an Encoder(merges, whole=whole))."""
+    ranks = merge_ranks(merges)
+    ids = {raw: 256 + len(merges) + j for j, raw in enumerate(whole)}
+    out: list[int] = []
+    for chunk in chunks:
+        out.extend(encode_chunk_ranked_naive(chunk, ranks, ids))
     return out

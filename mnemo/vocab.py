@@ -2,7 +2,11 @@
 
 A vocabulary is 256 byte tokens, then merges (merge k makes id 256 + k from two earlier ids), then
 special tokens, and optionally an id map renumbering the ids it shows (imported vocabularies keep
-their own ids, docs/interop.md).  The rules are written once here and used by every door a
+their own ids, docs/interop.md).  A vocabulary given as ranks (tiktoken's files, and later tekken
+and tokenizer.json with ignore_merges) is "ranked" when tiktoken's rule needs more than that
+(docs/formats.md, "Rank semantics"): a merge's parts may come after it, and the tokens no merge
+makes ("whole" tokens, ids after the merges, before the specials) are kept: `from_ranks` derives
+both from the ranks, `check_ranked` holds their rules.  The rules are written once here and used by every door a
 vocabulary comes in by: `Tokenizer(...)` (a caller's values: ConfigError), tokenizer.bin
 (vocabfile.py: FormatError with the offset) and other tools' byte-level tokens (`from_byte_tokens`,
 used by interop.py and the CS336 interface: FormatError naming the source).  Each check takes a
@@ -15,8 +19,9 @@ Plain Python (not compiled): it runs once per vocabulary.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final
+import heapq
+from dataclasses import dataclass, field
+from typing import Final, cast
 
 from mnemo.checks import type_error
 from mnemo.constants import MAX_SPECIALS, MAX_TOKEN_ID, MAX_VOCAB
@@ -50,6 +55,10 @@ class TokenizerFields:
     tie: str
     merge_counts: list[int] | None
     id_map: list[int] | None = None
+    #: the tokens no merge makes, ids 256 + len(merges) + j (ranked vocabularies only)
+    whole_tokens: list[bytes] = field(default_factory=list)
+    #: tiktoken's rule: merges may use later merges, whole tokens are allowed (check_ranked)
+    ranked: bool = False
 
 
 # ---- the rules ----
@@ -70,14 +79,23 @@ def check_size(
     return n_vocab
 
 
-def check_merges(merges: Sequence[tuple[int, int]], fail: Fail = _config_error) -> None:
+def check_merges(merges: Sequence[tuple[int, int]], fail: Fail = _config_error, ranked: bool = False) -> None:
     """Merge k (id 256 + k) glues two ids that exist before it (bytes or earlier merges), and no
-    pair is merged twice."""
+    pair is merged twice.  `ranked`: the parts may be any byte or merge, later ones too (in
+    tiktoken's rule a merge's number is its token's rank, and a part may rank after what it
+    makes), except the merge itself (check_ranked checks the chains of parts)."""
+    n = len(merges)
     seen: dict[tuple[int, int], int] = {}
     for k, (a, b) in enumerate(merges):
         own = 256 + k
         for part in (a, b):
-            if not 0 <= part < own:
+            if ranked and not (0 <= part < 256 + n and part != own):
+                raise fail(
+                    k,
+                    f"merge {k} (id {own}) is {(a, b)}: token {part} is not a byte or another merge "
+                    f"(parts must be in 0..{255 + n}, not {own})",
+                )
+            if not ranked and not 0 <= part < own:
                 raise fail(
                     k,
                     f"merge {k} (id {own}) is {(a, b)}: token {part} does not exist yet "
@@ -86,6 +104,56 @@ def check_merges(merges: Sequence[tuple[int, int]], fail: Fail = _config_error) 
         first = seen.setdefault((a, b), k)
         if first != k:
             raise fail(k, f"merge {k} repeats the pair {(a, b)} of merge {first}")
+
+
+def check_ranked(merges: Sequence[tuple[int, int]], whole: Sequence[bytes], fail: Fail = _config_error) -> list[bytes]:
+    """The rules of a ranked vocabulary, and the bytes of each of its ids 0..255 + M + W.
+
+    check_merges(ranked=True), and no merge is made of itself through any chain of parts.  Each
+    whole token has at least 2 bytes, and no two tokens, merges and whole tokens together, spell
+    the same bytes (a rank file lists each token once)."""
+    n = len(merges)
+    check_merges(merges, fail, ranked=True)
+    spelled = spell(merges, fail)
+    owner: dict[bytes, int] = {}
+    for t in range(256, 256 + n):
+        first_id = owner.setdefault(spelled[t], t)
+        if first_id != t:
+            raise fail(t - 256, f"merges {first_id - 256} and {t - 256} both spell {spelled[t]!r}")
+    for j, raw in enumerate(whole):
+        if not isinstance(raw, bytes) or len(raw) < 2:
+            raise fail(j, f"whole token {j} is {raw!r}, not bytes of length 2 or more")
+        first_id = owner.setdefault(raw, 256 + n + j)
+        if first_id != 256 + n + j:
+            raise fail(j, f"whole token {j} {raw!r} spells the same bytes as id {first_id}")
+        spelled.append(raw)
+    return spelled
+
+
+def spell(merges: Sequence[tuple[int, int]], fail: Fail = _config_error) -> list[bytes]:
+    """The bytes of ids 0..255 + len(merges): merge k spells its parts one after the other.
+    Parts that come after the merge (a ranked vocabulary) are spelled first; a merge made of
+    itself through a chain of parts is `fail`'s error."""
+    n = len(merges)
+    spelled: list[bytes | None] = [bytes([b]) for b in range(256)] + [None] * n
+    for k in range(n):
+        if spelled[256 + k] is not None:
+            continue
+        stack = [256 + k]
+        on_stack = {256 + k}
+        while stack:
+            t = stack[-1]
+            a, b = merges[t - 256]
+            missing = next((p for p in (a, b) if spelled[p] is None), None)
+            if missing is None:
+                spelled[t] = cast(bytes, spelled[a]) + cast(bytes, spelled[b])
+                on_stack.discard(stack.pop())
+            elif missing in on_stack:
+                raise fail(k, f"merge {missing - 256} (id {missing}) is made of itself, through the parts of other merges")
+            else:
+                stack.append(missing)
+                on_stack.add(missing)
+    return cast(list[bytes], spelled)
 
 
 def special_name_problem(j: int, name: str) -> str | None:
@@ -235,6 +303,13 @@ def from_byte_tokens(
         named.add(name)
         public.append(i)
         labels.append(repr(name))
+    check_public_ids(source, public, labels)
+    return TokenizerFields(pairs, pattern, names, "id", None, public)
+
+
+def check_public_ids(source: str, public: Sequence[object], labels: Sequence[str]) -> None:
+    """Another tool's ids (labels[i] names the token of public[i] in messages): non-negative
+    integers, distinct, at most MAX_TOKEN_ID; a FormatError naming `source` otherwise."""
     owner: dict[int, int] = {}
     for pos, i in enumerate(public):
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
@@ -242,13 +317,132 @@ def from_byte_tokens(
         first = owner.setdefault(i, pos)
         if first != pos:
             raise FormatError(f"{source}: id {i} is given to both {labels[first]} and {labels[pos]} (duplicate id)")
-    top = max(public)
+    top = max(owner)
     if top > MAX_TOKEN_ID:  # holes are allowed: cl100k_base leaves some (docs/ids32.md)
         raise FormatError(
-            f"{source}: {labels[public.index(top)]} has id {top}, above {MAX_TOKEN_ID} (bit 31 of an id is "
+            f"{source}: {labels[owner[top]]} has id {top}, above {MAX_TOKEN_ID} (bit 31 of an id is "
             f"the loss-mask bit of uint32 token files)"
         )
-    return TokenizerFields(pairs, pattern, names, "id", None, public)
+
+
+# ---- vocabularies given as ranks (tiktoken's rule) ----
+
+
+def ranked_pairs(ranks: Mapping[bytes, int]) -> dict[bytes, tuple[bytes, bytes] | None]:
+    """For each token of two bytes or more, the pair tiktoken's rule glues into it when it
+    encodes the token's own bytes (the last step there), or None when that never ends in the
+    token: such a token is produced only whole.  reference.ranked_pairs_naive is the twin.
+
+    Why one pair is enough: when two adjacent parts of any text are a and b with a + b a
+    token, no step has crossed the edges of a + b's bytes, so the steps inside them were those
+    of the bytes alone, in the same order (each was the lowest, and leftmost, of the pairs
+    inside); the bytes alone pass through one state of two parts at most, and it is this
+    pair.  So no other split of a token is ever adjacent, and a token whose bytes never reach
+    two parts is never made by a merge."""
+    pairs: dict[bytes, tuple[bytes, bytes] | None] = {}
+    for raw in ranks:
+        if len(raw) >= 2:
+            parts, last = split_by_ranks(raw, ranks)
+            pairs[raw] = last if len(parts) == 1 else None
+    return pairs
+
+
+def split_by_ranks(
+    raw: bytes, ranks: Mapping[bytes, int], limit: int | None = None
+) -> tuple[list[bytes], tuple[bytes, bytes] | None]:
+    """Step 2 of tiktoken's rule on `raw`, with the ranks below `limit` only when it is given:
+    repeatedly glue the adjacent pair whose concatenation has the lowest rank, the leftmost of
+    equals.  The parts at the end, and the last pair glued (None when none was).  A heap of
+    candidate pairs with lazy deletion keeps it O(n log n) in the length (rescanning every
+    pair for every glue took 5.5 s for one 8,000-byte token)."""
+    n = len(raw)
+    if n < 2:
+        return ([raw] if n else []), None
+    top = limit
+
+    def rank_of(piece: bytes) -> int | None:
+        rank = ranks.get(piece)
+        return None if rank is None or (top is not None and rank >= top) else rank
+
+    nxt = list(range(1, n + 1))  # the part starting at i ends at nxt[i]
+    prv = list(range(-1, n - 1))  # the part before the one starting at i
+    alive = [True] * n
+    heap: list[tuple[int, int, int, int]] = []  # (rank, left start, right start, right end)
+    for i in range(n - 1):
+        rank = rank_of(raw[i : i + 2])
+        if rank is not None:
+            heap.append((rank, i, i + 1, i + 2))
+    heapq.heapify(heap)
+    last: tuple[int, int, int] | None = None
+    while heap:
+        _, a, b, end = heapq.heappop(heap)
+        if not alive[a] or nxt[a] != b or not alive[b] or nxt[b] != end:
+            continue  # stale: one of the two parts has grown since
+        alive[b] = False
+        nxt[a] = end
+        if end < n:
+            prv[end] = a
+        last = (a, b, end)
+        for left in (prv[a], a):
+            if left >= 0 and nxt[left] < n:
+                right = nxt[left]
+                rank = rank_of(raw[left : nxt[right]])
+                if rank is not None:
+                    heapq.heappush(heap, (rank, left, right, nxt[right]))
+    parts: list[bytes] = []
+    i = 0
+    while i < n:
+        parts.append(raw[i : nxt[i]])
+        i = nxt[i]
+    return parts, None if last is None else (raw[last[0] : last[1]], raw[last[1] : last[2]])
+
+
+def from_ranks(
+    source: str,
+    ranks: Mapping[bytes, int],
+    *,
+    pattern: str,
+    specials: Mapping[str, int] | None = None,
+    where: Callable[[bytes], str] | None = None,
+) -> TokenizerFields:
+    """A vocabulary from tiktoken's ranks (token bytes -> rank, which is also its id) that
+    encodes as tiktoken's rule does, and the special tokens' ids.
+
+    Each token's pair is ranked_pairs'; merge k is the k-th token with a pair, by rank, so
+    its number orders the pairs as their ranks do, and the tokens without one follow the
+    merges as whole tokens.  The vocabulary is ranked only when it must be: when every
+    token's pair is of tokens of lower rank and every token has one (cl100k_base, o200k_base),
+    the merges give tiktoken's ids by the plain rule (docs/formats.md, "Rank semantics"), and
+    the result is the vocabulary mnemo built from these ranks before ranked ones existed.
+    `where` names a token in messages (a line of the file)."""
+    name_of = where or (lambda raw: f"token {raw!r}")
+    for b in range(256):
+        if bytes([b]) not in ranks:
+            raise FormatError(
+                f"{source}: the byte 0x{b:02x} is not a token; a byte-level BPE vocabulary has all 256 bytes "
+                f"(tiktoken stops on the first text holding it)"
+            )
+    pairs = ranked_pairs(ranks)
+    order = sorted(pairs, key=ranks.__getitem__)
+    merged = [raw for raw in order if pairs[raw] is not None]
+    whole = [raw for raw in order if pairs[raw] is None]
+    internal = {bytes([b]): b for b in range(256)}
+    internal.update((raw, 256 + k) for k, raw in enumerate(merged))
+    merges: list[tuple[int, int]] = []
+    for raw in merged:
+        left, right = cast(tuple[bytes, bytes], pairs[raw])
+        merges.append((internal[left], internal[right]))
+    ranked = bool(whole) or any(a >= 256 + k or b >= 256 + k for k, (a, b) in enumerate(merges))
+    tokens = [bytes([b]) for b in range(256)] + merged + whole
+    public: list[object] = [ranks[raw] for raw in tokens]
+    labels = [name_of(raw) for raw in tokens]
+    names: list[str] = []
+    for name, i in sorted((specials or {}).items(), key=lambda item: item[1]):
+        names.append(name)
+        public.append(i)
+        labels.append(f"special token {name!r}")
+    check_public_ids(source, public, labels)
+    return TokenizerFields(merges, pattern, names, "id", None, cast(list[int], public), whole, ranked)
 
 
 def from_vocab_merges(

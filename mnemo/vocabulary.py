@@ -32,6 +32,7 @@ from mnemo.vocab import (
     as_format_error,
     check_id_map,
     check_merges,
+    check_ranked,
     check_size,
     check_special_tokens,
     from_vocab_merges,
@@ -51,6 +52,13 @@ class Vocabulary:
     error.  `n_vocab` is then the largest id + 1, as in tiktoken (docs/ids32.md).  `merges` stay
     in mnemo's own numbering (the encoder's); every other id in and out (encode, decode,
     token_bytes, special_tokens, vocab) is public.  An identity map is stored as None.
+
+    `ranked` (a vocabulary from ranks: tiktoken's files; mnemo/vocab.py's from_ranks) allows
+    what tiktoken's rule needs beyond that (docs/formats.md, "Rank semantics"): a merge may use
+    later merges, and `whole_tokens`, the tokens no merge makes, take the ids after the merges
+    (256 + len(merges) + j, the specials follow them); a pre-token that is exactly one of them
+    is that token.  A vocabulary that needs neither is stored as an ordinary one
+    (`self.ranked` is False), which encodes the same.
     """
 
     def __init__(
@@ -62,6 +70,8 @@ class Vocabulary:
         tie: str = DEFAULT_TIE,
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
+        whole_tokens: Sequence[bytes] | None = None,
+        ranked: bool = False,
     ) -> None:
         check_pattern(pattern)
         check_tie(tie)
@@ -69,7 +79,17 @@ class Vocabulary:
         given: object = merges  # typed, but callers of a Python API pass anything
         if isinstance(given, (str, bytes, bytearray)) or not hasattr(given, "__len__"):
             raise type_error("merges", "a sequence of (int, int) pairs", merges)
-        n_vocab = check_size(len(merges), len(specials), ConfigError)
+        if not isinstance(ranked, bool):
+            raise type_error("ranked", "a bool", ranked)
+        whole: list[bytes] = []
+        if whole_tokens is not None:
+            given_whole: object = whole_tokens  # typed, but callers of a Python API pass anything
+            if isinstance(given_whole, (str, bytes, bytearray)) or not isinstance(given_whole, Iterable):
+                raise type_error("whole_tokens", "a sequence of bytes", whole_tokens)
+            whole = list(whole_tokens)
+            if whole and not ranked:
+                raise ConfigError("whole_tokens are tokens of a ranked vocabulary: pass ranked=True with them")
+        n_vocab = check_size(len(merges) + len(whole), len(specials), ConfigError)
         checked: list[tuple[int, int]] = []
         for k, pair in enumerate(merges):
             try:
@@ -86,13 +106,18 @@ class Vocabulary:
             ):
                 raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids")
             checked.append((int(x), int(y)))
-        check_merges(checked)
-        vocab: list[bytes] = [bytes([i]) for i in range(256)]
-        for a, b in checked:
-            vocab.append(vocab[a] + vocab[b])
+        vocab: list[bytes]
+        if ranked:
+            vocab = check_ranked(checked, whole)
+            ranked = bool(whole) or any(a >= 256 + k or b >= 256 + k for k, (a, b) in enumerate(checked))
+        else:
+            check_merges(checked)
+            vocab = [bytes([i]) for i in range(256)]
+            for a, b in checked:
+                vocab.append(vocab[a] + vocab[b])
         names: dict[str, int] = {}
         for j, name in enumerate(specials):
-            names[name] = 256 + len(checked) + j
+            names[name] = 256 + len(checked) + len(whole) + j
             vocab.append(name.encode("utf-8"))
         counts: list[int] | None = None
         if merge_counts is not None:
@@ -116,6 +141,8 @@ class Vocabulary:
                 public = None
 
         self.merges: list[tuple[int, int]] = checked
+        self.whole_tokens: list[bytes] = whole
+        self.ranked: bool = ranked
         self.pattern: str = pattern
         self.tie: str = tie
         self.merge_counts: list[int] | None = counts
@@ -148,7 +175,7 @@ class Vocabulary:
             None if public is None else np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
         )
         self._pattern_id = PATTERNS.index(pattern)
-        self._encoder = Encoder(checked, wide=n_vocab > VOCAB16)
+        self._encoder = Encoder(checked, wide=n_vocab > VOCAB16, whole=whole)
         if public is not None:
             # the encoder's lists hold the public ids (public's own int objects): no second pass
             self._encoder.set_public(cast(list[object], public))
@@ -157,12 +184,18 @@ class Vocabulary:
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
         # Ids hashed at the width tokenizer.bin stores them: a vocabulary that fits in 16 bits
-        # keeps the fingerprint earlier versions gave it (its .tok files name it).
-        wide = bin_version_for(n_vocab, public) > 1
+        # keeps the fingerprint earlier versions gave it (its .tok files name it).  A ranked one
+        # has a personalisation of its own, with its whole tokens after the merges.
+        wide = ranked or bin_version_for(n_vocab, public) > 1
         id_type = "<u4" if wide else "<u2"
-        h = hashlib.blake2b(digest_size=16, person=b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1")
+        person = b"mnemo-tokenizer3" if ranked else b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1"
+        h = hashlib.blake2b(digest_size=16, person=person)
         h.update(pattern.encode() + b"\0")
-        h.update(np.asarray(checked, dtype=id_type).tobytes())
+        h.update(np.asarray(checked, dtype=id_type).reshape(-1, 2).tobytes())
+        if ranked:
+            h.update(len(whole).to_bytes(4, "little"))
+            for raw in whole:
+                h.update(len(raw).to_bytes(4, "little") + raw)
         for name in specials:
             raw = name.encode("utf-8")
             h.update(bytes([len(raw)]) + raw)
@@ -212,6 +245,7 @@ class Vocabulary:
             and self.tie == other.tie
             and self.merge_counts == other.merge_counts
             and self.merges == other.merges
+            and self.whole_tokens == other.whole_tokens
         )
 
     def token_bytes(self, token: int) -> bytes:
@@ -285,12 +319,20 @@ class Vocabulary:
             tie=self.tie,
             merge_counts=self.merge_counts,
             id_map=id_map,
+            whole_tokens=self.whole_tokens,
+            ranked=self.ranked,
         )
 
     # ---- tokenizer.bin ----
 
     def to_bytes(self) -> bytes:
         """The tokenizer.bin image of this tokenizer."""
+        if self.ranked:
+            raise ConfigError(
+                f"this tokenizer is ranked (tiktoken's rule: {len(self.whole_tokens)} tokens no merge makes, or "
+                f"merges that use later ones), and tokenizer.bin cannot hold that yet: it needs format version 3 "
+                f"(issue 26); saving, pickling and worker processes wait for it.  Load it from its rank file instead"
+            )
         return encode_tokenizer_bin(
             self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts, self.id_map
         )
@@ -437,7 +479,7 @@ class Vocabulary:
             ids = {}
             internal = self._internal_vocab
             public = self._public
-            for i in range(256 + len(self.merges)):
+            for i in range(256 + len(self.merges) + len(self.whole_tokens)):
                 ids.setdefault(internal[i], i if public is None else public[i])
             self._ids_by_bytes = ids
         found = ids.get(raw)
@@ -460,4 +502,4 @@ class Vocabulary:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every token of the byte-level vocabulary (no special tokens), sorted."""
-        return sorted(set(self._internal_vocab[: 256 + len(self.merges)]))
+        return sorted(set(self._internal_vocab[: 256 + len(self.merges) + len(self.whole_tokens)]))

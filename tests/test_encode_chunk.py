@@ -40,7 +40,7 @@ def long_ids(enc: Encoder, data: bytes) -> list[int]:
 
 def huge_ids(enc: Encoder, data: bytes) -> list[int]:
     dst = BytesWriter()
-    enc.encode_huge(data, 0, len(data), dst)
+    assert enc.encode_huge(data, 0, len(data), dst)  # declines only a ranked vocabulary's chunks
     return ids_of(dst.getvalue(), enc.wide)
 
 
@@ -721,3 +721,20 @@ def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encode
         assert enc.encode_ends(data, ends) == expected
         enc.clear_cache()
         assert enc.lwords_room == room
+
+
+def test_merges_out_of_order_and_whole_tokens() -> None:
+    """Encoder(merges, whole=...): merge 0 = (257, 257) uses merge 1 = (97, 98), as a vocabulary
+    from ranks may (tests/test_rank_semantics.py has tiktoken's rule at length); the whole token
+    b"xyz" is id 258, for a chunk of exactly its bytes.  Bad parts and whole tokens are errors."""
+    enc = Encoder([(257, 257), (97, 98)], whole=[b"xyz"])
+    assert not enc.monotone and list(enc.high) == [0, 1]
+    assert enc.encode_chunks([b"ababab", b"xyz", b"xyzxyz", b"ab"]) == [256, 257, 258, *b"xyzxyz", 257]
+    assert enc.encode_chunks_uncached([b"xyz"]) == [258] and long_ids(enc, b"xyz") == list(b"xyz")
+    assert Encoder([(97, 98)], wide=True, whole=[b"xyz"]).encode_chunks([b"xyz"]) == [257]
+    with pytest.raises(ConfigError, match=r"merge 0 is \(97, 300\): both parts must be ids in 0\.\.256"):
+        Encoder([(97, 300)])
+    with pytest.raises(ConfigError, match=r"is made of itself, through the parts of later merges"):
+        Encoder([(257, 97), (256, 98)])
+    with pytest.raises(ConfigError, match=r"whole token 0 has 1 bytes: a token no merge makes has 2 to"):
+        Encoder([], whole=[b"x"])

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from mnemo import ConfigError, FormatError, Tokenizer
+from mnemo.vocab import from_ranks, spell
 from mnemo.vocabfile import encode_tokenizer_bin, parse_tokenizer_bin
 
 BAD = [
@@ -34,3 +35,42 @@ def test_one_rule_one_wording_at_both_doors(
         message,
         str(from_file.value),
     )
+
+
+# ---- vocabularies given as ranks (tests/test_rank_semantics.py encodes with them) ----
+
+BYTES = {bytes([b]): b for b in range(256)}
+
+
+def test_spell_takes_parts_from_later_merges() -> None:
+    """spell: merge 0 = (257, 98) uses merge 1 = (97, 97), spelled first."""
+    assert spell([(257, 98), (97, 97)])[256:] == [b"aab", b"aa"]
+    with pytest.raises(ConfigError, match=r"merge 0 \(id 256\) is made of itself"):
+        spell([(256, 98)])
+    with pytest.raises(ConfigError, match=r"is made of itself"):
+        spell([(97, 258), (97, 98), (256, 99)])
+
+
+def test_from_ranks_numbers_merges_then_whole_tokens() -> None:
+    """Merges in rank order with the ranks as public ids, the tokens no merge makes after
+    them, the specials last; holes in the ranks stay holes, as tiktoken allows them."""
+    ranks = BYTES | {b"xyz": 300, b"ab": 256, b"abab": 400}
+    fields = from_ranks("r", ranks, pattern="gpt2", specials={"<|s|>": 500})
+    assert fields.merges == [(97, 98), (256, 256)] and fields.whole_tokens == [b"xyz"] and fields.ranked
+    assert fields.id_map == list(range(256)) + [256, 400, 300, 500]
+    assert fields.special_tokens == ["<|s|>"]
+
+
+@pytest.mark.parametrize(
+    ("ranks", "specials", "message"),
+    [
+        ({b"a": 0, b"ab": 1}, {}, r"r: the byte 0x00 is not a token; a byte-level BPE vocabulary has all 256 bytes"),
+        (BYTES | {b"ab": 97}, {}, r"r: id 97 is given to both token b'a' and token b'ab' \(duplicate id\)"),
+        (BYTES | {b"ab": 256}, {"<|s|>": 256}, r"r: id 256 is given to both token b'ab' and special token '<\|s\|>'"),
+        (BYTES | {b"ab": 1 << 31}, {}, r"r: token b'ab' has id 2147483648, above 2147483647"),
+        (BYTES | {b"ab": -1}, {}, r"r: token b'ab' has id -1, not a non-negative integer"),
+    ],
+)
+def test_from_ranks_refuses(ranks: dict[bytes, int], specials: dict[str, int], message: str) -> None:
+    with pytest.raises(FormatError, match=message):
+        from_ranks("r", ranks, pattern="gpt2", specials=specials)

@@ -15,7 +15,7 @@ from typing import Any, Final
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file
 from mnemo.tokenizer import Tokenizer
-from mnemo.vocab import as_format_error, from_byte_tokens
+from mnemo.vocab import TokenizerFields, as_format_error, from_byte_tokens
 
 PathLike = str | os.PathLike[str]
 
@@ -92,8 +92,21 @@ def assemble(
         vocab_where=vocab_where,
         leftover_name=leftover_name,
     )
+    return tokenizer_of(source, fields)
+
+
+def tokenizer_of(source: str, fields: TokenizerFields) -> Tokenizer:
+    """The Tokenizer of an importer's fields (a ranked vocabulary's too: vocab.from_ranks); a
+    vocabulary rule the source breaks is a FormatError naming it."""
     try:
-        return Tokenizer(fields.merges, pattern=fields.pattern, special_tokens=fields.special_tokens, id_map=fields.id_map)
+        return Tokenizer(
+            fields.merges,
+            pattern=fields.pattern,
+            special_tokens=fields.special_tokens,
+            id_map=fields.id_map,
+            whole_tokens=fields.whole_tokens,
+            ranked=fields.ranked,
+        )
     except ConfigError as exc:
         raise as_format_error(source, exc) from None
 

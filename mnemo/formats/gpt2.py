@@ -79,7 +79,15 @@ def gpt2_vocab(tok: Tokenizer) -> dict[str, int]:
 
 
 def gpt2_merges(tok: Tokenizer) -> list[tuple[str, str]]:
-    """The merges in priority order, spelt in GPT-2's alphabet."""
+    """The merges in priority order, spelt in GPT-2's alphabet.  A ranked tokenizer (tiktoken's
+    rule, docs/formats.md "Rank semantics") has none that GPT-2's rule would read the same way:
+    ConfigError."""
+    if tok.ranked:
+        raise ConfigError(
+            f"this tokenizer is ranked (tiktoken's rule: {len(tok.whole_tokens)} tokens no merge makes, or merges "
+            f"that use later ones), which merges.txt and tokenizer.json without ignore_merges cannot express: "
+            f"export it with save_tiktoken"
+        )
     return [(token_to_string(a), token_to_string(b)) for a, b in tok.merge_pairs]
 
 

@@ -10,7 +10,6 @@ import base64
 import binascii
 import gzip
 import hashlib
-import heapq
 import importlib
 import io
 import os
@@ -21,9 +20,10 @@ from typing import Any, Final
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
-from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, assemble
+from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, tokenizer_of
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import Tokenizer
+from mnemo.vocab import from_ranks, ranked_pairs, split_by_ranks
 
 
 def _regular_ids(tok: Tokenizer) -> list[int]:
@@ -76,7 +76,10 @@ MAX_RANK_DIGITS: Final = 18
 
 
 def parse_tiktoken(text: str, source: str) -> tuple[dict[bytes, int], dict[bytes, int]]:
-    """A `.tiktoken` file's ranks, and the line of each token."""
+    """A `.tiktoken` file's ranks, and the line of each token.  The ranks may leave gaps, as
+    tiktoken allows (p50k_base's file has no rank 50256, the id of its <|endoftext|>): a gap is
+    a hole of the id space; a token or a rank listed twice is an error (tiktoken keeps the
+    last of a repeated token, and stops on a repeated rank)."""
     ranks: dict[bytes, int] = {}
     where: dict[bytes, int] = {}
     rank_line: dict[int, int] = {}
@@ -110,70 +113,22 @@ def parse_tiktoken(text: str, source: str) -> tuple[dict[bytes, int], dict[bytes
         rank_line[rank] = n
     if not ranks:
         raise FormatError(f"{source}: no ranks in the file")
-    top = max(rank_line)
-    if top != len(ranks) - 1:
-        # the ranks are distinct, so one of 0..len-1 is missing; never range(top + 1): top may be 10**11
-        missing = next(r for r in range(len(ranks)) if r not in rank_line)
-        raise FormatError(f"{source}: no token has rank {missing} but ranks go up to {top} (ranks have gaps)")
     return ranks, where
 
 
 def _split_by_ranks(raw: bytes, ranks: Mapping[bytes, int], limit: int) -> list[bytes]:
     """tiktoken's byte-pair merge of `raw` using only ranks below `limit`: repeatedly merge the
-    adjacent pair of lowest rank, the leftmost of equals.  A heap of candidate pairs with lazy
-    deletion keeps it O(n log n) in the token's length (rescanning every pair for every merge
-    took 5.5 s for one 8,000-byte token)."""
-    n = len(raw)
-    if n < 2:
-        return [raw] if n else []
-    nxt = list(range(1, n + 1))  # part starting at i ends at nxt[i]
-    prv = list(range(-1, n - 1))  # the part before the one starting at i
-    alive = [True] * n
-    heap: list[tuple[int, int, int, int]] = []  # (rank, left start, right start, right end)
-
-    def push(a: int) -> None:
-        b = nxt[a]
-        if b < n:
-            r = ranks.get(raw[a : nxt[b]], limit)
-            if r < limit:
-                heapq.heappush(heap, (r, a, b, nxt[b]))
-
-    for i in range(n - 1):
-        push(i)
-    while heap:
-        _, a, b, end = heapq.heappop(heap)
-        if not alive[a] or nxt[a] != b or not alive[b] or nxt[b] != end:
-            continue  # stale: one of the two parts has grown since
-        alive[b] = False
-        nxt[a] = end
-        if end < n:
-            prv[end] = a
-        push(a)
-        if prv[a] >= 0:
-            push(prv[a])
-    parts: list[bytes] = []
-    i = 0
-    while i < n:
-        parts.append(raw[i : nxt[i]])
-        i = nxt[i]
-    return parts
+    adjacent pair of lowest rank, the leftmost of equals (vocab.split_by_ranks)."""
+    return split_by_ranks(raw, ranks, limit)[0]
 
 
 def merges_from_ranks(ranks: Mapping[bytes, int], source: str, where: Callable[[bytes], str]) -> list[tuple[bytes, bytes]]:
-    """The merges behind mergeable ranks: each multi-byte token, by rank, is the pair tiktoken's
-    own merging of its bytes ends with (using only lower ranks)."""
-    merges: list[tuple[bytes, bytes]] = []
-    for raw, rank in sorted(ranks.items(), key=lambda item: item[1]):
-        if len(raw) < 2:
-            continue
-        parts = _split_by_ranks(raw, ranks, rank)
-        if len(parts) != 2:
-            raise FormatError(
-                f"{source}: {where(raw)}: token {raw!r} (rank {rank}) is not the merge of two lower-ranked "
-                f"tokens (merging its bytes stops at {len(parts)} parts)"
-            )
-        merges.append((parts[0], parts[1]))
-    return merges
+    """The merges behind mergeable ranks, by rank: each token's pair, the two parts tiktoken's
+    rule glues into it (vocab.ranked_pairs; a part may rank after the token).  Tokens that no
+    pair makes are left out: they are produced only whole, and from_mergeable_ranks keeps them
+    (`source` and `where` are kept for callers; nothing here is refused any more)."""
+    pairs = ranked_pairs(ranks)
+    return [pair for raw in sorted(pairs, key=ranks.__getitem__) if (pair := pairs[raw]) is not None]
 
 
 def from_mergeable_ranks(
@@ -183,10 +138,10 @@ def from_mergeable_ranks(
     source: str = "<mergeable_ranks>",
     where: Callable[[bytes], str] | None = None,
 ) -> Tokenizer:
-    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials."""
-    name_of = where or (lambda raw: f"token {raw!r}")
-    merges = merges_from_ranks(ranks, source, name_of)
-    return assemble(source, ranks, merges, pattern=check_pattern(pattern), specials=special_tokens, vocab_where=name_of)
+    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials,
+    that encodes as tiktoken does (vocab.from_ranks: a ranked vocabulary when the ranks need
+    one, docs/formats.md "Rank semantics")."""
+    return tokenizer_of(source, from_ranks(source, ranks, pattern=check_pattern(pattern), specials=special_tokens, where=where))
 
 
 #: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
