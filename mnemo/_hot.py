@@ -34,8 +34,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          re-exports only (mnemo/formats/)
+  mnemo/location.py         where files are: a stat, an open, a rename or an fsspec call per file
   mnemo/packing.py          numpy arrays from the compiled encoder's packed ids, once per text
-  mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
   mnemo/prune.py            training runs around the compiled merge loop, and a set lookup per
                             refused candidate
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
@@ -66,6 +66,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
   mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
                             functions by reference, which needs them plain Python
+  mnemo/workers.py          the worker start method, signals and parent death; nothing hot
 """
 
 from typing import Final

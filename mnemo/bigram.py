@@ -470,10 +470,10 @@ class BigramModel:
     def load(cls, path: str | os.PathLike[str]) -> BigramModel:
         """Read weights written by `save` (format 1, before the bias, loads with b = 0); anything
         else is a FormatError naming the file."""
-        from mnemo import remote
+        from mnemo.location import location
 
         try:
-            with np.load(remote.local_copy(path, "weights file") if remote.is_url(path) else path, allow_pickle=False) as z:
+            with np.load(location(path).local_path("weights file"), allow_pickle=False) as z:
                 names = set(z.files)
                 if names not in ({"format", "E", "W"}, {"format", "E", "W", "b"}):
                     raise FormatError(f"{path}: not a mnemo bigram weights file (arrays {sorted(names)})")

@@ -24,19 +24,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mnemo import remote
 from mnemo.constants import GPT2_FILE_NAMES
 from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
+from mnemo.location import Location, location
 from mnemo.tokenizer import Tokenizer
 
-if TYPE_CHECKING:
-    from mnemo.sources import Input
 
 #: `.tiktoken` files eval names by their file name beyond formats.tiktoken.TIKTOKEN_PRESETS (cl100k_base,
 #: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
@@ -62,24 +59,23 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
     if "," in where:
         vocab, merges = where.split(",", 1)
         return label or Path(vocab).stem, load_gpt2(vocab, merges)
-    if remote.is_url(where):
-        return _load_url_spec(label, where)
-    path = Path(where)
-    if path.is_dir():
+    path = location(where)
+    if path.isdir():  # a folder, or a prefix at a URL
         for vocab_name, merges_name in GPT2_FILE_NAMES:
-            if (path / vocab_name).is_file() and (path / merges_name).is_file():
-                return label or path.name, load_gpt2(path / vocab_name, path / merges_name)
-        if (path / "tokenizer.json").is_file():
-            return label or path.name, load_hf(path / "tokenizer.json")
+            if path.join(vocab_name).isfile() and path.join(merges_name).isfile():
+                return label or path.name, load_gpt2(path.join(vocab_name), path.join(merges_name))
+        if path.join("tokenizer.json").isfile():
+            return label or path.name, load_hf(path.join("tokenizer.json"))
         raise InputError(f"{path}: a folder without vocab.json + merges.txt or tokenizer.json")
-    if not path.is_file():
+    if not path.isfile():
         raise InputError(f"{path}: no such tokenizer file (a tokenizer.bin, tokenizer.json, .tiktoken or GPT-2 folder)")
     name = path.name
+    stem = Path(name).stem
     if name.endswith((".tiktoken", ".tiktoken.gz")):
         return _tiktoken_spec(label, name, str(path))
     if name.endswith(".json"):
-        return label or path.stem, load_hf(path)
-    return label or path.stem, Tokenizer.load(path)
+        return label or stem, load_hf(path)
+    return label or stem, Tokenizer.load(path)
 
 
 def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
@@ -99,30 +95,6 @@ def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
     return label or preset, load_tiktoken(source, pattern, specials)
 
 
-def _load_url_spec(label: str, where: str) -> tuple[str, Tokenizer]:
-    """load_spec for a URL: the same kinds, known by the same names; a folder is a prefix."""
-    from mnemo.formats.gpt2 import load_gpt2
-    from mnemo.formats.hf import load_hf
-
-    u = remote.as_url(where)
-    if remote.isdir(u):
-        for vocab_name, merges_name in GPT2_FILE_NAMES:
-            vocab, merges = remote.join(u, vocab_name), remote.join(u, merges_name)
-            if remote.isfile(vocab) and remote.isfile(merges):
-                return label or u.name, load_gpt2(str(vocab), str(merges))
-        if remote.isfile(remote.join(u, "tokenizer.json")):
-            return label or u.name, load_hf(str(remote.join(u, "tokenizer.json")))
-        raise InputError(f"{u}: a folder (prefix) without vocab.json + merges.txt or tokenizer.json")
-    remote.check_file(u)  # missing: an InputError naming the URL
-    name = u.name
-    stem = name.rsplit(".", 1)[0] if "." in name else name
-    if name.endswith((".tiktoken", ".tiktoken.gz")):
-        return _tiktoken_spec(label, name, where)
-    if name.endswith(".json"):
-        return label or stem, load_hf(where)
-    return label or stem, Tokenizer.load(where)
-
-
 def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DEFAULT_TEXT_FIELD) -> Iterator[bytes]:
     """The documents of a corpus file as UTF-8 bytes, up to about `max_bytes` (-1: all).
 
@@ -139,7 +111,7 @@ def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DE
             yield doc
 
 
-def _file_documents(p: Input, text_field: str) -> Iterator[bytes]:
+def _file_documents(p: Location, text_field: str) -> Iterator[bytes]:
     """A JSON Lines file's documents: `text_field`, or a chat record's messages joined."""
     from mnemo.sources import open_binary
 

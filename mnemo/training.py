@@ -24,7 +24,7 @@ from mnemo.count import PackedCounts, WordCounter, packed_to_dict
 from mnemo.superword import add_both
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
-from mnemo.parallel import resolve_workers
+from mnemo.workers import resolve_workers
 from mnemo.pretokenize import pattern_id
 from mnemo.prune import PruneStats, Skip, check_prune, learn_pruned, refusing_also
 from mnemo.superbpe import Stage2Stats, check_superword, learn_stage2, too_many_words
@@ -34,14 +34,13 @@ from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
 from mnemo import merge_loop, merge_loop_wide
 from mnemo.constants import MAX_VOCAB
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES, DEFAULT_PATTERN, DEFAULT_TEXT_FIELD, DEFAULT_TIE, DEFAULT_VOCAB_SIZE
-from mnemo.remote import is_url
+from mnemo.location import location
 from mnemo.work import Progress, map_combine, shared_executor
 from mnemo.work_ray import RayOptions, check_ray_option
 from mnemo.sources import (
     Task,
     check_inputs,
     documents_from_iterable,
-    is_stdin,
     iter_task_documents,
     plan_tasks,
 )
@@ -645,7 +644,8 @@ def _file_paths(files: object) -> list[PathLike]:
         if not isinstance(item, (str, os.PathLike)):
             raise ArgumentTypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
     for item in items:
-        if isinstance(item, str) and not is_stdin(item) and not is_url(item) and not os.path.exists(item):
+        # a local path only: a URL is looked up when it is read, standard input never is
+        if isinstance(item, str) and not (where := location(item)).remote and not where.stdin and not os.path.exists(item):
             if _looks_like_text(item):
                 raise InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {hint}")
             raise InputError(f"{item}: no such file; check the path")
