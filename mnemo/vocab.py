@@ -64,6 +64,11 @@ class TokenizerFields:
     encoder_tables: bytes | None = None
     #: tokenizer.bin only: the program that wrote the file (its WRTR section), if it says
     writer: str | None = None
+    #: a superword tokenizer's transition T (docs/superword.md): merges making ids >= T are
+    #: stage 2's; None: plain BPE
+    superword: int | None = None
+    #: a superword tokenizer's stage-2 rule (mnemo.superword.RULES); None when plain
+    stage2: str | None = None
 
 
 # ---- the rules ----

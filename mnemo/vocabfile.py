@@ -29,6 +29,7 @@ from mnemo.buildinfo import VERSION
 from mnemo.constants import MAX_SPECIALS, MAX_TOKEN_ID, MAX_VOCAB, PATTERNS, TIES, VOCAB16
 from mnemo.encode_chunk import TABLES_LAYOUT, spell_merges, tables_size
 from mnemo.errors import ConfigError, FormatError, MnemoError
+from mnemo.superword import RULES
 from mnemo.vocab import (
     MAX_SPECIAL_BYTES,
     TokenizerFields,
@@ -69,6 +70,7 @@ ID_MAP: Final = b"IDMP"  # V x W-byte public ids, V = 256 + M + S
 ENCODER: Final = b"ENCT"  # u32 layout, u32 M, the encoder's prebuilt tables (encode_chunk.export_tables)
 WRITER_TAG: Final = b"WRTR"  # UTF-8: the program that wrote the file
 RANK: Final = b"RANK"  # u32 flags (bit 0: ranked), u32 W, W x (u32 n, n bytes): a ranked vocabulary's whole tokens
+STAGE2: Final = b"STG2"  # u32 transition T, u8 n, the stage-2 rule's name: a superword tokenizer (docs/superword.md)
 RANKED: Final = 1
 #: The most bytes a ranked vocabulary's whole tokens take together in a RANK section (Llama 3's
 #: 256 are a few KB; the bound keeps the file-size bound finite).
@@ -76,8 +78,7 @@ MAX_WHOLE_BYTES: Final = 16 << 20
 
 #: Every section this mnemo knows: whether it carries the required flag (a reader that does not
 #: know it must refuse the file), and the most bytes its payload holds (the file-size bound below
-#: is their sum).  A section reserved for work under way this round (docs/formats.md): STG2
-#: (superword tokenizers, issue 30).
+#: is their sum).
 KNOWN: Final[dict[bytes, tuple[bool, int]]] = {
     MERGES: (True, 8 + 8 * MAX_VOCAB),
     SPECIALS: (True, 4 + (1 + MAX_SPECIAL_BYTES) * MAX_SPECIALS),
@@ -88,6 +89,7 @@ KNOWN: Final[dict[bytes, tuple[bool, int]]] = {
     ENCODER: (False, 8 + MAX_VOCAB),
     WRITER_TAG: (False, 255),
     RANK: (True, 8 + 4 * MAX_VOCAB + MAX_WHOLE_BYTES),  # only in a ranked vocabulary's file
+    STAGE2: (True, 4 + 1 + 255),  # only in a superword tokenizer's file
 }
 #: The sections every file has.
 MANDATORY: Final = (MERGES, SPECIALS, PATTERN, TIE)
@@ -136,11 +138,14 @@ def encode_tokenizer_bin(
     version: int | None = None,
     encoder_tables: bytes | None = None,
     whole_tokens: Sequence[bytes] | None = None,
+    superword: tuple[int, str] | None = None,
 ) -> bytes:
     """Serialize without validating (Tokenizer validated; tests build bad files through this).
     `version` None: version 3; 1 or 2 write the old layouts (tests of old files).
     `encoder_tables`: encode_chunk.export_tables of the tokenizer's encoder, or None.
-    `whole_tokens`: a ranked vocabulary's (its RANK section, required), or None."""
+    `whole_tokens`: a ranked vocabulary's (its RANK section, required), or None.
+    `superword`: a superword tokenizer's (transition, stage-2 rule) (its STG2 section,
+    required), or None."""
     if version in (1, 2):
         return _encode_legacy(merges, pattern, special_tokens, tie, merge_counts, id_map, version)
     n_vocab = 256 + len(merges) + len(whole_tokens or ()) + len(special_tokens)
@@ -158,6 +163,9 @@ def encode_tokenizer_bin(
     if whole_tokens is not None:
         whole = b"".join(struct.pack("<I", len(raw)) + raw for raw in whole_tokens)
         sections.append((RANK, struct.pack("<II", RANKED, len(whole_tokens)) + whole))
+    if superword is not None:
+        rule = superword[1].encode("ascii")
+        sections.append((STAGE2, struct.pack("<I", superword[0]) + bytes([len(rule)]) + rule))
     if merge_counts is not None:
         sections.append((COUNTS, np.asarray(merge_counts, dtype="<u8").tobytes()))
     if id_map is not None:
@@ -334,6 +342,13 @@ def _read_sections(
                 raise fail(at, f"encoder tables for {tables_merges} merges in {length - 8} bytes; the file has {n_merges} merges")
             tables = data[at + 8 : at + length]
 
+    superword: int | None = None
+    stage2: str | None = None
+    if STAGE2 in sections:
+        superword, stage2 = _read_stage2(data, *sections[STAGE2][:2], n_merges, fail)
+        if ranked or id_map is not None:
+            raise fail(sections[STAGE2][0], "a superword tokenizer has no whole tokens and no id map, and this file has both sections")
+
     writer: str | None = None
     if WRITER_TAG in sections:
         at, length, _ = sections[WRITER_TAG]
@@ -342,8 +357,37 @@ def _read_sections(
         except UnicodeDecodeError:
             raise fail(at, "the writer's name is not valid UTF-8") from None
     return TokenizerFields(
-        merges, pattern, specials, tie, counts, id_map, whole_tokens=whole, ranked=ranked, encoder_tables=tables, writer=writer
+        merges,
+        pattern,
+        specials,
+        tie,
+        counts,
+        id_map,
+        whole_tokens=whole,
+        ranked=ranked,
+        encoder_tables=tables,
+        writer=writer,
+        superword=superword,
+        stage2=stage2,
     )
+
+
+def _read_stage2(
+    data: bytes, at: int, length: int, n_merges: int, fail: Callable[[int, str], MnemoError]
+) -> tuple[int, str]:
+    """A STG2 section: (transition T, stage-2 rule), T in 256..256 + n_merges and a rule this
+    mnemo knows (mnemo.superword.RULES)."""
+    if length < 5:
+        raise fail(at, f"the stage-2 section has {length} bytes, fewer than its 5-byte head")
+    (transition,) = struct.unpack_from("<I", data, at)
+    rule, rule_at, end = _read_string(data, at + 4, at + length, 1, "stage-2 rule", fail)
+    if end != at + length:
+        raise fail(end, f"{at + length - end} unused bytes at the end of the stage-2 section")
+    if not 256 <= transition <= 256 + n_merges:
+        raise fail(at, f"transition {transition} is outside 256..{256 + n_merges} (256 + the merges)")
+    if rule not in RULES:
+        raise fail(rule_at, f"unknown stage-2 rule {rule!r} (known: {', '.join(RULES)})")
+    return transition, rule
 
 
 def _plainly_ranked(pairs: npt.NDArray[np.unsignedinteger], whole: list[bytes]) -> bool:

@@ -40,6 +40,7 @@ from mnemo.vocab import (
     check_special_tokens,
     from_vocab_merges,
 )
+from mnemo.superword import SuperEncoder, rule_id
 from mnemo.vocabfile import MAX_BIN_BYTES, MAX_WHOLE_BYTES, WRITER, encode_tokenizer_bin, id_width, parse_tokenizer_bin
 
 
@@ -47,7 +48,8 @@ def _fingerprint(fields: TokenizerFields) -> str:
     """Vocabulary.fingerprint (docs/formats.md, "Fingerprint"): ids hashed at the width
     tokenizer.bin stores them, so a vocabulary that fits in 16 bits keeps the fingerprint earlier
     versions gave it (its .tok files name it).  A ranked one has a personalisation of its own,
-    with its whole tokens after the merges."""
+    with its whole tokens after the merges; a superword one appends its curriculum, which decides
+    the ids too (plain fingerprints unchanged)."""
     merges, public = fields.merges, fields.id_map
     n_vocab = 256 + len(merges) + len(fields.whole_tokens) + len(fields.special_tokens)
     wide = fields.ranked or id_width(n_vocab, public) == 4
@@ -65,6 +67,8 @@ def _fingerprint(fields: TokenizerFields) -> str:
         h.update(bytes([len(raw)]) + raw)
     if public is not None:
         h.update(b"id_map" + np.asarray(public, dtype=id_type).tobytes())
+    if fields.superword is not None:
+        h.update(b"superword" + (fields.stage2 or "").encode() + b"\0" + fields.superword.to_bytes(4, "little"))
     return h.hexdigest()
 
 
@@ -87,6 +91,11 @@ class Vocabulary:
     (256 + len(merges) + j, the specials follow them); a pre-token that is exactly one of them
     is that token.  A vocabulary that needs neither is stored as an ordinary one
     (`self.ranked` is False), which encodes the same.
+
+    `superword` (docs/superword.md): the transition T of a superword tokenizer -- the merges
+    making ids below T are stage 1's, applied inside the chunks of `pattern`; the others are
+    stage 2's, applied inside coarse chunks (the `stage2` rule's runs of those chunks) to the
+    stage-1 tokens.  None: plain BPE.
     """
 
     def __init__(
@@ -100,6 +109,8 @@ class Vocabulary:
         id_map: Sequence[int] | None = None,
         whole_tokens: Sequence[bytes] | None = None,
         ranked: bool = False,
+        superword: int | None = None,
+        stage2: str = "superword",
     ) -> None:
         check_pattern(pattern)
         check_tie(tie)
@@ -157,7 +168,23 @@ class Vocabulary:
             if len(public) != n_vocab:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
             check_id_map(public, n_vocab)
-        self._setup(TokenizerFields(checked, pattern, specials, tie, counts, public, whole_tokens=whole, ranked=ranked))
+        if superword is not None:
+            superword = check_int("superword", superword)
+            if not 256 <= superword <= 256 + len(checked):
+                raise ConfigError(f"superword (the transition id) must be in 256..{256 + len(checked)}, got {superword}")
+            if public is not None:
+                raise ConfigError("a superword tokenizer has no id map")
+            if whole:
+                raise ConfigError("a superword tokenizer is not ranked (it has no whole tokens)")
+            if not isinstance(stage2, str):
+                raise type_error("stage2", "a str", stage2)
+            rule_id(stage2)
+        self._setup(
+            TokenizerFields(
+                checked, pattern, specials, tie, counts, public, whole_tokens=whole, ranked=ranked,
+                superword=superword, stage2=stage2 if superword is not None else None,
+            )
+        )
 
     def _setup(self, fields: TokenizerFields) -> None:
         """Everything a Vocabulary holds, from parts that follow vocab.py's rules: checked by
@@ -170,10 +197,19 @@ class Vocabulary:
         if public is not None and public == list(range(n_vocab)):
             public = None
             fields = dataclasses.replace(fields, id_map=None)
-        self._encoder = Encoder(merges, wide=n_vocab > VOCAB16, whole=whole, tables=fields.encoder_tables or b"")
-        vocab: list[bytes] = self._encoder.spelled + whole + [name.encode("utf-8") for name in specials]
+        spelled: list[bytes]
+        if fields.superword is None:
+            self._encoder = Encoder(merges, wide=n_vocab > VOCAB16, whole=whole, tables=fields.encoder_tables or b"")
+            spelled = self._encoder.spelled
+        else:  # its tables are always built (a superword file has no ENCT section)
+            sup = SuperEncoder(merges, fields.superword, rule_id(fields.stage2 or ""), wide=n_vocab > VOCAB16)
+            self._encoder = sup
+            spelled = sup.full.spelled
+        vocab: list[bytes] = spelled + whole + [name.encode("utf-8") for name in specials]
         names = {name: 256 + len(merges) + len(whole) + j for j, name in enumerate(specials)}
 
+        self.superword: int | None = fields.superword
+        self.stage2: str | None = fields.stage2
         self.merges: list[tuple[int, int]] = merges
         self.whole_tokens: list[bytes] = whole
         self.ranked: bool = fields.ranked
@@ -204,10 +240,10 @@ class Vocabulary:
             else:
                 # numpy places the tokens at their public ids in one C loop (a Python loop over
                 # o200k's 200,000 ids was 40 ms of its load)
-                spelled = np.empty(n_vocab, dtype=object)
-                spelled[:] = vocab
+                placed = np.empty(n_vocab, dtype=object)
+                placed[:] = vocab
                 table = np.full(self._n_ids, None, dtype=object)
-                table[self._public_array] = spelled
+                table[self._public_array] = placed
                 self._vocab = table.tolist()
         self._n_holes = self._n_ids - n_vocab
         self._pattern_id = PATTERNS.index(fields.pattern)
@@ -252,7 +288,9 @@ class Vocabulary:
     def __repr__(self) -> str:
         return (
             f"<{type(self).__name__} n_vocab={self.n_vocab} merges={len(self.merges)} specials={len(self.special_tokens)} "
-            f"pattern={self.pattern!r} fingerprint={self.fingerprint}>"
+            f"pattern={self.pattern!r}"
+            + ("" if self.superword is None else f" superword={self.superword} stage2={self.stage2!r}")
+            + f" fingerprint={self.fingerprint}>"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -339,18 +377,22 @@ class Vocabulary:
             id_map=id_map,
             whole_tokens=self.whole_tokens,
             ranked=self.ranked,
+            superword=self.superword,
+            stage2=self.stage2 or "superword",
         )
 
     # ---- tokenizer.bin ----
 
     def to_bytes(self) -> bytes:
         """The tokenizer.bin image of this tokenizer, with its encoder's prebuilt tables (a
-        ranked one's whole tokens in its RANK section)."""
+        ranked one's whole tokens in its RANK section, a superword one's transition and stage-2
+        rule in its STG2 section)."""
         if sum(map(len, self.whole_tokens)) > MAX_WHOLE_BYTES:
             raise ConfigError(
                 f"this ranked tokenizer's {len(self.whole_tokens)} whole tokens hold more than {MAX_WHOLE_BYTES:,} bytes, "
                 f"the most a tokenizer.bin holds: load it from its rank file instead"
             )
+        superword = None if self.superword is None else (self.superword, self.stage2 or "")
         return encode_tokenizer_bin(
             self.merges,
             self.pattern,
@@ -358,8 +400,10 @@ class Vocabulary:
             self.tie,
             self.merge_counts,
             self.id_map,
-            encoder_tables=export_tables(self._encoder),
+            # a superword encoder's tables are its stage 1's alone: built at each load instead
+            encoder_tables=export_tables(self._encoder) if superword is None else None,
             whole_tokens=self.whole_tokens if self.ranked else None,
+            superword=superword,
         )
 
     @classmethod
@@ -403,7 +447,9 @@ class Vocabulary:
         use: what loading a tokenizer.bin written by this mnemo trusts instead of computing
         (docs/formats.md, "Trust").  FormatError naming the first token that disagrees; every
         other rule of the file was checked when it was read.  `mnemo info --verify` runs it."""
-        fresh = Encoder(self.merges, wide=self._encoder.wide, whole=self.whole_tokens)
+        # a superword encoder is its stage 1's encoder (stage 2 rides on its full one)
+        first = self.merges if self.superword is None else self.merges[: self.superword - 256]
+        fresh = Encoder(first, wide=self._encoder.wide, whole=self.whole_tokens)
         self._compare_tables(export_tables(fresh), export_tables(self._encoder))
 
     def _compare_tables(self, built: bytes, trusted: bytes) -> None:

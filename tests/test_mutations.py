@@ -35,6 +35,8 @@ def state(tok: Tokenizer) -> tuple[object, ...]:
         tok.whole_tokens,
         tok.ranked,
         tok.fingerprint,
+        tok.superword,
+        tok.stage2,
         tok.n_vocab,
     )
 
@@ -51,6 +53,8 @@ KINDS: dict[str, Tokenizer] = {
     "no-specials": Tokenizer([(120, 121), (256, 256)], pattern="gpt4", special_tokens=[]),
     # a ranked vocabulary (its RANK section): a merge whose part comes after it, a whole token
     "ranked": Tokenizer([(97, 257), (98, 99)], whole_tokens=[b"xyz"], ranked=True, special_tokens=["<|e|>"]),
+    # a superword tokenizer (its STG2 section): merge 1 (id 257) is stage 2's, across a space
+    "superword": Tokenizer([(32, 98), (97, 256)], superword=257, special_tokens=["<|e|>"]),
 }
 
 

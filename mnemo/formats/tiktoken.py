@@ -22,7 +22,7 @@ from mnemo.encode_chunk import tables_all_spelled
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
-from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, tokenizer_of
+from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, refuse_superword, tokenizer_of
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.ranks import merges_of_ranks, parse_rank_lines
 from mnemo.tokenizer import Tokenizer
@@ -36,6 +36,7 @@ def _regular_ids(tok: Tokenizer) -> list[int]:
 
 def mergeable_ranks(tok: Tokenizer) -> dict[bytes, int]:
     """tiktoken's `mergeable_ranks`: the bytes of every non-special token -> its id."""
+    refuse_superword(tok, "tiktoken's mergeable ranks")
     ranks: dict[bytes, int] = {}
     for i in _regular_ids(tok):
         raw = tok.token_bytes(i)

@@ -16,7 +16,7 @@ UnicodeError, OverflowError, MemoryError, ...) is a finding.
 A case is (target, payload bytes).  Targets and what their payload is:
 
     tokenizer_bin  a tokenizer.bin image           -> Tokenizer.from_bytes, then encode/decode
-    tok            a .tok file                     -> tokfile.read_tok_header, open_tok
+    tok            a .tok file                     -> tokfile.read_tok_header, mnemo.open_tok
     gpt2           vocab.json and merges.txt       -> interop.load_gpt2 (payload: pack_parts)
     tiktoken       a .tiktoken file                -> interop.load_tiktoken
     hf             a tokenizer.json                -> interop.load_hf
@@ -194,7 +194,7 @@ def _run_api(env: _Env, data: bytes) -> None:
 
 def run_case(env: _Env, target: str, data: bytes) -> None:
     """Run one case in this process; returns normally or raises what mnemo raised."""
-    from mnemo import tokfile, interop
+    from mnemo import interop, open_tok, tokfile
     from mnemo.tokenizer import Tokenizer
 
     if target == "tokenizer_bin":
@@ -209,7 +209,7 @@ def run_case(env: _Env, target: str, data: bytes) -> None:
         path = env.write(f"input-{env.cases}.tok", data)
         try:
             tokfile.read_tok_header(path)
-            f = tokfile.open_tok(path, env.tokenizer)  # files; shard folders: shards.open_tok
+            f = open_tok(path, env.tokenizer)  # the one open_tok: a file here (shard folders too)
             int(f.tokens.sum()) if len(f.tokens) else 0
             del f
         finally:
