@@ -13,6 +13,7 @@ from mypy_extensions import i64
 from mnemo.encode_chunk import Encoder, emit
 from mnemo.patterns import program_of
 from mnemo.pretokenize import scan
+from mnemo.superword import SuperEncoder
 
 
 def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, dst: BytesWriter) -> None:
@@ -22,6 +23,9 @@ def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern
     The text seen by the pattern is data[start:end]: chunks start at `start` and the pattern's
     lookahead stops at `end` (a special token cuts the text there, as in tiktoken).
     """
+    if isinstance(enc, SuperEncoder):  # a superword tokenizer: stage 2 inside coarse chunks
+        enc.encode_coarse(data, start, end, pattern, dst)
+        return
     prog = program_of(pattern)
     pos: i64 = start
     while pos < end:
@@ -71,6 +75,8 @@ def encode_some_packed(
     sees the whole text up to `end`, so calls that pick up where the last one stopped give the
     ids of encode_range_packed.  Tokenizer._encode_pieces encodes long texts so: between calls
     Python runs its signal handlers (Ctrl-C), which compiled code never does."""
+    if isinstance(enc, SuperEncoder):  # whole coarse chunks
+        return enc.encode_coarse_some(data, start, end, pattern, budget, dst)
     prog = program_of(pattern)
     pos: i64 = start
     stop: i64 = start + budget

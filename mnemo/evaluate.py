@@ -1,8 +1,10 @@
 """`mnemo eval`: tokenizers side by side on corpora.
 
-Per tokenizer and corpus: bytes per token, tokens per word (fertility: words are runs of
-non-space characters, `str.split()`), the share of the vocabulary the corpus uses, and encode
-speed; per tokenizer, its 20 most frequent tokens over all corpora and the length distribution
+Per tokenizer and corpus: bytes per token and tokens per byte (the measure that compares
+tokenizers of any kind, superword ones included), the share of the text's tokens that are
+superwords (tokens spanning two or more chunks of the tokenizer's own pattern: 0 for plain BPE),
+tokens per word (fertility: words are runs of non-space characters, `str.split()`), the share of
+the vocabulary the corpus uses, and encode speed; per tokenizer, its 20 most frequent tokens over all corpora and the length distribution
 of its tokens (bytes per token, over the vocabulary and over the encoded text).  Every
 tokenizer is loaded into a mnemo Tokenizer, so every one is encoded by the same engine: the
 speeds compare vocabularies, not libraries (bench/ compares libraries).
@@ -22,19 +24,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mnemo import remote
 from mnemo.constants import GPT2_FILE_NAMES
 from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
+from mnemo.location import Location, location
 from mnemo.tokenizer import Tokenizer
 
-if TYPE_CHECKING:
-    from mnemo.sources import Input
 
 #: `.tiktoken` files eval names by their file name beyond formats.tiktoken.TIKTOKEN_PRESETS (cl100k_base,
 #: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
@@ -60,24 +59,23 @@ def load_spec(spec: str) -> tuple[str, Tokenizer]:
     if "," in where:
         vocab, merges = where.split(",", 1)
         return label or Path(vocab).stem, load_gpt2(vocab, merges)
-    if remote.is_url(where):
-        return _load_url_spec(label, where)
-    path = Path(where)
-    if path.is_dir():
+    path = location(where)
+    if path.isdir():  # a folder, or a prefix at a URL
         for vocab_name, merges_name in GPT2_FILE_NAMES:
-            if (path / vocab_name).is_file() and (path / merges_name).is_file():
-                return label or path.name, load_gpt2(path / vocab_name, path / merges_name)
-        if (path / "tokenizer.json").is_file():
-            return label or path.name, load_hf(path / "tokenizer.json")
+            if path.join(vocab_name).isfile() and path.join(merges_name).isfile():
+                return label or path.name, load_gpt2(path.join(vocab_name), path.join(merges_name))
+        if path.join("tokenizer.json").isfile():
+            return label or path.name, load_hf(path.join("tokenizer.json"))
         raise InputError(f"{path}: a folder without vocab.json + merges.txt or tokenizer.json")
-    if not path.is_file():
+    if not path.isfile():
         raise InputError(f"{path}: no such tokenizer file (a tokenizer.bin, tokenizer.json, .tiktoken or GPT-2 folder)")
     name = path.name
+    stem = Path(name).stem
     if name.endswith((".tiktoken", ".tiktoken.gz")):
         return _tiktoken_spec(label, name, str(path))
     if name.endswith(".json"):
-        return label or path.stem, load_hf(path)
-    return label or path.stem, Tokenizer.load(path)
+        return label or stem, load_hf(path)
+    return label or stem, Tokenizer.load(path)
 
 
 def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
@@ -97,30 +95,6 @@ def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
     return label or preset, load_tiktoken(source, pattern, specials)
 
 
-def _load_url_spec(label: str, where: str) -> tuple[str, Tokenizer]:
-    """load_spec for a URL: the same kinds, known by the same names; a folder is a prefix."""
-    from mnemo.formats.gpt2 import load_gpt2
-    from mnemo.formats.hf import load_hf
-
-    u = remote.as_url(where)
-    if remote.isdir(u):
-        for vocab_name, merges_name in GPT2_FILE_NAMES:
-            vocab, merges = remote.join(u, vocab_name), remote.join(u, merges_name)
-            if remote.isfile(vocab) and remote.isfile(merges):
-                return label or u.name, load_gpt2(str(vocab), str(merges))
-        if remote.isfile(remote.join(u, "tokenizer.json")):
-            return label or u.name, load_hf(str(remote.join(u, "tokenizer.json")))
-        raise InputError(f"{u}: a folder (prefix) without vocab.json + merges.txt or tokenizer.json")
-    remote.check_file(u)  # missing: an InputError naming the URL
-    name = u.name
-    stem = name.rsplit(".", 1)[0] if "." in name else name
-    if name.endswith((".tiktoken", ".tiktoken.gz")):
-        return _tiktoken_spec(label, name, where)
-    if name.endswith(".json"):
-        return label or stem, load_hf(where)
-    return label or stem, Tokenizer.load(where)
-
-
 def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DEFAULT_TEXT_FIELD) -> Iterator[bytes]:
     """The documents of a corpus file as UTF-8 bytes, up to about `max_bytes` (-1: all).
 
@@ -137,7 +111,7 @@ def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DE
             yield doc
 
 
-def _file_documents(p: Input, text_field: str) -> Iterator[bytes]:
+def _file_documents(p: Location, text_field: str) -> Iterator[bytes]:
     """A JSON Lines file's documents: `text_field`, or a chat record's messages joined."""
     from mnemo.sources import open_binary
 
@@ -164,10 +138,22 @@ class CorpusResult:
     n_words: int = 0
     seconds: float = 0.0
     used: int = 0  # distinct ids
+    n_super: int = 0  # tokens of the encoded text that span two or more stage-1 chunks
 
     @property
     def bytes_per_token(self) -> float:
         return self.n_bytes / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def tokens_per_byte(self) -> float:
+        """Tokens / UTF-8 bytes: the measure papers compare tokenizers of different kinds with
+        (SuperBPE reports it per byte of the same text); fewer is better."""
+        return self.n_tokens / self.n_bytes if self.n_bytes else 0.0
+
+    @property
+    def super_share(self) -> float:
+        """Share of the encoded text's tokens that are superwords (0 for plain BPE)."""
+        return self.n_super / self.n_tokens if self.n_tokens else 0.0
 
     @property
     def tokens_per_word(self) -> float:
@@ -193,6 +179,25 @@ def _length_bins(lengths: np.ndarray, weights: np.ndarray | None = None) -> list
     return [int(x) for x in np.bincount(clipped, weights=weights, minlength=LENGTH_BINS)[:LENGTH_BINS].round()]
 
 
+def superword_ids(tok: Tokenizer) -> np.ndarray:
+    """A bool per id: the token is a superword -- its characters hold two or more chunks of the
+    tokenizer's own (stage-1) pattern, so plain BPE, whose merges never cross a chunk, has none.
+    Special tokens and holes are not."""
+    from mnemo.patterns import split
+
+    spans = np.zeros(tok.n_vocab, dtype=bool)
+    specials = set(tok.special_tokens.values())
+    for i, raw in tok.vocab.items():
+        if len(raw) < 2 or i in specials:
+            continue
+        # its whole characters: a token that ends inside a character ('分<0xE7>') is cut there
+        # by the pattern when alone, though inside text it sits in one chunk
+        whole = raw.decode("utf-8", "ignore").encode("utf-8")
+        if len(split(whole, tok.split_pattern)) > 1:
+            spans[i] = True
+    return spans
+
+
 def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tuple[str, list[bytes]]]) -> list[TokenizerResult]:
     """Every tokenizer on every corpus (documents as bytes, each encoded as plain text)."""
     words = {name: sum(len(d.decode("utf-8", "replace").split()) for d in docs) for name, docs in corpora}
@@ -207,6 +212,7 @@ def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tupl
         regular[present] = True
         regular[list(tok.special_tokens.values())] = False
         res = TokenizerResult(label, tok.n_tokens, vocab_lengths=_length_bins(lengths[regular]))
+        spans = superword_ids(tok)
         total = np.zeros(tok.n_vocab, dtype=np.int64)
         for name, docs in corpora:
             seen = np.zeros(tok.n_vocab, dtype=np.int64)
@@ -219,6 +225,7 @@ def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tupl
                     seen += np.bincount(np.asarray(ids, dtype=np.int64), minlength=tok.n_vocab)
             r.n_tokens = int(seen.sum())
             r.used = int(np.count_nonzero(seen))
+            r.n_super = int(seen[spans].sum())
             res.corpora[name] = r
             total += seen
         order = np.argsort(-total, kind="stable")[:TOP]
@@ -247,12 +254,21 @@ def format_tables(results: Sequence[TokenizerResult], corpus_names: Sequence[str
                 n_words=sum(c.n_words for c in r.corpora.values()),
                 seconds=sum(c.seconds for c in r.corpora.values()),
                 used=-1,
+                n_super=sum(c.n_super for c in r.corpora.values()),
             )
             cells = [cell(r.corpora[c], r) for c in corpus_names] + [cell(allr, r)]
             out.append(f"  {r.label.ljust(width)}  {r.n_vocab:>7}  " + "  ".join(v.rjust(w) for v, w in zip(cells, cw)))
         out.append("")
 
     table("bytes per token (more is better: fewer tokens for the same text)", lambda c, r: f"{c.bytes_per_token:.2f}")
+    table(
+        "tokens per byte (fewer is better; the measure that compares tokenizers of any kind, superword ones included)",
+        lambda c, r: f"{c.tokens_per_byte:.4f}",
+    )
+    table(
+        "superword tokens: share of the encoded text (tokens spanning two or more stage-1 chunks; 0 for plain BPE)",
+        lambda c, r: f"{100 * c.super_share:.1f}%",
+    )
     table("tokens per word (fertility: words are runs of non-space characters)", lambda c, r: f"{c.tokens_per_word:.2f}")
     table(
         "share of the vocabulary used",

@@ -27,6 +27,11 @@ def continue_from(
     encode as it did."""
     if not isinstance(base, Tokenizer):
         raise type_error("base", "a Tokenizer (mnemo.Tokenizer.load('tokenizer.bin'))", base)
+    if base.superword is not None:
+        raise ConfigError(
+            "the tokenizer to continue from is a superword tokenizer (docs/superword.md); continuing it would put "
+            "ordinary merges after its stage-2 ones -- train a new one with superword=T instead"
+        )
     if base.id_map is not None:
         raise ConfigError(
             "the tokenizer to continue from renumbers its ids (an imported vocabulary such as GPT-2's); "

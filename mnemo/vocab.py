@@ -60,6 +60,16 @@ class TokenizerFields:
     whole_tokens: list[bytes] = field(default_factory=list)
     #: tiktoken's rule: merges may use later merges, whole tokens are allowed (check_ranked)
     ranked: bool = False
+    #: tokenizer.bin only: the encoder's prebuilt tables (encode_chunk.export_tables), when the
+    #: file holds tables of this encoder's layout; None: the encoder builds them from the merges
+    encoder_tables: bytes | None = None
+    #: tokenizer.bin only: the program that wrote the file (its WRTR section), if it says
+    writer: str | None = None
+    #: a superword tokenizer's transition T (docs/superword.md): merges making ids >= T are
+    #: stage 2's; None: plain BPE
+    superword: int | None = None
+    #: a superword tokenizer's stage-2 rule (mnemo.superword.RULES); None when plain
+    stage2: str | None = None
 
 
 # ---- the rules ----

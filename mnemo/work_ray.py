@@ -32,8 +32,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from mnemo.errors import ArgumentTypeError, ClusterError, ConfigError, InputError, MnemoError, VerificationError, WorkerError
-from mnemo.remote import Url
-from mnemo.sources import Task, check_inputs, display_name, is_stream, kind_of, plan_tasks
+from mnemo.location import PathArg, location
+from mnemo.sources import Task, check_inputs, kind_of, plan_tasks
 from mnemo.work import (
     KEPT_STATES,
     Combiner,
@@ -223,22 +223,34 @@ class _Session:
             self.ray.shutdown()
 
 
-def absolute_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """The inputs as absolute paths (the nodes' working folders are not the driver's); standard
-    input and pipes, which only this process can read, are refused, and so are URLs for now
-    (docs/ray.md: shards and the manifest are local files, sized and dated by stat)."""
-    paths: list[Path] = []
-    for p in check_inputs(inputs):
-        if isinstance(p, Url):
-            raise ConfigError(f"{p}: runs on Ray read files on a filesystem every node sees; URL inputs work with local runs only")
-        paths.append(p)
-    for p in paths:
-        if is_stream(p):
+def shared_paths(paths: Sequence[PathArg]) -> list[Path]:
+    """`paths` as absolute local paths, which every node of a cluster reads by the same name
+    (the nodes' working folders are not the driver's).  URLs are refused for now (docs/ray.md:
+    shards and the manifest are local files, sized and dated by stat) -- called by the command
+    line before any work, and by the runs themselves."""
+    shared: list[Path] = []
+    for p in map(location, paths):
+        if p.remote:
             raise ConfigError(
-                f"{display_name(p)}: a stream (standard input or a pipe) cannot be read by the nodes of a Ray "
+                f"{p}: runs on Ray read and write folders every node of the cluster mounts, not URLs yet; "
+                f"use shared folders with --ray, or URLs without it"
+            )
+        shared.append(Path(p).absolute())
+    return shared
+
+
+def absolute_inputs(inputs: Sequence[PathArg]) -> list[Path]:
+    """The inputs as absolute paths (shared_paths); standard input and pipes, which only this
+    process can read, are refused."""
+    paths = check_inputs(inputs)
+    shared = shared_paths(paths)
+    for p in paths:
+        if p.info().stream:
+            raise ConfigError(
+                f"{p}: a stream (standard input or a pipe) cannot be read by the nodes of a Ray "
                 f"cluster; write it to a file on a filesystem every node sees"
             )
-    return [p.absolute() for p in paths]
+    return shared
 
 
 # ---- the executor -----------------------------------------------------------------------------

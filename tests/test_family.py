@@ -604,16 +604,61 @@ def test_train_with_a_regex() -> None:
     assert outside.decode(outside.encode(DOCS[0])) == DOCS[0]
 
 
-def test_a_tokenizer_with_a_regex_cannot_be_saved_in_version_2(tmp_path: Path) -> None:
-    import mnemo
+def test_any_pattern_is_saved_and_loaded_by_tokenizer_bin(tmp_path: Path) -> None:
+    """tokenizer.bin version 3 holds any pattern: a named one on mnemo's tables as its name (the
+    file of before), any other -- a regex, a preset, other Unicode tables, a sequence of steps --
+    as its label and the JSON of its steps, and loads as the same pattern, ids and fingerprint."""
+    import pickle
 
-    tok = mnemo.Tokenizer([(116, 104)], pattern=r"\p{L}+|\s+|.", special_tokens=[])
-    assert tok.encode("the thin") == [256, 101, 32, 256, 105, 110]
-    with pytest.raises(ConfigError, match=r"needs tokenizer.bin version 3"):
-        tok.save(tmp_path / "t.bin")
-    named = mnemo.Tokenizer([(116, 104)], pattern="gpt2", special_tokens=[])
-    named.save(tmp_path / "n.bin")
-    assert mnemo.Tokenizer.load(tmp_path / "n.bin").split_pattern is P.compile_pattern("gpt2")
+    import mnemo
+    from mnemo.vocabfile import PATTERN
+
+    text = "the thin 12345 cats didn't \u058b/U \U000323b0 DeepSeek-V3 \u4e2d\u6587 x"
+    cases = [
+        r"\p{L}+|\s+|.",  # outside the family: the regex module
+        "llama3",
+        P.compile_pattern("o200k", "tiktoken"),
+        P.compile_pattern("deepseek-v3"),  # a sequence of split steps
+        "gpt2",  # named, on mnemo's tables: its name only
+    ]
+    for k, pattern in enumerate(cases):
+        tok = mnemo.Tokenizer([(116, 104), (256, 101)], pattern=pattern, special_tokens=["<|e|>"])
+        path = tmp_path / f"t{k}.bin"
+        tok.save(path)
+        back = mnemo.Tokenizer.load(path)
+        assert back.split_pattern.to_dict() == tok.split_pattern.to_dict(), pattern
+        assert (back.pattern, back.fingerprint) == (tok.pattern, tok.fingerprint)
+        assert back.encode(text) == tok.encode(text)
+        assert pickle.loads(pickle.dumps(tok)).encode(text) == tok.encode(text)
+        image = path.read_bytes()
+        described = image.find(b'"steps"') >= 0
+        assert described == (P.stored_id(tok.split_pattern) is None), pattern
+    assert PATTERN in image
+    assert mnemo.Tokenizer.load(tmp_path / "t4.bin").split_pattern is P.compile_pattern("gpt2")
+
+
+def test_a_damaged_pattern_description_is_a_format_error() -> None:
+    import mnemo
+    from mnemo.errors import FormatError
+    from mnemo.vocabfile import encode_tokenizer_bin, file_crc
+
+    tok = mnemo.Tokenizer([(116, 104)], pattern="llama3", special_tokens=[])
+    image = tok.to_bytes()
+    for old, new, message in [
+        (b'"steps"', b'"stepz"', "'steps' must be a non-empty list"),
+        (b'"unicode":"1', b'"unicode":"9', "unknown Unicode version"),
+    ]:
+        bad = bytearray(image.replace(old, new, 1))
+        bad[24:28] = file_crc(bytes(bad)).to_bytes(4, "little")
+        with pytest.raises(FormatError, match=message):
+            mnemo.Tokenizer.from_bytes(bytes(bad), "t.bin")
+    # a label that is not the description's: refused, not loaded as either
+    other = encode_tokenizer_bin(tok.merges, tok.split_pattern, [], "id", None)
+    other = other.replace(b"(?i:", b"(?I:", 1)
+    fixed = bytearray(other)
+    fixed[24:28] = file_crc(bytes(fixed)).to_bytes(4, "little")
+    with pytest.raises(FormatError):
+        mnemo.Tokenizer.from_bytes(bytes(fixed), "t.bin")
 
 
 def test_mnemo_info_names_the_engine_and_unicode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,7 +14,7 @@ from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import write_atomic
 from mnemo.checks import check_pattern
 from mnemo.patterns import compile_pattern
-from mnemo.formats.common import PathLike, assemble, load_json, read_text, string_to_token, token_to_string
+from mnemo.formats.common import PathLike, assemble, load_json, read_text, refuse_superword, string_to_token, token_to_string
 from mnemo.tokenizer import Tokenizer
 
 
@@ -72,6 +72,7 @@ def load_gpt2(
 
 def gpt2_vocab(tok: Tokenizer) -> dict[str, int]:
     """The vocab.json mapping: GPT-2-alphabet token -> id; special tokens under their names."""
+    refuse_superword(tok, "GPT-2's vocab.json + merges.txt (and Hugging Face's tokenizer.json)")
     specials = {i: s for s, i in tok.special_tokens.items()}
     out: dict[str, int] = {}
     for i, raw in tok.vocab.items():  # no holes
@@ -94,6 +95,7 @@ def gpt2_merges(tok: Tokenizer) -> list[tuple[str, str]]:
             f"that use later ones), which merges.txt and tokenizer.json without ignore_merges cannot express: "
             f"export it with save_tiktoken"
         )
+    refuse_superword(tok, "GPT-2's merges.txt")
     return [(token_to_string(a), token_to_string(b)) for a, b in tok.merge_pairs]
 
 
