@@ -41,7 +41,7 @@ from mnemo.interop import load_tiktoken  # and `mnemo.interop` bound, as `import
 from mnemo.formats.hf_pipeline import HFTokenizer
 from mnemo.formats.load import load
 from mnemo.shards import open_tok
-from mnemo.pretokenize import split
+from mnemo.patterns import split
 from mnemo.tokenizer import Tokenizer
 from mnemo.training import train, train_from_iterator
 from mnemo.work_ray import RayOptions

@@ -4,7 +4,9 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/__init__.py         re-exports only; nothing runs there
   mnemo/__main__.py         `python -m mnemo` entry; mypyc cannot compile `if __name__ == ...`
   mnemo/_hot.py             this list; setup.py reads it before anything is built
-  mnemo/_unicode_tables.py  generated data only; pretokenize copies its tables into its own
+  mnemo/_unicode_data.py    generated data only (general categories per Unicode version), read
+                            once per compiled pattern by regex_family
+  mnemo/_unicode_tables.py  generated data only; pretokenize_named copies its tables into its own
                             `Final` statics once at import, so compiling it would buy nothing
   mnemo/batch_encode.py     encode_batch: checks, blocks to the work engine, one compiled call per
                             block to unpack
@@ -46,12 +48,19 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          re-exports only (mnemo/formats/)
+  mnemo/location.py         where files are: a stat, an open, a rename or an fsspec call per file
   mnemo/packing.py          numpy arrays from the compiled encoder's packed ids, once per text
-  mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
+  mnemo/patterns.py         presets and compile_pattern: once per pattern and process; the scanner
+                            it builds (pretokenize.SplitProgram) is compiled
+  mnemo/prune.py            training runs around the compiled merge loop, and a set lookup per
+                            refused candidate
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
+  mnemo/regex_family.py     parses a split regex and builds its tables with numpy, once per pattern
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
+  mnemo/reference_superword.py  the naive twins of superword.py: the oracle stays plain Python,
+                            as reference.py does
   mnemo/remote.py          URLs through fsspec: opened, checked and uploaded once per file
   mnemo/shards.py           shard directories: a manifest (JSON) and .tok files, once per shard
   mnemo/sources.py          file reading and planning, done by C libraries (lzma, pyarrow, json for
@@ -61,6 +70,7 @@ Sorted.  Modules NOT compiled, and why:
                             the files; nothing runs per token in Python
   mnemo/streaming.py        encode_iterable only cuts text and hands it to the compiled encoder
                             and pre-tokenizer
+  mnemo/superbpe.py         stage 2's orchestration around the compiled words, cut and merge loop
   mnemo/tokenizer.py        policy (validation, special tokens, errors) around the compiled encoder
   mnemo/tokenizing.py       process orchestration and file I/O around the compiled encoder
   mnemo/tokfile.py          .tok: struct/numpy parsing of a header, numpy writes whole blocks
@@ -72,6 +82,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
   mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
                             functions by reference, which needs them plain Python
+  mnemo/workers.py          the worker start method, signals and parent death; nothing hot
 """
 
 from typing import Final
@@ -87,5 +98,8 @@ HOT_MODULES: Final = [
     "mnemo/merge_loop.py",
     "mnemo/merge_loop_wide.py",
     "mnemo/pretokenize.py",
+    "mnemo/pretokenize_named.py",
+    "mnemo/ranks.py",
     "mnemo/special_match.py",
+    "mnemo/superword.py",
 ]

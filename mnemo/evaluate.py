@@ -1,8 +1,10 @@
 """`mnemo eval`: tokenizers side by side on corpora.
 
-Per tokenizer and corpus: bytes per token, tokens per word (fertility: words are runs of
-non-space characters, `str.split()`), the share of the vocabulary the corpus uses, and encode
-speed; per tokenizer, its 20 most frequent tokens over all corpora and the length distribution
+Per tokenizer and corpus: bytes per token and tokens per byte (the measure that compares
+tokenizers of any kind, superword ones included), the share of the text's tokens that are
+superwords (tokens spanning two or more chunks of the tokenizer's own pattern: 0 for plain BPE),
+tokens per word (fertility: words are runs of non-space characters, `str.split()`), the share of
+the vocabulary the corpus uses, and encode speed; per tokenizer, its 20 most frequent tokens over all corpora and the length distribution
 of its tokens (bytes per token, over the vocabulary and over the encoded text).  Every
 tokenizer is loaded into a mnemo Tokenizer, so every one is encoded by the same engine: the
 speeds compare vocabularies, not libraries (bench/ compares libraries).
@@ -21,20 +23,20 @@ import io
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
+from mnemo.location import Location, location
 from mnemo.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     from mnemo.formats.load import AnyTokenizer
-    from mnemo.sources import Input
 
 #: Token lengths (bytes) 1..LENGTH_BINS-1 have their own bin; the last bin holds the longer.
 LENGTH_BINS = 17
@@ -65,7 +67,7 @@ def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DE
             yield doc
 
 
-def _file_documents(p: Input, text_field: str) -> Iterator[bytes]:
+def _file_documents(p: Location, text_field: str) -> Iterator[bytes]:
     """A JSON Lines file's documents: `text_field`, or a chat record's messages joined."""
     from mnemo.sources import open_binary
 
@@ -92,10 +94,22 @@ class CorpusResult:
     n_words: int = 0
     seconds: float = 0.0
     used: int = 0  # distinct ids
+    n_super: int = 0  # tokens of the encoded text that span two or more stage-1 chunks
 
     @property
     def bytes_per_token(self) -> float:
         return self.n_bytes / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def tokens_per_byte(self) -> float:
+        """Tokens / UTF-8 bytes: the measure papers compare tokenizers of different kinds with
+        (SuperBPE reports it per byte of the same text); fewer is better."""
+        return self.n_tokens / self.n_bytes if self.n_bytes else 0.0
+
+    @property
+    def super_share(self) -> float:
+        """Share of the encoded text's tokens that are superwords (0 for plain BPE)."""
+        return self.n_super / self.n_tokens if self.n_tokens else 0.0
 
     @property
     def tokens_per_word(self) -> float:
@@ -121,6 +135,28 @@ def _length_bins(lengths: np.ndarray, weights: np.ndarray | None = None) -> list
     return [int(x) for x in np.bincount(clipped, weights=weights, minlength=LENGTH_BINS)[:LENGTH_BINS].round()]
 
 
+def superword_ids(tok: AnyTokenizer) -> np.ndarray:
+    """A bool per id: the token is a superword -- its characters hold two or more chunks of the
+    tokenizer's own (stage-1) pattern, so plain BPE, whose merges never cross a chunk, has none.
+    Special tokens and holes are not.  A tokenizer.json pipeline (HFTokenizer) is BPE inside its
+    pre-tokens: none."""
+    from mnemo.patterns import split
+
+    spans = np.zeros(tok.n_vocab, dtype=bool)
+    if not isinstance(tok, Tokenizer):
+        return spans
+    specials = set(tok.special_tokens.values())
+    for i, raw in tok.vocab.items():
+        if len(raw) < 2 or i in specials:
+            continue
+        # its whole characters: a token that ends inside a character ('分<0xE7>') is cut there
+        # by the pattern when alone, though inside text it sits in one chunk
+        whole = raw.decode("utf-8", "ignore").encode("utf-8")
+        if len(split(whole, tok.split_pattern)) > 1:
+            spans[i] = True
+    return spans
+
+
 def evaluate(tokenizers: Sequence[tuple[str, AnyTokenizer]], corpora: Sequence[tuple[str, list[bytes]]]) -> list[TokenizerResult]:
     """Every tokenizer on every corpus (documents as bytes, each encoded as plain text)."""
     words = {name: sum(len(d.decode("utf-8", "replace").split()) for d in docs) for name, docs in corpora}
@@ -135,6 +171,7 @@ def evaluate(tokenizers: Sequence[tuple[str, AnyTokenizer]], corpora: Sequence[t
         regular[present] = True
         regular[list(tok.special_tokens.values())] = False
         res = TokenizerResult(label, tok.n_tokens, vocab_lengths=_length_bins(lengths[regular]))
+        spans = superword_ids(tok)
         total = np.zeros(tok.n_vocab, dtype=np.int64)
         for name, docs in corpora:
             seen = np.zeros(tok.n_vocab, dtype=np.int64)
@@ -147,6 +184,7 @@ def evaluate(tokenizers: Sequence[tuple[str, AnyTokenizer]], corpora: Sequence[t
                     seen += np.bincount(np.asarray(ids, dtype=np.int64), minlength=tok.n_vocab)
             r.n_tokens = int(seen.sum())
             r.used = int(np.count_nonzero(seen))
+            r.n_super = int(seen[spans].sum())
             res.corpora[name] = r
             total += seen
         order = np.argsort(-total, kind="stable")[:TOP]
@@ -175,12 +213,21 @@ def format_tables(results: Sequence[TokenizerResult], corpus_names: Sequence[str
                 n_words=sum(c.n_words for c in r.corpora.values()),
                 seconds=sum(c.seconds for c in r.corpora.values()),
                 used=-1,
+                n_super=sum(c.n_super for c in r.corpora.values()),
             )
             cells = [cell(r.corpora[c], r) for c in corpus_names] + [cell(allr, r)]
             out.append(f"  {r.label.ljust(width)}  {r.n_vocab:>7}  " + "  ".join(v.rjust(w) for v, w in zip(cells, cw)))
         out.append("")
 
     table("bytes per token (more is better: fewer tokens for the same text)", lambda c, r: f"{c.bytes_per_token:.2f}")
+    table(
+        "tokens per byte (fewer is better; the measure that compares tokenizers of any kind, superword ones included)",
+        lambda c, r: f"{c.tokens_per_byte:.4f}",
+    )
+    table(
+        "superword tokens: share of the encoded text (tokens spanning two or more stage-1 chunks; 0 for plain BPE)",
+        lambda c, r: f"{100 * c.super_share:.1f}%",
+    )
     table("tokens per word (fertility: words are runs of non-space characters)", lambda c, r: f"{c.tokens_per_word:.2f}")
     table(
         "share of the vocabulary used",

@@ -15,7 +15,7 @@ from mnemo.formats.common import PathLike, load_json
 from mnemo.formats.gpt2 import gpt2_merges, gpt2_vocab
 from mnemo.formats.hf_pipeline import HF_GPT2_REGEX, HFTokenizer, from_json
 from mnemo.formats.hf_regex import regex_to_onig
-from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.patterns import regex_of
 from mnemo.tokenizer import Tokenizer
 
 
@@ -49,7 +49,7 @@ def to_hf_json(tok: Tokenizer) -> dict[str, Any]:
                 {
                     "type": "Split",
                     # spelt for Oniguruma, which reads cl100k's `\\p{N}{1,3}+` as a repeated group
-                    "pattern": {"Regex": regex_to_onig(PATTERN_REGEX[tok.pattern])},
+                    "pattern": {"Regex": regex_to_onig(regex_of(tok.split_pattern, "a tokenizer.json"))},
                     "behavior": "Isolated",
                     "invert": False,
                 },

@@ -28,16 +28,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from mnemo import remote
 from mnemo.constants import GPT2_FILE_NAMES
 from mnemo.errors import ConfigError, FormatError, InputError
 from mnemo.fileio import read_file
+from mnemo.location import location
 from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, load_json
 from mnemo.formats.gpt2 import load_gpt2
 from mnemo.formats.hf_pipeline import HFTokenizer, from_json
 from mnemo.formats.hf_post import Template, TemplatePiece
 from mnemo.formats.tiktoken import GZIP_MAGIC, TIKTOKEN_PRESETS, load_tiktoken
-from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.patterns import PRESETS
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocabfile import BIN_MAGIC
 
@@ -96,7 +96,7 @@ def resolve(spec: str, **options: Any) -> tuple[str, AnyTokenizer]:
         label, where = "", spec
     if not where:
         raise ConfigError(f"tokenizer spec {spec!r} names no file; use PATH or NAME=PATH")
-    if "," in where and not remote.is_url(where):
+    if "," in where and not location(where).remote:
         vocab, merges = where.split(",", 1)
         return label or Path(vocab).stem, load_gpt2(vocab, merges)
     tok = load(where, **options)
@@ -104,7 +104,7 @@ def resolve(spec: str, **options: Any) -> tuple[str, AnyTokenizer]:
 
 
 def _default_label(where: str) -> str:
-    name = remote.as_url(where).name if remote.is_url(where) else Path(where).name
+    name = _name(where)
     for preset in (*TIKTOKEN_PRESETS, *NAME_PRESETS):
         if name.startswith(preset):
             return preset
@@ -117,42 +117,37 @@ def _default_label(where: str) -> str:
 
 
 def _isdir(where: str) -> bool:
-    return remote.isdir(where) if remote.is_url(where) else os.path.isdir(where)
+    return location(where).isdir()
 
 
 def _isfile(where: str) -> bool:
-    return remote.isfile(where) if remote.is_url(where) else os.path.isfile(where)
+    return location(where).isfile()
 
 
 def _join(where: str, name: str) -> str:
-    return str(remote.join(where, name)) if remote.is_url(where) else os.path.join(where, name)
+    return os.fspath(location(where).join(name))
 
 
 def _name(where: str) -> str:
-    return remote.as_url(where).name if remote.is_url(where) else os.path.basename(where)
+    return location(where).name
 
 
 def _check_exists(where: str) -> None:
-    if remote.is_url(where):
-        remote.check_file(where)  # missing: an InputError naming the URL
-        return
-    if not os.path.exists(where):
+    if not _isfile(where):
         raise InputError(
-            f"{where}: no such tokenizer file or folder (a tokenizer.bin, tokenizer.json, transformers or GPT-2 "
-            f"folder, .tiktoken file or tekken JSON)"
+            f"{location(where)}: no such tokenizer file or folder (a tokenizer.bin, tokenizer.json, transformers or "
+            f"GPT-2 folder, .tiktoken file or tekken JSON)"
         )
 
 
 def _head(where: str) -> bytes:
-    if remote.is_url(where):
-        with remote.open_read(where) as f:
+    place = location(where)
+    try:
+        with place.open() as f:
             head: bytes = f.read(_SNIFF_BYTES)
             return head
-    try:
-        with open(where, "rb") as f:
-            return f.read(_SNIFF_BYTES)
     except OSError as exc:
-        raise InputError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+        raise place.read_error(exc) from None
 
 
 # ---- folders ----
@@ -299,7 +294,7 @@ def _tiktoken(where: str, name: str, options: dict[str, Any]) -> Tokenizer:
             raise ConfigError(
                 f"{where}: a .tiktoken rank file holds no split pattern or special tokens; name it after a preset "
                 f"({', '.join((*TIKTOKEN_PRESETS, *NAME_PRESETS))}), or pass pattern= (a pattern: "
-                f"{', '.join(PATTERN_REGEX)}, with special_tokens=; or {' or '.join(TIKTOKEN_PRESETS)}; on the command "
+                f"{', '.join(PRESETS)}, with special_tokens=; or {' or '.join(TIKTOKEN_PRESETS)}; on the command "
                 f"line, convert it with `mnemo convert --pattern ...`)"
             )
     return load_tiktoken(where, pattern, specials)
