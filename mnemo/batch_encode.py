@@ -29,7 +29,7 @@ from mnemo.constants import VOCAB16
 from mnemo.errors import ArgumentTypeError, ConfigError
 from mnemo.encode_chunk import lists_of
 from mnemo.packing import encode_flat
-from mnemo.parallel import resolve_workers
+from mnemo.workers import resolve_workers
 from mnemo.streaming import text_bytes
 
 if TYPE_CHECKING:

@@ -72,7 +72,7 @@ class Tokenizer(Vocabulary):
         def encode(data: bytes) -> list[int]:
             return self._encode_data(data, allowed, disallowed)
 
-        return encode_stream(texts, encode, self.pattern, specials, longest)
+        return encode_stream(texts, encode, self.split_pattern, specials, longest, self.superword is not None)
 
     def _encode_range(self, data: bytes, start: int, end: int, out: list[int]) -> None:
         if end - start > packing.PIECE_BYTES and packing.python_handles_signals():

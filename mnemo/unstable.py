@@ -31,7 +31,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING, Final
 
 from mnemo.checks import type_error
-from mnemo.pretokenize import split
+from mnemo.patterns import split
 from mnemo.streaming import text_bytes
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def encode_bytes_tiktoken(tok: Tokenizer, data: bytes) -> list[int]:
         valid = exc.start
     head = data[:valid]
     ids = tok._encode_all(head)  # special-token text is plain text here, as in tiktoken
-    k = _unstable_start(tok, ids, split(head, tok.pattern)[-1]) if head else 0
+    k = _unstable_start(tok, ids, split(head, tok.split_pattern)[-1]) if head else 0
     piece = tok.decode_bytes(ids[k:]) + data[valid:]
     whole = tok.token_to_id(piece)  # not valid UTF-8, so never a special token's name
     return ids[:k] + ([whole] if whole is not None else _piece_ids(tok, piece))
@@ -114,7 +114,7 @@ def encode_with_unstable(
             start = m.end()
     if start == len(data):  # empty, or ends with a special token: nothing is unstable
         return ids, []
-    k = _unstable_start(tok, ids, split(data[start:], tok.pattern)[-1])
+    k = _unstable_start(tok, ids, split(data[start:], tok.split_pattern)[-1])
     unstable = tok.decode_bytes(ids[k:])
     completions: set[tuple[int, ...]] = set()
     ordered = tok.token_byte_values()

@@ -34,7 +34,7 @@ def pretok() -> bool:
     tests that encode text say so)."""
     import mnemo.pretokenize
 
-    return mnemo.pretokenize.chunk_end is not None
+    return mnemo.pretokenize.scan is not None
 
 
 def chain_merges(n: int) -> list[tuple[int, int]]:

@@ -15,11 +15,23 @@ from typing import Any, Final
 from mnemo.constants import PATTERNS
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file
+from mnemo.patterns import SplitPattern
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import TokenizerFields, as_format_error, from_byte_tokens
 
 PathLike = str | os.PathLike[str]
+
+
+def refuse_superword(tok: Tokenizer, what: str) -> None:
+    """Other tools' files hold one pre-tokenizer and one merge list: a superword tokenizer's
+    second stage (docs/superword.md) cannot be written into them, and the file would encode
+    differently.  ConfigError instead of a silently different tokenizer."""
+    if tok.superword is not None:
+        raise ConfigError(
+            f"{what} cannot hold a superword tokenizer (its merges from id {tok.superword} on apply inside "
+            f"coarse chunks, which that format has no place for); keep it as a mnemo tokenizer.bin"
+        )
 
 
 # ---- GPT-2's printable byte alphabet ----
@@ -75,7 +87,7 @@ def assemble(
     vocab: Mapping[bytes, int],
     merges: Sequence[tuple[bytes, bytes]],
     *,
-    pattern: str,
+    pattern: str | SplitPattern,
     specials: Mapping[str, int] | None = None,
     merge_where: Callable[[int], str] = lambda k: f"merge {k}",
     vocab_where: Callable[[bytes], str] = _show,

@@ -15,15 +15,25 @@ import io
 import os
 import zlib
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
+from mnemo.constants import MAX_TOKEN_ID
+from mnemo.encode_chunk import tables_all_spelled
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
-from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, is_sentencepiece, sentencepiece_error, tokenizer_of
-from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.formats.common import (
+    MAX_TEXT_FILE_BYTES,
+    PathLike,
+    is_sentencepiece,
+    refuse_superword,
+    sentencepiece_error,
+    tokenizer_of,
+)
+from mnemo.patterns import PRESETS, SplitPattern, compile_pattern, looks_like_a_name, regex_of
+from mnemo.ranks import merges_of_ranks, parse_rank_lines
 from mnemo.tokenizer import Tokenizer
-from mnemo.vocab import from_ranks, ranked_pairs, split_by_ranks
+from mnemo.vocab import TokenizerFields, check_size, check_special_tokens, from_ranks, ranked_pairs, split_by_ranks
 
 
 def _regular_ids(tok: Tokenizer) -> list[int]:
@@ -33,6 +43,7 @@ def _regular_ids(tok: Tokenizer) -> list[int]:
 
 def mergeable_ranks(tok: Tokenizer) -> dict[bytes, int]:
     """tiktoken's `mergeable_ranks`: the bytes of every non-special token -> its id."""
+    refuse_superword(tok, "tiktoken's mergeable ranks")
     ranks: dict[bytes, int] = {}
     for i in _regular_ids(tok):
         raw = tok.token_bytes(i)
@@ -47,7 +58,7 @@ def tiktoken_args(tok: Tokenizer, name: str | None = None) -> dict[str, Any]:
     mergeable_ranks, special_tokens."""
     return {
         "name": tok.name if name is None else name,
-        "pat_str": PATTERN_REGEX[tok.pattern],
+        "pat_str": regex_of(tok.split_pattern, "a tiktoken Encoding"),
         "mergeable_ranks": mergeable_ranks(tok),
         "special_tokens": dict(tok.special_tokens),
     }
@@ -150,19 +161,34 @@ def split_aliases(special_tokens: Mapping[str, int] | None) -> tuple[dict[str, i
 
 def from_mergeable_ranks(
     ranks: Mapping[bytes, int],
-    pattern: str,
+    pattern: str | SplitPattern,
     special_tokens: Mapping[str, int] | None = None,
     source: str = "<mergeable_ranks>",
     where: Callable[[bytes], str] | None = None,
+    unicode: str | None = None,
     *,
     name: str | None = None,
 ) -> Tokenizer:
-    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials,
-    that encodes as tiktoken does (vocab.from_ranks: a ranked vocabulary when the ranks need
-    one, docs/formats.md "Rank semantics"); two special-token names may share an id, as in
-    tiktoken (split_aliases); named `name` when given."""
+    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern (a preset name or a
+    split regex) and specials, that encodes as tiktoken does (vocab.from_ranks: a ranked
+    vocabulary when the ranks need one, docs/formats.md "Rank semantics").  `unicode`: the Unicode
+    version the pattern's classes follow ("tiktoken": tiktoken's, for its ids on every code
+    point); None: the pattern's default (docs/pretokenizer.md, 'Unicode versions').  An ordinary
+    vocabulary (every token the merge of two lower-ranked ones, ranks 0..n-1) takes the compiled
+    path, mnemo/ranks.py.  Two special-token names may share an id, as in tiktoken
+    (split_aliases); named `name` when given."""
+    split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern), unicode)
     primary, aliases = split_aliases(special_tokens)
-    tok = tokenizer_of(source, from_ranks(source, ranks, pattern=check_pattern(pattern), specials=primary, where=where))
+    by_rank = _tokens_by_rank(ranks)
+    tok = None if by_rank is None else _from_tokens_by_rank(by_rank, split_pattern, primary)
+    if tok is None:
+        tok = tokenizer_of(source, from_ranks(source, ranks, pattern=split_pattern, specials=primary, where=where))
+    return _named(tok, aliases, name, source)
+
+
+def _named(tok: Tokenizer, aliases: Mapping[str, str], name: str | None, source: str) -> Tokenizer:
+    """A tokenizer its loader has just built, with tiktoken's second names of special tokens
+    (split_aliases) and its encoding's name."""
     try:
         tok._add_aliases(aliases)
     except ConfigError as exc:
@@ -170,6 +196,44 @@ def from_mergeable_ranks(
     if name is not None:
         tok._set_name(name)
     return tok
+
+
+def _tokens_by_rank(ranks: Mapping[bytes, int]) -> list[bytes] | None:
+    """The tokens ordered by rank when the ranks are exactly 0..n-1, else None."""
+    tokens: list[bytes | None] = [None] * len(ranks)
+    for raw, rank in ranks.items():
+        if not isinstance(raw, bytes) or type(rank) is not int or not 0 <= rank < len(tokens) or tokens[rank] is not None:
+            return None
+        tokens[rank] = raw
+    return cast("list[bytes]", tokens)
+
+
+def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tokens: Mapping[str, int] | None) -> Tokenizer | None:
+    """The compiled path (mnemo/ranks.py): the Tokenizer the Python path (vocab.from_ranks)
+    builds from the same ranks when it is an ordinary vocabulary, or None for anything else --
+    a ranked vocabulary, or an error -- which the Python path then builds or words.  Specials
+    take the ids given, above every rank."""
+    vocab = merges_of_ranks(tokens)
+    if vocab is None:
+        return None
+    specials = sorted((special_tokens or {}).items(), key=lambda item: item[1] if type(item[1]) is int else -1)
+    names = [name for name, _ in specials]
+    ids = [i for _, i in specials]
+    if (
+        not all(isinstance(name, str) for name in names)
+        or not all(type(i) is int and len(tokens) <= i <= MAX_TOKEN_ID for i in ids)
+        or len(set(ids)) != len(ids)
+    ):
+        return None
+    try:
+        check_size(len(vocab.merges), len(names), ConfigError)
+        check_special_tokens(names)
+    except ConfigError:
+        return None
+    tables = tables_all_spelled(vocab.merges) if vocab.proper else None
+    return Tokenizer._from_checked(
+        TokenizerFields(vocab.merges, pattern, names, "id", None, vocab.public + ids, encoder_tables=tables)
+    )
 
 
 EOT: Final = "<|endoftext|>"
@@ -250,23 +314,29 @@ def read_tiktoken_bytes(path: PathLike) -> tuple[bytes, str]:
     return out, f"{source} (decompressed)"
 
 
-def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
+def load_tiktoken(
+    path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None, *, unicode: str | None = None
+) -> Tokenizer:
     """A Tokenizer from a `.tiktoken` rank file (gzip-compressed or not).
 
-    `pattern` is a mnemo pattern name, with the special tokens' ids in `special_tokens`; or the
-    name of one of OpenAI's encodings (TIKTOKEN_PRESETS: cl100k_base, o200k_base, r50k_base,
-    p50k_base, p50k_edit, o200k_harmony), which sets the pattern, the special tokens and the
-    name as tiktoken's encoding of that name has them, and checks the file's SHA-256 as
-    tiktoken does: load_tiktoken("o200k_base.tiktoken", "o200k_base") encodes as
-    tiktoken.get_encoding("o200k_base").
+    `pattern` is a split pattern -- a preset name ("llama3", "cl100k", ...) or a split regex --
+    with the special tokens' ids in `special_tokens`; or the name of one of OpenAI's encodings
+    (TIKTOKEN_PRESETS: cl100k_base, o200k_base, r50k_base, p50k_base, p50k_edit, o200k_harmony),
+    which sets the pattern, the special tokens and the name as tiktoken's encoding of that name
+    has them, and checks the file's SHA-256 as tiktoken does: load_tiktoken("o200k_base.tiktoken",
+    "o200k_base") encodes as tiktoken.get_encoding("o200k_base") -- on every code point with
+    unicode="tiktoken", whose Unicode tables tiktoken's regex engine holds; None (the default):
+    the pattern's default, mnemo's own tables for the named patterns (docs/pretokenizer.md,
+    'Unicode versions').
     """
     preset = TIKTOKEN_PRESETS.get(pattern)
     if preset is None:
-        if pattern not in PATTERN_REGEX:
+        if isinstance(pattern, str) and pattern not in PRESETS and looks_like_a_name(pattern):
             raise ConfigError(
-                f"unknown pattern or preset {pattern!r}: give a pattern ({', '.join(PATTERN_REGEX)}) with the "
-                f"special tokens, or a preset ({', '.join(TIKTOKEN_PRESETS)})"
+                f"unknown pattern or preset {pattern!r}: give a split pattern (a preset: {', '.join(PRESETS)}; or a "
+                f"split regex) with the special tokens, or one of OpenAI's encodings ({', '.join(TIKTOKEN_PRESETS)})"
             )
+        compile_pattern(check_pattern(pattern), unicode)  # a bad regex fails before the file is read
     elif special_tokens is not None:
         raise ConfigError(
             f"the preset {pattern!r} sets the special tokens; to choose others, give its pattern instead: "
@@ -286,9 +356,15 @@ def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int
             )
     if is_sentencepiece(data):  # Llama 2's and Mistral's tokenizer.model are; Llama 3's is tiktoken's
         raise sentencepiece_error(source, "a .tiktoken rank file")
+    by_rank = parse_rank_lines(data)  # compiled; None: the Python parser below words what is wrong
+    split_pattern = compile_pattern(pattern, unicode)
+    primary, aliases = split_aliases(special_tokens)
+    fast = None if by_rank is None else _from_tokens_by_rank(by_rank, split_pattern, primary)
+    if fast is not None:
+        return _named(fast, aliases, name, source)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"{source}: offset {exc.start}: not valid UTF-8") from None
     ranks, lines = parse_tiktoken(text, source)
-    return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}", name=name)
+    return from_mergeable_ranks(ranks, split_pattern, special_tokens, source, lambda raw: f"line {lines[raw]}", name=name)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import mnemo
 from mnemo import FormatError, Tokenizer
 from mnemo.formats.common import is_sentencepiece
 from mnemo.formats.tekken import DEFAULT_SPECIALS, from_tekken_json, is_tekken, load_tekken
@@ -150,6 +151,8 @@ def test_real_tekken_files_equal_tekkenizer(name: str, corpus_docs: Callable[...
     ref = tekkenizer().from_file(path)
     tok = load_tekken(path)
     assert tok.name == name.removesuffix(".json") and tok.n_vocab == 131_072
+    loaded = mnemo.load(path)  # the one loader recognises it by its content
+    assert isinstance(loaded, Tokenizer) and loaded.fingerprint == tok.fingerprint and loaded.name == tok.name
     check_specials(tok, ref)
     assert tok.token_bytes(1000) == b"\x00" and tok.token_bytes(131_071) == ref.id_to_byte_piece(131_071)
     compare(tok, ref, HARD, name)
