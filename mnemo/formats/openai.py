@@ -173,4 +173,7 @@ def encoding(
                 f"explicit_n_vocab={explicit_n_vocab}, but there are {len(mergeable_ranks)} ranks and "
                 f"{len(special_tokens)} special tokens, the largest id {top}"
             )
-    return from_mergeable_ranks(mergeable_ranks, pattern_for_regex(pat_str), special_tokens, f"<Encoding {name!r}>", name=name)
+    # tiktoken's regex engine's Unicode tables: its ids on every code point
+    return from_mergeable_ranks(
+        mergeable_ranks, pattern_for_regex(pat_str), special_tokens, f"<Encoding {name!r}>", unicode="tiktoken", name=name
+    )

@@ -171,8 +171,8 @@ def from_tekken_json(obj: Any, source: str = "<tekken>", *, name: str | None = N
     try:
         tok = from_mergeable_ranks(
             public, pattern_for_regex(pattern), {n: j for j, n in enumerate(names)}, source,
-            lambda raw: f"vocab[{ranks[raw]}]", name=name,
-        )  # fmt: skip
+            lambda raw: f"vocab[{ranks[raw]}]", "tiktoken", name=name,
+        )  # fmt: skip  (mistral-common splits with tiktoken: its Unicode tables)
     except ConfigError as exc:
         raise FormatError(f"{source}: config.pattern: {exc}") from None
     return tok

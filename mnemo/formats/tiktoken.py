@@ -324,10 +324,11 @@ def load_tiktoken(
     (TIKTOKEN_PRESETS: cl100k_base, o200k_base, r50k_base, p50k_base, p50k_edit, o200k_harmony),
     which sets the pattern, the special tokens and the name as tiktoken's encoding of that name
     has them, and checks the file's SHA-256 as tiktoken does: load_tiktoken("o200k_base.tiktoken",
-    "o200k_base") encodes as tiktoken.get_encoding("o200k_base") -- on every code point with
-    unicode="tiktoken", whose Unicode tables tiktoken's regex engine holds; None (the default):
-    the pattern's default, mnemo's own tables for the named patterns (docs/pretokenizer.md,
-    'Unicode versions').
+    "o200k_base") encodes as tiktoken.get_encoding("o200k_base"), on every code point: an
+    encoding by name takes the Unicode tables tiktoken's regex engine holds ("tiktoken"), and
+    tokenizer.bin records them.  `unicode`: the tables the pattern's classes follow (a version,
+    "tiktoken" or "tokenizers"); None: "tiktoken" for an encoding by name, else the pattern's
+    default, mnemo's own tables (docs/pretokenizer.md, 'Unicode versions').
     """
     preset = TIKTOKEN_PRESETS.get(pattern)
     if preset is None:
@@ -346,6 +347,7 @@ def load_tiktoken(
     name = None
     if preset is not None:
         name = pattern
+        unicode = "tiktoken" if unicode is None else unicode  # its ids on every code point
         pattern, expected, special_tokens = preset
         digest = hashlib.sha256(data).hexdigest()
         if digest != expected:
