@@ -43,6 +43,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/formats/hf_pretok.py  split steps run with the `regex` module, once per text stretch
   mnemo/formats/hf_regex.py  regex syntax rewritten once per pattern
   mnemo/formats/load.py     mnemo.load: what a path holds, once per file
+  mnemo/formats/openai.py   OpenAI's encodings by name: files found and checked once per encoding
+  mnemo/formats/tekken.py   tekken JSON: base64 ranks parsed and checked once per file
   mnemo/formats/tiktoken.py  .tiktoken files: base64 parsing and checks once per file
   mnemo/hf.py               transformers' backend object: hands calls on, or to hf_encoding
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
@@ -75,6 +77,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/tokenizing.py       process orchestration and file I/O around the compiled encoder
   mnemo/tokfile.py          .tok: struct/numpy parsing of a header, numpy writes whole blocks
   mnemo/tokshow.py          formats tokens for a terminal, a few hundred at a time
+  mnemo/unstable.py         encode_with_unstable: the last pre-token's completions, once per call
   mnemo/training.py         process orchestration around the compiled counter and trainer
   mnemo/vocab.py            the vocabulary's rules, checked once per vocabulary
   mnemo/vocabfile.py        tokenizer.bin: struct/numpy parsing of a whole file, once per file
