@@ -68,6 +68,36 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"mnemo: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _check_option_spelling(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """The error "unknown option X; did you mean Y?" for the first long option of the command
+    that it does not have (nor start: argparse takes an unambiguous prefix), before argparse
+    parses: `mnemo train --vocab_size 100` printed the top-level usage and "unrecognized
+    arguments" (or a missing -o first), with no word of --vocab-size.  (argparse's own
+    suggest_on_error came in Python 3.14.)"""
+    import difflib
+
+    commands: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands = dict(action.choices)
+    target = parser
+    for arg in argv:
+        if arg == "--":
+            return
+        if arg in commands and target is parser:
+            target = commands[arg]
+            continue
+        if not arg.startswith("--") or len(arg) < 3:
+            continue
+        name = arg.split("=", 1)[0]
+        known = [o for action in target._actions for o in action.option_strings if o.startswith("--")]
+        if name in known or any(o.startswith(name) for o in known):
+            continue
+        guess = difflib.get_close_matches(name.replace("_", "-"), known, n=1, cutoff=0.6)
+        hint = f"; did you mean {guess[0]}?" if guess else f"; {target.prog} takes {', '.join(sorted(known))}"
+        target.error(f"unknown option {name}{hint}")
+
+
 # ---- progress ----------------------------------------------------------------------------------
 
 
@@ -144,6 +174,29 @@ class PhaseProgress:
             self._finish(phase)
 
 
+def _plural(n: int, noun: str) -> str:
+    """"1 document", "2 documents": the summaries' counts."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _amount(n_bytes: float) -> str:
+    """Bytes in the largest unit that keeps a digit before the point: "3.2 MB", "41.0 kB",
+    "512 bytes" (a small input said "0.0 MB")."""
+    if n_bytes >= 1e6:
+        return f"{n_bytes / 1e6:.1f} MB"
+    if n_bytes >= 1e3:
+        return f"{n_bytes / 1e3:.1f} kB"
+    return f"{n_bytes:.0f} bytes"
+
+
+def _rate(n_bytes: int, seconds: float) -> str:
+    """A speed in _amount's units per second ("0.0 MB/s" for a small input before); none for a
+    run too short to time."""
+    if seconds <= 0:
+        return "too fast to time"
+    return _amount(n_bytes / seconds).replace(" bytes", " B") + "/s"
+
+
 def _peak_rss_mib() -> float:
     """Peak resident memory of this process and of its (finished) workers, in MiB."""
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -189,15 +242,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     _past_the_point_of_no_return()
     tok.save(args.output)
     seconds = time.perf_counter() - t0
-    mb = stats.count.n_bytes / 1e6
     if tok.superword is not None:
         print(f"  superword: merges making ids {tok.superword}.. are stage 2's (rule {tok.stage2!r})")
     print(
         f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges"
         + (f", the first {len(base.merges)} from {args.base}" if base is not None else "")
         + f", {len(tok.special_tokens)} special) "
-        f"from {mb:.1f} MB, {stats.unique_words} unique words in {seconds:.2f} s "
-        f"(counting {stats.count.seconds:.2f} s, {mb / max(stats.count.seconds, 1e-9):.1f} MB/s; "
+        f"from {_amount(stats.count.n_bytes)}, {_plural(stats.unique_words, 'unique word')} in {seconds:.2f} s "
+        f"(counting {stats.count.seconds:.2f} s, {_rate(stats.count.n_bytes, stats.count.seconds)}; "
         f"merging {stats.merge_seconds:.2f} s); peak RSS {_peak_rss_mib():.0f} MiB"
     )
     if stats.prune is not None:
@@ -497,9 +549,9 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         kept = f", {stats.n_skipped_shards} kept from an earlier run" if stats.n_skipped_shards else ""
         written = f"{args.output}/ ({stats.n_shards} shards{kept})"
     print(
-        f"tokenized {written}: {stats.n_docs} {'conversations' if args.chat else 'documents'}{separators}, "
-        f"{stats.n_tokens} tokens, {stats.n_bytes / 1e6:.1f} MB in {stats.seconds:.2f} s "
-        f"({stats.mb_per_s:.1f} MB/s, {stats.bytes_per_token:.2f} bytes/token)"
+        f"tokenized {written}: {_plural(stats.n_docs, 'conversation' if args.chat else 'document')}{separators}, "
+        f"{_plural(stats.n_tokens, 'token')}, {_amount(stats.n_bytes)} in {stats.seconds:.2f} s "
+        f"({_rate(stats.n_bytes, stats.seconds)}, {stats.bytes_per_token:.2f} bytes/token)"
     )
     return 0
 
@@ -649,11 +701,17 @@ def _path(text: str) -> Location:
     return location(text)
 
 
-def _positive(text: str) -> int:
+def _whole(text: str) -> int:
+    """A whole number whose bounds the library checks, with the one message it gives for every
+    value out of them: --vocab-size 0 said ">= 1" here while 100 said ">= 272" there."""
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _positive(text: str) -> int:
+    value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
@@ -704,7 +762,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=_path, help="the tokenizer.bin to write, a path or a URL (required)")
-    p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
+    p.add_argument("--vocab-size", type=_whole, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
     p.add_argument("--pattern", default=None, choices=PATTERNS,
                    help=f"split pattern (default {DEFAULT_PATTERN}, or that of --from)")
     p.add_argument("--tie", default=None, choices=TIES,
@@ -807,7 +865,7 @@ def build_parser() -> argparse.ArgumentParser:
         "them, show a few sentences, compare encoding speed with tiktoken and Hugging Face tokenizers "
         "(when installed), train a bigram model briefly, and print the figures."))
     p.add_argument("--out", type=_path, default="mnemo-demo", help="output folder (default ./mnemo-demo)")
-    p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids of the trained tokenizer (default {DEFAULT_VOCAB_SIZE})")
+    p.add_argument("--vocab-size", type=_whole, default=DEFAULT_VOCAB_SIZE, help=f"ids of the trained tokenizer (default {DEFAULT_VOCAB_SIZE})")
     p.add_argument("--workers", type=_positive, default=None, help="processes (default: all cores)")
     p.add_argument("--pretrain-steps", type=_positive, default=DEMO_PRETRAIN_STEPS,
                    help=f"steps of the bigram model (default {DEMO_PRETRAIN_STEPS})")
@@ -981,7 +1039,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     parser = build_parser()
-    args = parser.parse_args(_ray_argv(sys.argv[1:] if argv is None else argv))
+    given = _ray_argv(sys.argv[1:] if argv is None else argv)
+    _check_option_spelling(parser, given)
+    args = parser.parse_args(given)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -697,6 +697,13 @@ def _json_field(line: bytes, path: Location, start: int, line_no: int, field: st
     text = record.get(field) if isinstance(record, dict) else None
     if not isinstance(text, str):
         got = "no such field" if not isinstance(record, dict) or field not in record else type(text).__name__
+        if isinstance(record, dict) and field not in record and isinstance(record.get("messages"), list):
+            raise InputError(
+                f"{_where(path, start, line_no)}: field {field!r} must be a string ({got}): the line is a chat "
+                f"record (a 'messages' list); `mnemo tokenize --chat` (tokenize_files(chat=True)) reads chat "
+                f"records; training has no chat mode: train on text (a field holding each document's text, "
+                f"chosen with --text-field), or render the chats to text first"
+            )
         raise InputError(
             f"{_where(path, start, line_no)}: field {field!r} must be a string ({got}); "
             f"choose the text field with text_field= / --text-field"
