@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from mnemo.constants import GPT2_FILE_NAMES, PATTERNS, TIES
+from mnemo.constants import GPT2_FILE_NAMES, INPUT_FORMATS, PATTERNS, TIES
 from mnemo.defaults import (
     DEFAULT_BATCH,
     DEFAULT_CONTEXT,
@@ -210,6 +210,12 @@ def _peak_rss_mib() -> float:
 def cmd_train(args: argparse.Namespace) -> int:
     from mnemo.training import CountStats, TrainStats, train
 
+    if args.input_format == "chat":
+        raise ConfigError(
+            "--input-format chat: mnemo train has no chat mode; train on the text of the conversations "
+            "(JSON Lines with a text field, --text-field), then `mnemo tokenize --chat` encodes the chats"
+        )
+    args.inputs = _read_as(args.inputs, args.input_format)
     base = None
     if args.base is not None:
         from mnemo.tokenizer import Tokenizer
@@ -511,6 +517,11 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
 
     from mnemo.tokenizing import AUTO, document_separators, no_separator_warning
 
+    if args.input_format == "chat":
+        args.chat = True
+    elif args.chat and args.input_format is not None:
+        raise ConfigError(f"--chat reads JSON Lines chat records; --input-format {args.input_format} says otherwise: give one")
+    args.inputs = _read_as(args.inputs, args.input_format)
     tok = Tokenizer.load(args.tokenizer)
     bos, eos = _separator_option(args.bos), _separator_option(args.eos)
     separators = ""
@@ -554,6 +565,13 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         f"({_rate(stats.n_bytes, stats.seconds)}, {stats.bytes_per_token:.2f} bytes/token)"
     )
     return 0
+
+
+def _read_as(inputs: Sequence[str | Location], input_format: str | None) -> list[str | Location]:
+    """The inputs, each read as `input_format` (--input-format) whatever its name or first bytes."""
+    from mnemo.location import location
+
+    return [location(p).read_as(input_format) for p in inputs] if input_format is not None else list(inputs)
 
 
 def _written(fmt: str, output: Location, chat: bool) -> str:
@@ -782,6 +800,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=DEFAULT_MAX_CHUNK_BYTES, help=f"leave longer chunks out (default {DEFAULT_MAX_CHUNK_BYTES})")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field / Parquet or Arrow column holding the text (default {DEFAULT_TEXT_FIELD})")
+    p.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                   help="read every input as this, whatever its name (default: from the name; a stream whose name says none, "
+                        "such as - or /dev/stdin: from its first bytes, said on stderr)")
     p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
     _ray_options(p, "count")
@@ -809,6 +830,9 @@ def build_parser() -> argparse.ArgumentParser:
                         ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field / Parquet or Arrow column holding the text (default {DEFAULT_TEXT_FIELD})")
+    p.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                   help="read every input as this, whatever its name (default: from the name; a stream whose name says none, "
+                        "such as - or /dev/stdin: from its first bytes, said on stderr)")
     _ray_options(p, "encode into a shard directory -o DIR (docs/ray.md)")
     p.add_argument("--shard-mb", type=_positive, default=None, metavar="MB",
                    help="with --ray: input megabytes per shard (default 64)")
