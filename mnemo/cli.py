@@ -215,7 +215,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             "--input-format chat: mnemo train has no chat mode; train on the text of the conversations "
             "(JSON Lines with a text field, --text-field), then `mnemo tokenize --chat` encodes the chats"
         )
-    args.inputs = _read_as(args.inputs, args.input_format)
+    args.inputs = _read_as(args.inputs, args.input_format, args.ray)
     base = None
     if args.base is not None:
         from mnemo.tokenizer import Tokenizer
@@ -521,7 +521,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         args.chat = True
     elif args.chat and args.input_format is not None:
         raise ConfigError(f"--chat reads JSON Lines chat records; --input-format {args.input_format} says otherwise: give one")
-    args.inputs = _read_as(args.inputs, args.input_format)
+    args.inputs = _read_as(args.inputs, args.input_format, args.ray)
     tok = Tokenizer.load(args.tokenizer)
     bos, eos = _separator_option(args.bos), _separator_option(args.eos)
     separators = ""
@@ -567,10 +567,16 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_as(inputs: Sequence[str | Location], input_format: str | None) -> list[str | Location]:
+def _read_as(inputs: Sequence[str | Location], input_format: str | None, ray: str | None) -> list[str | Location]:
     """The inputs, each read as `input_format` (--input-format) whatever its name or first bytes."""
     from mnemo.location import location
 
+    if input_format not in (None, "chat") and ray is not None:
+        # the Ray runs plan by absolute path (work_ray.shared_paths), where the format is lost
+        raise ConfigError(
+            f"--input-format {input_format} does not reach the nodes of a Ray run yet; give the files "
+            f"names that say their format (.txt, .jsonl, .parquet, .arrow), or run without --ray"
+        )
     return [location(p).read_as(input_format) for p in inputs] if input_format is not None else list(inputs)
 
 

@@ -603,6 +603,9 @@ def test_input_format_says_it_outright(small_tok: Path, tmp_path: Path) -> None:
     done = subprocess.run([MNEMO_CLI, "train", "talk.txt", "-o", "t.bin", "--input-format", "chat"], cwd=tmp_path, capture_output=True, timeout=120)
     assert done.returncode == 1 and b"mnemo train has no chat mode" in done.stderr, done.stderr
     assert not (tmp_path / "d.tok").exists() and not (tmp_path / "t.bin").exists()
+    # Ray runs plan by absolute path, where the format would be lost: refused, not ignored
+    done = _tokenize(small_tok, tmp_path, "records.txt", "-o", "shards", "--input-format", "jsonl", "--ray")
+    assert done.returncode == 1 and b"--input-format jsonl does not reach the nodes of a Ray run" in done.stderr, done.stderr
     # the library: Location.read_as
     from mnemo.location import location
 
