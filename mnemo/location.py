@@ -492,6 +492,9 @@ class UrlPath(Location):
             return Info("directory")
         return Info("file", int(found.get("size") or 0))
 
+    def is_stream(self) -> bool:
+        return False  # an object is read by ranges, never once from its start: no request to ask
+
     def isdir(self) -> bool:
         return remote.isdir(self.url)
 
