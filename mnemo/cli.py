@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from mnemo.constants import GPT2_FILE_NAMES, PATTERNS, TIES
+from mnemo.constants import GPT2_FILE_NAMES, INPUT_FORMATS, PATTERNS, TIES
 from mnemo.patterns import PRESETS
 from mnemo.defaults import (
     DEFAULT_BATCH,
@@ -67,6 +67,36 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, f"mnemo: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _check_option_spelling(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """The error "unknown option X; did you mean Y?" for the first long option of the command
+    that it does not have (nor start: argparse takes an unambiguous prefix), before argparse
+    parses: `mnemo train --vocab_size 100` printed the top-level usage and "unrecognized
+    arguments" (or a missing -o first), with no word of --vocab-size.  (argparse's own
+    suggest_on_error came in Python 3.14.)"""
+    import difflib
+
+    commands: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands = dict(action.choices)
+    target = parser
+    for arg in argv:
+        if arg == "--":
+            return
+        if arg in commands and target is parser:
+            target = commands[arg]
+            continue
+        if not arg.startswith("--") or len(arg) < 3:
+            continue
+        name = arg.split("=", 1)[0]
+        known = [o for action in target._actions for o in action.option_strings if o.startswith("--")]
+        if name in known or any(o.startswith(name) for o in known):
+            continue
+        guess = difflib.get_close_matches(name.replace("_", "-"), known, n=1, cutoff=0.6)
+        hint = f"; did you mean {guess[0]}?" if guess else f"; {target.prog} takes {', '.join(sorted(known))}"
+        target.error(f"unknown option {name}{hint}")
 
 
 # ---- progress ----------------------------------------------------------------------------------
@@ -145,6 +175,29 @@ class PhaseProgress:
             self._finish(phase)
 
 
+def _plural(n: int, noun: str) -> str:
+    """"1 document", "2 documents": the summaries' counts."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _amount(n_bytes: float) -> str:
+    """Bytes in the largest unit that keeps a digit before the point: "3.2 MB", "41.0 kB",
+    "512 bytes" (a small input said "0.0 MB")."""
+    if n_bytes >= 1e6:
+        return f"{n_bytes / 1e6:.1f} MB"
+    if n_bytes >= 1e3:
+        return f"{n_bytes / 1e3:.1f} kB"
+    return f"{n_bytes:.0f} bytes"
+
+
+def _rate(n_bytes: int, seconds: float) -> str:
+    """A speed in _amount's units per second ("0.0 MB/s" for a small input before); none for a
+    run too short to time."""
+    if seconds <= 0:
+        return "too fast to time"
+    return _amount(n_bytes / seconds).replace(" bytes", " B") + "/s"
+
+
 def _peak_rss_mib() -> float:
     """Peak resident memory of this process and of its (finished) workers, in MiB."""
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -158,6 +211,12 @@ def _peak_rss_mib() -> float:
 def cmd_train(args: argparse.Namespace) -> int:
     from mnemo.training import CountStats, TrainStats, train
 
+    if args.input_format == "chat":
+        raise ConfigError(
+            "--input-format chat: mnemo train has no chat mode; train on the text of the conversations "
+            "(JSON Lines with a text field, --text-field), then `mnemo tokenize --chat` encodes the chats"
+        )
+    args.inputs = _read_as(args.inputs, args.input_format, args.ray)
     base = None
     if args.base is not None:
         base = _tokenizer_arg(args.base, "train --from")
@@ -188,15 +247,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     _past_the_point_of_no_return()
     tok.save(args.output)
     seconds = time.perf_counter() - t0
-    mb = stats.count.n_bytes / 1e6
     if tok.superword is not None:
         print(f"  superword: merges making ids {tok.superword}.. are stage 2's (rule {tok.stage2!r})")
     print(
         f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges"
         + (f", the first {len(base.merges)} from {args.base}" if base is not None else "")
         + f", {len(tok.special_tokens)} special) "
-        f"from {mb:.1f} MB, {stats.unique_words} unique words in {seconds:.2f} s "
-        f"(counting {stats.count.seconds:.2f} s, {mb / max(stats.count.seconds, 1e-9):.1f} MB/s; "
+        f"from {_amount(stats.count.n_bytes)}, {_plural(stats.unique_words, 'unique word')} in {seconds:.2f} s "
+        f"(counting {stats.count.seconds:.2f} s, {_rate(stats.count.n_bytes, stats.count.seconds)}; "
         f"merging {stats.merge_seconds:.2f} s); peak RSS {_peak_rss_mib():.0f} MiB"
     )
     if stats.prune is not None:
@@ -505,6 +563,11 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
 
     from mnemo.tokenizing import AUTO, document_separators, no_separator_warning
 
+    if args.input_format == "chat":
+        args.chat = True
+    elif args.chat and args.input_format is not None:
+        raise ConfigError(f"--chat reads JSON Lines chat records; --input-format {args.input_format} says otherwise: give one")
+    args.inputs = _read_as(args.inputs, args.input_format, args.ray)
     tok = _tokenizer_arg(args.tokenizer, "tokenize")
     bos, eos = _separator_option(args.bos), _separator_option(args.eos)
     separators = ""
@@ -543,11 +606,24 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         kept = f", {stats.n_skipped_shards} kept from an earlier run" if stats.n_skipped_shards else ""
         written = f"{args.output}/ ({stats.n_shards} shards{kept})"
     print(
-        f"tokenized {written}: {stats.n_docs} {'conversations' if args.chat else 'documents'}{separators}, "
-        f"{stats.n_tokens} tokens, {stats.n_bytes / 1e6:.1f} MB in {stats.seconds:.2f} s "
-        f"({stats.mb_per_s:.1f} MB/s, {stats.bytes_per_token:.2f} bytes/token)"
+        f"tokenized {written}: {_plural(stats.n_docs, 'conversation' if args.chat else 'document')}{separators}, "
+        f"{_plural(stats.n_tokens, 'token')}, {_amount(stats.n_bytes)} in {stats.seconds:.2f} s "
+        f"({_rate(stats.n_bytes, stats.seconds)}, {stats.bytes_per_token:.2f} bytes/token)"
     )
     return 0
+
+
+def _read_as(inputs: Sequence[str | Location], input_format: str | None, ray: str | None) -> list[str | Location]:
+    """The inputs, each read as `input_format` (--input-format) whatever its name or first bytes."""
+    from mnemo.location import location
+
+    if input_format not in (None, "chat") and ray is not None:
+        # the Ray runs plan by absolute path (work_ray.shared_paths), where the format is lost
+        raise ConfigError(
+            f"--input-format {input_format} does not reach the nodes of a Ray run yet; give the files "
+            f"names that say their format (.txt, .jsonl, .parquet, .arrow), or run without --ray"
+        )
+    return [location(p).read_as(input_format) for p in inputs] if input_format is not None else list(inputs)
 
 
 def _written(fmt: str, output: Location, chat: bool) -> str:
@@ -705,11 +781,17 @@ def _path(text: str) -> Location:
     return location(text)
 
 
-def _positive(text: str) -> int:
+def _whole(text: str) -> int:
+    """A whole number whose bounds the library checks, with the one message it gives for every
+    value out of them: --vocab-size 0 said ">= 1" here while 100 said ">= 272" there."""
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _positive(text: str) -> int:
+    value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
@@ -760,7 +842,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=_path, help="the tokenizer.bin to write, a path or a URL (required)")
-    p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
+    p.add_argument("--vocab-size", type=_whole, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
     p.add_argument("--pattern", default=None, metavar="PATTERN",
                    help=f"split pattern: a preset ({', '.join(PRESETS)}) or a split regex (default {DEFAULT_PATTERN}, "
                         "or that of --from; docs/pretokenizer.md)")
@@ -781,6 +863,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=DEFAULT_MAX_CHUNK_BYTES, help=f"leave longer chunks out (default {DEFAULT_MAX_CHUNK_BYTES})")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field / Parquet or Arrow column holding the text (default {DEFAULT_TEXT_FIELD})")
+    p.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                   help="read every input as this, whatever its name (default: from the name; a stream whose name says none, "
+                        "such as - or /dev/stdin: from its first bytes, said on stderr)")
     p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
     _ray_options(p, "count")
@@ -808,6 +893,9 @@ def build_parser() -> argparse.ArgumentParser:
                         ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")
     p.add_argument("--workers", type=_positive, default=None, help="encoding processes (default: all cores)")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field / Parquet or Arrow column holding the text (default {DEFAULT_TEXT_FIELD})")
+    p.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                   help="read every input as this, whatever its name (default: from the name; a stream whose name says none, "
+                        "such as - or /dev/stdin: from its first bytes, said on stderr)")
     _ray_options(p, "encode into a shard directory -o DIR (docs/ray.md)")
     p.add_argument("--shard-mb", type=_positive, default=None, metavar="MB",
                    help="with --ray: input megabytes per shard (default 64)")
@@ -864,7 +952,7 @@ def build_parser() -> argparse.ArgumentParser:
         "them, show a few sentences, compare encoding speed with tiktoken and Hugging Face tokenizers "
         "(when installed), train a bigram model briefly, and print the figures."))
     p.add_argument("--out", type=_path, default="mnemo-demo", help="output folder (default ./mnemo-demo)")
-    p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids of the trained tokenizer (default {DEFAULT_VOCAB_SIZE})")
+    p.add_argument("--vocab-size", type=_whole, default=DEFAULT_VOCAB_SIZE, help=f"ids of the trained tokenizer (default {DEFAULT_VOCAB_SIZE})")
     p.add_argument("--workers", type=_positive, default=None, help="processes (default: all cores)")
     p.add_argument("--pretrain-steps", type=_positive, default=DEMO_PRETRAIN_STEPS,
                    help=f"steps of the bigram model (default {DEMO_PRETRAIN_STEPS})")
@@ -1040,7 +1128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     parser = build_parser()
-    args = parser.parse_args(_ray_argv(sys.argv[1:] if argv is None else argv))
+    given = _ray_argv(sys.argv[1:] if argv is None else argv)
+    _check_option_spelling(parser, given)
+    args = parser.parse_args(given)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

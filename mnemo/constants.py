@@ -73,3 +73,7 @@ def maskbit_for(n_vocab: int) -> int:
     """The loss-mask bit of a chat of this vocabulary: MASKBIT while every id is below it (the
     chat fits a uint16 .tok), else MASKBIT32 (a uint32 .tok; ids stay below 2**31)."""
     return MASKBIT if n_vocab <= MASKBIT else MASKBIT32
+
+#: What --input-format names (mnemo/sources.py, docs/formats.md): "chat" is JSON Lines of chat
+#: records, which only `tokenize --chat` reads.
+INPUT_FORMATS: Final = ("text", "jsonl", "parquet", "arrow", "chat")

@@ -14,12 +14,14 @@ contract and the choices (what `finish` does with a character that never complet
 
 from __future__ import annotations
 
+import bisect
 import codecs
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from mnemo.checks import check_errors
-from mnemo.errors import InvalidUTF8Error
+from mnemo.checks import check_errors, check_int, type_error
+from mnemo.errors import InputError, InvalidUTF8Error, UnknownTokenError
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import AllOr, Tokenizer
@@ -41,11 +43,16 @@ class StreamDecoder:
     `decode` replaces them.  `finish` ends the stream: bytes still held back (a character cut
     off by the end) are decoded as `decode` would decode them at the end of the text.
     "".join of every piece, `finish()` included, equals `tok.decode(all_ids, errors)`.
+    An id that is no token raises UnknownTokenError, in `step` and `feed` alike; a chat's ids
+    with the loss-mask bit need `masked=True`, as in `decode`.
     """
 
-    def __init__(self, tokenizer: Tokenizer, errors: str = "replace") -> None:
+    def __init__(self, tokenizer: Tokenizer, errors: str = "replace", *, masked: bool = False) -> None:
         self._tokenizer = tokenizer
         self._errors = check_errors(errors)
+        if not isinstance(masked, bool):
+            raise type_error("masked", "a bool", masked)
+        self._masked = masked
         self._decoder = codecs.getincrementaldecoder("utf-8")(self._errors)
 
     @property
@@ -55,11 +62,17 @@ class StreamDecoder:
 
     def step(self, token: int) -> str:
         """The text that `token` completes ("" when it only starts or continues a character)."""
-        return self._decoder.decode(self._tokenizer.token_bytes(token))
+        if self._masked:
+            return self._decoder.decode(self._tokenizer.decode_bytes([check_int("token", token)], masked=True))
+        try:
+            return self._decoder.decode(self._tokenizer.token_bytes(token))
+        except UnknownTokenError:
+            self._tokenizer.decode_bytes([token])  # raises decode's error, naming masked=True where it helps
+            raise
 
     def feed(self, tokens: Iterable[int]) -> str:
         """The text that these tokens complete, as `step` of each would give it, joined."""
-        return self._decoder.decode(self._tokenizer.decode_bytes(tokens))
+        return self._decoder.decode(self._tokenizer.decode_bytes(tokens, masked=self._masked))
 
     def finish(self) -> str:
         """End of the stream: the bytes still held back, decoded (U+FFFD for a character cut
@@ -122,4 +135,16 @@ def encode_with_offsets(
 ) -> tuple[list[int], list[tuple[int, int]]]:
     """Tokenizer.encode_with_offsets: `encode` and each token's character span in `text`."""
     ids = tok.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    return ids, token_spans(tok.decode_tokens_bytes(ids))
+    spans = token_spans(tok.decode_tokens_bytes(ids))
+    pairs = [] if not isinstance(text, str) or text.isascii() else [m.start() for m in _SURROGATE_PAIR.finditer(text)]
+    if not pairs:
+        return ids, spans
+    # Encoding joins a surrogate pair into the one character it stands for (text_bytes), and the
+    # spans count that character once; the caller's string holds it as two code points.  The
+    # k-th pair sits at joined index pairs[k] - k: a joined index moves right by the pairs before.
+    joined = [at - k for k, at in enumerate(pairs)]
+    return ids, [(s + bisect.bisect_left(joined, s), e + bisect.bisect_left(joined, e)) for s, e in spans]
+
+
+#: A high surrogate followed by a low one: one character (beyond U+FFFF) in two code points.
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")

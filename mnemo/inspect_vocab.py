@@ -21,6 +21,7 @@ docs/inspect.md has the choices and an example listing.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -169,6 +170,25 @@ def _shown(raw: bytes) -> str:
     return "'" + token_text(raw) + "'"
 
 
+def display_width(text: str) -> int:
+    """Columns `text` takes on a terminal: East Asian wide and fullwidth characters take two,
+    combining marks and zero-width format characters none (wcwidth's rule, without its tables:
+    unicodedata has what it needs).  len() misaligned the rows holding CJK tokens."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def _pad(text: str, width: int, left: bool) -> str:
+    fill = " " * max(0, width - display_width(text))
+    return text + fill if left else fill + text
+
+
 def format_report(report: Report, limit: int) -> str:
     """The lists as text tables, `limit` rows each (the totals always)."""
     lines: list[str] = []
@@ -179,10 +199,9 @@ def format_report(report: Report, limit: int) -> str:
             lines.append("")
             return
         shown = cells[:limit]
-        widths = [max(len(c), *(len(r[j]) for r in shown)) for j, c in enumerate(columns)]
-        lines.append("  " + "  ".join(c.rjust(w) if j != 1 else c.ljust(w) for j, (c, w) in enumerate(zip(columns, widths))).rstrip())
-        for r in shown:
-            lines.append("  " + "  ".join(v.rjust(w) if j != 1 else v.ljust(w) for j, (v, w) in enumerate(zip(r, widths))).rstrip())
+        widths = [max(display_width(c), *(display_width(r[j]) for r in shown)) for j, c in enumerate(columns)]
+        for r in [columns, *shown]:
+            lines.append("  " + "  ".join(_pad(v, w, left=j == 1) for j, (v, w) in enumerate(zip(r, widths))).rstrip())
         if len(items) > limit:
             lines.append(f"  ... {len(items) - limit} more (--limit)")
         lines.append("")

@@ -24,6 +24,7 @@ fsspec serves the URL kind (mnemo/remote.py, its one importer) and stays an opti
 
 from __future__ import annotations
 
+import copy
 import io
 import os
 import re
@@ -82,6 +83,10 @@ class Location(os.PathLike[str]):
     #: Only this process can read it (standard input; memory://, fsspec's in-process
     #: filesystem): its tasks are read here, never by a worker.
     private: bool
+    #: The input format the user named for it (`--input-format`: "text", "jsonl", "parquet",
+    #: "arrow" or "chat"), or None: its name decides, or for a stream its first bytes
+    #: (mnemo/sources.py, kind_of).  Not part of what it is: equal locations may differ in it.
+    input_format: str | None = None
 
     @abstractmethod
     def __fspath__(self) -> str:
@@ -105,6 +110,20 @@ class Location(os.PathLike[str]):
         """What is there, as fsspec's `info` tells it (one stat, or one request), found without
         opening it (a FIFO's open takes its writer; a pipe's bytes, once read, are gone):
         InputError naming it when it is missing or cannot be read."""
+
+    def is_stream(self) -> bool:
+        """Whether it is read once from its start (standard input, a pipe, a FIFO, a device):
+        `info` says so; False when nothing readable is there (the read names it)."""
+        try:
+            return self.info().stream
+        except InputError:
+            return False
+
+    def read_as(self, input_format: str | None) -> Location:
+        """This location, with the input format the user named for it (None: none)."""
+        declared = copy.copy(self)
+        object.__setattr__(declared, "input_format", input_format)
+        return declared
 
     @abstractmethod
     def isdir(self) -> bool:
@@ -472,6 +491,9 @@ class UrlPath(Location):
         if found.get("type") == "directory":
             return Info("directory")
         return Info("file", int(found.get("size") or 0))
+
+    def is_stream(self) -> bool:
+        return False  # an object is read by ranges, never once from its start: no request to ask
 
     def isdir(self) -> bool:
         return remote.isdir(self.url)

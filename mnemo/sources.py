@@ -13,9 +13,9 @@ Formats, chosen by the file name once a compression suffix is removed:
   batch at a time from a memory map (pyarrow): the column ``text_field``.  A folder written by
   Hugging Face ``datasets``' ``save_to_disk`` (``state.json`` + ``data-*.arrow``) stands for its
   Arrow files, in the order ``state.json`` lists them.
-* anything else: UTF-8 text.  ``<|endoftext|>`` (the usual separator of text corpora) and the
-  special tokens' strings separate documents and are never part of one; empty documents (two
-  separators in a row, or one at the start or end of a file) are skipped.
+* anything else (but REFUSED_SUFFIXES): UTF-8 text.  ``<|endoftext|>`` (the usual separator of
+  text corpora) and the special tokens' strings separate documents and are never part of one;
+  empty documents (two separators in a row, or one at the start or end of a file) are skipped.
 
 Compression is recognised by its magic bytes, whatever the suffix: xz, gzip and zstd (zstd
 needs the ``zstandard`` package).
@@ -27,8 +27,11 @@ becomes UTF-8 with each lone surrogate replaced by U+FFFD, as `Tokenizer.encode`
 
 Pipes, FIFOs, character devices and ``-`` (standard input) are *streams*: each is opened once
 and read once from its start, its compression sniffed on that one handle; nothing opens them
-before (no check, no stat of a size) and nothing seeks in them.  ``-`` is JSON Lines when its
-first non-blank byte (after decompression) is ``{``, else text (docs/formats.md).
+before (no check, no stat of a size) and nothing seeks in them.  A stream whose name says no
+format (``-``, ``/dev/stdin``, a FIFO named ``pipe``) is JSON Lines when its first non-blank byte
+(after decompression) is ``{``, else text, said on stderr (docs/formats.md).  The user can name
+the format instead (``--input-format``, `Location.read_as`); names with a suffix of a format
+mnemo does not read (``.csv``, ...: REFUSED_SUFFIXES) are refused.
 
 Every input is a `Location` (mnemo/location.py): a local path, ``-``, or an fsspec URL
 (``s3://``, ``gs://``, ``memory://``, ...), whose object is read like a regular file, by ranged
@@ -52,6 +55,7 @@ import json
 import lzma
 import os
 import re
+import sys
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -125,12 +129,32 @@ def compression_of(path: Location) -> str:
     return _magic(head)
 
 
+#: Suffixes of formats mnemo does not read, which reading as text would turn into documents of
+#: markup or noise without a word (a .csv became one document holding its header row): refused,
+#: unless --input-format says how to read the file.  Any other name is text: mnemo trains on
+#: source code, Markdown, logs and files without a suffix alike.
+REFUSED_SUFFIXES: Final = (
+    ".csv", ".tsv", ".xlsx", ".xls", ".ods", ".avro", ".orc", ".feather", ".h5", ".hdf5", ".npy",
+    ".npz", ".pkl", ".pickle", ".pt", ".safetensors", ".zip", ".tar", ".tgz", ".7z", ".rar",
+    ".bz2", ".lz4", ".pdf", ".docx", ".doc", ".epub",
+)
+#: What the messages say mnemo reads.
+READ_FORMATS: Final = (
+    "UTF-8 text (.txt, or any other name), JSON Lines (.jsonl, .ndjson, .json), Parquet (.parquet) "
+    "or Arrow (.arrow) files, optionally compressed (.xz, .gz, .zst)"
+)
+
+
 def kind_of(path: PathArg) -> str:
-    """"jsonl", "parquet" or "text", from the name with any compression suffix removed; "auto"
-    for standard input, which has no name (its content decides, see _sniff_kind)."""
+    """"jsonl", "parquet", "arrow" or "text": the format the user named for the location
+    (Location.read_as, `--input-format`; "chat" reads as JSON Lines), else the one its name
+    says once a compression suffix is removed.  A stream (standard input, a pipe, a FIFO or a
+    device, however named) whose name says no format is "auto": its first bytes decide
+    (_sniff_kind).  A name with one of REFUSED_SUFFIXES is an InputError naming what mnemo
+    reads."""
     where = location(path)
-    if where.stdin:
-        return "auto"
+    if where.input_format is not None:
+        return "jsonl" if where.input_format == "chat" else where.input_format
     name = where.name.lower()
     for suffix in COMPRESSION_SUFFIXES:
         if name.endswith(suffix):
@@ -142,7 +166,15 @@ def kind_of(path: PathArg) -> str:
         return "parquet"
     if name.endswith(ARROW_SUFFIXES):
         return "arrow"
-    return "text"
+    if name.endswith(REFUSED_SUFFIXES):
+        suffix = "." + name.rsplit(".", 1)[1]
+        raise InputError(
+            f"{where}: mnemo does not read {suffix} files; it reads {READ_FORMATS}.  Convert it to "
+            f"one of those, or name the format with --input-format (input_format=) to read it as that"
+        )
+    if name.endswith(".txt") or not where.is_stream():
+        return "text"
+    return "auto"
 
 
 def open_binary(path: Location, *, exact: bool = False) -> io.BufferedIOBase:
@@ -582,20 +614,31 @@ def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_
 
 
 def _sniff_kind(raw: Iterable[bytes], path: Location) -> tuple[str, Iterable[bytes]]:
-    """The format of standard input, from its first bytes: "jsonl" when the first byte that is
-    not white space is "{", else "text" (a text that starts with "{" then fails as JSON on a
-    named line, never silently; /dev/stdin reads it as text).  Parquet cannot be streamed."""
+    """The format of a stream whose name says none, from its first bytes: "jsonl" when the
+    first byte that is not white space is "{", else "text" (a text that starts with "{" then
+    fails as JSON on a named line, never silently); Parquet and Arrow cannot be streamed.  The
+    choice is said on stderr, with the option that overrides it: nothing else shows it."""
     blocks = iter(raw)
     seen: list[bytes] = []
     kind = "text"
+    why = "it is empty"
     for block in blocks:
         seen.append(block)
         stripped = block.lstrip()
         if stripped:
             if stripped.startswith(b"PAR1"):
                 raise InputError(_parquet_stream_message(str(path)))
+            if stripped.startswith(b"ARROW1") or stripped.startswith(b"\xff\xff\xff\xff"):
+                raise InputError(_arrow_stream_message(str(path)))
             kind = "jsonl" if stripped.startswith(b"{") else "text"
+            why = "its first byte is '{'" if kind == "jsonl" else "its first byte is not '{'"
             break
+    shown = "JSON Lines" if kind == "jsonl" else "text"
+    print(
+        f"mnemo: reading {path} as {shown} ({why}); --input-format text|jsonl (input_format=) says otherwise",
+        file=sys.stderr,
+        flush=True,
+    )
     return kind, itertools.chain(seen, blocks)
 
 
@@ -697,6 +740,13 @@ def _json_field(line: bytes, path: Location, start: int, line_no: int, field: st
     text = record.get(field) if isinstance(record, dict) else None
     if not isinstance(text, str):
         got = "no such field" if not isinstance(record, dict) or field not in record else type(text).__name__
+        if isinstance(record, dict) and field not in record and isinstance(record.get("messages"), list):
+            raise InputError(
+                f"{_where(path, start, line_no)}: field {field!r} must be a string ({got}): the line is a chat "
+                f"record (a 'messages' list); `mnemo tokenize --chat` (tokenize_files(chat=True)) reads chat "
+                f"records; training has no chat mode: train on text (a field holding each document's text, "
+                f"chosen with --text-field), or render the chats to text first"
+            )
         raise InputError(
             f"{_where(path, start, line_no)}: field {field!r} must be a string ({got}); "
             f"choose the text field with text_field= / --text-field"

@@ -21,7 +21,7 @@ from mnemo.chat import render_document
 from mnemo.checks import check_errors, check_int, text_type_error, type_error
 from mnemo.constants import maskbit_for
 from mnemo.encode_text import encode_bytes, encode_range
-from mnemo.errors import ConfigError, SpecialTokenError
+from mnemo.errors import ConfigError, SpecialTokenError, UnknownTokenError
 from mnemo.streaming import encode_stream, text_bytes
 from mnemo.vocabulary import Vocabulary
 
@@ -283,9 +283,14 @@ class Tokenizer(Vocabulary):
 
     # ---- decoding ----
 
-    def decode_bytes(self, tokens: Iterable[int]) -> bytes:
-        """The bytes of a token sequence (special tokens as their names)."""
+    def decode_bytes(self, tokens: Iterable[int], *, masked: bool = False) -> bytes:
+        """The bytes of a token sequence (special tokens as their names).  An id that is no
+        token raises UnknownTokenError, whatever bits it has.  `masked=True`: the ids are a
+        chat's, some carrying the loss-mask bit (render_conversation, chat .tok files:
+        maskbit_for(n_vocab)); the bit is dropped before the lookup."""
         vocab = self._vocab
+        if not isinstance(masked, bool):
+            raise type_error("masked", "a bool", masked)
         if isinstance(tokens, list):
             toks = tokens
         elif isinstance(tokens, (str, bytes, bytearray)) or not isinstance(tokens, Iterable):
@@ -295,34 +300,48 @@ class Tokenizer(Vocabulary):
         try:
             if not toks or min(toks) >= 0:
                 # A hole is None in the list (join raises TypeError) or missing from the dict
-                # (KeyError); the loop below names it.  Both index by id alike.
+                # (KeyError), an id past the end raises IndexError: the loop below names it.
                 spelled = cast("list[bytes]", vocab)
                 return b"".join([spelled[t] for t in toks])
         except (IndexError, KeyError, TypeError):
             pass
-        # Chat ids carry the loss-mask bit (render_conversation, chat .tok files): no id has it,
-        # so an id with it is that id, masked.
-        bit = maskbit_for(self._n_ids)
+        # Only a caller who says the ids are a chat's gets the mask bit stripped: an id past the
+        # end is otherwise a bad id (a padded vocabulary's sample), never a token.
+        bit = maskbit_for(self._n_ids) if masked else 0
         parts: list[bytes] = []
         for i, t in enumerate(toks):
             t = check_int(f"tokens[{i}]", t)
-            plain = t & ~bit if t >= self._n_ids and t & bit else t
+            plain = t & ~bit if t & bit else t
             raw = self._raw(plain)
             if raw is None:
-                raise self._unknown(t)
+                raise self._unknown_decoded(t, masked)
             parts.append(raw)
         return b"".join(parts)
 
-    def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
-        """The text of a token sequence; invalid UTF-8 becomes U+FFFD (never raises by default)."""
-        return self.decode_bytes(tokens).decode("utf-8", errors=check_errors(errors))
+    def _unknown_decoded(self, token: int, masked: bool) -> UnknownTokenError:
+        """_unknown, and the way out when the id is a chat's id with the mask bit."""
+        error = self._unknown(token)
+        bit = maskbit_for(self._n_ids)
+        if masked or not token & bit or self._raw(token & ~bit) is None:
+            return error
+        return UnknownTokenError(
+            f"{error.args[0]}; if these are a chat's ids with the loss-mask bit (0x{bit:X}), "
+            f"decode them with masked=True"
+        )
 
-    def stream_decoder(self, errors: str = "replace") -> StreamDecoder:
+    def decode(self, tokens: Iterable[int], errors: str = "replace", *, masked: bool = False) -> str:
+        """The text of a token sequence; invalid UTF-8 becomes U+FFFD (by default).  An id that
+        is no token raises UnknownTokenError; chat ids with the loss-mask bit need
+        `masked=True` (see decode_bytes)."""
+        return self.decode_bytes(tokens, masked=masked).decode("utf-8", errors=check_errors(errors))
+
+    def stream_decoder(self, errors: str = "replace", *, masked: bool = False) -> StreamDecoder:
         """A decoder for ids that arrive one at a time (mnemo/decoding.py): it returns text only
-        once its UTF-8 is complete, and its pieces add up to `decode` of the whole sequence."""
+        once its UTF-8 is complete, and its pieces add up to `decode` of the whole sequence
+        (`masked` as in decode)."""
         from mnemo.decoding import StreamDecoder
 
-        return StreamDecoder(self, errors)
+        return StreamDecoder(self, errors, masked=masked)
 
     @overload
     def decode_with_offsets(self, tokens: Iterable[int], *, spans: Literal[False] = False) -> tuple[str, list[int]]: ...
@@ -353,17 +372,24 @@ class Tokenizer(Vocabulary):
         return decoding.encode_with_offsets(self, text, allowed_special, disallowed_special)
 
     def decode_batch(
-        self, batch: Iterable[Iterable[int]], *, errors: str = "replace", num_threads: int | None = None
+        self,
+        batch: Iterable[Iterable[int]],
+        *,
+        errors: str = "replace",
+        masked: bool = False,
+        num_threads: int | None = None,
     ) -> list[str]:
         """`decode` of each token sequence.  `num_threads` (tiktoken's) is checked and changes
         nothing: decoding is a join of byte strings, done in this thread."""
         batch_encode.threads_as_workers(None, num_threads)
-        return [self.decode(tokens, errors=errors) for tokens in batch]
+        return [self.decode(tokens, errors=errors, masked=masked) for tokens in batch]
 
-    def decode_bytes_batch(self, batch: Iterable[Iterable[int]], *, num_threads: int | None = None) -> list[bytes]:
+    def decode_bytes_batch(
+        self, batch: Iterable[Iterable[int]], *, masked: bool = False, num_threads: int | None = None
+    ) -> list[bytes]:
         """`decode_bytes` of each token sequence (`num_threads` as in decode_batch)."""
         batch_encode.threads_as_workers(None, num_threads)
-        return [self.decode_bytes(tokens) for tokens in batch]
+        return [self.decode_bytes(tokens, masked=masked) for tokens in batch]
 
     def encode_ordinary_batch(
         self, texts: Sequence[str], *, workers: int | None = None, num_threads: int | None = None

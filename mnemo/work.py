@@ -346,8 +346,8 @@ class LocalProcesses(Executor):
         return _Worker(pid, Connection(parent_end.detach()), popen, known)
 
     def _idle_worker(self) -> _Worker:
-        """A worker that is alive and has no call: a kept one (one that died while idle -- its
-        starting thread ended, see die_with_parent -- is replaced silently), or a new one."""
+        """A worker that is alive and has no call: a kept one (one that died while idle --
+        killed by someone -- is replaced silently), or a new one."""
         for w in list(self._workers):
             if w.job is not None:
                 continue

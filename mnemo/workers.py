@@ -5,6 +5,7 @@ with it, and how many workers a `workers` argument means."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import multiprocessing
 import os
 import signal
@@ -62,19 +63,34 @@ def die_with_parent(parent_pid: int) -> None:
 
     A parent killed with SIGKILL (the OOM killer) cannot stop its workers, and a worker blocked
     on a queue that the parent fed would wait forever.  On Linux the kernel sends the worker
-    SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG).  The parent may have died before the
-    prctl ran: the worker then already has another parent, which is why the parent's pid is
-    recorded in the parent, before the start, and compared here.  Elsewhere a daemon thread looks
-    at the parent every WATCHDOG_SECONDS.
+    PARENT_DEATH_SIGNAL when the parent dies (prctl PR_SET_PDEATHSIG).  The parent may have died
+    before the prctl ran: the worker then already has another parent, which is why the parent's
+    pid is recorded in the parent, before the start, and compared here.  Elsewhere a daemon
+    thread looks at the parent every WATCHDOG_SECONDS.
 
-    The kernel sends the signal when the *thread* that started the worker ends; mnemo starts its
-    workers from the main thread, which ends only with the process (a multiprocessing.Pool
-    replaces a dead worker from its own thread, which lives as long as the pool)."""
+    The kernel sends that signal when the *thread* that started the worker ends, not only the
+    process: encode_batch's kept workers, started by a thread that then ended while another
+    thread was using them, died of it mid-call (SIGKILL as the death signal then).  So the signal
+    only prompts a look: the worker ends when its parent *process* is gone (it has been adopted),
+    and otherwise goes on -- with the parent's next thread as its parent, whose end prompts the
+    same look."""
+    signal.signal(PARENT_DEATH_SIGNAL, functools.partial(_parent_death_prompt, parent_pid))
     if _set_parent_death_signal():
         if os.getppid() != parent_pid:
             os._exit(1)
         return
     watch_parent(parent_pid)
+
+
+#: The signal of a parent's death (prctl): caught, see die_with_parent.  Any signal mnemo's
+#: workers have no other use for.
+PARENT_DEATH_SIGNAL: Final = signal.SIGUSR2
+
+
+def _parent_death_prompt(parent_pid: int, signum: int, frame: object) -> None:
+    """The handler of PARENT_DEATH_SIGNAL: end the worker if its parent process has ended."""
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -94,10 +110,11 @@ _PRCTL: Final = _load_prctl()
 
 
 def _set_parent_death_signal() -> bool:
-    """prctl(PR_SET_PDEATHSIG, SIGKILL) for this process; False where there is no prctl."""
+    """prctl(PR_SET_PDEATHSIG, PARENT_DEATH_SIGNAL) for this process; False where there is no
+    prctl."""
     if _PRCTL is None:
         return False
-    return int(_PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
+    return int(_PRCTL(PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0)) == 0
 
 
 def watch_parent(parent_pid: int, interval: float = WATCHDOG_SECONDS) -> threading.Thread:

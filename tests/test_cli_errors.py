@@ -10,6 +10,7 @@ not stop a write, but no file can be created in /proc.  A full standard output i
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -312,3 +313,61 @@ def test_error_class_follows_the_rule(
     got = error_class(files, argv, monkeypatch)
     capsys.readouterr()
     assert got == expected, (argv, got)
+
+
+# ---- issue 28 item 17: what a new user met ---------------------------------------------------------
+
+
+def test_chat_records_without_chat_say_what_to_do(files: Path) -> None:
+    """A chat .jsonl given as documents said only "field 'text' must be a string (no such
+    field)"; now tokenize's error names --chat, and train's says it has no chat mode."""
+    proc = run(files, "tokenize", "-t", "tok.bin", "chat.jsonl", "-o", "t.tok")
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1 and "chat.jsonl:1" in last and "--chat" in last, proc.stderr
+    proc = run(files, "train", "chat.jsonl", "-o", "t.bin")
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1 and "chat.jsonl:1" in last and "training has no chat mode" in last, proc.stderr
+    assert not (files / "t.tok").exists() and not (files / "t.bin").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["train", "text.txt", "-o", "t.bin", "--vocab_size", "300"], "--vocab-size"),
+        (["train", "text.txt", "--vocab_size", "300"], "--vocab-size"),  # before the missing -o
+        (["tokenize", "-t", "tok.bin", "text.txt", "-o", "t.tok", "--text_field", "x"], "--text-field"),
+        (["tokenize", "-t", "tok.bin", "text.txt", "-o", "t.tok", "--wokers", "2"], "--workers"),
+        (["info", "tok.bin", "--verfy"], "--verify"),
+    ],
+)
+def test_option_typo_suggests_the_option(files: Path, argv: list[str], meant: str) -> None:
+    """argparse printed the top-level usage and "unrecognized arguments" (suggest_on_error is
+    Python 3.14's); now the command's usage and "did you mean"."""
+    proc = run(files, *argv)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and f"did you mean {meant}?" in lines[-1], proc.stderr
+    assert lines[0].startswith(f"usage: mnemo {argv[0]} "), proc.stderr
+
+
+def test_vocab_size_bound_is_one_message(files: Path) -> None:
+    """--vocab-size 0 said ">= 1" (argparse) while 100 said ">= 272" (the library)."""
+    messages = []
+    for value in ("0", "100", "-3"):
+        proc = run(files, "train", "text.txt", "-o", "t.bin", f"--vocab-size={value}")
+        assert proc.returncode == 1, proc.stderr
+        messages.append(proc.stderr.strip().splitlines()[-1].replace(value, "N"))
+    assert messages[0] == messages[1] == messages[2], messages
+    assert ">= 272 (256 bytes + 16 special tokens), got N" in messages[0]
+
+
+def test_summaries_count_and_rate_small_runs(files: Path, tmp_path: Path) -> None:
+    """A one-document run said "1 documents" and "0.0 MB/s"."""
+    (tmp_path / "one.txt").write_text("the cat sat on the mat")
+    proc = run(tmp_path, "tokenize", "-t", str(files / "tok.bin"), "one.txt", "-o", "one.tok", "-q", stdout=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 document," in proc.stdout and "1 documents" not in proc.stdout, proc.stdout
+    assert "0.0 MB" not in proc.stdout and "22 bytes in" in proc.stdout, proc.stdout
+    assert re.search(r"\(\d+(\.\d)? [kM]?B/s, ", proc.stdout), proc.stdout
+    proc = run(tmp_path, "train", "one.txt", "-o", "one.bin", "--vocab-size", "280", "-q", "--workers", "1", stdout=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    assert "0.0 MB" not in proc.stdout and "from 22 bytes" in proc.stdout, proc.stdout

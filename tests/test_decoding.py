@@ -147,6 +147,73 @@ def test_bad_arguments() -> None:
     assert d.step(256) == "<|end|>"
 
 
+# ---- ids that are no token (issue 28 item 6) ----
+
+
+def _every_decoder(tok: Tokenizer, ids: list[int], masked: bool) -> list[str]:
+    """What each decoder gives for `ids`: decode, decode_bytes, the batches, and a stream
+    decoder fed all at once and one id at a time."""
+    d = tok.stream_decoder(masked=masked)
+    fed = d.feed(ids) + d.finish()
+    stepped = "".join(d.step(t) for t in ids) + d.finish()
+    return [
+        tok.decode(ids, masked=masked),
+        tok.decode_bytes(ids, masked=masked).decode("utf-8", "replace"),
+        tok.decode_batch([ids], masked=masked)[0],
+        tok.decode_bytes_batch([ids], masked=masked)[0].decode("utf-8", "replace"),
+        fed,
+        stepped,
+    ]
+
+
+def _each_decoder_raises(tok: Tokenizer, ids: list[int], match: str) -> None:
+    calls: list[Callable[[], object]] = [
+        lambda: tok.decode(ids),
+        lambda: tok.decode_bytes(ids),
+        lambda: tok.decode_batch([ids]),
+        lambda: tok.decode_bytes_batch([ids]),
+        lambda: tok.stream_decoder().feed(ids),
+        lambda: [tok.stream_decoder().step(t) for t in ids],
+    ]
+    for call in calls:
+        with pytest.raises(UnknownTokenError, match=match):
+            call()
+
+
+def test_out_of_vocabulary_ids_raise_in_every_decoder(gpt2: Tokenizer) -> None:
+    """Before: the mask bit was stripped from any id past the end, so 40000 on a 32,768-id
+    vocabulary decoded as 40000 & 0x7FFF and 65535 as a special token, with no error."""
+    tok = Tokenizer(gpt2.merges[: 32768 - 256 - 16], pattern="gpt2")  # mnemo's 16 specials on top
+    assert tok.n_vocab == 32768
+    for bad in (40000, 65535, 32768):
+        _each_decoder_raises(tok, [104, bad], f"token id {bad} is not in the vocabulary")
+    # gpt2 (50,257 ids): its chat mask bit is bit 31, and bit 15 is part of an id
+    _each_decoder_raises(gpt2, [50257], "token id 50257 is not in the vocabulary")
+    _each_decoder_raises(gpt2, [0x80000000 | 71], "decode them with masked=True")
+    # the message says the way out when the id is a chat's id with the mask bit
+    with pytest.raises(UnknownTokenError, match=r"0x8000\), decode them with masked=True"):
+        tok.decode([0x8000 | 104])
+
+
+def test_masked_ids_decode_only_when_asked(gpt2: Tokenizer) -> None:
+    tok = Tokenizer([(104, 105)])
+    ids = tok.render_conversation([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hi hi"}])
+    plain = [t & 0x7FFF for t in ids]
+    assert any(t & 0x8000 for t in ids)
+    expected = tok.decode(plain)
+    assert _every_decoder(tok, ids, masked=True) == [expected] * 6
+    assert _every_decoder(tok, plain, masked=True) == [expected] * 6  # plain ids pass as they are
+    _each_decoder_raises(tok, ids, "masked=True")
+    wide = gpt2.render_conversation([{"role": "assistant", "content": "hello there"}])
+    assert _every_decoder(gpt2, wide, masked=True) == [gpt2.decode([t & 0x7FFFFFFF for t in wide])] * 6
+    with pytest.raises(UnknownTokenError, match="token id 40000 is not"):
+        tok.decode([40000], masked=True)  # 40000 & 0x7FFF = 7232: no token of 259 ids either
+    with pytest.raises(ArgumentTypeError, match="masked must be a bool"):
+        tok.decode([104], masked=1)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match="masked must be a bool"):
+        tok.stream_decoder(masked="yes")  # type: ignore[arg-type]
+
+
 # ---- character offsets ----
 
 
@@ -209,6 +276,30 @@ def test_offsets_of_lone_surrogate_and_specials() -> None:
     ids, spans = tok.encode_with_offsets("a\ud800b<|end|>c", allowed_special="all")
     assert ids == [ord("a"), 0xEF, 0xBF, 0xBD, ord("b"), 256, ord("c")]
     assert spans == [(0, 1), (1, 2), (1, 2), (1, 2), (2, 3), (3, 10), (10, 11)]
+
+
+def test_offsets_after_surrogate_pairs_index_the_callers_string(gpt2: Tokenizer) -> None:
+    """Encoding joins a surrogate pair into one character; the spans index the string given,
+    where the pair is two code points (before: ' hello' got (1, 7), '\\ude00 hell')."""
+    text = "\ud83d\ude00 hello world"
+    ids, spans = gpt2.encode_with_offsets(text)
+    pieces = [text[s:e] for s, e in spans]
+    assert pieces[-2:] == [" hello", " world"]
+    assert spans[-2:] == [(2, 8), (8, 14)]
+    assert all(s <= 2 for s, _ in spans[:-2]) and spans[0][0] == 0  # the emoji's tokens: (0, 2)
+    # every shape: pairs, lone halves, a pair split by nothing else, at the start, middle and end
+    rng = random.Random(28)
+    alphabet = ["a", " ", "é", "中", "\ud83d\ude00", "\U0001F600", "\ud800", "\udc00", "\ud83d", "x y"]
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 12)))
+        ids, spans = gpt2.encode_with_offsets(text)
+        assert len(spans) == len(ids)
+        for (s, e), raw in zip(spans, gpt2.decode_tokens_bytes(ids)):
+            piece = text[s:e].encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+            assert raw in piece, (text, s, e, raw)  # the span holds the token's bytes ...
+            assert 0 <= s < e <= len(text)
+        # ... and the spans cover the text, in order
+        assert spans[0][0] == 0 and spans[-1][1] == len(text), (text, spans)
 
 
 def test_decode_with_offsets_refuses_invalid_utf8() -> None:

@@ -289,7 +289,9 @@ def test_chat_of_a_large_vocabulary_uses_bit_31(big: Tokenizer) -> None:
     start = plain.index(tok.special_tokens["<|assistant|>"]) + 1
     assert plain[start : start + len(reply) + 1] == [*reply, tok.special_tokens["<|end|>"]]
     assert mask == [0] * start + [1] * (len(reply) + 1)
-    assert tok.decode(ids) == tok.decode(plain)  # decode takes masked ids
+    assert tok.decode(ids, masked=True) == tok.decode(plain)  # masked ids decode when asked
+    with pytest.raises(UnknownTokenError, match="masked=True"):
+        tok.decode(ids)
     assert split_mask(ids, MASKBIT32) == (plain, [bool(m) for m in mask])
     assert strip_mask(ids, MASKBIT32) == plain
     arr_plain, arr_mask = strip_mask_array(np.array(ids, dtype=np.uint32))
@@ -300,7 +302,9 @@ def test_decode_of_masked_16_bit_ids() -> None:
     tok = Tokenizer([(104, 105)])
     ids = tok.render_conversation(MESSAGES)
     assert any(t & MASKBIT for t in ids)
-    assert tok.decode(ids) == tok.decode(strip_mask(ids))
+    assert tok.decode(ids, masked=True) == tok.decode(strip_mask(ids))
+    with pytest.raises(UnknownTokenError, match="masked=True"):
+        tok.decode(ids)
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,8 @@ tokens, on a vocabulary built by hand to hold each kind, and on a trained one.""
 
 from __future__ import annotations
 
+import unicodedata
+
 import subprocess
 import sys
 from collections.abc import Callable
@@ -118,3 +120,27 @@ def test_listing_and_cli(tmp_path: Path) -> None:
         capture_output=True, text=True,
     )
     assert run.returncode == 1 and "missing.txt" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_rows_with_double_width_characters_line_up() -> None:
+    """The columns after a token's bytes start at one terminal column in every row, whatever
+    the token holds: CJK (two columns a character), a combining accent (none), ASCII.  Before,
+    widths were len(): each CJK character pushed its row's next columns one column right."""
+    from mnemo.inspect_vocab import Finding, Report
+
+    def display_width(text: str) -> int:  # the test's own count: East Asian W/F two, marks none
+        return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    rows = ["中文字", "e\u0301t", "abcdefg", "ｆｕｌｌ", "x"]
+    found = [Finding(id=300 + k, raw=r.encode(), encodes_to=[7, 8 + k]) for k, r in enumerate(rows)]
+    text = format_report(Report(n_vocab=400, unreachable=found, intermediate=None, never=None, far_below=None), 10)
+    lines = text.splitlines()
+    header = next(line for line in lines if "encodes to" in line)
+    right_edge = display_width(header[: header.index("encodes to") + len("encodes to")])
+    shown = [line for line in lines if line.lstrip().startswith(tuple(str(f.id) for f in found))]
+    assert len(shown) == len(rows)
+    # each row ends with its right-aligned "encodes to" cell (the empty "partial" is stripped)
+    assert [display_width(line) for line in shown] == [right_edge] * len(rows), text
+    from mnemo.inspect_vocab import display_width as mnemo_width
+
+    assert [mnemo_width(r) for r in rows] == [display_width(r) for r in rows] == [6, 2, 7, 8, 1]

@@ -531,3 +531,106 @@ def test_jsonl_lines_read_in_place_across_read_blocks(tmp_path: Path, monkeypatc
         monkeypatch.setattr(sources, "BLOCK", block)
         with pytest.raises(InputError, match=r"a\.jsonl:8: field 'text' must be a string \(int\)"):
             list(iter_documents([p]))
+
+
+# ---- issue 28 item 8: every stream sniffed, --input-format, refused suffixes ----------------------
+
+MNEMO_CLI = str(Path(sys.executable).parent / "mnemo")
+
+
+@pytest.fixture(scope="module")
+def small_tok(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("item8") / "tok.bin"
+    train_from_iterator(["the cat sat on the mat, and the dog sat on the log"] * 50, vocab_size=300, workers=1).save(path)
+    return path
+
+
+def _tokenize(tok: Path, folder: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [MNEMO_CLI, "tokenize", "-t", str(tok), *args, "-q", "--workers", "1"],
+        cwd=folder, input=stdin, capture_output=True, timeout=120,
+    )
+
+
+def test_every_stream_is_sniffed_however_named(small_tok: Path, tmp_path: Path, within: Callable[..., object]) -> None:
+    """`-` was sniffed, but /dev/stdin and a FIFO named by path were read as text: one document
+    of raw JSON, exit 0.  Now every stream whose name says no format is sniffed, and stderr says
+    which format was assumed."""
+    docs = [f"document number {i}: the cat sat" for i in range(37)]
+    data = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+    tok = Tokenizer.load(small_tok)
+    for name in ("-", "/dev/stdin"):
+        done = _tokenize(small_tok, tmp_path, name, "-o", "s.tok", stdin=data)
+        assert done.returncode == 0, done.stderr
+        assert open_tok(tmp_path / "s.tok", tok).header.n_docs == 37
+        shown = "<stdin>" if name == "-" else name
+        assert f"mnemo: reading {shown} as JSON Lines (its first byte is '{{')".encode() in done.stderr, done.stderr
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = feed_fifo(fifo, data)
+    done = within(lambda: _tokenize(small_tok, tmp_path, "pipe", "-o", "f.tok"), 60)
+    writer.join(10)
+    assert done.returncode == 0 and b"reading pipe as JSON Lines" in done.stderr, done.stderr  # type: ignore[attr-defined]
+    assert open_tok(tmp_path / "f.tok", tok).header.n_docs == 37
+    # text on a stream: said too
+    done = _tokenize(small_tok, tmp_path, "/dev/stdin", "-o", "t.tok", stdin=b"plain text<|endoftext|>more text")
+    assert done.returncode == 0 and b"reading /dev/stdin as text (its first byte is not '{')" in done.stderr
+    assert open_tok(tmp_path / "t.tok", tok).header.n_docs == 2
+    # the library alike: kind_of asks the location whether it is a stream
+    assert kind_of(fifo) == "auto" and kind_of(Path("/dev/stdin")) == "auto" and kind_of("-") == "auto"
+
+
+def test_input_format_says_it_outright(small_tok: Path, tmp_path: Path) -> None:
+    docs = [f"line {i} of the mat" for i in range(5)]
+    data = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+    tok = Tokenizer.load(small_tok)
+    # JSON read as text on purpose: one document, and no sniffing line
+    done = _tokenize(small_tok, tmp_path, "/dev/stdin", "-o", "a.tok", "--input-format", "text", stdin=data)
+    assert done.returncode == 0 and b"reading" not in done.stderr, done.stderr
+    assert open_tok(tmp_path / "a.tok", tok).header.n_docs == 1
+    # JSON Lines in a file whose name says text
+    (tmp_path / "records.txt").write_bytes(data)
+    done = _tokenize(small_tok, tmp_path, "records.txt", "-o", "b.tok", "--input-format", "jsonl")
+    assert done.returncode == 0, done.stderr
+    assert open_tok(tmp_path / "b.tok", tok).header.n_docs == 5
+    # chat: tokenize's --chat; train has none
+    (tmp_path / "talk.txt").write_text(json.dumps({"messages": [{"role": "user", "content": "the cat"}]}) + "\n")
+    done = _tokenize(small_tok, tmp_path, "talk.txt", "-o", "c.tok", "--input-format", "chat")
+    assert done.returncode == 0, done.stderr
+    assert open_tok(tmp_path / "c.tok", tok).header.chat
+    done = _tokenize(small_tok, tmp_path, "talk.txt", "-o", "d.tok", "--input-format", "text", "--chat")
+    assert done.returncode == 1 and b"--chat reads JSON Lines chat records; --input-format text" in done.stderr
+    done = subprocess.run([MNEMO_CLI, "train", "talk.txt", "-o", "t.bin", "--input-format", "chat"], cwd=tmp_path, capture_output=True, timeout=120)
+    assert done.returncode == 1 and b"mnemo train has no chat mode" in done.stderr, done.stderr
+    assert not (tmp_path / "d.tok").exists() and not (tmp_path / "t.bin").exists()
+    # Ray runs plan by absolute path, where the format would be lost: refused, not ignored
+    done = _tokenize(small_tok, tmp_path, "records.txt", "-o", "shards", "--input-format", "jsonl", "--ray")
+    assert done.returncode == 1 and b"--input-format jsonl does not reach the nodes of a Ray run" in done.stderr, done.stderr
+    # the library: Location.read_as
+    from mnemo.location import location
+
+    assert kind_of(location(tmp_path / "records.txt").read_as("jsonl")) == "jsonl"
+    assert list(iter_documents([location(tmp_path / "records.txt").read_as("jsonl")])) == [d.encode() for d in docs]
+
+
+def test_suffixes_mnemo_does_not_read_are_refused(small_tok: Path, tmp_path: Path) -> None:
+    """A .csv became one document holding its header row, exit 0."""
+    (tmp_path / "table.csv").write_text("text,label\nthe cat,1\n")
+    done = _tokenize(small_tok, tmp_path, "table.csv", "-o", "x.tok")
+    err = done.stderr.decode()
+    assert done.returncode == 1 and "table.csv: mnemo does not read .csv files" in err, err
+    assert "JSON Lines (.jsonl" in err and "--input-format" in err and "Traceback" not in err
+    assert not (tmp_path / "x.tok").exists()
+    with gzip.open(tmp_path / "data.tsv.gz", "wt") as f:
+        f.write("text\tlabel\n")
+    with pytest.raises(InputError, match=r"data\.tsv\.gz: mnemo does not read \.tsv files"):
+        check_inputs([tmp_path / "data.tsv.gz"])
+    done = subprocess.run([MNEMO_CLI, "train", "table.csv", "-o", "t.bin"], cwd=tmp_path, capture_output=True, timeout=120)
+    assert done.returncode == 1 and b"does not read .csv files" in done.stderr
+    # said outright, it is read
+    done = _tokenize(small_tok, tmp_path, "table.csv", "-o", "x.tok", "--input-format", "text")
+    assert done.returncode == 0, done.stderr
+    # any other name is text, as before (code, Markdown, no suffix)
+    for name in ("notes.md", "main.py", "README"):
+        (tmp_path / name).write_text("the cat sat")
+        assert kind_of(tmp_path / name) == "text"

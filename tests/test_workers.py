@@ -196,3 +196,41 @@ def test_workers_are_not_forked_while_other_threads_run(tmp_path: Path) -> None:
     script.write_text(THREADED)
     done = subprocess.run([sys.executable, str(script), str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "same bytes", done.stderr
+
+
+THREAD_ENDS = """
+import threading, time
+import mnemo
+tok = mnemo.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 100, vocab_size=300, workers=1)
+text = "the quick brown fox jumps over the lazy dog " * 50
+one = tok.encode(text)
+started, go = threading.Event(), threading.Event()
+
+def starter():
+    # starts the shared workers, then ends while the main thread uses them
+    assert tok.encode_batch([text] * 2000, workers=2) == [one] * 2000
+    started.set()
+    go.wait()
+
+t = threading.Thread(target=starter)
+t.start()
+started.wait()
+threading.Timer(0.5, go.set).start()
+t0 = time.monotonic()
+out = tok.encode_batch([text] * 400_000, workers=2)  # the starter ends during this call
+took = time.monotonic() - t0
+t.join()
+assert out == [one] * len(out), "wrong ids"
+print("ok", round(took, 1), flush=True)
+"""
+
+
+def test_workers_outlive_the_thread_that_started_them(tmp_path: Path) -> None:
+    """encode_batch's kept workers, started by a thread that then ends while another thread is
+    in encode_batch: PR_SET_PDEATHSIG fires when the starting *thread* ends, and the call failed
+    with "WorkerError ... killed by signal SIGKILL".  Now the call finishes with the right ids.
+    In a fresh process, so that the shared workers are the starter thread's."""
+    done = subprocess.run([sys.executable, "-c", THREAD_ENDS], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.startswith("ok"), done.stderr[-3000:]
+    took = float(done.stdout.split()[1])
+    assert took > 0.5, f"the call took {took} s: it ended before the starter thread did, so this proved nothing"
