@@ -3,7 +3,7 @@ what a user's `ds.map(lambda b: {"ids": tok.encode_batch(b["text"], workers=1)},
 num_proc=N)` costs end to end -- pickling the tokenizer to the workers, sharding, encoding and
 writing the Arrow results.
 
-    python bench/bench_datasets_map.py [--mb 100] [--train-mb 10] [--tokenizer tokenizer.bin]
+    python bench/compare/datasets_map_two_procs_vs_one.py [--mb 100] [--train-mb 10] [--tokenizer tokenizer.bin]
 
 Documents: the first --mb MB of ../shared/corpus/english.jsonl.xz, in one in-memory Dataset.
 Tokenizer: 32,768 ids trained on the first --train-mb MB (or read from --tokenizer).  --on-disk
@@ -19,13 +19,15 @@ import argparse
 import os
 import shutil
 import tempfile
+import sys
 import time
 from pathlib import Path
 
 import mnemo
 from mnemo import Tokenizer
 
-from _corpus import SHARED, documents  # bench/_corpus.py (bench/conftest.py: how pytest finds it)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
+from corpus import SHARED, documents  # noqa: E402
 
 
 def main() -> None:

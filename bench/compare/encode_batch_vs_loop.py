@@ -1,6 +1,6 @@
 """encode_batch against a loop of encode, on English corpus documents, in one run.
 
-    .venv/bin/python bench/bench_batch.py [--docs 1000,100000] [--max-chars 1000] [--tokenizer tok.bin]
+    .venv/bin/python bench/compare/encode_batch_vs_loop.py [--docs 1000,100000] [--max-chars 1000] [--tokenizer tok.bin]
 
 Documents are the English corpus's, in file order, cycled when more are asked for than it holds,
 each cut to --max-chars characters (100,000 whole documents would be ~860 MB of text).  The
@@ -27,7 +27,7 @@ import numpy as np
 
 import mnemo
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "english.jsonl.xz"
 
 
 def documents(n: int, max_chars: int) -> list[str]:

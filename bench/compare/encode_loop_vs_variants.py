@@ -1,7 +1,7 @@
 """Variants of the packed encode loop side by side in ONE process, alternated pass by pass (the
 finest interleaving: on a shared machine a neighbour's burst then hits both sides alike).
 
-    .venv/bin/python bench/ab_inproc.py FUNC [FUNC ...] [--mb 3] [--rounds 15] [--vocab 32k|cl100k_base|o200k_base]
+    .venv/bin/python bench/compare/encode_loop_vs_variants.py FUNC [FUNC ...] [--mb 3] [--rounds 15] [--vocab 32k|cl100k_base|o200k_base]
 
 Each FUNC names a function of mnemo.encode_text with encode_range_packed's signature
 (enc, data, start, end, pattern, dst), optionally followed by `:ATTR=INT` to set an attribute of
@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
 
-from bench_encoder import english_docs, gpt2_tokenizer  # noqa: E402
-from bench_tiktoken_vocabs import SHARED, pieces  # noqa: E402
+from gpt2_merges import english_docs, gpt2_tokenizer  # noqa: E402
+from openai_vocabs_vs_peers import SHARED, pieces  # noqa: E402
 from librt.strings import BytesWriter  # noqa: E402
 
 import mnemo  # noqa: E402

@@ -1,7 +1,7 @@
 """Two builds of mnemo's encoder side by side, in one run that alternates them (a change measured
 on its own against the build before it, on a shared machine).
 
-    .venv/bin/python bench/ab_encoder.py BASE_DIR [--mb 5] [--rounds 5] [--vocab 32k|cl100k_base|o200k_base|PATH.bin]
+    .venv/bin/python bench/compare/encode_vs_other_build.py BASE_DIR [--mb 5] [--rounds 5] [--vocab 32k|cl100k_base|o200k_base|PATH.bin]
 
 BASE_DIR holds an installed copy of the build before (the `mnemo` folder and the `*__mypyc*.so`
 files of site-packages, copied there after `make install`); the other side is this checkout's
@@ -29,9 +29,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def child(mb: float, vocab: str, passes: int) -> None:
-    sys.path.insert(0, str(HERE))
-    from bench_encoder import english_docs, gpt2_tokenizer
-    from bench_tiktoken_vocabs import SHARED, pieces
+    sys.path[:0] = [str(HERE), str(HERE.parent / "lib")]  # openai_vocabs_vs_peers; bench/lib
+    from gpt2_merges import english_docs, gpt2_tokenizer
+    from openai_vocabs_vs_peers import SHARED, pieces
 
     import mnemo
 

@@ -2,9 +2,9 @@
 tiktoken and HF tokenizers, each in its own process, on cl100k_base, o200k_base and mnemo's own
 32,768-id vocabulary, over 5 MB of each corpus of ../shared/corpus.
 
-    python bench/peers_encode.py                       # goal 1: one core, list and packed outputs
-    python bench/peers_encode.py --threads 2           # goal 7: batches on 2 threads
-    python bench/peers_encode.py --vocab cl100k_base --corpus english --output list --rounds 5
+    python bench/compare/encode_vs_peers.py                       # goal 1: one core, list and packed outputs
+    python bench/compare/encode_vs_peers.py --threads 2           # goal 7: batches on 2 threads
+    python bench/compare/encode_vs_peers.py --vocab cl100k_base --corpus english --output list --rounds 5
 
 The peers are the optional extra `mnemo[peers]` (pip install '.[peers]'); a peer that is not
 installed is skipped with a line saying so.
@@ -58,7 +58,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 CORPORA = ("english", "multilingual", "code")
 VOCABS = ("cl100k_base", "o200k_base", "mnemo32k")
@@ -451,7 +451,7 @@ def main() -> None:
     if args.child:
         child(args.child, args.vocab[0], args.corpus[0], args.mb, args.workdir, args.wall)
         return
-    print(f"peers_encode: {args.mb:g} MB per corpus, best of {args.rounds} rounds, "
+    print(f"encode_vs_peers: {args.mb:g} MB per corpus, best of {args.rounds} rounds, "
           f"{'one core (taskset -c ' + args.cpu + '), CPU time' if args.threads == 1 else '2 threads on cpus 0-1, wall time'}; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     prepare(args.workdir, args.corpus, args.vocab, args.mb, args.warm_mb, args.train_mb)

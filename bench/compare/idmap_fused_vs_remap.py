@@ -6,7 +6,7 @@ in ONE process, alternated pass by pass over the same English documents:
 - remap: lists of mnemo's own ids (the pre-made ints, a new int for ids of 65,536 and more),
   then idmap.remap_in_place over each list (what Tokenizer did before the fourth round).
 
-    .venv/bin/python bench/ab_public.py [--vocab gpt2|cl100k_base|o200k_base] [--mb 3] [--rounds 11]
+    .venv/bin/python bench/compare/idmap_fused_vs_remap.py [--vocab gpt2|cl100k_base|o200k_base] [--mb 3] [--rounds 11]
         [--tokenizer gpt2.bin]
 
 Each round times both once over every document (process CPU time, chunk cache emptied first,
@@ -23,10 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
 
-from bench_encoder import english_docs  # noqa: E402
-from bench_tiktoken_vocabs import SHARED, pieces  # noqa: E402
+from gpt2_merges import english_docs  # noqa: E402
+from openai_vocabs_vs_peers import SHARED, pieces  # noqa: E402
 
 import mnemo  # noqa: E402
 from mnemo.encode_text import encode_bytes  # noqa: E402

@@ -2,7 +2,7 @@
 that puts GPT-2's byte ids on mnemo's) against the same merges in mnemo's own numbering (no map),
 side by side in one run, and tiktoken's Encoding from the same files as the reference.
 
-    python bench/interop_idmap.py [--mb 8] [--repeat 3]
+    python bench/compare/idmap_vs_native_ids.py [--mb 8] [--repeat 3]
 
 Text: the start of ../shared/corpus/english.jsonl.xz, one document at a time (`encode_ordinary`).
 Figures: best of --repeat runs, MB/s of UTF-8 text by process CPU time, one core.
@@ -12,13 +12,16 @@ Also run as `encode_iterable` over the documents joined by newlines, fed line by
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from mnemo import Tokenizer
 from mnemo.interop import load_gpt2, to_tiktoken
 
-from _corpus import SHARED, documents  # bench/_corpus.py (bench/conftest.py: how pytest finds it)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
+from corpus import SHARED, documents  # noqa: E402
 
 
 def best(run: Callable[[], object], repeat: int) -> float:

@@ -1,7 +1,7 @@
 """Loading a vocabulary, side by side with tiktoken (issue 27, goal 4): each form mnemo loads,
 beside tiktoken building its Encoding from the plain rank file, for cl100k_base and o200k_base.
 
-    python bench/bench_load.py [--rounds 5] [--names cl100k_base o200k_base]
+    python bench/compare/load_vs_tiktoken.py [--rounds 5] [--names cl100k_base o200k_base]
 
 Forms, each timed in this process, the forms taking turns within every round so that a change in
 the machine's load hits all alike; the best round counts, wall and CPU time:
@@ -37,7 +37,7 @@ from typing import Any
 import mnemo
 from mnemo import Tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "tiktoken"
 SAMPLE = "Hello world! It's 2026: naïve café, 数据 ünïcödé, <tags> and    spaces\n\tdone 12345."
 

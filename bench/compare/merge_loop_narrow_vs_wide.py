@@ -2,11 +2,11 @@
 repeated runs skip the counting.  Sides (trainers) alternate round by round in one run, so the
 machine's load hits each alike; the best of each is compared to the first side.
 
-    .venv/bin/python bench/loop_only.py english100 --vocab 131072 --sides wide,hybrid [--rounds 2]
-    .venv/bin/python bench/loop_only.py 1gb --input /path/corpus.jsonl --vocab 32768 --sides narrow
+    .venv/bin/python bench/compare/merge_loop_narrow_vs_wide.py english100 --vocab 131072 --sides wide,hybrid [--rounds 2]
+    .venv/bin/python bench/compare/merge_loop_narrow_vs_wide.py 1gb --input /path/corpus.jsonl --vocab 32768 --sides narrow
 
 Inputs: `english100` = the first 100 MB of documents of the English corpus (what
-bench/peers_train.py trains on, pattern gpt4); `1gb` = the JSONL of bench/train_1gb.py --keep
+bench/compare/train_vs_peers.py trains on, pattern gpt4); `1gb` = the JSONL of bench/measure/train_1gb.py --keep
 (pattern mnemonic, the command line's default).  Sides: `narrow` (merge_loop, up to 65,535 ids),
 `wide` (merge_loop_wide alone: SEAMS.handoff = 0), `hybrid` (merge_loop_wide as mnemo.train runs it:
 merge_loop's 16-bit trainer for the first 65,279 merges, then the 32-bit one from its words).
@@ -28,7 +28,7 @@ from pathlib import Path
 from mnemo import merge_loop, merge_loop_wide, training
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 CACHE_DIR = Path(os.environ.get("MNEMO_BENCH_CACHE", "/tmp/mnemo-bench-cache"))
 
 Trainer = Callable[[bytes, bytes, int], tuple[list[tuple[int, int]], list[int]]]
@@ -61,7 +61,7 @@ def packed(name: str, path: Path | None) -> tuple[bytes, bytes]:
             workers=2, text_field="text", progress=None)
     elif name == "1gb":
         if path is None:
-            raise SystemExit("1gb needs --input (the corpus.jsonl of bench/train_1gb.py --keep)")
+            raise SystemExit("1gb needs --input (the corpus.jsonl of bench/measure/train_1gb.py --keep)")
         (blob, meta), _ = training._count_packed(
             [path], pattern="mnemonic", special_tokens=list(DEFAULT_SPECIAL_TOKENS), max_chunk_bytes=256,
             workers=2, text_field="text", progress=None)

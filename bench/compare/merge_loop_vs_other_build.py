@@ -3,7 +3,7 @@ checkout's .venv against another Python whose mnemo is the reference (for exampl
 .venv before a change to mnemo/merge_loop.py).  Rounds alternate between the two, so machine
 load hits both alike; the best of each is compared.
 
-Run: .venv/bin/python bench/ab_merge_loop.py /work/main/.venv/bin/python [--rounds 5] [--merges 8000]
+Run: .venv/bin/python bench/compare/merge_loop_vs_other_build.py /work/main/.venv/bin/python [--rounds 5] [--merges 8000]
 Also times, in this install, continuing from the first half of the merges (initial_merges),
 which must cost about what learning them does.
 """
@@ -34,7 +34,7 @@ print(time.perf_counter() - t0, hash(tuple(merges)))
 
 
 def run(python: str, merges: int, half: bool) -> tuple[float, int]:
-    code = CHILD.format(here=str(HERE), merges=merges, half=half)
+    code = CHILD.format(here=str(HERE.parent / "lib"), merges=merges, half=half)
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, cwd="/tmp").stdout.split()
     return float(out[0]), int(out[1])
 

@@ -2,7 +2,7 @@
 mnemo (its presets), tiktoken, and bpe-openai (the Python binding of GitHub's linear-time BPE,
 `pip install bpe-openai`, which ships both vocabularies), on the start of one corpus.
 
-    python bench/bench_tiktoken_vocabs.py [--mb 20] [--corpus english] [--repeat 1]
+    python bench/openai_vocabs_vs_peers.py [--mb 20] [--corpus english] [--repeat 1]
 
 mnemo reads the fixture files (../shared/fixtures/tiktoken, gzip-compressed); tiktoken gets the
 same files through its own definition of each encoding (its loader pointed at the decompressed
@@ -31,7 +31,7 @@ from typing import Any
 
 import mnemo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 NAMES = ("cl100k_base", "o200k_base")
 

@@ -1,6 +1,6 @@
 """The packed encode paths side by side with tiktoken, in one run, one core (issue 17, goal 2).
 
-    .venv/bin/python bench/bench_packed.py [--mb 5] [--repeat 3] [--vocab 32k|cl100k_base|o200k_base]
+    .venv/bin/python bench/compare/packed_vs_tiktoken.py [--mb 5] [--repeat 3] [--vocab 32k|cl100k_base|o200k_base]
 
 Paths timed, each over the same English documents, in MB/s of UTF-8 text by process CPU time:
 - mnemo encode_to_numpy, one call per document;
@@ -9,7 +9,7 @@ Paths timed, each over the same English documents, in MB/s of UTF-8 text by proc
   (encode_text.encode_documents_packed; bos/eos off, as encode_ordinary);
 - mnemo encode_ordinary, one call per document (the list path, for reference);
 - tiktoken encode_to_numpy and encode_ordinary, one call per document.
-The vocabulary: 32k = GPT-2's first 32,496 merges with GPT-2's pattern (bench_encoder.py's), or
+The vocabulary: 32k = GPT-2's first 32,496 merges with GPT-2's pattern (bench/lib/gpt2_merges.py's), or
 OpenAI's cl100k_base / o200k_base from ../shared/fixtures/tiktoken.  Every path is checked against
 tiktoken's ids first.  mnemo's chunk cache is emptied before each of its runs (a single pass over a
 corpus starts cold).  Ratios are to tiktoken's encode_to_numpy in the same run; runs take turns,
@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
 
-from bench_encoder import english_docs, gpt2_tokenizer, tiktoken_encoding  # noqa: E402
-from bench_tiktoken_vocabs import SHARED, pieces  # noqa: E402
-from bench_tiktoken_vocabs import tiktoken_encoding as openai_encoding  # noqa: E402
+from gpt2_merges import english_docs, gpt2_tokenizer, tiktoken_encoding  # noqa: E402
+from openai_vocabs_vs_peers import SHARED, pieces  # noqa: E402
+from openai_vocabs_vs_peers import tiktoken_encoding as openai_encoding  # noqa: E402
 
 import mnemo  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The compiled family against the hand-written scanner it replaced, in one run.
 
-  python bench/bench_family.py [--mb 5] [--repeat 5] [--corpora english,multilingual,code,chat]
+  python bench/compare/pretokenize_family_vs_scanner.py [--mb 5] [--repeat 5] [--corpora english,multilingual,code,chat]
 
 For each corpus (its first --mb MB, documents joined by newlines) and each of the five named
 patterns: the chunk loop (`pos = scan(...)` until the end, pretokenize.count_chunks) of the
@@ -34,7 +34,7 @@ from mnemo import pretokenize as pt
 from mnemo import pretokenize_named as named
 from mnemo.constants import PATTERNS
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 
 
 def corpus_bytes(name: str, mb: float) -> bytes:

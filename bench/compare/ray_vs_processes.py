@@ -1,9 +1,9 @@
 """What Ray costs: the same input with local processes and on a Ray cluster, and how the count
 tables' combine grows with the number of tasks.  Numbers for docs/scale.md and docs/ray.md.
 
-    .venv/bin/python bench/bench_ray.py ratio  [--mb 100] [--rounds 3]
-    .venv/bin/python bench/bench_ray.py tables [--mb 100] [--tasks 8,16,32,64]
-    .venv/bin/python bench/bench_ray.py rates  [--mb 100]
+    .venv/bin/python bench/compare/ray_vs_processes.py ratio  [--mb 100] [--rounds 3]
+    .venv/bin/python bench/compare/ray_vs_processes.py tables [--mb 100] [--tasks 8,16,32,64]
+    .venv/bin/python bench/compare/ray_vs_processes.py rates  [--mb 100]
 
 With no --address, the bench makes a loopback-only network namespace (and a PID namespace, so
 that everything it started ends with it), starts a head and one more node of 1 CPU each there --
@@ -37,7 +37,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"
 WORK = Path(os.environ.get("MNEMO_BENCH_DIR", "/tmp/mnemo-bench-ray"))
 PORT = 6389
@@ -292,7 +292,7 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tasks", default="8,16,32,64")
-    scale = parser.add_argument_group("scale: the measured figures (bench_ray.py rates) and the cluster")
+    scale = parser.add_argument_group("scale: the measured figures (ray_vs_processes.py rates) and the cluster")
     scale.add_argument("--tb", type=float, default=60.0)
     scale.add_argument("--nodes", type=int, default=100)
     scale.add_argument("--cores", type=int, default=32)

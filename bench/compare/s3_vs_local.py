@@ -1,7 +1,7 @@
 """Tokenize from `s3://` against a local file (docs/remote.md): `mnemo tokenize` on the same JSONL,
 once read from a local file and once from an S3 bucket served by moto on 127.0.0.1.
 
-    python bench/bench_remote.py [--mb 50] [--workers 2] [--tokenizer tokenizer.bin]
+    python bench/compare/s3_vs_local.py [--mb 50] [--workers 2] [--tokenizer tokenizer.bin]
 
 The S3 API is moto's server (`python -m moto.server`, the `moto[server]` extra) in a process of
 its own on a free port of 127.0.0.1: no network, so the figure is the cost of the S3 protocol,
@@ -27,7 +27,7 @@ import mnemo
 from mnemo import Tokenizer
 from mnemo.tokenizing import tokenize_files
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 
 
 def write_corpus(path: Path, mb: float) -> int:

@@ -2,7 +2,7 @@
 on 1 MB of "<|" (every position starts a partial match of every name) and on 1 MB of English
 with a few specials in it; and the `re` alternation the Tokenizer used, for scale.
 
-    python bench/bench_specials.py [--rounds 5]
+    python bench/compare/specials_trie_vs_re.py [--rounds 5]
 
 Goal (issue 27 goal 5): 1 MB with 57k specials takes at most 2x the time it takes with 16.
 CPU time, best of --rounds, the two name sets alternated in each round.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mnemo.special_match import SpecialMatcher
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
 
 
 def names(n: int) -> list[bytes]:
@@ -45,7 +45,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
-    print(f"bench_specials: CPU time, best of {args.rounds}; load average {os.getloadavg()[0]:.2f}")
+    print(f"specials_trie_vs_re: CPU time, best of {args.rounds}; load average {os.getloadavg()[0]:.2f}")
     few, many = names(16), names(57_016)
     t = time.process_time()
     m_many = SpecialMatcher(many)
@@ -53,7 +53,7 @@ def main() -> None:
     m_few = SpecialMatcher(few)
     print(f"building the matcher of 57,016 names: {build:.3f} s")
     try:
-        from _corpus import documents
+        from corpus import documents
 
         english = "".join(documents(1.0, "english")).encode()[:1_000_000]
     except OSError:

@@ -1,9 +1,9 @@
 """Superword tokens and pruning, measured (docs/superword.md): training time, tokens per byte
 on held-out text, encode speed against tiktoken.
 
-    .venv/bin/python bench/superword.py train TRAIN.jsonl --vocab 32768 --superword 24576 [--rounds 3] [--workers 2]
-    .venv/bin/python bench/superword.py tokens TOK.bin... --held NAME=HELD.jsonl... [--max-bytes N]
-    .venv/bin/python bench/superword.py encode SUPER.bin PLAIN.bin --held HELD.jsonl [--rounds 5]
+    .venv/bin/python bench/compare/superword_vs_plain.py train TRAIN.jsonl --vocab 32768 --superword 24576 [--rounds 3] [--workers 2]
+    .venv/bin/python bench/compare/superword_vs_plain.py tokens TOK.bin... --held NAME=HELD.jsonl... [--max-bytes N]
+    .venv/bin/python bench/compare/superword_vs_plain.py encode SUPER.bin PLAIN.bin --held HELD.jsonl [--rounds 5]
 
 `train` runs plain, superword and pruned training of the same file in turn, each in a child
 process, `--rounds` times interleaved (A, B, C, A, B, C, ...), and prints each run's wall time and
@@ -78,7 +78,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def _docs(path: str, max_bytes: int) -> list[bytes]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from mnemo.evaluate import corpus_documents
 
     return list(corpus_documents(path, max_bytes))

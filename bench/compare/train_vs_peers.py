@@ -5,7 +5,7 @@ the same run -- and report wall time of the training call, peak RSS and bytes pe
 no special tokens, so every library learns 32,512 merges.
 
     .venv/bin/pip install rustbpe tokenizers bpeasy tiktoken    # the peers (optional)
-    .venv/bin/python bench/peers_train.py [--mb 100] [--heldout-mb 10] [--threads 2] [--only mnemo,rustbpe] [--vocab 131072] [--rounds 3]
+    .venv/bin/python bench/compare/train_vs_peers.py [--mb 100] [--heldout-mb 10] [--threads 2] [--only mnemo,rustbpe] [--vocab 131072] [--rounds 3]
 
 --vocab above 65,535 runs mnemo's 32-bit trainer after its 16-bit one (docs/ids32.md); the side
 `mnemo-wide` runs the 32-bit trainer alone (merge_loop_wide.SEAMS.handoff = 0), for before/after.
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "english.jsonl.xz"
 GPT4 = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
 VOCAB = 32768
 LIBRARIES = ("mnemo", "rustbpe", "tokenizers", "bpeasy")  # and "mnemo-wide" on request

@@ -8,7 +8,7 @@
    both trainers apply) by merge_loop (16-bit) and merge_loop_wide (32-bit), best of --repeat,
    interleaved.  The ratio bounds what a 32-bit kernel (vpcmpeqd) could still win.
 
-    python bench/bench_wide_trainer.py [--mb 20] [--vocab 32768] [--repeat 2]
+    python bench/compare/wide_trainer_vs_narrow.py [--mb 20] [--vocab 32768] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from mypy_extensions import i16, i32
 from mnemo import kernels, merge_loop, merge_loop_wide
 from mnemo.training import count_words
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "english.jsonl.xz"
 
 
 def english(mb: float) -> list[bytes]:

@@ -1,7 +1,7 @@
 """The worst case is linear (issue 17, goal 3): encode_ordinary on 1 MB and 10 MB of inputs that
 make one enormous chunk or defeat the caches, side by side with tiktoken and bpe-openai.
 
-    .venv/bin/python bench/bench_worst_case.py [--sizes 1 10] [--peer-sizes 0.02 0.18] [--cap 20]
+    .venv/bin/python bench/compare/worst_case_vs_peers.py [--sizes 1 10] [--peer-sizes 0.02 0.18] [--cap 20]
                                                [--only a,-,...] [--vocab cl100k_base|gpt2]
 
 Inputs (each a str whose UTF-8 form has the stated size):
@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 MB = 1_000_000
 KINDS = ("a", "-", "spaces", "^", "CJK", "random", "base64")
@@ -94,7 +94,7 @@ def random_raw(size: int, seed: int = 17) -> bytes:
 CHILD = r"""
 import sys, time, json
 sys.path.insert(0, {bench!r})
-from bench_worst_case import make, peer_encoder
+from worst_case_vs_peers import make, peer_encoder
 tool, kind, sizes = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3:]]
 enc = peer_encoder(tool, {vocab!r}, {tmp!r})
 for size in sizes:
@@ -157,8 +157,8 @@ def mnemo_tokenizer(vocab: str):  # type: ignore[no-untyped-def]
     import mnemo
 
     if vocab == "gpt2":
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_encoder import gpt2_tokenizer
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
+        from gpt2_merges import gpt2_tokenizer
 
         return gpt2_tokenizer()
     return mnemo.load_tiktoken(SHARED / "fixtures" / "tiktoken" / f"{vocab}.tiktoken.gz", vocab)

@@ -1,9 +1,7 @@
 """The corpus documents the benches read: one helper instead of a copy in each bench.
 
-A bench imports it as `from _corpus import documents`: run as a script (`python bench/X.py`),
-the bench's own folder is first on sys.path; collected by pytest (importlib mode, which puts
-nothing on sys.path), bench/conftest.py puts this folder there.  Not named bench_*: pytest does
-not collect it.
+A bench imports it as `from corpus import documents` after putting bench/lib on sys.path (a
+script does so itself; under pytest, bench/pytest/conftest.py does).
 """
 
 from __future__ import annotations
@@ -14,12 +12,12 @@ from pathlib import Path
 from typing import Literal
 
 #: ../shared beside the checkout: corpora and fixtures (brief-common.md).
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 
 
 def documents(mb: float, name: str = "english", *, count: Literal["bytes", "chars"] = "bytes") -> list[str]:
     """The first documents of ../shared/corpus/NAME.jsonl.xz, up to the first that reaches
-    `mb` million UTF-8 bytes in all (`count="chars"`: characters, what bench_pickle's figures
+    `mb` million UTF-8 bytes in all (`count="chars"`: characters, what pickle_round_trip.py's figures
     in docs/pipelines.md were measured on)."""
     docs: list[str] = []
     size = 0

@@ -21,7 +21,7 @@ PATTERNS = {
     "gpt4": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
     "mnemonic": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
 }
-CORPUS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 CACHE_DIR = Path(os.environ.get("MNEMO_BENCH_CACHE", "/tmp/mnemo-bench-cache"))
 
 

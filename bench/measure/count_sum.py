@@ -1,7 +1,7 @@
 """The parent's side of counting: adding up the workers' count tables (training.CountSum), timed
 on its own.
 
-    .venv/bin/python bench/count_sum.py FILE.jsonl [--tasks 8] [--rounds 5]
+    .venv/bin/python bench/measure/count_sum.py FILE.jsonl [--tasks 8] [--rounds 5]
 
 Plans FILE's counting tasks as `mnemo train` does with 2 workers, counts the first --tasks of
 them in this process (the tables the workers would send), then adds those tables up with

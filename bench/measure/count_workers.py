@@ -2,11 +2,11 @@
 the parent and the workers: wall time, the workers' CPU seconds (from /proc, so a busy machine's
 waiting is left out), the parent's CPU seconds (planning, receiving and adding up the tables).
 
-    .venv/bin/python bench/count_workers.py FILE.jsonl [--workers 2] [--rounds 3] [--tasks-per-worker 16,8]
+    .venv/bin/python bench/measure/count_workers.py FILE.jsonl [--workers 2] [--rounds 3] [--tasks-per-worker 16,8]
 
 Prints, per round, MB/s per worker by wall time and by worker CPU time (reading, JSON and
 counting included: each worker reads its own byte ranges).  Goal (issue 17, goal 4): at least
-120 MB/s per worker.  Use bench/train_1gb.py --keep DIR to make the 1 GB input.
+120 MB/s per worker.  Use bench/measure/train_1gb.py --keep DIR to make the 1 GB input.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 and warm: the stages told apart by timing nested work in one process (CPU time, best of
 --rounds, the measurements alternated in each round so that load hits them alike).
 
-    python bench/encode_breakdown.py [--mb 2] [--rounds 3] [--vocab cl100k_base o200k_base]
+    python bench/measure/encode_time_breakdown.py [--mb 2] [--rounds 3] [--vocab cl100k_base o200k_base]
                                      [--corpus english multilingual code]
 
 Stages (per document, as encode_ordinary runs them):
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import mnemo
 from mnemo.encode_text import encode_documents_packed
-from mnemo.pretokenize import chunk_count
+from mnemo.patterns import chunk_count
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import SHARED, documents  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
+from corpus import SHARED, documents  # noqa: E402
 
 PATTERN = {"cl100k_base": "cl100k", "o200k_base": "o200k"}
 
@@ -58,7 +58,7 @@ def main() -> None:
     except ImportError:
         fastokens = None
         print("fastokens is not installed (pip install 'mnemo[peers]'): its columns are left out")
-    print(f"encode_breakdown: {args.mb:g} MB per corpus, CPU time, best of {args.rounds}, "
+    print(f"encode_time_breakdown: {args.mb:g} MB per corpus, CPU time, best of {args.rounds}, "
           f"load average {os.getloadavg()[0]:.2f}")
     tmp = Path(tempfile.mkdtemp())
     for vocab in args.vocab:

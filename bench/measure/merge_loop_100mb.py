@@ -3,7 +3,7 @@ pattern, regex stand-in for mnemo's counter, cached by words_cache.py), 32,496 m
 without the final recount.  Prints wall and CPU seconds per run (the machine is shared: CPU time
 shows the work, wall time what a user waits).
 
-Run: .venv/bin/python bench/train_100mb.py [MAX_BYTES] [N_MERGES] [ROUNDS]
+Run: .venv/bin/python bench/measure/merge_loop_100mb.py [MAX_BYTES] [N_MERGES] [ROUNDS]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
 from words_cache import corpus_words  # noqa: E402
 
 from mnemo.merge_loop import train_merges  # noqa: E402

@@ -1,8 +1,8 @@
 """Peak memory (issue 17, goal 5): the peak of the resident memory SUMMED over the process tree
 (the `mnemo` command and every worker it starts), sampled from /proc every 0.05 s.
 
-    .venv/bin/python bench/peak_memory.py tokenize [--mb 100 1000] [--workers 2] [--keep DIR]
-    .venv/bin/python bench/peak_memory.py train [--mb 1000] [--workers 2] [--keep DIR]
+    .venv/bin/python bench/measure/peak_memory.py tokenize [--mb 100 1000] [--workers 2] [--keep DIR]
+    .venv/bin/python bench/measure/peak_memory.py train [--mb 1000] [--workers 2] [--keep DIR]
 
 `tokenize`: `mnemo tokenize` of JSONL files of each --mb size (default 100 MB and 1 GB), so that
 one run shows whether the peak grows with the input.  Goal: under 200 MiB plus the tokenizer,
@@ -11,9 +11,9 @@ a little adds to one Python process that has imported mnemo (its merge table and
 verdict counts it once per process holding one (the parent and each worker).
 `train`: `mnemo train` of the 1 GB input.  Goal: under 1 GiB summed.
 
-The inputs are bench/train_1gb.py's (the four corpora's text concatenated and repeated), built in
+The inputs are bench/measure/train_1gb.py's (the four corpora's text concatenated and repeated), built in
 a temporary folder, or in --keep DIR and reused from there.  The tokenizer for `tokenize` is
-GPT-2's first 32,496 merges with 16 specials (bench/bench_encoder.py's), 32,768 ids, unless
+GPT-2's first 32,496 merges with 16 specials (bench/pytest/bench_encoder.py's), 32,768 ids, unless
 --tokenizer is given.  Prints the load average with every figure: the peak does not depend on
 the load, the wall time does.
 """
@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
 from train_1gb import build, peak_of  # noqa: E402  (the same input and the same /proc walk)
 
 MIB = 1 << 20
@@ -88,7 +88,7 @@ def main() -> None:
             return
         tok_path = args.tokenizer
         if tok_path is None:
-            from bench_encoder import gpt2_tokenizer
+            from gpt2_merges import gpt2_tokenizer
 
             tok_path = folder / "gpt2-32768.bin"
             gpt2_tokenizer().save(tok_path)

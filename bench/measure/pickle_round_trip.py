@@ -2,7 +2,7 @@
 tokenizer.bin image (Tokenizer.__reduce__), `pickle.loads` validates it and builds the encoder
 -- what every `datasets.map(num_proc=N)` worker and DataLoader worker pays once.
 
-    python bench/bench_pickle.py [--tokenizer tokenizer.bin] [--mb 20] [--repeat 7]
+    python bench/measure/pickle_round_trip.py [--tokenizer tokenizer.bin] [--mb 20] [--repeat 7]
 
 Tokenizers: mnemo's default vocabulary of 32,768 ids, trained on the first --mb MB of
 ../shared/corpus/english.jsonl.xz (or read from --tokenizer), and GPT-2's 50,257 ids from
@@ -16,6 +16,7 @@ import argparse
 import copy
 import pickle
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,8 @@ from pathlib import Path
 import mnemo
 from mnemo import Tokenizer
 
-from _corpus import SHARED, documents  # bench/_corpus.py (bench/conftest.py: how pytest finds it)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
+from corpus import SHARED, documents  # noqa: E402
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:

@@ -2,7 +2,7 @@
 the English corpus, encoding in worker processes, writing the .tok file.  Prints the command's
 own summary (documents, tokens, MB/s including reading and writing, bytes per token).
 
-    .venv/bin/python bench/tokenize_e2e.py --tokenizer tokenizer.bin [--mb 100] [--workers 2]
+    .venv/bin/python bench/measure/tokenize_end_to_end.py --tokenizer tokenizer.bin [--mb 100] [--workers 2]
 
 Without --tokenizer it first trains the default 32,768-id vocabulary on the same text.
 Goal (issue 5): at least 50 MB/s on 2 cores.
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "english.jsonl.xz"
 
 
 def main() -> None:

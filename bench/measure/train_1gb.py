@@ -3,10 +3,10 @@ contents) concatenated and repeated until 1 GB, as one JSONL file in a temporary
 the command line (`mnemo train FILE -o OUT --workers N`).  Reports wall time and the peak of the
 summed resident memory of mnemo and its workers (sampled from /proc every 0.1 s).
 
-    .venv/bin/python bench/train_1gb.py [--gb 1] [--workers 2] [--keep DIR]
+    .venv/bin/python bench/measure/train_1gb.py [--gb 1] [--workers 2] [--keep DIR]
 
 Goals on a 2-core machine: issue 4, at most 30 s with peak RSS under 4 GB; issue 17, at most 15 s
-with the summed peak under 1 GiB (bench/peak_memory.py measures the peak alone).
+with the summed peak under 1 GiB (bench/measure/peak_memory.py measures the peak alone).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 
 
 def build(path: Path, target: int) -> int:

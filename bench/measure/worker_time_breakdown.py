@@ -3,7 +3,7 @@ documents, then counting their words (what a training worker does) and encoding 
 list of ids made an array (for comparison), and with `encode_documents` in blocks of 256
 documents (what a `mnemo tokenize` worker does).  CPU time of this process.
 
-    .venv/bin/python bench/breakdown.py FILE.jsonl [--tokenizer tokenizer.bin] [--pattern mnemonic]
+    .venv/bin/python bench/measure/worker_time_breakdown.py FILE.jsonl [--tokenizer tokenizer.bin] [--pattern mnemonic]
 
 Without --tokenizer only the counting side is measured.
 """

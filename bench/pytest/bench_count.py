@@ -2,7 +2,7 @@
 next to the pre-tokenizer alone and a `collections.Counter` over `split`, in the same run; and the
 crossover between comparing a long chunk inline and calling the asm memeq.
 
-    .venv/bin/pytest bench/bench_count.py --benchmark-columns=min,median,rounds
+    .venv/bin/pytest bench/pytest/bench_count.py --benchmark-columns=min,median,rounds
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mnemo.count import WordCounter
 from mnemo.patterns import chunk_count, split
 from mnemo.pretokenize import pattern_id
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "english.jsonl.xz"
 MB = 20
 
 

@@ -1,7 +1,7 @@
 """Encoding speed, side by side in one run: mnemo (one core) against tiktoken and Hugging Face
 tokenizers, all three with the same vocabulary, on the start of the English corpus.
 
-    python bench/bench_encoder.py [--tokenizer tokenizer.bin] [--mb 20] [--repeat 3]
+    python bench/pytest/bench_encoder.py [--tokenizer tokenizer.bin] [--mb 20] [--repeat 3]
 
 Without --tokenizer the vocabulary is GPT-2's first 32,496 merges (from ../shared/fixtures/cs336)
 with GPT-2's pattern and 16 specials: 32,768 ids, the default vocabulary size.  tiktoken's and HF's
@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import json
-import lzma
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,50 +29,8 @@ import pytest
 from mnemo import Tokenizer
 from mnemo.interop import bytes_to_unicode
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-PATTERNS = {
-    "mnemonic": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
-    "gpt4": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
-    "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
-}
-
-
-def gpt2_tokenizer(n_merges: int = 32_496) -> Tokenizer:
-    decode = {c: b for b, c in bytes_to_unicode().items()}
-    ids = {bytes([b]): b for b in range(256)}
-    merges: list[tuple[int, int]] = []
-    path = SHARED / "fixtures" / "cs336" / "gpt2_merges.txt"
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line or line.startswith("#version"):
-            continue
-        left, right = (bytes(decode[c] for c in part) for part in line.split(" "))
-        merges.append((ids[left], ids[right]))
-        ids[left + right] = 255 + len(merges)
-        if len(merges) == n_merges:
-            break
-    return Tokenizer(merges, pattern="gpt2")
-
-
-def english_docs(max_bytes: int) -> list[str]:
-    docs: list[str] = []
-    total = 0
-    with lzma.open(SHARED / "corpus" / "english.jsonl.xz", "rt", encoding="utf-8") as f:
-        for line in f:
-            text = json.loads(line)["text"]
-            docs.append(text)
-            total += len(text.encode("utf-8"))
-            if total >= max_bytes:
-                break
-    return docs
-
-
-def tiktoken_encoding(tok: Tokenizer) -> Any:
-    import tiktoken
-
-    n = 256 + len(tok.merges)
-    ranks = {tok.token_bytes(i): i for i in range(n)}
-    return tiktoken.Encoding("mnemo-merges", pat_str=PATTERNS[tok.pattern], mergeable_ranks=ranks, special_tokens={})
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
+from gpt2_merges import PATTERNS, SHARED, english_docs, gpt2_tokenizer, tiktoken_encoding  # noqa: E402
 
 
 def hf_tokenizer(tok: Tokenizer) -> Any:

@@ -3,7 +3,7 @@ memeq on short and long ranges against a bytes-slice comparison.  One group per 
 each table compares the variants measured in the same run (these machines are shared and noisy:
 read the ratios, not the absolute times).
 
-    make bench        # or: .venv/bin/pytest bench/bench_kernels.py
+    make bench        # or: .venv/bin/pytest bench/pytest/bench_kernels.py
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def bench_memeq(benchmark: Any, use: Callable[[str], None], impl: str, n: int) -
 
 @pytest.fixture(scope="module")
 def english() -> bytes:
-    from _corpus import documents
+    from corpus import documents
 
     return "".join(documents(5, "english")).encode("utf-8")
 

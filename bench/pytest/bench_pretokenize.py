@@ -2,7 +2,7 @@
 
 Two ways to run it:
 
-  python bench/bench_pretokenize.py [--mb 20] [--repeat 5] [--linear-mb 10] [--clock wall|cpu]
+  python bench/pytest/bench_pretokenize.py [--mb 20] [--repeat 5] [--linear-mb 10] [--clock wall|cpu]
       Side by side on the first --mb MB of ../shared/corpus/english.jsonl.xz, same text, same
       run: MB/s (best of --repeat) of
         chunk loop   `pos = scan(program, data, pos, end)` until the end (chunk_count)
@@ -12,7 +12,7 @@ Two ways to run it:
       for each pattern, and the chunk loop's speed-up over regex.findall.  Then the linear-time
       table: the chunk loop on runs of one character of each class at 1/10 and full --linear-mb.
 
-  pytest bench/bench_pretokenize.py        (pytest-benchmark; the same three in one group)
+  pytest bench/pytest/bench_pretokenize.py        (pytest-benchmark; the same three in one group)
 
 All figures are single-threaded.  The chunk loop runs inside the compiled module (a native
 call per chunk), as the counter and encoder run it.
@@ -34,7 +34,7 @@ import regex
 from mnemo import patterns, pretokenize
 from mnemo.constants import PATTERNS
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "english.jsonl.xz"
 
 # One character of each class the issue names; each is repeated to the run length.
 RUNS: dict[str, str] = {

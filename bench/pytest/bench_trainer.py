@@ -1,7 +1,7 @@
 """Naive twin vs fast trainer on the same words: the first 2 MB of the English corpus,
 pre-tokenized with GPT-2's pattern (regex stand-in, see words_cache.py), 600 merges.
 
-Run: .venv/bin/pytest bench/bench_trainer.py -p no:randomly --benchmark-columns=min,median,rounds
+Run: .venv/bin/pytest bench/pytest/bench_trainer.py -p no:randomly --benchmark-columns=min,median,rounds
 The naive run takes minutes, so it runs once; the last test prints the speed-up measured in
 this same run (goal: fast at least 100 times faster).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # bench/lib: shared helpers
 from words_cache import corpus_words  # noqa: E402
 
 from mnemo.reference import train_merges_naive  # noqa: E402
