@@ -43,7 +43,7 @@ fuzz: install
 	$(BIN)/python tests/fuzz/fuzzer.py --seconds $(FUZZ_SECONDS) --out $(FUZZ_OUT) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 bench: install
-	$(BIN)/pytest bench -p no:randomly --benchmark-columns=min,median,mean,rounds --benchmark-sort=name
+	$(BIN)/pytest bench/pytest -p no:randomly --benchmark-columns=min,median,mean,rounds --benchmark-sort=name
 
 
 # The demo needs mnemo and its runtime dependencies only, not the test extras (mypy, pytest,

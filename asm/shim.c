@@ -2,7 +2,7 @@
  * picks the kernel backend once from the CPU and releases the GIL around long scans.  No
  * algorithm lives here: the kernels do the work (asm/*.asm, or their C twins in
  * kernels_portable.c).  Splitting one scan across threads is the caller's business (the
- * GIL is released, so Python threads can scan parts in parallel: bench/bench_kernels.py). */
+ * GIL is released, so Python threads can scan parts in parallel: bench/pytest/bench_kernels.py). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <limits.h>

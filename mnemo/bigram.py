@@ -371,8 +371,8 @@ class BigramModel:
     ) -> Iterator[tuple[FloatArray, FloatArray, NDArray[np.int64], NDArray[np.int64], int, int, int, int]]:
         """Per block of distinct inputs: (its logits h @ W, h, each position's row in the block,
         the targets, the positions' slice p0:p1, the rows' slice r0:r1).  One logits block is
-        reused by every block: a fresh 32 MiB array per block costs its page faults again each
-        time (measured ~30-60 ms per block on a busy machine)."""
+        reused by every block: a fresh 32 MiB array per block would pay its page faults again
+        each time (docs/speed.md, "Measurements behind the code")."""
         block = np.empty((min(ROW_CHUNK, rows.size), self.vocab_size), dtype=self.E.dtype)
         for k, r0 in enumerate(range(0, rows.size, ROW_CHUNK)):
             r1 = min(r0 + ROW_CHUNK, rows.size)

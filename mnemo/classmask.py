@@ -68,10 +68,9 @@ def _gpt_table() -> bytes:
 
 GPT_TABLE: Final[bytes] = _gpt_table()
 
-# Below this many bytes the compiled loop is no slower than a call into the extension
-# (bench/bench_kernels.py, group "class masks, short texts": from an interpreted loop, 16 bytes
-# take 58 ns through the compiled loop and 35 ns through the kernel, and a compiled caller saves
-# the ~30 ns of its own call only on the first; 64 bytes take 157 ns against 34 ns).
+# Below this many bytes the compiled loop is no slower than a call into the extension (a compiled
+# caller saves the cost of its own call only on the compiled loop; bench/pytest/bench_kernels.py,
+# group "class masks, short texts"; figures in docs/speed.md).
 SHORT: Final[i64] = 16
 
 # ctz by a de Bruijn sequence: mypyc has no count-trailing-zeros.  The constant stays below

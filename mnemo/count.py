@@ -50,10 +50,8 @@ LOW7: Final[i64] = 0x00FFFFFFFFFFFFFF
 MUL1: Final[i64] = 0x2545F4914F6CDD1D
 MUL2: Final[i64] = 0x1D8E4E27C47D124F
 MUL3: Final[i64] = 0x3C6EF372FE94F82B
-#: Chunks at least this long are compared with the asm memeq; shorter ones inline.  Measured with
-#: bench/bench_count.py (2-vCPU VM, busy; ms per 200,000 table hits of one chunk, inline vs memeq):
-#: 32 B 74 vs 156, 64 B 137 vs 217, 128 B 329 vs 293, 256 B 721 vs 525 -- the crossover lies
-#: between 64 and 128 bytes.
+#: Chunks at least this long are compared with the asm memeq; shorter ones inline.  The crossover
+#: lies between 64 and 128 bytes (bench/pytest/bench_count.py; figures in docs/speed.md).
 MEMEQ_MIN_BYTES: Final[i64] = 96
 INITIAL_SLOTS: Final[i64] = 1 << 16
 PREFIX_BYTES: Final[i64] = 7
@@ -122,8 +120,8 @@ class WordCounter:
     def __init__(self, pattern: i64, max_chunk_bytes: i64 = DEFAULT_MAX_CHUNK_BYTES) -> None:
         self.pattern = pattern
         self.max_chunk_bytes = max_chunk_bytes
-        # An attribute rather than the Final constant only so that bench/bench_count.py can set it
-        # on a counter to measure the crossover (reading it costs the same as a constant here).
+        # An attribute rather than the Final constant only so that bench/pytest/bench_count.py can
+        # set it on a counter to measure the crossover (reading it costs the same as a constant here).
         self.memeq_min_bytes = MEMEQ_MIN_BYTES
         self.short = vec[i64]([0] * (2 * INITIAL_SLOTS))
         self.short_mask = INITIAL_SLOTS - 1
@@ -235,8 +233,8 @@ class WordCounter:
     def count(self, data: bytes, pos: i64, e: i64, times: i64) -> None:
         """Add `times` to the count of the word data[pos:e] (not empty): what `add` does for each
         chunk, used to merge the workers' tables (add_packed).  `add` keeps its own inline copy
-        of these lookups: calling this method for every chunk made counting 1.06x slower
-        (median of 20 paired runs on 20 MB of English).  tests/test_count.py checks that the
+        of these lookups: calling this method for every chunk made counting slower
+        (docs/speed.md).  tests/test_count.py checks that the
         two agree on every word."""
         n = e - pos
         prefix: i64 = 0

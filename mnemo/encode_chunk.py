@@ -120,7 +120,7 @@ BYTES_8: Final = 0x0101010101010101
 # and the insert and go straight to short_bpe; then lookups resume at BYPASS_ON // 2, so that
 # about BYPASS_ON // 2 more misses than finds are needed to skip again.  Not for longer chunks:
 # those skipped are not inserted, so their repeats missed again at the next lookups and the
-# skipping fed itself (warm English with GPT-2's ids: 12 % more instructions, docs/speed.md).
+# skipping fed itself (more instructions on warm English: docs/speed.md).
 MISS_STEP: Final = 2
 BYPASS_ON: Final = 32
 BYPASS_CHUNKS: Final = 1024
@@ -221,8 +221,7 @@ class Encoder:
         left: vec[i64] = vec[i64]([0] * n)
         right: vec[i64] = vec[i64]([0] * n)
         # Load factor at most 1/2: 512 KB for 32,768 ids.  (At most 1/4 the table was 1 MB and
-        # its lookups missed the L2 cache more often: 1.09x slower encode_documents, median of
-        # 15 paired runs.)
+        # its lookups missed the L2 cache more often: slower, docs/speed.md.)
         size: i64 = 1024
         while size < 2 * n:
             size *= 2
@@ -574,7 +573,7 @@ class Encoder:
         cache, before BPE and before its ids go into a cache, never on a hit: no table holds
         such a token (the word tables hold tokens BPE makes of their own bytes, the caches only
         what passed this look-up), so a hit is never one, and the hits pay nothing for it
-        (checked first, it cost 2 % more instructions with cl100k, callgrind).  encode_pieces,
+        (checked first, it cost more instructions with cl100k: docs/speed.md).  encode_pieces,
         whose parts of a chunk must not take that step, goes around this method for a part that
         is such a token."""
         n: i64 = end - start
@@ -646,9 +645,8 @@ class Encoder:
             # Not in the tables: while the word table has room (up to 3/4 full), the chunk's ids
             # go into it at the empty slot where the probe ended, as [key | count << 59, ids],
             # so that the next time it is found by this probe instead of missing here and
-            # again in the small cache (in-process A/B, 3 MB English: 1.06-1.09x median with
-            # 32,768 ids, 1.15x with cl100k_base).  clear_cache takes them out (word entries
-            # have count 0: a word's chain holds no entry added after it).
+            # again in the small cache (faster: docs/speed.md).  clear_cache takes them out
+            # (word entries have count 0: a word's chain holds no entry added after it).
             if self.words_room > 0:
                 if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
                     return
@@ -727,8 +725,7 @@ class Encoder:
                 lat = (lat + 1) & lmask
             # As for the word table: while there is room, the chunk's ids (at most 3) go into
             # the long-word table at the empty slot where the probe ended, [k0, k1 | count << 60,
-            # ids], instead of the 8 MB main cache (in-process A/B, 3 MB English, load 5: 1.11x
-            # median, 1.03x best with 32,768 ids; cl100k_base 1.02x / 1.07x).
+            # ids], instead of the 8 MB main cache (faster: docs/speed.md).
             if self.lwords_room > 0:
                 if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
                     return
@@ -1109,7 +1106,7 @@ class Encoder:
         nothing, when the chunk reaches a high merge (below).
 
         The heap's trouble at 10 MB was its memory traffic: an 80 MB heap walked at random,
-        ~23 levels a pop (about 1 MB/s on one letter).  Here the lowest merge number present
+        ~23 levels a pop (slow: docs/speed.md).  Here the lowest merge number present
         only ever grows (merge k makes id 256 + k, which only merges numbered above k use), so
         the pending pairs are kept in one bucket per merge number, visited in order by a
         cursor.  A bucket is a circular doubly linked list (bn/bp) with a sentinel node per merge
@@ -1297,7 +1294,7 @@ class Encoder:
     def ids_list(self, packed: bytes) -> list[int]:
         """ids_of(packed, self.wide), made of the pre-made int objects of self.id_objects (self.ints,
         or the public ids given to set_public), in a list allocated at its final size (filling it
-        measured ~1.4x faster than appending)."""
+        is faster than appending: docs/speed.md)."""
         ints = self.id_objects
         n_ints: i64 = len(ints)
         i: i64 = 0

@@ -52,7 +52,7 @@ def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: 
     """The ids of every document, each preceded by `bos` and followed by `eos` (none when < 0),
     packed as little-endian uint16 (uint32 when the encoder is `wide`): the array a
     .tok file stores, without a list of every id of the block and its conversion to numpy
-    (measured: that conversion alone cost 0.9 s per 100 MB of English, bench/breakdown.py).  The
+    (that conversion alone was a visible share of a worker's time: docs/speed.md).  The
     encoder writes the ids straight into the array: no id is ever a Python int on the way."""
     dst = BytesWriter()
     wide = enc.wide

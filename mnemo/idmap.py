@@ -1,14 +1,14 @@
 """Renumbering a list of ids in place, for imported vocabularies (Tokenizer.id_map).
 
-The Tokenizer no longer calls this: since the fourth round the encoder makes its lists of the
-public ids directly (Encoder.set_public), one pass instead of two, 1.25-1.5x faster on the list
-path (bench/ab_public.py, which times it against this loop).  It stays as that bench's
+The Tokenizer no longer calls this: the encoder makes its lists of the public ids directly
+(Encoder.set_public), one pass instead of two, faster on the list path (docs/speed.md;
+bench/compare/idmap_fused_vs_remap.py times it against this loop).  It stays as that bench's
 reference, the two-pass twin of the fused path.
 
 Compiled with mypyc.  The loop rewrites the list in place and stores the table's own int
 objects: typed `Any`, they are copied as references, where `list[int]` would make mypyc unbox
-and re-box (allocate) every id above 256 -- ~49 ns per id, no better than a Python list
-comprehension; numpy (list -> array -> list) costs ~90 ns.  Measured with bench/interop_idmap.py.
+and re-box (allocate) every id above 256, no better than a Python list comprehension; numpy
+(list -> array -> list) costs more (docs/interop.md; bench/compare/idmap_vs_native_ids.py).
 """
 
 from __future__ import annotations

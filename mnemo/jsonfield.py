@@ -29,7 +29,8 @@ a branch per byte.  From the mark, escapes and UTF-8 sequences are handled one a
 long as they follow each other, then the word scan goes on.
 
 Why by hand: on every corpus measured this scan reads the text field faster than json.loads +
-encode (bench/breakdown.py; the figures and their conditions are in docs/measurements.md).
+encode (bench/measure/worker_time_breakdown.py; the figures and their conditions are in
+docs/measurements.md).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ pair_scan(tokens, a, b, out, start=0, stop=-1) -> int
     one value that means len(tokens), and every other negative stop is a ValueError.  It
     stops when `out` is full: resume from out[-1] + 1.  `tokens` is any contiguous buffer of
     16-bit items (numpy uint16, array('H'), librt vec[i16]).  Long scans release the GIL, so
-    threads can scan parts of one array at once (bench/bench_kernels.py does).
+    threads can scan parts of one array at once (bench/pytest/bench_kernels.py does).
 
 pair_positions(tokens, a, b, cap, start=0, stop=-1) -> bytes
     The same scan, returning at most `cap` positions packed as little-endian int64 in a bytes

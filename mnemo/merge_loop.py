@@ -303,7 +303,7 @@ GAP: Final[i64] = 4  # candidate blocks at most this far apart are scanned in on
 LIST_COST: Final[i64] = 64
 # A merge of at most this many occurrences per block records its new pairs' word lists (64
 # and 8 measured alike while compaction moved every list; with only the live lists moved, 64
-# measured faster: docs/speed.md, "Merge loop", fourth round).
+# measured faster: docs/speed.md, "Merge loop").
 LOG_PER_BLOCK: Final[i64] = 64
 # The holes are squeezed out when they are more than 1/COMPACT_AT of the array (2 measured faster
 # than 4 once compaction was in place: fewer re-indexings, for scans over more holes).
@@ -345,10 +345,8 @@ class Seams:
 SEAMS: Final = Seams()
 # Pair filter bits per block: FILTER_BITS_PER_TOKEN * block, rounded up to a power of two.  A
 # block of n tokens holds fewer than n distinct pairs, so with two bits per pair the filter says
-# "maybe" wrongly for at most ~5 % of absent pairs.  It costs one byte per token.  Measured on
-# 1 GB (paired runs, all 32,496 merges): 8 and 16 bits per token equally fast (16: 1.08x slower,
-# within the noise), 4 no faster on the first 3,000 merges; blocks of 512 or 1,024 tokens no
-# faster than 2,048.
+# "maybe" wrongly for at most ~5 % of absent pairs.  It costs one byte per token.  8 bits per
+# token and blocks of 2,048 tokens: more bits or smaller blocks measured no faster (docs/speed.md).
 FILTER_BITS_PER_TOKEN: Final[i64] = 8
 # Two slices per pair from one multiply (constant < 2**62: mypyc boxes larger Final ints).
 FILTER_MUL: Final[i64] = 0x2545F4914F6CDD1D
@@ -914,8 +912,7 @@ class TrainState:
     counts and the heap are not kept: recounting them from the words is one pass, and a heap
     built from exact counts picks the same pairs as a lazy one (whose stale entries only ever
     overstate a count).  merge_loop hands one to merge_loop_wide after the merges whose ids
-    fit in 16 bits (NARROW_MERGES): 1.5x faster than the 32-bit trainer on those
-    (docs/ids32.md)."""
+    fit in 16 bits (NARROW_MERGES): faster than the 32-bit trainer on those (docs/speed.md)."""
 
     toks: vec[i16]
     wcnt: vec[i64]

@@ -132,8 +132,7 @@ def encode_flat(
     and at most PIECE_BYTES long is encoded straight into packed ids by the compiled encoder
     (encode_documents_packed: no Python int per id; converting lists of ids cost more than the
     encoding of short documents); others go through _encode_data and are packed here.  Ids
-    are uint16, or uint32 when the vocabulary needs it (cl100k, o200k: their texts went through
-    lists of ints too until the fourth round)."""
+    are uint16, or uint32 when the vocabulary needs it (cl100k, o200k)."""
     out_type = "<u4" if tok.n_vocab > VOCAB16 else "<u2"
     width = 4 if tok.n_vocab > VOCAB16 else 2
     raw_type = "<u4" if tok._encoder.wide else "<u2"  # mnemo's ids: their width may differ with a map

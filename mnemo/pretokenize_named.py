@@ -1,6 +1,6 @@
 r"""The five named patterns as they were written by hand before the family compiler: kept as the
-baseline bench/bench_family.py measures the compiled programs against, and as a second
-implementation tests/test_patterns.py compares them with.  Nothing in mnemo calls it.
+baseline bench/compare/pretokenize_family_vs_scanner.py measures the compiled programs against, and
+as a second implementation tests/test_patterns.py compares them with.  Nothing in mnemo calls it.
 
 The text below is the module docstring the hand-written scanner had (then mnemo/pretokenize.py).
 
@@ -740,9 +740,9 @@ def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
                     return i
         return _end_o200k(data, pos, end)
     # The commonest chunks of prose inline here: each call between compiled functions costs a
-    # few ns, as much as the chunk's bytes (measured: +20% on English over calling _end_gpt4
-    # for everything).  Every pattern that gets here cuts these four cases alike (cl100k's \s++$
-    # cannot take a "\n" that a non-space follows): the pattern property "ascii_fast_path"
+    # few ns, as much as the chunk's bytes (docs/pretokenizer.md: faster on English than calling
+    # _end_gpt4 for everything).  Every pattern that gets here cuts these four cases alike
+    # (cl100k's \s++$ cannot take a "\n" that a non-space follows): the pattern property "ascii_fast_path"
     # (constants.PATTERN_PROPERTIES), checked for each pattern by tests/test_patterns.py, so a new
     # pattern that cuts them otherwise fails there.  Anything else goes to
     # _end_gpt4 or _end_gpt2, which decide every case from scratch.
@@ -764,7 +764,7 @@ def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
         if c == _LETTER:  # "word", and " word" from above
             if i + 8 <= end:
                 # _ascii_letters' first block inline: most words end within it, and the call
-                # cost about as much as the block (cachegrind, docs/speed.md "Third round")
+                # cost about as much as the block (cachegrind: docs/speed.md)
                 seven: i64 = 7
                 hi = _ONES << seven
                 x = read_i64_le(data, i)

@@ -2,8 +2,9 @@
 
 mnemo/formats/tiktoken.py is the policy around this module (presets, checksums, errors), and its
 Python `parse_tiktoken` and `_split_by_ranks` are the twins these functions are tested against.
-The Python loop took 8.6 s to load o200k_base (issue 27: a `_split_by_ranks` per token, with a
-bytes slice and a dict lookup per candidate pair); tiktoken builds its Encoding in 0.4 s.
+The Python loop (a `_split_by_ranks` per token, with a bytes slice and a dict lookup per
+candidate pair) loaded o200k_base many times slower than tiktoken builds its Encoding
+(docs/speed.md, "Loading a vocabulary").
 
 The fast path never words an error: on anything but the plain case (a line that is not
 `BASE64 RANK`, a repeated token or rank, a gap, a token that is not the merge of two

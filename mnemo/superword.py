@@ -263,7 +263,7 @@ class SuperEncoder(Encoder):
         # A coarse chunk of one stage-1 chunk (two of three in English) is encoded by all the
         # merges at once: stage 1 then stage 2 is BPE in id order, because every stage-1 merge
         # comes before every stage-2 one and a stage-2 token never forms a stage-1 pair.  So it
-        # takes the ordinary encoder's tables and caches (1.2x faster on English, docs/superword.md).
+        # takes the ordinary encoder's tables and caches (faster on English: docs/speed.md).
         self.full = Encoder(merges, self.wide)
         self.scratch = BytesWriter()
         self.tk2 = vec[i64]([0] * LONG_COARSE)

@@ -5,8 +5,8 @@ Work goes through the work engine (mnemo/work.py: map_ordered) in input order, i
 - tasks: a byte range of a plain .txt/.jsonl file cut at a document boundary (about
   TASK_BYTES), whole small files gathered up to that size, or one Parquet row group; the
   worker reads and parses them itself: no JSON decoding in the parent, no documents pickled to
-  the workers (measured: 1.08x faster end to end than blocks read by the parent, median of 5
-  paired runs on 100 MB of English JSONL with 2 workers; the .tok files are identical);
+  the workers (faster end to end than blocks read by the parent, docs/speed.md; the .tok files
+  are identical);
 - a block of BLOCK_DOCS documents that the parent read: compressed files, which can only be
   read from their start, and chat files.
 The parent writes the tokens in input order through a TokWriter (temporary name, renamed at the

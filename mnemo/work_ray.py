@@ -299,7 +299,8 @@ def _combine_parts(combiner: Callable[[], Combiner[Any]], *parts: Any) -> tuple[
 
 @dataclass
 class TreeStats:
-    """What the last map_combine of a RayExecutor did (bench/bench_ray.py prints it)."""
+    """What the last map_combine of a RayExecutor did (bench/compare/ray_vs_processes.py prints
+    it)."""
 
     n_tasks: int = 0
     n_combines: int = 0

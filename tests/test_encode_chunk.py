@@ -491,7 +491,7 @@ def test_worst_case_chunks_are_linear(gpt2_encoder: tuple[Encoder, list[tuple[in
     """One chunk of 4 MB of one character: at least 4 MB/s and at most 30x the time of 0.4 MB
     (linear is 10x, quadratic 100x), in process CPU time, best of 3.  The heap path ran at
     ~1.7 MB/s on such chunks (its 80 MB heap walked at random: 11 s for 16 MB of spaces); the
-    bucket path at 12-20 MB/s on a loaded machine (bench/bench_worst_case.py).  Runs of one
+    bucket path at 12-20 MB/s on a loaded machine (bench/compare/worst_case_vs_peers.py).  Runs of one
     byte now take the run-length path (encode_runs); "ab" repeated has runs of one byte and,
     with GPT-2's merges, no safe place (a token holds a|b, one b|a): it takes the bucket path.
     The bounds leave room for a machine shared with other jobs, where even CPU time suffers."""

@@ -1,4 +1,4 @@
-"""The training sample of the README's `mnemo eval` run: of each shared corpus, the documents
+"""The training sample of docs/eval.md's `mnemo eval` run: of each shared corpus, the documents
 after its first 3 MB (`mnemo eval` reads the first 2 MB of each, so training and evaluation
 text do not overlap), up to 8 MB per corpus, as one JSON Lines file; chat records become their
 messages' contents joined by newlines, as `mnemo eval` reads them.

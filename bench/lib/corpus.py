@@ -1,0 +1,31 @@
+"""The corpus documents the benches read: one helper instead of a copy in each bench.
+
+A bench imports it as `from corpus import documents` after putting bench/lib on sys.path (a
+script does so itself; under pytest, bench/pytest/conftest.py does).
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+from pathlib import Path
+from typing import Literal
+
+#: ../shared beside the checkout: corpora and fixtures (brief-common.md).
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+
+
+def documents(mb: float, name: str = "english", *, count: Literal["bytes", "chars"] = "bytes") -> list[str]:
+    """The first documents of ../shared/corpus/NAME.jsonl.xz, up to the first that reaches
+    `mb` million UTF-8 bytes in all (`count="chars"`: characters, what pickle_round_trip.py's figures
+    in docs/pipelines.md were measured on)."""
+    docs: list[str] = []
+    size = 0
+    with lzma.open(SHARED / "corpus" / f"{name}.jsonl.xz", "rt", encoding="utf-8") as f:
+        for line in f:
+            text = json.loads(line)["text"]
+            docs.append(text)
+            size += len(text.encode("utf-8")) if count == "bytes" else len(text)
+            if size >= mb * 1e6:
+                break
+    return docs
