@@ -16,14 +16,21 @@ typedef size_t (*mnemo_pairscan_fn)(const uint16_t *tok, size_t n, uint32_t a, u
  * before b (used by short ranges; see memeq_avx2.asm). */
 typedef int (*mnemo_memeq_fn)(const uint8_t *a, const uint8_t *b, size_t n, size_t room);
 
+/* Per 64-byte block k of text[0..n): out[8k + p] bit j = bit p of table[text[64k + j]], for the
+ * ceil(n / 64) blocks; bits past n in the last block are 0.  table has 256 entries. */
+typedef void (*mnemo_classmask_fn)(const uint8_t *text, size_t n, const uint8_t *table,
+                                   uint64_t *out);
+
 size_t mnemo_pairscan_c(const uint16_t *tok, size_t n, uint32_t a, uint32_t b,
                         int64_t *out, size_t cap);
 int mnemo_memeq_c(const uint8_t *a, const uint8_t *b, size_t n, size_t room);
+void mnemo_classmask_c(const uint8_t *text, size_t n, const uint8_t *table, uint64_t *out);
 
 #ifdef MNEMO_HAVE_ASM
 size_t mnemo_pairscan_avx2(const uint16_t *tok, size_t n, uint32_t a, uint32_t b,
                            int64_t *out, size_t cap);
 int mnemo_memeq_avx2(const uint8_t *a, const uint8_t *b, size_t n, size_t room);
+void mnemo_classmask_avx2(const uint8_t *text, size_t n, const uint8_t *table, uint64_t *out);
 #endif
 
 #endif

@@ -50,3 +50,15 @@ int mnemo_memeq_c(const uint8_t *a, const uint8_t *b, size_t n, size_t room) {
         if (a[i] != b[i]) return 0;
     return 1;
 }
+
+void mnemo_classmask_c(const uint8_t *text, size_t n, const uint8_t *table, uint64_t *out) {
+    for (size_t base = 0; base < n; base += 64, out += 8) {
+        uint64_t m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        size_t len = n - base < 64 ? n - base : 64;
+        for (size_t j = 0; j < len; j++) {
+            unsigned props = table[text[base + j]];
+            for (int p = 0; p < 8; p++) m[p] |= (uint64_t)((props >> p) & 1u) << j;
+        }
+        memcpy(out, m, sizeof m);
+    }
+}

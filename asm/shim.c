@@ -17,11 +17,13 @@ typedef struct {
     const char *name;
     mnemo_pairscan_fn pairscan;
     mnemo_memeq_fn memeq;
+    mnemo_classmask_fn classmask;
 } backend_t;
 
-static const backend_t BACKEND_C = {"c", mnemo_pairscan_c, mnemo_memeq_c};
+static const backend_t BACKEND_C = {"c", mnemo_pairscan_c, mnemo_memeq_c, mnemo_classmask_c};
 #ifdef MNEMO_HAVE_ASM
-static const backend_t BACKEND_AVX2 = {"avx2", mnemo_pairscan_avx2, mnemo_memeq_avx2};
+static const backend_t BACKEND_AVX2 = {"avx2", mnemo_pairscan_avx2, mnemo_memeq_avx2,
+                                       mnemo_classmask_avx2};
 #endif
 
 static const backend_t *active = &BACKEND_C;
@@ -329,6 +331,50 @@ static PyObject *memeq(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     return res;
 }
 
+/* ---- class masks -------------------------------------------------------------------- */
+
+/* Below this many bytes classifying is shorter than releasing and re-taking the GIL. */
+#define CLASSMASK_GIL_MIN 65536
+
+static PyObject *class_masks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "class_masks() takes 2 positional arguments, got %zd",
+                            nargs);
+    Py_buffer dv, tv;
+    if (get_buffer(args[0], &dv, PyBUF_C_CONTIGUOUS, "class_masks", "data",
+                   "a contiguous buffer") < 0)
+        return NULL;
+    if (get_buffer(args[1], &tv, PyBUF_C_CONTIGUOUS, "class_masks", "table",
+                   "a contiguous buffer of 256 bytes") < 0) {
+        PyBuffer_Release(&dv);
+        return NULL;
+    }
+    PyObject *res = NULL;
+    if (tv.len != 256) {
+        PyErr_Format(PyExc_ValueError,
+                     "class_masks(): table must hold 256 bytes (the properties of each byte "
+                     "value), got %zd", tv.len);
+    } else {
+        size_t n = (size_t)dv.len, blocks = (n + 63) / 64;
+        res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(blocks * 64));
+        if (res != NULL) {
+            mnemo_classmask_fn fn = active->classmask;
+            const uint8_t *text = (const uint8_t *)dv.buf, *table = (const uint8_t *)tv.buf;
+            uint64_t *out = (uint64_t *)PyBytes_AS_STRING(res);
+            if (n >= CLASSMASK_GIL_MIN) {
+                Py_BEGIN_ALLOW_THREADS
+                fn(text, n, table, out);
+                Py_END_ALLOW_THREADS
+            } else {
+                fn(text, n, table, out);
+            }
+        }
+    }
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&dv);
+    return res;
+}
+
 /* ---- module -------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -342,6 +388,8 @@ static PyMethodDef methods[] = {
      "pair_positions(tokens, a, b, cap, start=0, stop=-1) -> bytes"},
     {"memeq", (PyCFunction)(void (*)(void))memeq, METH_FASTCALL,
      "memeq(a, a_off, b, b_off, n) -> bool"},
+    {"class_masks", (PyCFunction)(void (*)(void))class_masks, METH_FASTCALL,
+     "class_masks(data, table) -> bytes"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,7 +16,8 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from mnemo.count import WordCounter
-from mnemo.pretokenize import chunk_count, pattern_id, split
+from mnemo.patterns import chunk_count, split
+from mnemo.pretokenize import pattern_id
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
 MB = 20

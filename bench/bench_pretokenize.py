@@ -5,7 +5,7 @@ Two ways to run it:
   python bench/bench_pretokenize.py [--mb 20] [--repeat 5] [--linear-mb 10] [--clock wall|cpu]
       Side by side on the first --mb MB of ../shared/corpus/english.jsonl.xz, same text, same
       run: MB/s (best of --repeat) of
-        chunk loop   `pos = chunk_end(data, pos, end, pid)` until the end (chunk_count)
+        chunk loop   `pos = scan(program, data, pos, end)` until the end (chunk_count)
         split bytes  split(data) -> list[bytes]
         split str    split(text) -> list[str]
         regex        regex.findall(pattern, text)
@@ -31,7 +31,7 @@ from typing import Any
 
 import regex
 
-from mnemo import pretokenize
+from mnemo import patterns, pretokenize
 from mnemo.constants import PATTERNS
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "english.jsonl.xz"
@@ -92,11 +92,11 @@ def side_by_side(mb: float, repeat: int, corpus: Path) -> None:
     print(f"English corpus, first {size:.1f} MB ({len(text):,} characters); best of {repeat}, round-robin; MB/s of UTF-8 bytes")
     names = PATTERNS
     compiled = {name: regex.compile(pretokenize.PATTERN_REGEX[name]) for name in names}
-    counts = {name: pretokenize.chunk_count(data, pretokenize.pattern_id(name)) for name in names}
+    counts = {name: patterns.chunk_count(data, pretokenize.pattern_id(name)) for name in names}
     forms: dict[str, Callable[[str], Any]] = {
-        "loop": lambda name: pretokenize.chunk_count(data, pretokenize.pattern_id(name)),
-        "bytes": lambda name: pretokenize.split(data, name),
-        "str": lambda name: pretokenize.split(text, name),
+        "loop": lambda name: patterns.chunk_count(data, pretokenize.pattern_id(name)),
+        "bytes": lambda name: patterns.split(data, name),
+        "str": lambda name: patterns.split(text, name),
         "regex": lambda name: compiled[name].findall(text),
     }
     times: dict[tuple[str, str], list[float]] = {(n, f): [] for n in names for f in forms}
@@ -127,8 +127,8 @@ def linear(mb: float, repeat: int) -> None:
         u = unit.encode("utf-8")
         small = u * (big // 10 // len(u))
         large = u * (big // len(u))
-        t_small = best_seconds(lambda: pretokenize.chunk_count(small, pid), repeat)
-        t_large = best_seconds(lambda: pretokenize.chunk_count(large, pid), max(1, repeat // 2))
+        t_small = best_seconds(lambda: patterns.chunk_count(small, pid), repeat)
+        t_large = best_seconds(lambda: patterns.chunk_count(large, pid), max(1, repeat // 2))
         print(
             f"{label:<20}{len(small) / 1e6 / t_small:>12.1f}{len(large) / 1e6 / t_large:>12.1f}"
             f"{t_large / t_small:>12.1f}"
@@ -153,18 +153,18 @@ def _bench_text() -> str:
 def test_chunk_loop(benchmark: Any) -> None:
     benchmark.group = "pretokenize english 5 MB"
     data = _bench_text().encode("utf-8")
-    benchmark(pretokenize.chunk_count, data, pretokenize.PATTERN_MNEMONIC)
+    benchmark(patterns.chunk_count, data, pretokenize.PATTERN_MNEMONIC)
 
 
 def test_split_bytes(benchmark: Any) -> None:
     benchmark.group = "pretokenize english 5 MB"
     data = _bench_text().encode("utf-8")
-    benchmark(pretokenize.split, data, "mnemonic")
+    benchmark(patterns.split, data, "mnemonic")
 
 
 def test_split_str(benchmark: Any) -> None:
     benchmark.group = "pretokenize english 5 MB"
-    benchmark(pretokenize.split, _bench_text(), "mnemonic")
+    benchmark(patterns.split, _bench_text(), "mnemonic")
 
 
 def test_regex_findall(benchmark: Any) -> None:

@@ -31,6 +31,7 @@ from mnemo.errors import (
     FingerprintError,
     FormatError,
     InputError,
+    InvalidUTF8Error,
     MnemoError,
     SpecialTokenError,
     UnknownTokenError,
@@ -38,8 +39,10 @@ from mnemo.errors import (
     WorkerError,
 )
 from mnemo.interop import load_tiktoken  # and `mnemo.interop` bound, as `import mnemo` always did
+from mnemo.formats.hf_pipeline import HFTokenizer
+from mnemo.formats.load import load
 from mnemo.shards import open_tok
-from mnemo.pretokenize import split
+from mnemo.patterns import split
 from mnemo.tokenizer import Tokenizer
 from mnemo.training import train, train_from_iterator
 from mnemo.work_ray import RayOptions
@@ -52,7 +55,9 @@ __all__ = [
     "ConfigError",
     "FingerprintError",
     "FormatError",
+    "HFTokenizer",
     "InputError",
+    "InvalidUTF8Error",
     "MnemoError",
     "RayOptions",
     "SpecialTokenError",
@@ -61,6 +66,7 @@ __all__ = [
     "VerificationError",
     "WorkerError",
     "__version__",
+    "load",
     "load_tiktoken",
     "open_tok",
     "split",

@@ -4,7 +4,9 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/__init__.py         re-exports only; nothing runs there
   mnemo/__main__.py         `python -m mnemo` entry; mypyc cannot compile `if __name__ == ...`
   mnemo/_hot.py             this list; setup.py reads it before anything is built
-  mnemo/_unicode_tables.py  generated data only; pretokenize copies its tables into its own
+  mnemo/_unicode_data.py    generated data only (general categories per Unicode version), read
+                            once per compiled pattern by regex_family
+  mnemo/_unicode_tables.py  generated data only; pretokenize_named copies its tables into its own
                             `Final` statics once at import, so compiling it would buy nothing
   mnemo/batch_encode.py     encode_batch: checks, blocks to the work engine, one compiled call per
                             block to unpack
@@ -29,17 +31,36 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/formats/cs336.py    the CS336 interface: one call to Tokenizer.from_vocab_merges
   mnemo/formats/gpt2.py     vocab.json + merges.txt: JSON parsing and checks once per file
   mnemo/formats/hf.py       tokenizer.json: JSON parsing and checks once per file
+  mnemo/formats/_hf_unicode.py  generated data only (tools/gen_hf_normalize_table.py)
+  mnemo/formats/hf_added.py  a tokenizer.json's added tokens: one regex search per text
+  mnemo/formats/hf_encoding.py  tokenizers' Encoding (offsets, masks, padding): list building
+                            per text for the transformers drop-in
   mnemo/formats/hf_folder.py  an export folder: three small JSON files written once
+  mnemo/formats/hf_normalize.py  NFC/NFKC: unicodedata does the work, once per text stretch
+  mnemo/formats/hf_pipeline.py  policy around the compiled encoder (tokenizers' pipeline), once
+                            per text; its reference pre-tokenizer is the `regex` module's
+  mnemo/formats/hf_post.py  a post-processor's template, once per text
+  mnemo/formats/hf_pretok.py  split steps run with the `regex` module, once per text stretch
+  mnemo/formats/hf_regex.py  regex syntax rewritten once per pattern
+  mnemo/formats/load.py     mnemo.load: what a path holds, once per file
   mnemo/formats/tiktoken.py  .tiktoken files: base64 parsing and checks once per file
+  mnemo/hf.py               transformers' backend object: hands calls on, or to hf_encoding
   mnemo/inspect_vocab.py    `mnemo inspect`: encodes each token once and each held-out document once
                             through the compiled encoder; the rest is list building
   mnemo/interop.py          re-exports only (mnemo/formats/)
+  mnemo/location.py         where files are: a stat, an open, a rename or an fsspec call per file
   mnemo/packing.py          numpy arrays from the compiled encoder's packed ids, once per text
-  mnemo/parallel.py         the worker start method, signals and parent death; nothing hot
+  mnemo/patterns.py         presets and compile_pattern: once per pattern and process; the scanner
+                            it builds (pretokenize.SplitProgram) is compiled
+  mnemo/prune.py            training runs around the compiled merge loop, and a set lookup per
+                            refused candidate
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
+  mnemo/regex_family.py     parses a split regex and builds its tables with numpy, once per pattern
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
+  mnemo/reference_superword.py  the naive twins of superword.py: the oracle stays plain Python,
+                            as reference.py does
   mnemo/remote.py          URLs through fsspec: opened, checked and uploaded once per file
   mnemo/shards.py           shard directories: a manifest (JSON) and .tok files, once per shard
   mnemo/sources.py          file reading and planning, done by C libraries (lzma, pyarrow, json for
@@ -49,6 +70,7 @@ Sorted.  Modules NOT compiled, and why:
                             the files; nothing runs per token in Python
   mnemo/streaming.py        encode_iterable only cuts text and hands it to the compiled encoder
                             and pre-tokenizer
+  mnemo/superbpe.py         stage 2's orchestration around the compiled words, cut and merge loop
   mnemo/tokenizer.py        policy (validation, special tokens, errors) around the compiled encoder
   mnemo/tokenizing.py       process orchestration and file I/O around the compiled encoder
   mnemo/tokfile.py          .tok: struct/numpy parsing of a header, numpy writes whole blocks
@@ -60,11 +82,13 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/work.py             the work engine: sockets, processes and bookkeeping per task, not per byte
   mnemo/work_ray.py         the Ray executor: submits tasks and waits; Ray pickles its task
                             functions by reference, which needs them plain Python
+  mnemo/workers.py          the worker start method, signals and parent death; nothing hot
 """
 
 from typing import Final
 
 HOT_MODULES: Final = [
+    "mnemo/classmask.py",
     "mnemo/count.py",
     "mnemo/encode_chunk.py",
     "mnemo/encode_text.py",
@@ -74,4 +98,8 @@ HOT_MODULES: Final = [
     "mnemo/merge_loop.py",
     "mnemo/merge_loop_wide.py",
     "mnemo/pretokenize.py",
+    "mnemo/pretokenize_named.py",
+    "mnemo/ranks.py",
+    "mnemo/special_match.py",
+    "mnemo/superword.py",
 ]

@@ -26,9 +26,10 @@ import numpy.typing as npt
 
 from mnemo.checks import text_type_error, type_error
 from mnemo.constants import VOCAB16
+from mnemo.errors import ArgumentTypeError, ConfigError
 from mnemo.encode_chunk import lists_of
 from mnemo.packing import encode_flat
-from mnemo.parallel import resolve_workers
+from mnemo.workers import resolve_workers
 from mnemo.streaming import text_bytes
 
 if TYPE_CHECKING:
@@ -151,6 +152,22 @@ def _encode_texts(
     """encode_batch's map: (lengths, ids back to back) of a block of texts, two arrays, one
     message each way."""
     return encode_flat(tok, texts, set(specials[0]), set(specials[1]))
+
+
+def threads_as_workers(workers: int | None, num_threads: object) -> int | None:
+    """tiktoken's `num_threads=` of the batch methods, as mnemo's `workers`: at most that many
+    worker processes (capped by the default: the CPUs, or 1 inside a multiprocessing child --
+    tiktoken's default of 8 threads on a 2-core machine would be 8 processes fighting for 2).
+    A bad value fails as tiktoken's ThreadPoolExecutor fails: TypeError or ValueError."""
+    if num_threads is None:
+        return workers
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise ArgumentTypeError(f"num_threads must be an int, got {type(num_threads).__name__} {num_threads!r:.40}")
+    if num_threads < 1:
+        raise ConfigError(f"num_threads must be at least 1, got {num_threads}")
+    if workers is not None:
+        raise ConfigError("give workers= (mnemo's processes) or num_threads= (tiktoken's name), not both")
+    return min(num_threads, _batch_workers(None))
 
 
 def _batch_workers(workers: object) -> int:

@@ -41,7 +41,7 @@ import io
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -332,6 +332,25 @@ class BigramModel:
         docstring for the backward pass, done here once per distinct input id.  grads=False skips
         it and returns None.  No counted position: loss 0.0, n_pos 0 and all-zero gradients.
         """
+        n_pos, rows, inv, yf, bounds = self._positions(x, y, mask)
+        dW = np.zeros_like(self.W) if grads else self.W[:0]
+        db = np.zeros_like(self.b) if grads else self.b[:0]
+        dE_rows = np.empty((rows.size, self.dim), dtype=self.E.dtype)
+        total = 0.0
+        for z, h, local, targets, p0, p1, r0, r1 in self._blocks(rows, inv, yf, bounds):
+            total += self._block(z, h, local, targets, n_pos, dW, db, dE_rows[r0:r1] if grads else None)
+        if n_pos == 0:
+            return 0.0, 0, Grads(rows, dE_rows, dW, db, self.vocab_size) if grads else None
+        if not grads:
+            return total / n_pos, n_pos, None
+        return total / n_pos, n_pos, Grads(rows, dE_rows, dW, db, self.vocab_size)
+
+    def _positions(
+        self, x: IntArray, y: IntArray, mask: NDArray[np.bool_] | None
+    ) -> tuple[int, NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """The counted positions grouped by distinct input: (n_pos, distinct inputs, each
+        position's row among them, targets, and where each block of ROW_CHUNK rows starts),
+        positions sorted by row so that each block of rows owns one slice of them."""
         if np.shape(x) != np.shape(y):
             raise ConfigError(f"inputs and targets must have one shape, got {np.shape(x)} and {np.shape(y)}")
         if mask is not None and np.shape(mask) != np.shape(x):
@@ -341,33 +360,53 @@ class BigramModel:
         if mask is not None:
             keep = np.asarray(mask, dtype=np.bool_).reshape(-1)
             xf, yf = xf[keep], yf[keep]
-        n_pos = int(xf.size)
         rows, inv = np.unique(xf, return_inverse=True)
-        # positions sorted by distinct input, so each block of rows owns one slice of positions
         order = np.argsort(inv, kind="stable")
         inv, yf = inv[order], yf[order]
         bounds = np.searchsorted(inv, np.arange(0, rows.size + ROW_CHUNK, ROW_CHUNK))
-        dW = np.zeros_like(self.W) if grads else self.W[:0]
-        db = np.zeros_like(self.b) if grads else self.b[:0]
-        dE_rows = np.empty((rows.size, self.dim), dtype=self.E.dtype)
-        # one logits block reused by every block: a fresh 32 MiB array per block costs its page
-        # faults again each time (measured ~30-60 ms per block on a busy machine)
+        return int(xf.size), rows, inv, yf, bounds
+
+    def _blocks(
+        self, rows: NDArray[np.int64], inv: NDArray[np.int64], yf: NDArray[np.int64], bounds: NDArray[np.int64]
+    ) -> Iterator[tuple[FloatArray, FloatArray, NDArray[np.int64], NDArray[np.int64], int, int, int, int]]:
+        """Per block of distinct inputs: (its logits h @ W, h, each position's row in the block,
+        the targets, the positions' slice p0:p1, the rows' slice r0:r1).  One logits block is
+        reused by every block: a fresh 32 MiB array per block costs its page faults again each
+        time (measured ~30-60 ms per block on a busy machine)."""
         block = np.empty((min(ROW_CHUNK, rows.size), self.vocab_size), dtype=self.E.dtype)
-        total = 0.0
         for k, r0 in enumerate(range(0, rows.size, ROW_CHUNK)):
             r1 = min(r0 + ROW_CHUNK, rows.size)
             p0, p1 = int(bounds[k]), int(bounds[k + 1])
             h = self.E[rows[r0:r1]]
-            local = inv[p0:p1] - r0
-            targets = yf[p0:p1]
             z = block[: r1 - r0]
             np.matmul(h, self.W, out=z)
-            total += self._block(z, h, local, targets, n_pos, dW, db, dE_rows[r0:r1] if grads else None)
-        if n_pos == 0:
-            return 0.0, 0, Grads(rows, dE_rows, dW, db, self.vocab_size) if grads else None
-        if not grads:
-            return total / n_pos, n_pos, None
-        return total / n_pos, n_pos, Grads(rows, dE_rows, dW, db, self.vocab_size)
+            yield z, h, inv[p0:p1] - r0, yf[p0:p1], p0, p1, r0, r1
+
+    def position_losses(
+        self, x: IntArray, y: IntArray, mask: NDArray[np.bool_] | None = None
+    ) -> tuple[FloatArray, NDArray[np.int64]]:
+        """(-ln p of each counted position's target, that target), both in one order of their own
+        (grouped by input id): what a sum weighted by the targets needs, e.g. bits per byte."""
+        n_pos, rows, inv, yf, bounds = self._positions(x, y, mask)
+        losses = np.empty(n_pos, dtype=np.float64)
+        for z, h, local, targets, p0, p1, r0, r1 in self._blocks(rows, inv, yf, bounds):
+            losses[p0:p1] = self._block_losses(z, local, targets)[0]
+        return losses, yf
+
+    def _block_losses(
+        self, z: FloatArray, local: NDArray[np.int64], targets: NDArray[np.int64]
+    ) -> tuple[FloatArray, FloatArray]:
+        """(-ln p of each position's target in one block, each row's sum of exponentials s).
+        z holds h @ W and is overwritten with exp(z + b - m), which _block goes on from."""
+        z += self.b
+        picked = z[local, targets]
+        m = z.max(axis=1, keepdims=True)
+        z -= m
+        np.exp(z, out=z)
+        s = z.sum(axis=1)
+        # -ln p_y = ln s + m - z_y, from the logit itself: exp(z_y - m) may underflow to 0
+        out: FloatArray = (np.log(s)[local] + m[local, 0] - picked).astype(np.float64)
+        return out, s
 
     def _block(
         self,
@@ -388,14 +427,8 @@ class BigramModel:
         the per-position formulas of the module docstring summed over the positions (the
         scatter-add of dh into E happens before the matmul instead of after it).
         """
-        z += self.b
-        picked = z[local, targets]
-        m = z.max(axis=1, keepdims=True)
-        z -= m
-        np.exp(z, out=z)
-        s = z.sum(axis=1)
-        # -ln p_y = ln s + m - z_y, from the logit itself: exp(z_y - m) may underflow to 0
-        total = float((np.log(s)[local] + m[local, 0] - picked).sum(dtype=np.float64))
+        losses, s = self._block_losses(z, local, targets)
+        total = float(losses.sum())
         if dE_rows is None:
             return total
         counts = np.bincount(local, minlength=h.shape[0])
@@ -437,10 +470,10 @@ class BigramModel:
     def load(cls, path: str | os.PathLike[str]) -> BigramModel:
         """Read weights written by `save` (format 1, before the bias, loads with b = 0); anything
         else is a FormatError naming the file."""
-        from mnemo import remote
+        from mnemo.location import location
 
         try:
-            with np.load(remote.local_copy(path, "weights file") if remote.is_url(path) else path, allow_pickle=False) as z:
+            with np.load(location(path).local_path("weights file"), allow_pickle=False) as z:
                 names = set(z.files)
                 if names not in ({"format", "E", "W"}, {"format", "E", "W", "b"}):
                     raise FormatError(f"{path}: not a mnemo bigram weights file (arrays {sorted(names)})")
@@ -579,8 +612,31 @@ def evaluate(model: BigramModel, loader: BatchLoader, *, max_windows: int | None
     Averaged per position, not per batch, so a smaller last batch or a batch with few masked
     positions weighs what it holds.  No counted position at all is a ConfigError.
     """
+    return evaluate_bits(model, loader, None, max_windows=max_windows)[0]
+
+
+def evaluate_bits(
+    model: BigramModel,
+    loader: BatchLoader,
+    token_bytes: NDArray[np.integer[Any]] | None,
+    *,
+    max_windows: int | None = None,
+) -> tuple[float, float | None]:
+    """(mean loss in nats per counted position, bits per byte), over the windows `evaluate` takes.
+
+    Bits per byte = the loss summed over the counted positions whose target is text, in bits,
+    divided by the UTF-8 bytes those targets decode to: `token_bytes[id]` (0 for special tokens,
+    whose prediction is left out of both sums, as nanochat's `evaluate_bpb` does).  Unlike the
+    loss per token it does not depend on how much text a token holds, so it compares models of
+    tokenizers that cut the same text into different numbers of tokens (a superword tokenizer
+    and a plain one).  None without `token_bytes`, or when no counted target is text.
+    """
     total = 0.0
     count = 0
+    text_nats = 0.0
+    text_bytes = 0
+    if token_bytes is not None and token_bytes.shape != (model.vocab_size,):
+        raise ConfigError(f"token_bytes must have one entry per id ({model.vocab_size}), got shape {token_bytes.shape}")
     if max_windows is None or max_windows >= loader.n_windows:
         picks = np.arange(loader.n_windows, dtype=np.int64)
     else:
@@ -588,12 +644,32 @@ def evaluate(model: BigramModel, loader: BatchLoader, *, max_windows: int | None
     # many windows per call: the model works once per distinct input id, and more windows share more
     for i in range(0, len(picks), _EVAL_WINDOWS_PER_CALL):
         b = loader.get(picks[i : i + _EVAL_WINDOWS_PER_CALL])
-        loss, n_pos, _ = model.loss_and_grads(b.inputs, b.targets, b.mask, grads=False)
-        total += loss * n_pos
-        count += n_pos
+        if token_bytes is None:
+            loss, n_pos, _ = model.loss_and_grads(b.inputs, b.targets, b.mask, grads=False)
+            total += loss * n_pos
+            count += n_pos
+            continue
+        losses, targets = model.position_losses(b.inputs, b.targets, b.mask)
+        sizes = token_bytes[targets]
+        total += float(losses.sum())
+        count += int(losses.size)
+        text_nats += float(losses[sizes > 0].sum())
+        text_bytes += int(sizes.sum())
     if count == 0:
         raise ConfigError("evaluation data has no position to score (no token carries the loss mask)")
-    return total / count
+    bits = text_nats / math.log(2) / text_bytes if text_bytes else None
+    return total / count, bits
+
+
+def token_byte_counts(n_vocab: int, vocab: dict[int, bytes], special_ids: Iterable[int]) -> NDArray[np.int64]:
+    """Bytes of text each id decodes to, 0 for special tokens and ids no token has: the
+    `token_bytes` of `evaluate_bits` (mnemo pretrain builds it from the tokenizer:
+    `token_byte_counts(tok.n_vocab, tok.vocab, tok.special_tokens.values())`)."""
+    out = np.zeros(n_vocab, dtype=np.int64)
+    for i, raw in vocab.items():
+        out[i] = len(raw)
+    out[list(special_ids)] = 0
+    return out
 
 
 _EVAL_WINDOWS_PER_CALL: Final = 256
@@ -606,6 +682,8 @@ class PretrainResult:
     history: list[tuple[int, float, float]] = field(default_factory=list)
     """(step, mean training loss since the previous report, validation loss) at every report."""
     continuation: list[int] = field(default_factory=list)
+    bits_per_byte: list[float | None] = field(default_factory=list)
+    """Validation bits per byte at every report (evaluate_bits; None without token_bytes)."""
 
 
 def pretrain(
@@ -630,6 +708,7 @@ def pretrain(
     out: str | os.PathLike[str] | None = None,
     log: Callable[[str], None] = print,
     progress: bool = False,
+    token_bytes: NDArray[np.integer[Any]] | None = None,
 ) -> PretrainResult:
     """Train a bigram model on `train`, report against the baselines on `val`, save the weights.
 
@@ -638,7 +717,9 @@ def pretrain(
     step the mean training loss since the previous report and the validation loss (each with its
     perplexity; validation over up to `eval_windows` windows spread over the data), then a greedy
     continuation of `prompt` (shown through `decode` when given), and the path of the saved
-    weights when `out` is given.  The model starts from the add-one unigram of the training data
+    weights when `out` is given.  With `token_bytes` (the bytes each id decodes to, 0 for
+    special tokens: `token_byte_counts`) every validation line also gives bits per byte, the
+    measure that compares tokenizers cutting the same text into different numbers of tokens.  The model starts from the add-one unigram of the training data
     (see `BigramModel.init`), so the step-0 validation loss is the add-one unigram's.
 
     `progress=True` (a terminal) also shows, on stderr, what is being prepared and a bar of the
@@ -678,10 +759,11 @@ def pretrain(
     bar: Any = None
 
     def report(step: int, train_loss: float) -> None:
-        v = evaluate(model, val_loader, max_windows=eval_windows)
+        v, bpb = evaluate_bits(model, val_loader, token_bytes, max_windows=eval_windows)
         result.history.append((step, train_loss, v))
+        result.bits_per_byte.append(bpb)
         line = (f"step {step:>6}/{steps}  train loss {train_loss:.4f} ppl {perplexity(train_loss):,.2f}  "
-                f"val loss {v:.4f} ppl {perplexity(v):,.2f}")
+                f"val loss {v:.4f} ppl {perplexity(v):,.2f}" + ("" if bpb is None else f"  bpb {bpb:.4f}"))
         if bar is None:
             log(line)
         else:

@@ -14,7 +14,7 @@ from numbers import Integral
 
 import numpy as np
 
-from mnemo.constants import MASKBIT, MASKBIT32, MAX_PAIR_TOTAL, MAX_VOCAB, PATTERNS, TIES
+from mnemo.constants import MASKBIT, MASKBIT32, MAX_PAIR_TOTAL, MAX_VOCAB, TIES
 from mnemo.errors import ArgumentTypeError, ConfigError
 
 
@@ -66,11 +66,10 @@ def check_errors(errors: object) -> str:
 
 
 def check_pattern(pattern: object) -> str:
-    """A pre-tokenizer pattern's name, one of constants.PATTERNS."""
+    """A pre-tokenizer pattern given as a str: a preset name or a split regex (whether it is a
+    valid one, mnemo.patterns.compile_pattern says)."""
     if not isinstance(pattern, str):
-        raise type_error("pattern", "a str", pattern)
-    if pattern not in PATTERNS:
-        raise ConfigError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+        raise type_error("pattern", "a str (a preset name or a split regex)", pattern)
     return pattern
 
 

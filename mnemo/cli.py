@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from mnemo.constants import GPT2_FILE_NAMES, PATTERNS, TIES
+from mnemo.patterns import PRESETS
 from mnemo.defaults import (
     DEFAULT_BATCH,
     DEFAULT_CONTEXT,
@@ -41,6 +42,7 @@ from mnemo.defaults import (
 from mnemo.errors import ConfigError, InputError, MnemoError
 
 if TYPE_CHECKING:
+    from mnemo.location import Location
     from mnemo.tokenizer import Tokenizer
     from mnemo.work_ray import RayOptions
 
@@ -158,9 +160,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     base = None
     if args.base is not None:
-        from mnemo.tokenizer import Tokenizer
-
-        base = Tokenizer.load(args.base)
+        base = _tokenizer_arg(args.base, "train --from")
     progress = PhaseProgress(_interactive() and not args.quiet)
     stats = TrainStats(CountStats())
     t0 = time.perf_counter()
@@ -180,6 +180,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             stats=stats,
             base=base,
             ray=_ray_choice(args, tasks_per_node=args.tasks_per_node),
+            prune=args.prune,
+            superword=args.superword,
         )
     finally:
         progress.close()
@@ -187,6 +189,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     tok.save(args.output)
     seconds = time.perf_counter() - t0
     mb = stats.count.n_bytes / 1e6
+    if tok.superword is not None:
+        print(f"  superword: merges making ids {tok.superword}.. are stage 2's (rule {tok.stage2!r})")
     print(
         f"trained {args.output}: {tok.n_vocab} ids ({stats.merges} merges"
         + (f", the first {len(base.merges)} from {args.base}" if base is not None else "")
@@ -195,6 +199,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"(counting {stats.count.seconds:.2f} s, {mb / max(stats.count.seconds, 1e-9):.1f} MB/s; "
         f"merging {stats.merge_seconds:.2f} s); peak RSS {_peak_rss_mib():.0f} MiB"
     )
+    if stats.prune is not None:
+        print(
+            f"  pruned: {len(stats.prune.removed)} intermediate-only tokens not learnt, in "
+            f"{stats.prune.rounds} merge-loop runs (found per run: {', '.join(map(str, stats.prune.per_round))})"
+        )
     if stats.stopped_early:
         print(
             f"  stopped early: {tok.n_vocab} ids of the {args.vocab_size} asked for, because after merge "
@@ -207,11 +216,38 @@ def cmd_train(args: argparse.Namespace) -> int:
 # ---- inspect and eval --------------------------------------------------------------------------
 
 
+def _tokenizer_arg(spec: Path | str, command: str) -> Tokenizer:
+    """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
+    Tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
+    normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) encodes
+    with the plain-Python pipeline only: refused here by name rather than encoded otherwise."""
+    from mnemo.formats.hf_pipeline import HFTokenizer
+    from mnemo.formats.load import resolve
+
+    _, tok = resolve(str(spec))
+    if isinstance(tok, HFTokenizer):
+        extras = tok.extras()
+        if extras:
+            raise ConfigError(
+                f"{spec}: `mnemo {command}` runs mnemo's compiled encoder, which does not apply this tokenizer.json's "
+                f"{'; '.join(extras)} yet; encode with mnemo.load({str(spec)!r}).encode(...) in Python, which gives "
+                f"tokenizers' ids"
+            )
+        return tok.core
+    return tok
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     from mnemo.evaluate import corpus_documents, load_spec
     from mnemo.inspect_vocab import format_report, inspect
 
-    label, tok = load_spec(str(args.tokenizer))
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    label, loaded = load_spec(str(args.tokenizer))
+    tok = loaded.core if isinstance(loaded, HFTokenizer) else loaded
+    if isinstance(loaded, HFTokenizer) and loaded.extras():
+        print(f"{args.tokenizer}: a tokenizer.json pipeline ({'; '.join(loaded.extras())}): its vocabulary is "
+              f"inspected with mnemo's BPE alone")
     corpus = None
     if args.corpus:
         corpus = (d for path in args.corpus for d in corpus_documents(path, args.max_bytes or -1, args.text_field))
@@ -251,29 +287,26 @@ def cmd_info(args: argparse.Namespace) -> int:
     from mnemo.stackfiles import detect
     from mnemo.tokenizer import Tokenizer
 
-    from mnemo import remote
+    from mnemo.location import location
 
     for path in args.files:
-        url = remote.is_url(path)
-        if remote.isdir(path) if url else os.path.isdir(path):
-            _info_shard_dir(str(remote.local_copy(path, "shard directory")) if url else path, shown=path)
+        where = location(path)
+        if where.isdir():  # a shard directory (at a URL: read from a local copy)
+            _info_shard_dir(where.local_path("shard directory"), shown=path)
             continue
-        if url:  # 8 bytes by one ranged read; only a stack file set is copied (it is memory-mapped)
-            with remote.open_read(path, exact=True) as f:
-                magic = f.read(8)
-        else:
+        with where.open(exact=True) as f:  # a URL: 8 bytes by one ranged read (a stack file set is copied)
             try:
-                with open(path, "rb") as f:
-                    magic = f.read(8)
-            except OSError as exc:
-                raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+                magic = f.read(8)
+            except Exception as exc:  # OSError, and a store's own errors
+                raise where.read_error(exc) from None
         if magic == BIN_MAGIC:
-            tok = Tokenizer.load(path)
+            # verify=None: tables another program wrote are checked anyway (docs/formats.md, "Trust")
+            tok = Tokenizer.load(path, verify=True if args.verify else None)
             specials = ", ".join(f"{name}={i}" for name, i in tok.special_tokens.items())
             print(f"{path}: mnemo tokenizer")
             print(f"  vocabulary   {tok.n_tokens} ids = 256 bytes + {len(tok.merges)} merges + {len(tok.special_tokens)} special"
                   + (f" (ids 0..{tok.n_vocab - 1}: {tok.n_vocab - tok.n_tokens} unused)" if tok.n_vocab != tok.n_tokens else ""))
-            print(f"  pattern      {tok.pattern}")
+            print(f"  pattern      {tok.split_pattern.describe()}")
             print(f"  tie rule     {tok.tie}")
             print(f"  fingerprint  {tok.fingerprint}")
             print(f"  special      {specials or '(none)'}")
@@ -285,10 +318,12 @@ def cmd_info(args: argparse.Namespace) -> int:
             regular = [i for i in tok.vocab if i not in special_ids]  # tok.vocab: no holes
             longest = max(regular, key=lambda i: len(tok.token_bytes(i)))
             print(f"  longest      id {longest}: {tok.token_bytes(longest)!r}")
+            if args.verify:
+                print("  verified     the encoder tables agree with the merges")
         elif magic == TOK_MAGIC:
             h = read_tok_header(path)
             kind = "chat, masked" if h.chat and h.masked else "chat" if h.chat else "documents"
-            size = remote.size(path) if url else os.path.getsize(path)
+            size = where.info().size
             print(f"{path}: mnemo token file ({kind})")
             print(f"  tokens       {h.n_tokens} x {h.width} bytes ({size / 1e6:.1f} MB on disk)")
             print(f"  documents    {h.n_docs}")
@@ -304,7 +339,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _info_shard_dir(path: str, shown: str) -> None:
+def _info_shard_dir(path: Path, shown: str) -> None:
     from mnemo.shards import combined_header, shard_headers
 
     manifest, headers = shard_headers(path)
@@ -328,10 +363,10 @@ def _info_stack_file(path: str) -> None:
     names = {"megatron": "Megatron-LM indexed dataset", "datatrove": "datatrove tokenized file", "nanogpt": "nanoGPT token file"}
     tokens = f.tokens
     on_disk = sum(os.path.getsize(p) for p in f.paths)
-    from mnemo import remote
+    from mnemo.location import location
 
-    # a URL's set is read from local copies (remote.local_set): name its objects, not the copies
-    parts = [str(remote.as_url(path).with_name(p.name)) if remote.is_url(path) else str(p) for p in f.paths]
+    # a URL's set is read from local copies (Location.local_set): name its objects, not the copies
+    parts = [str(location(path).sibling(p.name)) for p in f.paths]
     print(f"{path}: {names[f.format]} ({', '.join(parts)})")
     print(f"  tokens       {tokens.size} x {tokens.dtype.itemsize} bytes ({tokens.dtype.name}; {on_disk / 1e6:.1f} MB on disk)")
     print(f"  documents    {f.n_docs if f.n_docs is not None else 'not recorded (the file keeps ids only)'}")
@@ -348,34 +383,23 @@ def _info_stack_file(path: str) -> None:
 # ---- convert -----------------------------------------------------------------------------------
 
 CONVERT_FORMATS = ("gpt2", "tiktoken", "hf", "hf-dir", "mnemo")
+#: --from also takes "auto": what mnemo.load recognises (mnemo/formats/load.py)
 
 
-def _gpt2_paths(path: Path | str, merges: Path | str | None, reading: bool) -> tuple[Path | str, Path | str]:
-    """gpt2 files: a folder holding vocab.json + merges.txt (or another pair of GPT2_FILE_NAMES),
-    or a vocab .json with --merges (a URL: a prefix holding the two objects)."""
-    from mnemo import remote
-
+def _gpt2_paths(path: Location, merges: Location | None, reading: bool) -> tuple[Location, Location]:
+    """gpt2 files: a folder (at a URL, a prefix) holding vocab.json + merges.txt (or another pair
+    of GPT2_FILE_NAMES), or a vocab .json with --merges."""
     if merges is not None:
         return path, merges
-    names = " or ".join(f"{v} and {m}" for v, m in GPT2_FILE_NAMES)
-    if isinstance(path, str):  # a URL (_path keeps URLs as str)
-        if not reading:
-            return str(remote.join(path, GPT2_FILE_NAMES[0][0])), str(remote.join(path, GPT2_FILE_NAMES[0][1]))
-        if remote.isfile(path):
-            raise InputError(f"{path} is an object: give the folder (prefix) holding vocab.json and merges.txt, or --merges")
-        for vocab_name, merges_name in GPT2_FILE_NAMES:
-            vocab, merges_txt = str(remote.join(path, vocab_name)), str(remote.join(path, merges_name))
-            if remote.isfile(vocab) and remote.isfile(merges_txt):
-                return vocab, merges_txt
-        raise InputError(f"{path} has no {names}: for other names, give the vocab .json as IN and --merges FILE")
     if not reading:
-        path.mkdir(parents=True, exist_ok=True)
-        return path / GPT2_FILE_NAMES[0][0], path / GPT2_FILE_NAMES[0][1]
-    if path.is_file():
+        path.make_folder()
+        return path.join(GPT2_FILE_NAMES[0][0]), path.join(GPT2_FILE_NAMES[0][1])
+    if path.isfile():
         raise InputError(f"{path} is a file: give the folder holding vocab.json and merges.txt, or --merges")
     for vocab_name, merges_name in GPT2_FILE_NAMES:
-        if (path / vocab_name).is_file() and (path / merges_name).is_file():
-            return path / vocab_name, path / merges_name
+        if path.join(vocab_name).isfile() and path.join(merges_name).isfile():
+            return path.join(vocab_name), path.join(merges_name)
+    names = " or ".join(f"{v} and {m}" for v, m in GPT2_FILE_NAMES)
     raise InputError(f"{path} has no {names}: for other names, give the vocab .json as IN and --merges FILE")
 
 
@@ -395,10 +419,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from mnemo import interop
     from mnemo.tokenizer import Tokenizer
 
-    src: Path | str = args.input  # a str: a URL (_path)
-    dst: Path | str = args.output
-    merges: Path | str | None = args.merges
-    if args.preset is not None and args.from_format != "tiktoken":
+    src: Location = args.input
+    dst: Location = args.output
+    merges: Location | None = args.merges
+    if args.preset is not None and args.from_format not in ("tiktoken", "auto"):
         raise ConfigError("--preset is for --from tiktoken only (the other formats hold their pattern and specials)")
     if args.preset is not None and (args.pattern is not None or args.special):
         raise ConfigError("--preset sets the pattern and the special tokens: give either --preset or --pattern/--special")
@@ -407,14 +431,20 @@ def cmd_convert(args: argparse.Namespace) -> int:
             "a .tiktoken file does not hold its split pattern: pass --preset (cl100k_base or o200k_base, for "
             f"OpenAI's files) or --pattern ({', '.join(PATTERNS)}) with --special"
         )
-    if args.from_format != "tiktoken" and args.special:
+    if args.from_format not in ("tiktoken", "auto") and args.special:
         raise ConfigError("--special NAME=ID is for --from tiktoken only (the other formats hold their specials)")
-    tok: Tokenizer
-    if args.from_format == "mnemo":
-        tok = Tokenizer.load(src)
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    loaded: Tokenizer | HFTokenizer
+    if args.from_format == "auto":
+        from mnemo.formats.load import load
+
+        loaded = load(src, pattern=args.preset or args.pattern, special_tokens=_special_ids(args.special), merges=merges)
+    elif args.from_format == "mnemo":
+        loaded = Tokenizer.load(src)
     elif args.from_format == "gpt2":
         vocab_path, merges_path = _gpt2_paths(src, merges, reading=True)
-        tok = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
+        loaded = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
     elif args.from_format == "tiktoken":
         if args.preset is not None:
             if args.preset not in interop.TIKTOKEN_PRESETS:
@@ -422,17 +452,28 @@ def cmd_convert(args: argparse.Namespace) -> int:
                     f"unknown preset {args.preset!r}: use {' or '.join(interop.TIKTOKEN_PRESETS)} (or --pattern and "
                     "--special for another .tiktoken file)"
                 )
-            tok = interop.load_tiktoken(src, args.preset)
+            loaded = interop.load_tiktoken(src, args.preset)
         else:
-            tok = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
+            loaded = interop.load_tiktoken(src, args.pattern, _special_ids(args.special))
     elif args.from_format == "hf-dir":
-        from mnemo import remote
-
-        if not (remote.isdir(src) if isinstance(src, str) else src.is_dir()):
+        if not src.isdir():
             raise InputError(f"{src} is not a folder: --from hf-dir reads a save_pretrained folder holding tokenizer.json")
-        tok = interop.load_hf(str(remote.join(src, "tokenizer.json")) if isinstance(src, str) else src / "tokenizer.json")
+        loaded = interop.load_hf(src.join("tokenizer.json"))
     else:
-        tok = interop.load_hf(src)
+        loaded = interop.load_hf(src)
+    if isinstance(loaded, HFTokenizer):
+        if args.to_format == "hf":
+            loaded.save_hf(dst)  # the file as tokenizers runs it, every part kept
+            print(f"converted {src} ({args.from_format}) -> {dst} (hf): {loaded!r}")
+            return 0
+        if loaded.extras():
+            raise ConfigError(
+                f"{src}: this tokenizer.json has {'; '.join(loaded.extras())}, which --to {args.to_format} cannot hold: "
+                f"its ids would change; convert it --to hf only"
+            )
+        tok = loaded.core
+    else:
+        tok = loaded
     if args.to_format == "mnemo":
         tok.save(dst)
     elif args.to_format == "gpt2":
@@ -464,7 +505,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
 
     from mnemo.tokenizing import AUTO, document_separators, no_separator_warning
 
-    tok = Tokenizer.load(args.tokenizer)
+    tok = _tokenizer_arg(args.tokenizer, "tokenize")
     bos, eos = _separator_option(args.bos), _separator_option(args.eos)
     separators = ""
     if args.chat:
@@ -509,17 +550,13 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _written(fmt: str, output: Path | str, chat: bool) -> str:
+def _written(fmt: str, output: Location, chat: bool) -> str:
     """The files a tokenize run wrote, for its summary line (mnemo's sidecar left out)."""
-    from mnemo.remote import Url, is_url
-    from mnemo.stackfiles import SIDECAR_SUFFIX, output_paths
+    from mnemo.stackfiles import SIDECAR_SUFFIX, output_locations
 
-    parts = [p for p in output_paths(fmt, Url(str(output)).name if is_url(output) else output, chat)
-             if not p.name.endswith(SIDECAR_SUFFIX)]
+    parts = [p for p in output_locations(fmt, output, chat) if not p.name.endswith(SIDECAR_SUFFIX)]
     if fmt == "datatrove":
         parts = parts[-1:] + parts[:-1]  # the .ds first, then its .index, .loss, .metadata
-    if is_url(output):
-        return " + ".join(str(Url(str(output)).with_name(p.name)) for p in parts)
     return " + ".join(str(p) for p in parts)
 
 
@@ -539,22 +576,31 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     from mnemo.tokenizer import Tokenizer
     from mnemo.tokshow import render_tokens
 
-    tok = Tokenizer.load(args.tokenizer)
+    from mnemo.formats.hf_pipeline import HFTokenizer
+    from mnemo.formats.load import resolve
+
+    # a tokenizer.json pipeline shows its own tokens and offsets (tokenizers'); --chat renders
+    # mnemo's chat template, which needs a Tokenizer
+    tok: Tokenizer | HFTokenizer
+    if args.chat is not None:
+        tok = _tokenizer_arg(args.tokenizer, "tokshow --chat")
+    else:
+        tok = resolve(str(args.tokenizer))[1]
     color = not args.no_color and sys.stdout.isatty()
     mask: list[bool] | None = None
     spans: list[tuple[int, int]] | None = None
     if args.chat is not None:
         import json
 
-        from mnemo.sources import as_input
         from mnemo.tokenizing import chat_lines
 
         if args.index < 0:
             raise ConfigError(f"--index must be >= 0, got {args.index}")
+        assert isinstance(tok, Tokenizer)
         found: tuple[int, bytes] | None = None
         count = 0
         # Records are checked as tokenize checks them (file:line in every message) up to the one shown.
-        for count, numbered in enumerate(chat_lines(as_input(args.chat), list(tok.special_tokens)), 1):
+        for count, numbered in enumerate(chat_lines(args.chat, list(tok.special_tokens)), 1):
             if count - 1 == args.index:
                 found = numbered
                 break
@@ -582,7 +628,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_text(path: Path | str) -> str:
+def _read_text(path: Location) -> str:
     """A text file for tokshow, opened as every input is (sources.open_binary: its errors name
     the file; compressed files are decompressed)."""
     from mnemo.sources import open_binary
@@ -595,7 +641,7 @@ def _read_text(path: Path | str) -> str:
 
 
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from mnemo.bigram import pretrain
+    from mnemo.bigram import pretrain, token_byte_counts
     from mnemo.batches import TokenStream
     from mnemo.tokenizer import Tokenizer
 
@@ -603,7 +649,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     if progress:
         print(f"loading {args.tokenizer} and {len(args.data) + len(args.val or [])} token files...",
               file=sys.stderr, flush=True)
-    tok = Tokenizer.load(args.tokenizer)
+    tok = _tokenizer_arg(args.tokenizer, "pretrain")
     train_stream = TokenStream.from_tok_files(args.data, tok)
     val_stream = TokenStream.from_tok_files(args.val, tok) if args.val else None
     bos = tok.special_tokens.get("<|bos|>")
@@ -627,6 +673,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         decode=lambda ids: tok.decode(ids),
         out=args.output,
         progress=progress,
+        token_bytes=token_byte_counts(tok.n_vocab, tok.vocab, tok.special_tokens.values()),
     )
     return 0
 
@@ -638,7 +685,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from mnemo.demo import run_demo
 
     run_demo(
-        args.out,
+        Path(args.out),  # a local folder (check_paths)
         vocab_size=args.vocab_size,
         workers=args.workers,
         pretrain_steps=args.pretrain_steps,
@@ -651,11 +698,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # ---- parser ------------------------------------------------------------------------------------
 
 
-def _path(text: str) -> Path | str:
-    """A path argument: a local Path, or a URL kept as given (Path would fold `s3://` to `s3:/`)."""
-    from mnemo.remote import is_url
+def _path(text: str) -> Location:
+    """A path argument: its Location (a local path, or a URL, which a Path would fold)."""
+    from mnemo.location import location
 
-    return text if is_url(text) else Path(text)
+    return location(text)
 
 
 def _positive(text: str) -> int:
@@ -714,15 +761,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=_path, help="the tokenizer.bin to write, a path or a URL (required)")
     p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
-    p.add_argument("--pattern", default=None, choices=PATTERNS,
-                   help=f"split pattern (default {DEFAULT_PATTERN}, or that of --from)")
+    p.add_argument("--pattern", default=None, metavar="PATTERN",
+                   help=f"split pattern: a preset ({', '.join(PRESETS)}) or a split regex (default {DEFAULT_PATTERN}, "
+                        "or that of --from; docs/pretokenizer.md)")
     p.add_argument("--tie", default=None, choices=TIES,
                    help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
                         f"(default {DEFAULT_TIE}, or that of --from)")
-    p.add_argument("--from", dest="base", type=_path, metavar="TOKENIZER.bin",
-                   help="continue training from this tokenizer: its merges first, then new ones up to --vocab-size; "
+    p.add_argument("--from", dest="base", type=_path, metavar="TOKENIZER",
+                   help="continue training from this tokenizer (anything mnemo.load reads): its merges first, then new ones up to --vocab-size; "
                         "its pattern, tie rule and special tokens unless given (docs/extending.md)")
     p.add_argument("--naive", action="store_true", help="use the naive twin trainer (slow; for checking; default: the fast one)")
+    p.add_argument("--superword", type=_positive, default=None, metavar="T",
+                   help="superword tokens (SuperBPE): ordinary merges up to id T, then merges that may bridge "
+                        "white space, up to --vocab-size (docs/superword.md; default: none, plain BPE)")
+    p.add_argument("--prune", choices=("none", "intermediate"), default=None,
+                   help="intermediate: learn no token that ends up intermediate only (every occurrence consumed by "
+                        "later merges, as mnemo inspect lists them), keeping the vocabulary size (docs/superword.md; "
+                        "default none)")
     p.add_argument("--workers", type=_positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=_positive, default=DEFAULT_MAX_CHUNK_BYTES, help=f"leave longer chunks out (default {DEFAULT_MAX_CHUNK_BYTES})")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field / Parquet or Arrow column holding the text (default {DEFAULT_TEXT_FIELD})")
@@ -739,7 +794,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fingerprint.  Documents stay apart: <|bos|> before each one when the vocabulary has it, "
         "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
-    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin to encode with (required)")
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer to encode with: anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md) (required)")
     p.add_argument("-o", "--output", required=True, type=_path,
                    help="the .tok file to write, or the name/prefix of a --format's files (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
@@ -763,7 +818,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Show how a tokenizer splits text: each token on its own background colour on a terminal, "
         "separated by | otherwise; bytes that are not whole UTF-8 characters show as <0xC3>."))
     p.add_argument("text", nargs="*", help="text to show (or --file, --chat, or standard input)")
-    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin (required)")
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer: anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md) (required)")
     p.add_argument("-f", "--file", help="read the text from this file ('-' for standard input)")
     p.add_argument("--chat", metavar="JSONL", help="render a conversation record from this file, masked tokens marked")
     p.add_argument("--index", type=int, default=0, help="which record of --chat (default 0)")
@@ -779,7 +834,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a greedy continuation.  The model starts as the training data's unigram; on a terminal a progress "
         "bar shows the steps (stderr), and only the results go to stdout."))
     p.add_argument("data", nargs="+", metavar="DATA.tok", help="training token files")
-    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer.bin that wrote them")
+    p.add_argument("-t", "--tokenizer", required=True, type=_path, help="the tokenizer that wrote them: anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md)")
     p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
     p.add_argument("--val-fraction", type=float, default=DEFAULT_VAL_FRACTION,
                    help=f"tail of each file held out when there is no --val (default {DEFAULT_VAL_FRACTION})")
@@ -808,7 +863,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Train a tokenizer on the running Python's standard library sources and documentation, tokenize "
         "them, show a few sentences, compare encoding speed with tiktoken and Hugging Face tokenizers "
         "(when installed), train a bigram model briefly, and print the figures."))
-    p.add_argument("--out", type=_path, default=Path("mnemo-demo"), help="output folder (default ./mnemo-demo)")
+    p.add_argument("--out", type=_path, default="mnemo-demo", help="output folder (default ./mnemo-demo)")
     p.add_argument("--vocab-size", type=_positive, default=DEFAULT_VOCAB_SIZE, help=f"ids of the trained tokenizer (default {DEFAULT_VOCAB_SIZE})")
     p.add_argument("--workers", type=_positive, default=None, help="processes (default: all cores)")
     p.add_argument("--pretrain-steps", type=_positive, default=DEMO_PRETRAIN_STEPS,
@@ -825,12 +880,14 @@ def build_parser() -> argparse.ArgumentParser:
         "and the chat template, special_tokens_map.json; docs/pipelines.md).  Ids are kept exactly."))
     p.add_argument("input", type=_path, metavar="IN", help="the file to read (a folder for --from gpt2 without --merges)")
     p.add_argument("output", type=_path, metavar="OUT", help="the file to write (a folder for --to gpt2 and hf-dir, created if missing)")
-    p.add_argument("--from", dest="from_format", required=True, choices=CONVERT_FORMATS, help="format of IN (required)")
+    p.add_argument("--from", dest="from_format", default="auto", choices=("auto", *CONVERT_FORMATS),
+                   help="format of IN (default auto: what mnemo.load recognises, docs/interop.md)")
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
     p.add_argument("--merges", type=_path, default=None,
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
-    p.add_argument("--pattern", choices=PATTERNS, default=None,
-                   help="split pattern of a .tiktoken input (or --preset) or a gpt2 input (default gpt2)")
+    p.add_argument("--pattern", default=None, metavar="PATTERN",
+                   help="split pattern of a .tiktoken input (or --preset) or a gpt2 input: a preset name or a split "
+                        "regex (default gpt2)")
     p.add_argument("--preset", default=None, metavar="NAME",
                    help="--from tiktoken: OpenAI's encoding the file holds, cl100k_base or o200k_base: sets the pattern "
                         "and special tokens as tiktoken does, and checks the file's SHA-256 (the file may be gzipped)")
@@ -843,7 +900,7 @@ def build_parser() -> argparse.ArgumentParser:
         "to other ids, tokens every later merge consumed in training, and (with --corpus) tokens a "
         "held-out corpus never produces or produces far below their training count (docs/inspect.md)."))
     p.add_argument("tokenizer", metavar="TOKENIZER",
-                   help="a tokenizer.bin, tokenizer.json, GPT-2 folder or preset .tiktoken file (docs/eval.md)")
+                   help="anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md)")
     p.add_argument("--corpus", action="append", metavar="FILE", help="held-out text (.txt, .jsonl, ...; repeat)")
     p.add_argument("--max-bytes", type=_positive, default=None, help="read at most about this much of each corpus (default all)")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field holding the text (default {DEFAULT_TEXT_FIELD}; chat records: their messages)")
@@ -854,7 +911,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Compare tokenizers on corpora: bytes per token, tokens per word, share of the vocabulary used, "
         "encode speed, token lengths and the most frequent tokens; --plot draws the comparison (docs/eval.md)."))
     p.add_argument("tokenizers", nargs="+", metavar="[NAME=]TOKENIZER",
-                   help="tokenizer.bin, tokenizer.json, a GPT-2 folder or VOCAB.json,MERGES.txt, or a preset .tiktoken file")
+                   help="anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md), or VOCAB.json,MERGES.txt")
     p.add_argument("--corpus", action="append", required=True, metavar="FILE", help="a corpus (.txt, .jsonl, ...; repeat)")
     p.add_argument("--max-bytes", type=_positive, default=2_000_000, help="read about this much of each corpus (default 2000000)")
     p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field holding the text (default {DEFAULT_TEXT_FIELD}; chat records: their messages)")
@@ -868,6 +925,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="tokenizer.bin or .tok files (known by their first bytes), stack token files (by their names), "
                         "or shard directories of tokenize --ray")
+    p.add_argument("--verify", action="store_true",
+                   help="also rebuild a tokenizer.bin's encoder tables from its merges and compare them (what "
+                        "loading a file this mnemo wrote trusts; every other rule is checked at every load)")
     p.set_defaults(handler=cmd_info)
     return parser
 
@@ -877,103 +937,58 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_paths(args: argparse.Namespace) -> None:
     """Refuse, before the command does any work, an output that cannot be written or that is
-    one of the command's inputs (however spelled: mnemo.tokenizing.same_file).  Without this,
+    one of the command's inputs, however spelled (Location.check_output: a missing folder or
+    bucket, a folder given as a file, the input itself).  Without this,
     `train -o /no/such/dir/x.bin` trained to the end and then died, and
     `tokenize -t tok.bin IN -o tok.bin` replaced the tokenizer with the token file."""
-    from mnemo import remote
-    from mnemo.tokenizing import check_output, check_output_folder, same_file
+    from mnemo.stackfiles import output_locations
 
-    inputs: list[tuple[str, Path]] = []
     command = args.command
+    inputs = _inputs(args)
+    if command in ("train", "tokenize") and args.ray is not None:
+        from mnemo.work_ray import shared_paths
+
+        # nodes read the inputs (and write the shards) by path: refused now, before the cluster starts
+        shared_paths([*args.inputs, *([args.output] if command == "tokenize" else [])])
     if command == "tokenize" and args.ray is not None:
-        url = next((p for p in [args.output, *args.inputs] if remote.is_url(p)), None)
-        if url is not None:  # work_ray's shard directory and task plan are of local (shared) paths
-            raise ConfigError(
-                f"{url}: --ray reads and writes folders every node of the cluster mounts, not URLs yet; "
-                f"tokenize with --ray between shared folders, or from and to URLs without --ray"
-            )
-    if _check_url_output(args):
-        return
-    if command in ("train", "tokenize"):
-        inputs += [("input", Path(p)) for p in args.inputs if not remote.is_url(p)]
-    if command in ("tokenize", "pretrain") and not remote.is_url(args.tokenizer):
-        inputs.append(("tokenizer (-t)", args.tokenizer))
-    if command == "pretrain":
-        inputs += [("input", Path(p)) for p in [*args.data, *(args.val or [])] if not remote.is_url(p)]
-    if command == "convert":
-        if not remote.is_url(args.input):
-            inputs.append(("input", args.input))
-        if args.merges is not None and not remote.is_url(args.merges):
-            inputs.append(("input (--merges)", args.merges))
-        elif args.from_format == "gpt2" and args.merges is None and not remote.is_url(args.input):
-            inputs += [("input", args.input / name) for pair in GPT2_FILE_NAMES for name in pair]
-        if args.to_format == "gpt2":
-            check_output_folder(args.output)
-            for name in GPT2_FILE_NAMES[0]:
-                for label, other in inputs:
-                    if same_file(args.output / name, other):
-                        raise ConfigError(
-                            f"{args.output / name}: the output is also the {label} {other}; writing it would "
-                            f"destroy the {label}: choose another output folder"
-                        )
-            return
-    if command == "train" and args.base is not None and not remote.is_url(args.base):
-        inputs.append(("tokenizer (--from)", args.base))
-    if command in ("train", "tokenize") and remote.is_url(args.output):
-        url_inputs = [*args.inputs, *([args.tokenizer] if command == "tokenize" else [])]
-        if command == "train":
-            remote.check_output(args.output, url_inputs)
-        else:  # the parts of a set go next to the key given
-            from mnemo.stackfiles import output_paths
-
-            out = remote.as_url(args.output)
-            for part in output_paths(args.format, out.name, args.chat):
-                remote.check_output(out.with_name(part.name), url_inputs)
-    elif command == "demo":
-        if remote.is_url(args.out):
-            raise ConfigError(f"--out {args.out}: the demo writes a local folder of files to look at; give a local path")
-        check_output_folder(args.out)
-    elif command == "eval" and args.plot is not None:
-        check_output(args.plot, [("corpus", Path(p)) for p in args.corpus])
-    elif command == "tokenize" and args.ray is not None:
-        for label, other in inputs:
-            if same_file(args.output, other):
-                raise ConfigError(f"{args.output}: the output folder is also the {label} {other}: choose another output folder")
-        check_output_folder(args.output)
+        args.output.check_output_folder(inputs)  # a folder of shards
     elif command == "tokenize":
-        from mnemo.stackfiles import output_paths
+        for part in output_locations(args.format, args.output, args.chat):  # a set: its files next to the name given
+            part.check_output(inputs)
+    elif command == "convert" and args.to_format in ("gpt2", "hf-dir"):  # a folder of files
+        names = GPT2_FILE_NAMES[0] if args.to_format == "gpt2" else ("tokenizer.json", "tokenizer_config.json")
+        args.output.check_output_folder(inputs, names)
+    elif command == "demo":
+        if args.out.remote:
+            raise ConfigError(f"--out {args.out}: the demo writes a local folder of files to look at; give a local path")
+        args.out.check_output_folder()
+    else:
+        output = args.plot if command == "eval" else getattr(args, "output", None)
+        if output is not None:
+            output.check_output(inputs)
 
-        for part in output_paths(args.format, args.output, args.chat):
-            check_output(part, inputs)
-    elif getattr(args, "output", None) is not None:
-        check_output(args.output, inputs)
 
-
-def _check_url_output(args: argparse.Namespace) -> bool:
-    """check_paths for the outputs of convert, pretrain (-o) and eval (--plot) that are URLs
-    (train's and tokenize's are checked in check_paths): each object the command writes is
-    refused now when it cannot be written (remote.check_output: a missing bucket, a prefix, an
-    input).  True when the command's output is a URL and was checked."""
-    from mnemo import remote
-
+def _inputs(args: argparse.Namespace) -> list[tuple[str, str | Location]]:
+    """(label, path) of every file the command reads that an output could overwrite."""
     command = args.command
-    output = args.plot if command == "eval" else getattr(args, "output", None) if command in ("convert", "pretrain") else None
-    if output is None or not remote.is_url(output):
-        return False
-    inputs: list[str] = [p for p in vars(args).get("corpus", None) or [] if remote.is_url(p)]
-    if command == "convert":
-        inputs += [str(p) for p in (args.input, args.merges) if p is not None and remote.is_url(p)]
+    found: list[tuple[str, str | Location]] = []
+    if command in ("train", "tokenize"):
+        found += [("input", p) for p in args.inputs]
+    if command in ("tokenize", "pretrain"):
+        found.append(("tokenizer (-t)", args.tokenizer))
     if command == "pretrain":
-        inputs += [str(p) for p in [args.tokenizer, *args.data, *(args.val or [])] if remote.is_url(p)]
-    if command == "convert" and args.to_format in ("gpt2", "hf-dir"):  # a folder (prefix) of objects
-        if remote.isfile(output):
-            raise ConfigError(f"{output}: is an object; --to {args.to_format} writes a folder (prefix) of files: give a folder URL")
-        names = ("vocab.json", "merges.txt") if args.to_format == "gpt2" else ("tokenizer.json", "tokenizer_config.json")
-        for name in names:
-            remote.check_output(remote.join(output, name), inputs)
-        return True
-    remote.check_output(output, inputs)
-    return True
+        found += [("input", p) for p in [*args.data, *(args.val or [])]]
+    if command == "convert":
+        found.append(("input", args.input))
+        if args.merges is not None:
+            found.append(("input (--merges)", args.merges))
+        elif args.from_format == "gpt2":
+            found += [("input", args.input.join(name)) for pair in GPT2_FILE_NAMES for name in pair]
+    if command == "train" and args.base is not None:
+        found.append(("tokenizer (--from)", args.base))
+    if command == "eval":
+        found += [("corpus", p) for p in args.corpus]
+    return found
 
 
 def _past_the_point_of_no_return() -> None:

@@ -18,9 +18,11 @@ PATTERNS: Final = ("mnemonic", "gpt4", "gpt2", "o200k", "cl100k")  # index = pat
 
 #: What other modules assume of EVERY pattern (tests/test_patterns.py checks each one, for each
 #: name in PATTERNS, against the `regex` module running the pattern):
-#:   "ascii_fast_path"   -- the four ASCII cases pretokenize.chunk_end cuts inline before it looks
-#:                          at the pattern: " word", "word", a punctuation mark before a space, and
-#:                          a line break before a letter, digit or mark; all patterns cut them alike.
+#:   "ascii_fast_path"   -- the four ASCII cases the hand-written twin (pretokenize_named.chunk_end)
+#:                          cuts inline before it looks at the pattern: " word", "word", a
+#:                          punctuation mark before a space, and a line break before a letter,
+#:                          digit or mark; all five named patterns cut them alike.  (The compiled
+#:                          scanner derives its shortcuts from each pattern: regex_family.)
 #:   "cut_before_space_letter" -- a chunk ends before every space that follows a printable ASCII
 #:                          character other than white space and precedes an ASCII letter, and the
 #:                          text on each side splits on its own as it does inside the whole
@@ -28,7 +30,7 @@ PATTERNS: Final = ("mnemonic", "gpt4", "gpt2", "o200k", "cl100k")  # index = pat
 #:                          white space: cl100k's \s++$ would take "\n " at the end of the text
 #:                          before such a cut whole).
 PATTERN_PROPERTIES: Final = ("ascii_fast_path", "cut_before_space_letter")
-#: Patterns that pretokenize.chunk_end sends to shortcuts of their own before the shared ASCII fast
+#: Patterns that pretokenize_named.chunk_end sends to shortcuts of their own before the shared ASCII fast
 #: path, so "ascii_fast_path" is not assumed of them: o200k cuts words by case and keeps a
 #: contraction on its word (" a's" is one chunk).  Its own shortcuts are checked against `regex`
 #: with the rest of the pattern (tests/test_pretokenize.py).  A name here is a branch in chunk_end.

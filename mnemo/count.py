@@ -41,7 +41,8 @@ from mypy_extensions import i64
 
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES
 from mnemo.kernels import memeq
-from mnemo.pretokenize import chunk_end
+from mnemo.patterns import program_of
+from mnemo.pretokenize import scan
 
 MASK32: Final[i64] = 0xFFFFFFFF
 LOW7: Final[i64] = 0x00FFFFFFFFFFFFFF
@@ -138,7 +139,7 @@ class WordCounter:
     def add(self, data: bytes) -> None:
         """Count the chunks of one document (or of a piece of one cut where a chunk ends)."""
         end: i64 = len(data)
-        pattern = self.pattern
+        prog = program_of(self.pattern)
         limit = self.max_chunk_bytes
         short = self.short
         short_mask = self.short_mask
@@ -148,7 +149,7 @@ class WordCounter:
         pos: i64 = 0
         n_chunks: i64 = 0
         while pos < end:
-            e = chunk_end(data, pos, end, pattern)
+            e = scan(prog, data, pos, end)
             n = e - pos
             n_chunks += 1
             if n > limit:

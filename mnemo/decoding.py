@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mnemo.checks import check_errors
-from mnemo.errors import InputError
+from mnemo.errors import InvalidUTF8Error
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import AllOr, Tokenizer
@@ -106,9 +106,10 @@ def decode_with_offsets(
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(
+        raise InvalidUTF8Error(
             f"the tokens decode to invalid UTF-8 (byte {exc.start}), so they have no character "
-            f"offsets; use decode_tokens_bytes, or decode() which replaces invalid bytes"
+            f"offsets; use decode_tokens_bytes, or decode() which replaces invalid bytes",
+            data, exc.start, exc.end,
         ) from None
     found = token_spans(parts)
     if spans:

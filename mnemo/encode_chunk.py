@@ -200,6 +200,8 @@ class Encoder:
     words_limit: i64
     lwords_room: i64
     lwords_limit: i64
+    spells: vec[u8]
+    spelled: list[bytes]
     monotone: bool
     high: vec[u8]
     n_whole: i64
@@ -220,11 +222,15 @@ class Encoder:
     cc_max_slots: i64
     cc_max_words: i64
 
-    def __init__(self, merges: list[tuple[int, int]], wide: bool = False, whole: list[bytes] | None = None) -> None:
+    def __init__(
+        self, merges: list[tuple[int, int]], wide: bool = False, whole: list[bytes] | None = None, tables: bytes = b""
+    ) -> None:
         """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
         has ids of 65,536 and more; merges alone would not say so).  `whole`: the tokens no
         merge makes (a vocabulary from ranks: docs/formats.md, "Rank semantics"), ids
-        256 + len(merges) + j, each produced only when a chunk is exactly its bytes."""
+        256 + len(merges) + j, each produced only when a chunk is exactly its bytes.  `tables`:
+        export_tables of an encoder of the same merges (tokenizer.bin keeps them), which spares
+        the BPE of every token's bytes that filling the word tables costs; b"": build them."""
         n: i64 = len(merges)
         whole_list: list[bytes] = [] if whole is None else whole
         n_whole: i64 = len(whole_list)
@@ -327,7 +333,11 @@ class Encoder:
         self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
         self.lwords_mask = 0
+        self.spells = import_spells(tables, n)
         spelled = spell_merges(left, right)
+        # the bytes of every token, 256 + merges of them: the Tokenizer's vocabulary reuses the
+        # list instead of spelling 200,000 tokens again (o200k)
+        self.spelled = spelled
         self.fill_cross(spelled)
         self.fill_words(spelled)
         self.fill_long_words(spelled)
@@ -385,11 +395,10 @@ class Encoder:
         mask: i64 = size - 1
         seed: vec[i64] = vec[i64]([0] * (2 * FRONT_SLOTS))
         n_hot: i64 = 0
-        tk = self.tk
         k = 0
         while k < n:
             t = 256 + k
-            if bkey[t] >= 0 and self.short_bpe(data, k << 3, (k << 3) + blen[t]) == 1 and tk[0] == t:
+            if bkey[t] >= 0 and self.spells_itself(k, data, k << 3, (k << 3) + blen[t]):
                 key: i64 = bkey[t] | (blen[t] << 56)
                 mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
                 if n_hot < HOT_WORDS:
@@ -426,12 +435,11 @@ class Encoder:
             size *= 2
         table: vec[i64] = vec[i64]([0] * (4 * size))
         mask: i64 = size - 1
-        tk = self.tk
         t = 256
         while t < n + 256:
             word = spelled[t]
             ln = len(word)
-            if ln >= LONG_WORD_MIN and ln <= LONG_WORD_MAX and self.short_bpe(word, 0, ln) == 1 and tk[0] == t:
+            if ln >= LONG_WORD_MIN and ln <= LONG_WORD_MAX and self.spells_itself(t - 256, word, 0, ln):
                 padded = word + bytes(16 - ln)
                 k0: i64 = read_i64_le(padded, 0)
                 k1: i64 = read_i64_le(padded, 8) | (ln << 56)
@@ -446,6 +454,17 @@ class Encoder:
         self.lwords_mask = mask
         self.lwords_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
         self.lwords_room = self.lwords_limit
+
+    def spells_itself(self, k: i64, data: bytes, start: i64, end: i64) -> bool:
+        """Whether BPE of merge k's bytes, data[start:end], gives its token alone: the answer
+        import_spells gave, or one short_bpe, remembered for export_tables."""
+        known: i64 = i64(self.spells[k])
+        if known == SPELLS_UNKNOWN:
+            known = SPELLS_NOT
+            if self.short_bpe(data, start, end) == 1 and self.tk[0] == 256 + k:
+                known = SPELLS_ITSELF
+            self.spells[k] = u8(known)
+        return known == SPELLS_ITSELF
 
     def fill_cross(self, spelled: list[bytes]) -> None:
         """cross[x << 8 | y] = 1 when some token BPE makes holds byte x followed by byte y, for
@@ -530,11 +549,7 @@ class Encoder:
                 return -1
             if e == want:
                 v: i64 = table[(at << 1) + 1]
-                off: i64 = v >> ID_BITS
-                i: i64 = 0
-                while i < n and text[off + i] == data[start + i]:
-                    i += 1
-                if i == n:
+                if same_bytes(text, v >> ID_BITS, data, start, n):
                     return v & M21
             at = (at + 1) & mask
 
@@ -1463,6 +1478,14 @@ class Encoder:
         return self.ids_list(dst.getvalue())
 
 
+def same_bytes(a: bytes, a_at: i64, b: bytes, b_at: i64, n: i64) -> bool:
+    """a[a_at:a_at + n] == b[b_at:b_at + n], without making either slice."""
+    i: i64 = 0
+    while i < n and a[a_at + i] == b[b_at + i]:
+        i += 1
+    return i == n
+
+
 def put(dst: BytesWriter, x: i64) -> None:
     """Write id x (0..65535) as a little-endian uint16.  librt writes i16 only: (x ^ 0x8000) -
     0x8000 is the i16 with the same 16 bits, without a branch."""
@@ -1662,3 +1685,82 @@ def bucket_unlink(bn: vec[i32], bp: vec[i32], p: i64) -> i64:
     bp[nx] = i32(pv)
     bp[p] = -1
     return 1
+
+
+# ---- the encoder's tables in tokenizer.bin (vocabfile.py's ENCT section) ----
+#
+# What a file keeps is what is slow to rebuild: whether each token of 2 to LONG_WORD_MAX bytes is
+# what BPE makes of its own bytes (one short_bpe a token: 0.24 s of o200k's load).  The hash
+# tables themselves are rebuilt from the merges at each load (docs/formats.md, "Trust").
+
+#: The meaning of export_tables' bytes: bump it when they change, and files with another layout
+#: are read without their tables (built again from the merges), never misread.
+TABLES_LAYOUT: Final = 1
+SPELLS_UNKNOWN: Final = 0
+SPELLS_ITSELF: Final = 1
+SPELLS_NOT: Final = 2
+
+
+def tables_size(n_merges: i64) -> i64:
+    """The size of export_tables' bytes for n_merges merges: one bit a merge."""
+    return (n_merges + 7) >> 3
+
+
+def export_tables(enc: Encoder) -> bytes:
+    """Layout 1: bit k & 7 of byte k >> 3 is set when BPE of merge k's bytes gives its token
+    alone (spells_itself); clear for tokens longer than LONG_WORD_MAX bytes, which no table
+    holds."""
+    return pack_spells(enc.spells)
+
+
+def tables_all_spelled(merges: list[tuple[int, int]]) -> bytes:
+    """export_tables of an encoder of these merges in which every token the word tables may
+    hold (2 to LONG_WORD_MAX bytes) is what BPE makes of its bytes -- what a loader that has
+    shown it (mnemo/ranks.py: every merge of every token's own BPE was the token's own merge)
+    gives Encoder(tables=...) instead of a BPE per token."""
+    n: i64 = len(merges)
+    size: vec[i64] = vec[i64]([1] * (n + 256))
+    spells: vec[u8] = vec[u8]([SPELLS_NOT] * n)
+    k: i64 = 0
+    for pair in merges:
+        a: i64 = pair[0]
+        b: i64 = pair[1]
+        size[256 + k] = size[a] + size[b]
+        if size[256 + k] <= LONG_WORD_MAX:
+            spells[k] = SPELLS_ITSELF
+        k += 1
+    return pack_spells(spells)
+
+
+def pack_spells(spells: vec[u8]) -> bytes:
+    """Layout 1 of the tables: one bit a merge, set for SPELLS_ITSELF."""
+    n: i64 = len(spells)
+    out = BytesWriter()
+    byte: i64 = 0
+    k: i64 = 0
+    while k < n:
+        if i64(spells[k]) == SPELLS_ITSELF:
+            byte |= 1 << (k & 7)
+        if k & 7 == 7:
+            out.append(byte)
+            byte = 0
+        k += 1
+    if n & 7:
+        out.append(byte)
+    return out.getvalue()
+
+
+def import_spells(tables: bytes, n: i64) -> vec[u8]:
+    """Encoder.spells from export_tables' bytes: every answer known; all unknown when `tables`
+    is empty or not of tables_size(n) bytes."""
+    spells: vec[u8] = vec[u8]([SPELLS_UNKNOWN] * n)
+    if len(tables) != tables_size(n) or n == 0:
+        return spells
+    k: i64 = 0
+    while k < n:
+        if (i64(tables[k >> 3]) >> (k & 7)) & 1:
+            spells[k] = SPELLS_ITSELF
+        else:
+            spells[k] = SPELLS_NOT
+        k += 1
+    return spells

@@ -2,7 +2,7 @@
 
 Kept apart from encode_chunk.py so that the encoder core stands on its own (tests drive it with chunk
 lists) and this module alone depends on the pre-tokenizer.  Both are compiled in the same mypyc
-group, so `chunk_end` is a native call (~1 ns) and no chunk is ever copied on the fast path.
+group, so `scan` is a native call (~1 ns) and no chunk is ever copied on the fast path.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from librt.strings import BytesWriter
 from mypy_extensions import i64
 
 from mnemo.encode_chunk import Encoder, emit
-from mnemo.pretokenize import chunk_end
+from mnemo.patterns import program_of
+from mnemo.pretokenize import scan
+from mnemo.superword import SuperEncoder
 
 
 def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, dst: BytesWriter) -> None:
@@ -21,9 +23,13 @@ def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern
     The text seen by the pattern is data[start:end]: chunks start at `start` and the pattern's
     lookahead stops at `end` (a special token cuts the text there, as in tiktoken).
     """
+    if isinstance(enc, SuperEncoder):  # a superword tokenizer: stage 2 inside coarse chunks
+        enc.encode_coarse(data, start, end, pattern, dst)
+        return
+    prog = program_of(pattern)
     pos: i64 = start
     while pos < end:
-        e: i64 = chunk_end(data, pos, end, pattern)
+        e: i64 = scan(prog, data, pos, end)
         enc.encode_span(data, pos, e, dst)
         pos = e
 
@@ -69,10 +75,13 @@ def encode_some_packed(
     sees the whole text up to `end`, so calls that pick up where the last one stopped give the
     ids of encode_range_packed.  Tokenizer._encode_pieces encodes long texts so: between calls
     Python runs its signal handlers (Ctrl-C), which compiled code never does."""
+    if isinstance(enc, SuperEncoder):  # whole coarse chunks
+        return enc.encode_coarse_some(data, start, end, pattern, budget, dst)
+    prog = program_of(pattern)
     pos: i64 = start
     stop: i64 = start + budget
     while pos < end:
-        e: i64 = chunk_end(data, pos, end, pattern)
+        e: i64 = scan(prog, data, pos, end)
         enc.encode_span(data, pos, e, dst)
         pos = e
         if pos >= stop:

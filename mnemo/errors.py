@@ -12,7 +12,9 @@ The rule that picks the class -- whose move is it?
     ArgumentTypeError  an argument's Python type (a TypeError), naming the argument;
     InputError         input text or files that cannot be read as asked: missing, unreadable,
                        not text, the wrong kind of file, token data outside the vocabulary
-                       (UnknownTokenError: a token that is not in the vocabulary);
+                       (UnknownTokenError: a token that is not in the vocabulary, also a
+                       KeyError; InvalidUTF8Error: bytes that must be text, also a
+                       UnicodeDecodeError -- the types tiktoken raises there);
     FormatError        a tokenizer.bin, .tok or other tool's file that is damaged, truncated or
                        of another version (FingerprintError: made by another tokenizer);
     SpecialTokenError  special-token text where the caller did not allow it.
@@ -63,6 +65,17 @@ class UnknownTokenError(InputError, KeyError):
     def __str__(self) -> str:
         # KeyError's own __str__ shows the message as a repr, in quotes.
         return str(self.args[0]) if self.args else ""
+
+
+class InvalidUTF8Error(InputError, UnicodeDecodeError):
+    """Bytes that must be UTF-8 text are not; a UnicodeDecodeError too, as tiktoken raises there."""
+
+    def __init__(self, message: str, data: bytes, start: int, end: int) -> None:
+        UnicodeDecodeError.__init__(self, "utf-8", data, start, end, message)
+
+    def __str__(self) -> str:
+        # UnicodeDecodeError's own __str__ is "'utf-8' codec can't decode ...": the message says more.
+        return self.reason
 
 
 class ClusterError(MnemoError):

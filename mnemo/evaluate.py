@@ -1,16 +1,19 @@
 """`mnemo eval`: tokenizers side by side on corpora.
 
-Per tokenizer and corpus: bytes per token, tokens per word (fertility: words are runs of
-non-space characters, `str.split()`), the share of the vocabulary the corpus uses, and encode
-speed; per tokenizer, its 20 most frequent tokens over all corpora and the length distribution
+Per tokenizer and corpus: bytes per token and tokens per byte (the measure that compares
+tokenizers of any kind, superword ones included), the share of the text's tokens that are
+superwords (tokens spanning two or more chunks of the tokenizer's own pattern: 0 for plain BPE),
+tokens per word (fertility: words are runs of non-space characters, `str.split()`), the share of
+the vocabulary the corpus uses, and encode speed; per tokenizer, its 20 most frequent tokens over all corpora and the length distribution
 of its tokens (bytes per token, over the vocabulary and over the encoded text).  Every
 tokenizer is loaded into a mnemo Tokenizer, so every one is encoded by the same engine: the
 speeds compare vocabularies, not libraries (bench/ compares libraries).
 
-Tokenizers are named by a spec (docs/eval.md): a tokenizer.bin, a tokenizer.json, a GPT-2
-folder or `VOCAB.json,MERGES.txt`, or a `.tiktoken` rank file (gzip allowed) whose name starts
-with a known preset (cl100k_base, o200k_base, r50k_base) -- its pattern and special tokens come
-from the preset.  `NAME=SPEC` names the column.  A tokenizer this build cannot hold (a
+Tokenizers are named by a spec (docs/eval.md): anything mnemo.load reads -- a tokenizer.bin, a
+tokenizer.json, a transformers or GPT-2 folder or `VOCAB.json,MERGES.txt`, or a `.tiktoken` rank
+file (gzip allowed) whose name starts with a known preset (cl100k_base, o200k_base, r50k_base),
+whose pattern and special tokens come from the preset (mnemo/formats/load.py).  `NAME=SPEC`
+names the column.  A tokenizer this build cannot hold (a
 ConfigError) is reported as skipped, with the reason, and the others are evaluated.
 """
 
@@ -20,105 +23,32 @@ import io
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mnemo import remote
-from mnemo.constants import GPT2_FILE_NAMES
 from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.fileio import write_atomic
+from mnemo.location import Location, location
 from mnemo.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
-    from mnemo.sources import Input
-
-#: `.tiktoken` files eval names by their file name beyond formats.tiktoken.TIKTOKEN_PRESETS (cl100k_base,
-#: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
-PRESETS: dict[str, tuple[str, dict[str, int]]] = {
-    "r50k_base": ("gpt2", {"<|endoftext|>": 50256}),
-}
+    from mnemo.formats.load import AnyTokenizer
 
 #: Token lengths (bytes) 1..LENGTH_BINS-1 have their own bin; the last bin holds the longer.
 LENGTH_BINS = 17
 TOP = 20
 
 
-def load_spec(spec: str) -> tuple[str, Tokenizer]:
-    """(label, tokenizer) of one spec: `[NAME=]PATH`; see the module docstring."""
-    from mnemo.formats.gpt2 import load_gpt2
-    from mnemo.formats.hf import load_hf
+def load_spec(spec: str) -> tuple[str, AnyTokenizer]:
+    """(label, tokenizer) of one spec: `[NAME=]PATH` -- the resolver every TOKENIZER argument
+    of the command line goes through (mnemo/formats/load.py)."""
+    from mnemo.formats.load import resolve
 
-    label, sep, where = spec.partition("=")
-    if not sep:
-        label, where = "", spec
-    if not where:
-        raise ConfigError(f"tokenizer spec {spec!r} names no file; use PATH or NAME=PATH")
-    if "," in where:
-        vocab, merges = where.split(",", 1)
-        return label or Path(vocab).stem, load_gpt2(vocab, merges)
-    if remote.is_url(where):
-        return _load_url_spec(label, where)
-    path = Path(where)
-    if path.is_dir():
-        for vocab_name, merges_name in GPT2_FILE_NAMES:
-            if (path / vocab_name).is_file() and (path / merges_name).is_file():
-                return label or path.name, load_gpt2(path / vocab_name, path / merges_name)
-        if (path / "tokenizer.json").is_file():
-            return label or path.name, load_hf(path / "tokenizer.json")
-        raise InputError(f"{path}: a folder without vocab.json + merges.txt or tokenizer.json")
-    if not path.is_file():
-        raise InputError(f"{path}: no such tokenizer file (a tokenizer.bin, tokenizer.json, .tiktoken or GPT-2 folder)")
-    name = path.name
-    if name.endswith((".tiktoken", ".tiktoken.gz")):
-        return _tiktoken_spec(label, name, str(path))
-    if name.endswith(".json"):
-        return label or path.stem, load_hf(path)
-    return label or path.stem, Tokenizer.load(path)
-
-
-def _tiktoken_spec(label: str, name: str, source: str) -> tuple[str, Tokenizer]:
-    """A .tiktoken file (a path or a URL), its pattern and specials from the preset its name starts with."""
-    from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, load_tiktoken
-
-    known = (*TIKTOKEN_PRESETS, *PRESETS)
-    preset = next((p for p in known if name.startswith(p)), None)
-    if preset is None:
-        raise ConfigError(
-            f"{source}: a .tiktoken file holds no split pattern or special tokens; name it after a preset "
-            f"({', '.join(known)}) or convert it with `mnemo convert --from tiktoken --pattern ...`"
-        )
-    if preset in TIKTOKEN_PRESETS:
-        return label or preset, load_tiktoken(source, preset)
-    pattern, specials = PRESETS[preset]
-    return label or preset, load_tiktoken(source, pattern, specials)
-
-
-def _load_url_spec(label: str, where: str) -> tuple[str, Tokenizer]:
-    """load_spec for a URL: the same kinds, known by the same names; a folder is a prefix."""
-    from mnemo.formats.gpt2 import load_gpt2
-    from mnemo.formats.hf import load_hf
-
-    u = remote.as_url(where)
-    if remote.isdir(u):
-        for vocab_name, merges_name in GPT2_FILE_NAMES:
-            vocab, merges = remote.join(u, vocab_name), remote.join(u, merges_name)
-            if remote.isfile(vocab) and remote.isfile(merges):
-                return label or u.name, load_gpt2(str(vocab), str(merges))
-        if remote.isfile(remote.join(u, "tokenizer.json")):
-            return label or u.name, load_hf(str(remote.join(u, "tokenizer.json")))
-        raise InputError(f"{u}: a folder (prefix) without vocab.json + merges.txt or tokenizer.json")
-    remote.check_file(u)  # missing: an InputError naming the URL
-    name = u.name
-    stem = name.rsplit(".", 1)[0] if "." in name else name
-    if name.endswith((".tiktoken", ".tiktoken.gz")):
-        return _tiktoken_spec(label, name, where)
-    if name.endswith(".json"):
-        return label or stem, load_hf(where)
-    return label or stem, Tokenizer.load(where)
+    return resolve(spec)
 
 
 def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DEFAULT_TEXT_FIELD) -> Iterator[bytes]:
@@ -137,7 +67,7 @@ def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DE
             yield doc
 
 
-def _file_documents(p: Input, text_field: str) -> Iterator[bytes]:
+def _file_documents(p: Location, text_field: str) -> Iterator[bytes]:
     """A JSON Lines file's documents: `text_field`, or a chat record's messages joined."""
     from mnemo.sources import open_binary
 
@@ -164,10 +94,22 @@ class CorpusResult:
     n_words: int = 0
     seconds: float = 0.0
     used: int = 0  # distinct ids
+    n_super: int = 0  # tokens of the encoded text that span two or more stage-1 chunks
 
     @property
     def bytes_per_token(self) -> float:
         return self.n_bytes / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def tokens_per_byte(self) -> float:
+        """Tokens / UTF-8 bytes: the measure papers compare tokenizers of different kinds with
+        (SuperBPE reports it per byte of the same text); fewer is better."""
+        return self.n_tokens / self.n_bytes if self.n_bytes else 0.0
+
+    @property
+    def super_share(self) -> float:
+        """Share of the encoded text's tokens that are superwords (0 for plain BPE)."""
+        return self.n_super / self.n_tokens if self.n_tokens else 0.0
 
     @property
     def tokens_per_word(self) -> float:
@@ -193,7 +135,29 @@ def _length_bins(lengths: np.ndarray, weights: np.ndarray | None = None) -> list
     return [int(x) for x in np.bincount(clipped, weights=weights, minlength=LENGTH_BINS)[:LENGTH_BINS].round()]
 
 
-def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tuple[str, list[bytes]]]) -> list[TokenizerResult]:
+def superword_ids(tok: AnyTokenizer) -> np.ndarray:
+    """A bool per id: the token is a superword -- its characters hold two or more chunks of the
+    tokenizer's own (stage-1) pattern, so plain BPE, whose merges never cross a chunk, has none.
+    Special tokens and holes are not.  A tokenizer.json pipeline (HFTokenizer) is BPE inside its
+    pre-tokens: none."""
+    from mnemo.patterns import split
+
+    spans = np.zeros(tok.n_vocab, dtype=bool)
+    if not isinstance(tok, Tokenizer):
+        return spans
+    specials = set(tok.special_tokens.values())
+    for i, raw in tok.vocab.items():
+        if len(raw) < 2 or i in specials:
+            continue
+        # its whole characters: a token that ends inside a character ('分<0xE7>') is cut there
+        # by the pattern when alone, though inside text it sits in one chunk
+        whole = raw.decode("utf-8", "ignore").encode("utf-8")
+        if len(split(whole, tok.split_pattern)) > 1:
+            spans[i] = True
+    return spans
+
+
+def evaluate(tokenizers: Sequence[tuple[str, AnyTokenizer]], corpora: Sequence[tuple[str, list[bytes]]]) -> list[TokenizerResult]:
     """Every tokenizer on every corpus (documents as bytes, each encoded as plain text)."""
     words = {name: sum(len(d.decode("utf-8", "replace").split()) for d in docs) for name, docs in corpora}
     results: list[TokenizerResult] = []
@@ -207,6 +171,7 @@ def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tupl
         regular[present] = True
         regular[list(tok.special_tokens.values())] = False
         res = TokenizerResult(label, tok.n_tokens, vocab_lengths=_length_bins(lengths[regular]))
+        spans = superword_ids(tok)
         total = np.zeros(tok.n_vocab, dtype=np.int64)
         for name, docs in corpora:
             seen = np.zeros(tok.n_vocab, dtype=np.int64)
@@ -219,6 +184,7 @@ def evaluate(tokenizers: Sequence[tuple[str, Tokenizer]], corpora: Sequence[tupl
                     seen += np.bincount(np.asarray(ids, dtype=np.int64), minlength=tok.n_vocab)
             r.n_tokens = int(seen.sum())
             r.used = int(np.count_nonzero(seen))
+            r.n_super = int(seen[spans].sum())
             res.corpora[name] = r
             total += seen
         order = np.argsort(-total, kind="stable")[:TOP]
@@ -247,12 +213,21 @@ def format_tables(results: Sequence[TokenizerResult], corpus_names: Sequence[str
                 n_words=sum(c.n_words for c in r.corpora.values()),
                 seconds=sum(c.seconds for c in r.corpora.values()),
                 used=-1,
+                n_super=sum(c.n_super for c in r.corpora.values()),
             )
             cells = [cell(r.corpora[c], r) for c in corpus_names] + [cell(allr, r)]
             out.append(f"  {r.label.ljust(width)}  {r.n_vocab:>7}  " + "  ".join(v.rjust(w) for v, w in zip(cells, cw)))
         out.append("")
 
     table("bytes per token (more is better: fewer tokens for the same text)", lambda c, r: f"{c.bytes_per_token:.2f}")
+    table(
+        "tokens per byte (fewer is better; the measure that compares tokenizers of any kind, superword ones included)",
+        lambda c, r: f"{c.tokens_per_byte:.4f}",
+    )
+    table(
+        "superword tokens: share of the encoded text (tokens spanning two or more stage-1 chunks; 0 for plain BPE)",
+        lambda c, r: f"{100 * c.super_share:.1f}%",
+    )
     table("tokens per word (fertility: words are runs of non-space characters)", lambda c, r: f"{c.tokens_per_word:.2f}")
     table(
         "share of the vocabulary used",
@@ -326,7 +301,7 @@ def plot(results: Sequence[TokenizerResult], corpus_names: Sequence[str], path: 
 def run(specs: Sequence[str], corpus_paths: Sequence[str], max_bytes: int, text_field: str = DEFAULT_TEXT_FIELD) -> tuple[list[TokenizerResult], list[str], list[tuple[str, str]]]:
     """Load the tokenizers (one this build cannot hold -- a ConfigError -- is skipped with its reason;
     a missing or damaged file is an error), read the corpora, evaluate."""
-    tokenizers: list[tuple[str, Tokenizer]] = []
+    tokenizers: list[tuple[str, AnyTokenizer]] = []
     skipped: list[tuple[str, str]] = []
     for spec in specs:
         try:

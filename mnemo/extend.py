@@ -14,24 +14,30 @@ from collections.abc import Sequence
 
 from mnemo.checks import type_error
 from mnemo.errors import ConfigError
+from mnemo.patterns import SplitPattern, compile_pattern
 from mnemo.tokenizer import Tokenizer
 
 
 def continue_from(
-    base: Tokenizer, pattern: str | None, special_tokens: Sequence[str] | None, tie: str | None
-) -> tuple[str, Sequence[str], str, list[tuple[int, int]]]:
+    base: Tokenizer, pattern: str | SplitPattern | None, special_tokens: Sequence[str] | None, tie: str | None
+) -> tuple[SplitPattern, Sequence[str], str, list[tuple[int, int]]]:
     """(pattern, special tokens, tie rule, initial merges) of a training run that continues
     from `base`: the base's own unless given, and a pattern other than the base's is refused --
     its merges were learned on chunks cut by its pattern, so the old text would no longer
     encode as it did."""
     if not isinstance(base, Tokenizer):
         raise type_error("base", "a Tokenizer (mnemo.Tokenizer.load('tokenizer.bin'))", base)
+    if base.superword is not None:
+        raise ConfigError(
+            "the tokenizer to continue from is a superword tokenizer (docs/superword.md); continuing it would put "
+            "ordinary merges after its stage-2 ones -- train a new one with superword=T instead"
+        )
     if base.id_map is not None:
         raise ConfigError(
             "the tokenizer to continue from renumbers its ids (an imported vocabulary such as GPT-2's); "
             "new merges would need ids inside its numbering -- continue from a tokenizer mnemo trained"
         )
-    if pattern is not None and pattern != base.pattern:
+    if pattern is not None and compile_pattern(pattern) is not base.split_pattern:
         raise ConfigError(
             f"pattern {pattern!r} differs from the pattern {base.pattern!r} of the tokenizer continued from; "
             f"its merges only hold for chunks cut by {base.pattern!r} (leave the pattern out)"
@@ -39,4 +45,4 @@ def continue_from(
     # no id map (refused above): the public ids are mnemo's own, in tokenizer.bin's order
     own = sorted(base.special_tokens, key=base.special_tokens.__getitem__)
     specials = own if special_tokens is None else special_tokens
-    return base.pattern, specials, base.tie if tie is None else tie, list(base.merges)
+    return base.split_pattern, specials, base.tie if tie is None else tie, list(base.merges)

@@ -21,7 +21,7 @@ docs/inspect.md has the choices and an example listing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -85,10 +85,15 @@ def counts_left(tok: Tokenizer) -> tuple[list[int], list[list[int]]] | None:
     counts = tok.merge_counts
     if counts is None:
         return None
-    n = len(tok.merges)
+    return merges_left(tok.merges, counts)
+
+
+def merges_left(merges: Sequence[tuple[int, int]], counts: Sequence[int]) -> tuple[list[int], list[list[int]]]:
+    """counts_left from the merges and their counts alone (prune.py uses it between runs)."""
+    n = len(merges)
     left = list(counts)
     used_by: list[list[int]] = [[] for _ in range(n)]
-    for k, (a, b) in enumerate(tok.merges):
+    for k, (a, b) in enumerate(merges):
         for part in {a, b}:  # (x, x) takes at least its count of x, not twice its count
             if part >= 256:
                 left[part - 256] -= counts[k]

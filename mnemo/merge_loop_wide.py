@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from librt.strings import read_i64_le
+from librt.strings import read_i32_le, read_i64_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
@@ -67,6 +67,9 @@ from mnemo.checks import check_initial_merges, check_train_args, pair_total_erro
 from mnemo.constants import MAX_PAIR_TOTAL
 
 EMPTY: Final[i64] = -1
+
+#: `skip(bytes_a, bytes_b)` True: the token of that pair is never made (reference.SKIP_DOC).
+Skip = Callable[[bytes, bytes], bool] | None
 
 # ---- the id width (32-bit tokens; see mnemo/merge_loop.py for the 16-bit ones) ----
 from librt.strings import BytesWriter, write_i64_le
@@ -154,6 +157,7 @@ def _start(
     verify: bool,
     progress: Callable[[str, int, int], None] | None,
     forced: list[tuple[int, int]],
+    skip: Skip,
 ) -> TrainState:
     """Where train_merges_packed starts.  A run of more than SEAMS.handoff merges learns the
     first SEAMS.handoff (all that fit in 16 bits, by default) with merge_loop, whose scan reads
@@ -162,7 +166,7 @@ def _start(
     h: i64 = min(SEAMS.handoff, NARROW_MERGES)
     if h <= 0 or n_merges <= h:
         return _layout(blob, meta)
-    narrow = merge_loop.train_state(blob, meta, h, n_merges, tie, verify, progress, forced)
+    narrow = merge_loop.train_state(blob, meta, h, n_merges, tie, verify, progress, forced, skip)
     state = _widen(narrow)
     state.merges = narrow.merges
     state.counts = narrow.counts
@@ -945,6 +949,7 @@ def train_merges(
     verify: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     initial_merges: list[tuple[int, int]] | None = None,
+    skip: Skip = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Learn up to `n_merges` merges from word counts; return (merges, counts).
 
@@ -956,7 +961,7 @@ def train_merges(
     """
     check_train_args(words, n_merges, tie)
     blob, meta = pack_words(words)
-    return train_merges_packed(blob, meta, n_merges, tie, verify, progress, initial_merges)
+    return train_merges_packed(blob, meta, n_merges, tie, verify, progress, initial_merges, skip)
 
 
 def train_merges_packed(
@@ -967,6 +972,7 @@ def train_merges_packed(
     verify: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     initial_merges: list[tuple[int, int]] | None = None,
+    skip: Skip = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """train_merges on word counts packed as count.PackedCounts (what mnemo.train passes: no
     dict of every word is built on the way).
@@ -974,12 +980,13 @@ def train_merges_packed(
     `initial_merges` (continuing from an existing tokenizer; reference.train_merges_naive has
     the contract): merge k < len(initial_merges) is initial_merges[k], taken instead of the
     heap's top and applied by the same scan and rewrite as any merge, so the words and the
-    counts are exactly those the naive twin has when the free merges start."""
+    counts are exactly those the naive twin has when the free merges start.  `skip`
+    (reference.SKIP_DOC): pairs whose token must never be made, whatever their count."""
     check_train_args({}, n_merges, tie)
     _check_width(n_merges)
     forced = check_initial_merges(initial_merges, n_merges)
-    state = _start(blob, meta, n_merges, tie, verify, progress, forced)
-    _train(state, n_merges, n_merges, tie, verify, progress, forced)
+    state = _start(blob, meta, n_merges, tie, verify, progress, forced, skip)
+    _train(state, n_merges, n_merges, tie, verify, progress, forced, skip)
     if progress is not None:
         progress("merge", len(state.merges), n_merges)
     return state.merges, state.counts
@@ -1017,24 +1024,47 @@ def train_state(
     verify: bool,
     progress: Callable[[str, int, int], None] | None,
     forced: list[tuple[int, int]],
+    skip: Skip = None,
 ) -> TrainState:
     """The first `stop` merges of train_merges_packed(blob, meta, n_merges, ...) (fewer if no
     pair is left), and the words as they are then: what a trainer of wider ids continues from.
     `forced` is check_initial_merges' list; progress counts toward n_merges."""
     _check_width(stop)
     state = _layout(blob, meta)
-    _train(state, stop, n_merges, tie, verify, progress, forced)
+    _train(state, stop, n_merges, tie, verify, progress, forced, skip)
     return state
 
 
-def _layout(blob: bytes, meta: bytes) -> TrainState:
-    """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
-    nwords: i64 = len(meta) // META_BYTES
-    total: i64 = len(blob) + nwords + 1
+def continue_state(
+    state: TrainState,
+    n_merges: int,
+    tie: str = "id",
+    verify: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+    skip: Skip = None,
+) -> None:
+    """Learn merges len(state.merges) .. n_merges - 1 into `state`, whose words the caller laid
+    out as tokens (SEP, word, SEP, ..., SEP; `wcnt` the count of each position's word, 0 at
+    the first SEP) and whose merges so far made those tokens.  Those merges are taken as given:
+    their counts follow no order, so the first merge learnt here is not checked against them
+    (superword training continues so from stage 1: mnemo/superbpe.py)."""
+    check_train_args({}, n_merges, tie)
+    _check_width(n_merges)
+    _train(state, n_merges, n_merges, tie, verify, progress, list(state.merges), skip)
+
+
+def _array(total: i64) -> tuple[vec[i32], vec[i64]]:
+    """An empty token array for `total` positions: its first SEP, with count 0."""
     toks = vec[i32](capacity=total)
     wcnt = vec[i64](capacity=total)
     toks = append(toks, SEPT)
     wcnt = append(wcnt, 0)
+    return toks, wcnt
+
+
+def _layout(blob: bytes, meta: bytes) -> TrainState:
+    """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
+    toks, wcnt = _array(len(blob) + len(meta) // META_BYTES + 1)
     bpos: i64 = 0
     m: i64 = 0
     # bounds every count the table will hold: see constants.MAX_PAIR_TOTAL
@@ -1061,6 +1091,32 @@ def _layout(blob: bytes, meta: bytes) -> TrainState:
     return TrainState(toks, wcnt)
 
 
+def layout_ids(ids: bytes, meta: bytes, merges: list[tuple[int, int]], counts: list[int]) -> TrainState:
+    """The words of packed counts (count.PackedCounts' layout) whose words are token ids, four
+    bytes each (little-endian), as the token array, with the merges (and their counts) that made
+    those tokens: where continue_state starts (superword training's second stage,
+    mnemo/superbpe.py).  Every word holds two ids or more."""
+    toks, wcnt = _array(len(ids) // 4 + len(meta) // META_BYTES + 1)
+    bpos: i64 = 0
+    m: i64 = 0
+    while m < len(meta):
+        wlen = read_i64_le(meta, m)
+        word_count = read_i64_le(meta, m + 8)
+        m += META_BYTES
+        q: i64 = bpos
+        while q < bpos + wlen:
+            toks = append(toks, _tok(i64(read_i32_le(ids, q))))
+            wcnt = append(wcnt, word_count)
+            q += 4
+        toks = append(toks, SEPT)
+        wcnt = append(wcnt, word_count)
+        bpos += wlen
+    state = TrainState(toks, wcnt)
+    state.merges = list(merges)
+    state.counts = list(counts)
+    return state
+
+
 def _train(
     state: TrainState,
     stop: i64,
@@ -1069,8 +1125,11 @@ def _train(
     verify: bool,
     progress: Callable[[str, int, int], None] | None,
     initial: list[tuple[int, int]],
+    skip: Skip = None,
 ) -> None:
-    """Learn merges len(state.merges) .. stop - 1 into `state` (fewer if no pair occurs twice)."""
+    """Learn merges len(state.merges) .. stop - 1 into `state` (fewer if no pair occurs twice).
+    A pair `skip` refuses is dropped from the heap when it reaches the top with a valid count,
+    for good: a pair is made by one merge, so from then on its count can only fall."""
     forced = vec[i64]()
     for fa, fb in initial:
         forced = append(forced, (i64(fa) << KEY_SHIFT) | i64(fb))
@@ -1117,6 +1176,9 @@ def _train(
             hk = heap.key[0]
             cur = table.count(hk)
             if cur == hc:
+                if skip is not None and skip(token_bytes[hk >> KEY_SHIFT], token_bytes[hk & KEY_MASK]):
+                    heap.pop()
+                    continue
                 best = hk
                 best_cnt = hc
                 break
@@ -1144,7 +1206,8 @@ def _train(
                 cur = table.count(hk)
                 heap.pop()
                 if cur == best_cnt:
-                    ties = append(ties, hk)
+                    if skip is None or not skip(token_bytes[hk >> KEY_SHIFT], token_bytes[hk & KEY_MASK]):
+                        ties = append(ties, hk)
                 elif cur >= 2:
                     heap.push(cur, hr, hk)
             for t in range(len(ties)):
@@ -1171,9 +1234,12 @@ def _train(
             progress("merge", step, n_merges)
 
         # ---- find and rewrite the words holding (a, b) ----------------------------------
+        # an initial merge whose pair the words never held has no slot: it finds nothing (reading
+        # slot -1's fields took another pair's occurrences and word list: a VerificationError, or
+        # an IndexError, when continuing from a base on text without one of its pairs)
         bs = table.find(best)
-        occ = table.data[bs + 2]
-        wl: i64 = table.data[bs + 3]
+        occ: i64 = table.data[bs + 2] if bs >= 0 else 0
+        wl: i64 = table.data[bs + 3] if bs >= 0 else 0
         nbk: i64 = len(arr.bstart) - 1
         # Word lists for the pairs this merge makes, when it is rare enough that they may be
         # merged from their lists (bounds their memory: late merges are the rare ones).

@@ -104,12 +104,12 @@ def encode_documents(
 
 def encode_to_numpy(
     tok: Tokenizer, text: str, allowed_special: AllOr, disallowed_special: AllOr
-) -> npt.NDArray[np.unsignedinteger]:
-    """Tokenizer.encode_to_numpy: the compiled encoder's packed ids become the array."""
+) -> npt.NDArray[np.uint32]:
+    """Tokenizer.encode_to_numpy: the compiled encoder's packed ids become the array, uint32."""
     if not isinstance(text, str):
         raise text_type_error("text", text)
     data = text_bytes(text)
-    dtype = np.uint16 if tok.n_vocab <= VOCAB16 else np.uint32
+    dtype = np.uint32  # tiktoken's, whatever the vocabulary's size: code written for it relies on it
     if not (tok._plain_default(allowed_special, disallowed_special, data) and len(data) <= PIECE_BYTES):
         allowed, disallowed = tok._resolve_specials(allowed_special, disallowed_special)
         if (len(data) > PIECE_BYTES and python_handles_signals()) or (
@@ -122,8 +122,7 @@ def encode_to_numpy(
     ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if tok._encoder.wide else "<u2")
     if tok._public_array is not None:
         ids = tok._public_array[ids]
-        return ids
-    return ids.astype(dtype)  # a writable copy, as np.array gave
+    return ids.astype(dtype, copy=False) if ids.flags.writeable else ids.astype(dtype)  # writable, as np.array gave
 
 
 def encode_flat(

@@ -1,77 +1,116 @@
-r"""The pre-tokenizer: cuts text into chunks that BPE merges never cross.
+r"""The pre-tokenizer's scanner: cuts text into the chunks BPE merges never cross, by running a
+compiled split pattern (a SplitProgram) over UTF-8 bytes.  No regex engine runs here for the
+GPT family of split regexes; mnemo/regex_family.py compiles those into the tables and item
+records a SplitProgram holds, and mnemo/patterns.py turns a pattern name or regex into one.
 
-Five patterns, each reproduced exactly as the `regex` module runs it (see PATTERN_REGEX):
+Three kinds of program:
 
-    mnemonic  GPT-4's cl100k pattern with numbers in groups of 1 to 2 digits (the default)
-    gpt4      GPT-4's cl100k_base pattern as published (groups of 1 to 3 digits)
-    gpt2      GPT-2's pattern (the one Stanford CS336 uses)
-    o200k     the o200k_base pattern (GPT-4o): letter runs split by case, contractions at
-              their end
-    cl100k    cl100k_base's pattern exactly as tiktoken spells it: gpt4 with \s++$ before
-              the white-space branches (a white-space run that reaches the end of the text is
-              one chunk: "a\n " is a|\n  where gpt4 gives a|\n| )
+  KIND_SCAN      a family regex: class tables, branches, shortcuts.  scan() runs it.
+  KIND_REGEX     any other regex, run by the `regex` module over the decoded text (exact, slower).
+  KIND_SEQUENCE  split steps applied in order, each to the pieces of the one before (Hugging
+                 Face's Sequence of Split / Digits pre-tokenizers: DeepSeek-V3, StarCoder2).
 
-No regex engine runs here: each pattern is written out as branches over UTF-8 bytes, and the
-classes \\p{L}, \\p{N} and \\s come from tables generated from `regex` itself
-(mnemo/_unicode_tables.py, by tools/gen_unicode_tables.py), so they hold the same Unicode
-version as the oracle the tests compare against.
+All take the hot loops' form
 
-Any bytes are valid input.  A byte that does not start a well-formed UTF-8 sequence (in the
-strict sense of Python's decoder: no overlong forms, no surrogates, nothing above U+10FFFF,
-and the whole sequence before `end`) is a one-byte character that is neither letter, number
-nor space.  So the chunks always join back to the input, and nothing ever raises on content.
+    pos = start
+    while pos < end:
+        e = scan(prog, data, pos, end)     # the end of the chunk that starts at pos
+        ... data[pos:e] ...
+        pos = e
 
-Two forms:
-  split(text, pattern)               the user API: str -> list[str], bytes -> list[bytes]
-  chunk_end(data, pos, end, pid)     the hot loops' form: the end of the chunk starting at
-                                     `pos`; no allocation, a native call from compiled code.
+where the text is data[start:end]: no lookahead reaches bytes from `end` on, and a UTF-8
+sequence cut by `end` is invalid there.  Any bytes are valid input: a byte that does not start a
+well-formed UTF-8 sequence (in the strict sense of Python's decoder: no overlong forms, no
+surrogates, nothing above U+10FFFF, the whole sequence before `end`) is a one-byte character of
+the class the `regex` module gives a lone surrogate -- which is what
+`data.decode("utf-8", "surrogateescape")` turns it into.  So the chunks always join back to the
+input, and nothing raises on content.
 
-How each pattern reads, branch by branch, as a chunk start sees them (c = the first
-character, n = the next one); regex tries the alternatives in order and findall's chunks tile
-the text, so the first branch that matches at a chunk start decides its end:
+How a KIND_SCAN program matches (the `regex` module's semantics, which the compiler's family
+rules make sure of): at a chunk start, the branches are tried in order and the first that
+matches decides the chunk.  Within a branch, a greedy run takes all it can and gives characters
+back one at a time while what follows fails; a possessive one never gives back.  When no branch
+matches at the chunk start, the chunk is the gap up to the next position where one does (the
+`regex` module's findall would skip it; tiktoken drops it; Hugging Face's Split keeps it as a
+piece, and so does mnemo, since the chunks must join back to the text).
 
-  mnemonic / gpt4   '(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+|\\p{N}{1,2}
-                    | ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+
-    1. c is ' and a contraction follows (case-insensitive, as regex folds case: 'ſ' counts
-       as s)                                                   -> ' + contraction
-    2. c is a letter                                           -> the letter run
-       c is not CR/LF/letter/number and n is a letter          -> c + the letter run
-    3. c is a number                                           -> up to 2 (3) numbers
-    4. c is punctuation ("other": not space/letter/number)     -> the other-run, then CR/LF run
-       c is ' ' and n is punctuation                           -> ' ' + that, same
-    5-7. c is white space: take the maximal white-space run.  (cl100k: if it reaches the end
-       of the text, all of it.)  If it holds CR or LF, the chunk ends after the last CR/LF in it (\\s*[\\r\\n] backtracks to there).  Else if the run
-       reaches the end of the text, all of it; else if it has 2+ characters, all but its last
-       (\\s+(?!\\S) backtracks one character, leaving the last to prefix what follows); else
-       the single character (\\s+).
-  gpt2              '(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
-    The same without case folding, without the CR/LF branches, with an optional ' ' before
-    letter, number and punctuation runs alike, and numbers unbounded.
-  o200k             X?U*L+C?|X?U+L*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
-    with X = [^\r\n\p{L}\p{N}], U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], L = [\p{Ll}\p{Lm}\p{Lo}\p{M}],
-    C = (?i:'s|'t|'re|'ve|'m|'ll|'d).  Nothing is possessive, so the letter branches backtrack;
-    _cased works out where they stop.  Marks (\p{M}) are in U and L but not in \p{L}: a mark
-    is a prefix X, punctuation, and a letter of both runs at once.
-    1-2. c is a letter or a mark                               -> _cased(pos)
-       c is not CR/LF/letter/number and _cased(after c) matches -> c + that
-    3. c is a number                                           -> up to 3 numbers
-    4. c is punctuation -> the punctuation run, then the run of CR, LF and '/'
-       c is ' ' and n is punctuation                           -> ' ' + that, same
-    5-7. white space as in gpt4 (\s*[\r\n]+ ends where \s*[\r\n] does: after the last
-       CR/LF of the run).
+Speed: most chunks never reach the matcher.  The compiler works out, for the first character's
+atom (and the second's), what the whole alternation does whenever those decide it: "the first
+character alone", "the run of letters from here", "the run of lowercase letters from the
+second character, unless an apostrophe follows" (pregex_family._Abstract).  scan() looks those up
+(act1, act2) and runs a run loop, with the eight-bytes-at-a-time scan for ASCII letters when the
+run's set holds exactly [A-Za-z] (or [a-z]) among ASCII.
 
-Every branch scans at most its chunk plus the white-space run it looks past, and a run looked
-past is never rescanned more than once more, so time is linear in the input.
+KIND_REGEX and KIND_SEQUENCE programs keep a cursor per text they are scanning (the `regex`
+iterator over the decoded text; the current piece of every step): a call whose `pos` is where the
+last call on the same `data` and `end` stopped continues it, any other call starts the text at
+`pos`.  Cursors are found again by (id(data), end), so threads scanning different texts do
+not disturb each other's.
 """
 
-from typing import Final, overload
+from __future__ import annotations
+
+from typing import Any, Final
 
 from librt.strings import read_i64_le
+from librt.vecs import vec
 from mypy_extensions import i64
 
-from mnemo import _unicode_tables as _tables
 from mnemo.constants import PATTERNS
-from mnemo.errors import ConfigError, InputError
+from mnemo.errors import ConfigError
+
+KIND_SCAN: Final[i64] = 0
+KIND_REGEX: Final[i64] = 1
+KIND_SEQUENCE: Final[i64] = 2
+
+# Item records, assertions and shortcut actions: the same numbers as mnemo/regex_family.py (a
+# test checks).  Written as literals so that mypyc folds them into the compiled comparisons.
+ITEM_WORDS: Final[i64] = 6
+ITEM_SET: Final[i64] = 1
+ITEM_GROUP: Final[i64] = 2
+POSSESSIVE: Final[i64] = 16
+REST_AT_END: Final[i64] = 1
+REST_ANYWHERE: Final[i64] = 2
+ASSERT_NONE: Final[i64] = 0
+ASSERT_NOT: Final[i64] = 1
+ASSERT_IS: Final[i64] = 2
+ASSERT_END: Final[i64] = 3
+ACT_GENERIC: Final[i64] = 0
+ACT_FIXED: Final[i64] = 1
+ACT_RUN: Final[i64] = 2
+ACT_RUN_CHECK: Final[i64] = 3
+ACT_NEXT: Final[i64] = 4
+FOLLOW_WIDE: Final[i64] = 1 << 53
+FOLLOW_WORDS: Final[i64] = 4
+ACT_WHITE: Final[i64] = 5
+WHITE_WORDS: Final[i64] = 5
+TAIL_END: Final[i64] = 1
+TAIL_NEWLINE: Final[i64] = 2
+TAIL_LOOKAHEAD: Final[i64] = 3
+TAIL_RUN: Final[i64] = 4
+TAIL_ONE: Final[i64] = 5
+ACT_CASED: Final[i64] = 6
+CASED_WORDS: Final[i64] = 5
+SWAR_NONE: Final[i64] = 0
+SWAR_LETTERS: Final[i64] = 1
+SWAR_LOWER: Final[i64] = 2
+
+# Split behaviors of a sequence step (Hugging Face's SplitDelimiterBehavior); INVERT swaps the
+# roles of matches and gaps.
+ISOLATED: Final[i64] = 0
+CONTIGUOUS: Final[i64] = 1
+MERGED_WITH_PREVIOUS: Final[i64] = 2
+MERGED_WITH_NEXT: Final[i64] = 3
+INVERT: Final[i64] = 16
+
+# A segment (match or gap) of a step is returned as its end, with this bit set for a match.
+_MATCH: Final[i64] = 1 << 60
+_END_BITS: Final[i64] = (1 << 60) - 1
+
+# One in every byte of an i64, for the eight-bytes-at-a-time letter scans.
+_ONES: Final[i64] = 0x0101010101010101
+# Cursors kept per program (texts being scanned at once); the oldest goes beyond this.
+_MAX_CURSORS: Final = 64
 
 PATTERN_MNEMONIC: Final[i64] = 0
 PATTERN_GPT4: Final[i64] = 1
@@ -79,18 +118,12 @@ PATTERN_GPT2: Final[i64] = 2
 PATTERN_O200K: Final[i64] = 3
 PATTERN_CL100K: Final[i64] = 4
 
-# The hot code compares these local ids; the names and their order (= ids, stored in tokenizer.bin:
-# new patterns go at the end) live in constants.PATTERNS.
-assert PATTERNS == ("mnemonic", "gpt4", "gpt2", "o200k", "cl100k")
-
-# o200k_base's letter branches: [^\r\n\p{L}\p{N}]? + a run of "upper" letters and a run of
-# "lower" ones (marks and letters without case in both), + an optional contraction.
+# The named patterns (constants.PATTERNS: their ids are stored in tokenizer.bin v2), as the
+# `regex` module spells them.  mnemo/patterns.py compiles them like any other family regex.
 _O200K_LETTERS: Final[str] = (
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
     r"""|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
 )
-
-# The regular expressions each pattern reproduces, as the `regex` module spells them.
 PATTERN_REGEX: Final[dict[str, str]] = {
     "mnemonic": (
         r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}"""
@@ -109,55 +142,11 @@ PATTERN_REGEX: Final[dict[str, str]] = {
         r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
     ),
 }
-
-UNICODE_VERSION: Final[str] = _tables.UNICODE_VERSION
-
-# Character classes (the same codes as mnemo/_unicode_tables.py; a test checks they agree).
-# Written as literals so that mypyc folds them into the compiled comparisons.
-_OTHER: Final[i64] = 0
-_APOS: Final[i64] = 1
-_LETTER: Final[i64] = 2
-_NUMBER: Final[i64] = 3
-_SPACE: Final[i64] = 4
-_WHITE: Final[i64] = 5
-_NEWLINE: Final[i64] = 6
-# Classes below _SPACE are not white space; _OTHER and _APOS make up "punctuation", i.e.
-# [^\s\p{L}\p{N}].
-
-# The o200k pattern's own classes (a table of its own, so the others' lookups stay as they
-# were).  Ranges: [^\s\p{L}\p{N}] is <= _O_MARK; the "upper" set is _O_MARK.._O_BOTH; the
-# "lower" set is _O_MARK, _O_BOTH and _O_LOWER.
-_O_OTHER: Final[i64] = 0
-_O_APOS: Final[i64] = 1
-_O_MARK: Final[i64] = 2
-_O_UPPER: Final[i64] = 3
-_O_BOTH: Final[i64] = 4
-_O_LOWER: Final[i64] = 5
-_O_NUMBER: Final[i64] = 6
-_O_SPACE: Final[i64] = 7
-_O_WHITE: Final[i64] = 8
-_O_NEWLINE: Final[i64] = 9
-
-_ASCII: Final[bytes] = _tables.ASCII_CLASS
-_STAGE1: Final[bytes] = _tables.STAGE1
-_STAGE2: Final[bytes] = _tables.STAGE2
-_FOLD_CPS: Final[tuple[int, ...]] = _tables.FOLD_CPS
-_FOLD_LETTERS: Final[bytes] = _tables.FOLD_LETTERS
-_O_ASCII: Final[bytes] = _tables.O200K_ASCII_CLASS
-_O_STAGE1: Final[bytes] = _tables.O200K_STAGE1
-_O_STAGE2: Final[bytes] = _tables.O200K_STAGE2
-
-# _decode packs a character as class | length << 3.
-_ONE_OTHER: Final[i64] = _OTHER | (1 << 3)
-# _decode_o packs an o200k class as class | length << 4.
-_O_ONE_OTHER: Final[i64] = _O_OTHER | (1 << 4)
-
-# One in every byte of an i64, for the eight-bytes-at-a-time letter scan (_ascii_letters).
-_ONES: Final[i64] = 0x0101010101010101
+assert tuple(PATTERN_REGEX) == PATTERNS
 
 
 def pattern_id(name: str) -> i64:
-    """The id of a pattern name: its index in constants.PATTERNS ("mnemonic" -> 0, ...)."""
+    """The tokenizer.bin id of a named pattern: its index in constants.PATTERNS ("mnemonic" -> 0)."""
     if name in PATTERNS:
         return PATTERNS.index(name)
     raise ConfigError(
@@ -166,132 +155,362 @@ def pattern_id(name: str) -> i64:
 
 
 def pattern_name(pid: i64) -> str:
-    """The name of a pattern id (the inverse of pattern_id)."""
+    """The name of a named pattern's id (the inverse of pattern_id)."""
     if 0 <= pid < len(PATTERNS):
         return PATTERNS[pid]
     known = ", ".join(f"{i} ({name})" for i, name in enumerate(PATTERNS))
     raise ConfigError(f"unknown pre-tokenizer pattern id {pid}; use one of {known}")
 
 
+# ---- programs and cursors ------------------------------------------------------------------
+
+
+class _Cursor:
+    """Where a stateful program stands in one text: data[.. end], next chunk at `next`."""
+
+    data: bytes
+    end: i64
+    next: i64
+
+    def __init__(self, data: bytes, start: i64, end: i64) -> None:
+        self.data = data
+        self.end = end
+        self.next = start
+
+
+class _RegexCursor(_Cursor):
+    """The `regex` module's finditer over data[start:end], decoded with surrogateescape; gaps
+    between its matches are segments too."""
+
+    text: str
+    it: Any
+    is_ascii: bool
+    cpos: i64  # character offset in text of `next`
+    pend_s: i64  # a match found after a gap, waiting: its character span (-1: none)
+    pend_e: i64
+
+    def __init__(self, rx: Any, data: bytes, start: i64, end: i64) -> None:
+        super().__init__(data, start, end)
+        raw = data[start:end]
+        self.text = raw.decode("utf-8", "surrogateescape")
+        self.is_ascii = len(self.text) == len(raw)
+        self.it = rx.finditer(self.text)
+        self.cpos = 0
+        self.pend_s = -1
+        self.pend_e = -1
+
+    def _bytes(self, a: i64, b: i64) -> i64:
+        if self.is_ascii:
+            return b - a
+        return len(self.text[a:b].encode("utf-8", "surrogateescape"))
+
+    def segment(self) -> i64:
+        """The next segment's end, with _MATCH set for a match (the cursor moves past it)."""
+        if self.pend_s >= 0:
+            s = self.pend_s
+            e = self.pend_e
+            self.pend_s = -1
+            self.next += self._bytes(s, e)
+            self.cpos = e
+            return self.next | _MATCH
+        n: i64 = len(self.text)
+        while True:
+            m = next(self.it, None)
+            if m is None:
+                if self.cpos >= n:
+                    return self.end  # only reached by a caller past the end
+                self.cpos = n
+                self.next = self.end
+                return self.end
+            span = m.span()
+            s = span[0]
+            e = span[1]
+            if e > s:
+                break
+        if s > self.cpos:
+            self.pend_s = s
+            self.pend_e = e
+            self.next += self._bytes(self.cpos, s)
+            self.cpos = s
+            return self.next
+        self.next += self._bytes(s, e)
+        self.cpos = e
+        return self.next | _MATCH
+
+
+class _SeqCursor(_Cursor):
+    """A sequence's state: for every step, the end of its current piece (-1: none yet), the
+    regex cursor of its enclosing piece (regex steps), and one segment read ahead."""
+
+    ends: vec[i64]
+    subs: list[_RegexCursor | None]
+    peek_at: vec[i64]
+    peek: vec[i64]
+
+    def __init__(self, data: bytes, start: i64, end: i64, levels: i64) -> None:
+        super().__init__(data, start, end)
+        self.ends = vec[i64]([-1] * levels)
+        self.subs = [None] * levels
+        self.peek_at = vec[i64]([-1] * levels)
+        self.peek = vec[i64]([0] * levels)
+
+
+class SplitProgram:
+    """A compiled split pattern (mnemo/patterns.py builds them; see the module docstring)."""
+
+    kind: i64
+    # KIND_SCAN: the pattern's atoms (classes of characters) and branches (regex_family.Compiled)
+    n_atoms: i64
+    width: i64  # n_atoms + 1: the row length of act2 (the last column is "end of text")
+    ascii: bytes
+    table: bytes  # the two-stage table of atoms: stage 1 (one byte per block), then stage 2
+    stage2_at: i64
+    shift: i64
+    low: i64
+    invalid_atom: i64
+    code: vec[i64]
+    branch_at: vec[i64]
+    cand_at: vec[i64]
+    cands: vec[i64]
+    masks: vec[i64]
+    groups: vec[i64]
+    act1: vec[i64]
+    act2: vec[i64]
+    act3: vec[i64]
+    whites: vec[i64]
+    follows: vec[i64]
+    caseds: vec[i64]
+    pair: bytes
+    tri: bytes
+    start_mask: i64
+    cased_second: i64  # _cased_ends' second result
+    # the last run the matcher scanned (branches that start with the same set scan it once):
+    # its data, start, end, set and maximum, its end, count, the atom that stopped it (-1: none
+    # read) and the start of its last character
+    run_data: bytes
+    run_pos: i64
+    run_end: i64
+    run_mask: i64
+    run_max: i64
+    run_q: i64
+    run_cnt: i64
+    run_stop: i64
+    run_prev: i64
+    # KIND_REGEX
+    rx: Any
+    # KIND_SEQUENCE
+    steps: list[SplitProgram]
+    behaviors: vec[i64]
+    # cursors of KIND_REGEX and KIND_SEQUENCE
+    last: _Cursor | None
+    cursors: dict[tuple[int, int], _Cursor]
+
+    def __init__(self, kind: i64) -> None:
+        self.kind = kind
+        self.n_atoms = 0
+        self.width = 1
+        self.ascii = b""
+        self.table = b""
+        self.stage2_at = 0
+        self.shift = 7
+        self.low = 127
+        self.invalid_atom = 0
+        self.code = vec[i64]()
+        self.branch_at = vec[i64]()
+        self.cand_at = vec[i64]()
+        self.cands = vec[i64]()
+        self.masks = vec[i64]()
+        self.groups = vec[i64]()
+        self.act1 = vec[i64]()
+        self.act2 = vec[i64]()
+        self.act3 = vec[i64]()
+        self.whites = vec[i64]()
+        self.follows = vec[i64]()
+        self.caseds = vec[i64]()
+        self.pair = b""
+        self.tri = b""
+        self.start_mask = 0
+        self.cased_second = -1
+        self.run_data = b""
+        self.run_pos = -1
+        self.run_end = -1
+        self.run_mask = 0
+        self.run_max = 0
+        self.run_q = 0
+        self.run_cnt = 0
+        self.run_stop = -1
+        self.run_prev = -1
+        self.rx = None
+        self.steps = []
+        self.behaviors = vec[i64]()
+        self.last = None
+        self.cursors = {}
+
+
+def scan_program(
+    n_atoms: i64,
+    ascii_atoms: bytes,
+    stage1: bytes,
+    stage2: bytes,
+    shift: i64,
+    invalid_atom: i64,
+    code: list[int],
+    branch_at: list[int],
+    cand_at: list[int],
+    cands: list[int],
+    masks: list[int],
+    groups: list[int],
+    act1: list[int],
+    act2: list[int],
+    act3: list[int],
+    whites: list[int],
+    follows: list[int],
+    caseds: list[int],
+    pair: bytes,
+    tri: bytes,
+    start_mask: i64,
+) -> SplitProgram:
+    """A KIND_SCAN program from the compiler's output (regex_family.Compiled's fields)."""
+    p = SplitProgram(KIND_SCAN)
+    p.n_atoms = n_atoms
+    p.width = n_atoms + 1
+    p.ascii = ascii_atoms
+    p.table = stage1 + stage2
+    p.stage2_at = len(stage1)
+    p.shift = shift
+    p.low = (1 << shift) - 1
+    p.invalid_atom = invalid_atom
+    p.code = vec[i64](code)
+    p.branch_at = vec[i64](branch_at)
+    p.cand_at = vec[i64](cand_at)
+    p.cands = vec[i64](cands)
+    p.masks = vec[i64](masks)
+    p.groups = vec[i64](groups)
+    p.act1 = vec[i64](act1)
+    p.act2 = vec[i64](act2)
+    p.act3 = vec[i64](act3)
+    p.whites = vec[i64](whites)
+    p.follows = vec[i64](follows)
+    p.caseds = vec[i64](caseds)
+    p.pair = pair
+    p.tri = tri
+    p.start_mask = start_mask
+    return p
+
+
+def regex_program(rx: Any) -> SplitProgram:
+    """A KIND_REGEX program: `rx` is a compiled `regex` pattern."""
+    p = SplitProgram(KIND_REGEX)
+    p.rx = rx
+    return p
+
+
+def sequence_program(steps: list[SplitProgram], behaviors: list[int]) -> SplitProgram:
+    """A KIND_SEQUENCE program: each step splits the pieces of the one before; behaviors[k] is
+    step k's split behavior (ISOLATED, ..., | INVERT)."""
+    if not steps or len(steps) != len(behaviors):
+        raise ConfigError(f"a sequence needs one behavior per step, got {len(steps)} steps and {len(behaviors)}")
+    for s in steps:
+        if s.kind == KIND_SEQUENCE:
+            raise ConfigError("a sequence step cannot be a sequence itself")
+    p = SplitProgram(KIND_SEQUENCE)
+    p.steps = steps
+    p.behaviors = vec[i64](behaviors)
+    return p
+
+
 # ---- characters ----------------------------------------------------------------------------
 
 
-def _class_of(cp: i64) -> i64:
-    return _STAGE2[(_STAGE1[cp >> 7] << 7) | (cp & 127)]
-
-
-def _decode(data: bytes, i: i64, end: i64) -> i64:
-    """Class and byte length of the character at i, whose lead byte is >= 0x80, packed as
-    class | length << 3.  A byte that does not start a well-formed sequence ending by `end`
-    is one "other" character of one byte."""
+def _decode(p: SplitProgram, data: bytes, i: i64, end: i64) -> i64:
+    """Atom and byte length of the character at i, whose lead byte is >= 0x80, packed as
+    atom | length << 8.  A byte that does not start a well-formed sequence ending by `end` is
+    one character of one byte, of the invalid-byte atom."""
     b0: i64 = data[i]
+    cp: i64
+    n: i64
     if b0 < 0xE0:
         if b0 < 0xC2 or i + 1 >= end:
-            return _ONE_OTHER
+            return p.invalid_atom | (1 << 8)
         b1: i64 = data[i + 1]
         if (b1 & 0xC0) != 0x80:
-            return _ONE_OTHER
-        return _class_of(((b0 & 0x1F) << 6) | (b1 & 0x3F)) | (2 << 3)
-    if b0 < 0xF0:
+            return p.invalid_atom | (1 << 8)
+        cp = ((b0 & 0x1F) << 6) | (b1 & 0x3F)
+        n = 2
+    elif b0 < 0xF0:
         if i + 2 >= end:
-            return _ONE_OTHER
+            return p.invalid_atom | (1 << 8)
         b1 = data[i + 1]
         b2: i64 = data[i + 2]
         if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80:
-            return _ONE_OTHER
+            return p.invalid_atom | (1 << 8)
         if b0 == 0xE0 and b1 < 0xA0:  # overlong
-            return _ONE_OTHER
+            return p.invalid_atom | (1 << 8)
         if b0 == 0xED and b1 >= 0xA0:  # a surrogate
-            return _ONE_OTHER
-        return _class_of(((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)) | (3 << 3)
-    if b0 > 0xF4 or i + 3 >= end:
-        return _ONE_OTHER
-    b1 = data[i + 1]
-    b2 = data[i + 2]
-    b3: i64 = data[i + 3]
-    if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or (b3 & 0xC0) != 0x80:
-        return _ONE_OTHER
-    if b0 == 0xF0 and b1 < 0x90:  # overlong
-        return _ONE_OTHER
-    if b0 == 0xF4 and b1 >= 0x90:  # above U+10FFFF
-        return _ONE_OTHER
-    cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
-    return _class_of(cp) | (4 << 3)
-
-
-def _char(data: bytes, i: i64, end: i64) -> i64:
-    """class | length << 3 of the character at i (any lead byte)."""
-    b: i64 = data[i]
-    if b < 0x80:
-        return _ASCII[b] | (1 << 3)
-    return _decode(data, i, end)
-
-
-def _folded_letter(data: bytes, i: i64, end: i64) -> i64:
-    """For the case-insensitive contractions: the lowercase ASCII letter that the character
-    at i matches under regex's (?i) (0 if none), packed as letter | length << 8."""
-    b: i64 = data[i]
-    if b < 0x80:
-        if _ASCII[b] != _LETTER:
-            return 0
-        return (b | 0x20) | (1 << 8)
-    # Rare: a non-ASCII character right after an apostrophe.  Decode it (only well-formed
-    # sequences can fold) and look it up among the few that regex folds to s, d, m, t, ...
-    v = _decode(data, i, end)
-    if (v & 7) != _LETTER:
-        return 0
-    n: i64 = v >> 3
-    cp: i64
-    if n == 2:
-        cp = ((b & 0x1F) << 6) | (data[i + 1] & 0x3F)
-    elif n == 3:
-        cp = ((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)
+            return p.invalid_atom | (1 << 8)
+        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+        n = 3
     else:
-        cp = ((b & 0x07) << 18) | ((data[i + 1] & 0x3F) << 12) | ((data[i + 2] & 0x3F) << 6) | (data[i + 3] & 0x3F)
-    k: i64 = 0
-    while k < len(_FOLD_CPS):
-        if _FOLD_CPS[k] == cp:
-            return _FOLD_LETTERS[k] | (n << 8)
+        if b0 > 0xF4 or i + 3 >= end:
+            return p.invalid_atom | (1 << 8)
+        b1 = data[i + 1]
+        b2 = data[i + 2]
+        b3: i64 = data[i + 3]
+        if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or (b3 & 0xC0) != 0x80:
+            return p.invalid_atom | (1 << 8)
+        if b0 == 0xF0 and b1 < 0x90:  # overlong
+            return p.invalid_atom | (1 << 8)
+        if b0 == 0xF4 and b1 >= 0x90:  # above U+10FFFF
+            return p.invalid_atom | (1 << 8)
+        cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+        n = 4
+    shift = p.shift
+    table = p.table
+    atom: i64 = table[p.stage2_at + ((table[cp >> shift] << shift) | (cp & p.low))]
+    return atom | (n << 8)
+
+
+def _atom(p: SplitProgram, data: bytes, i: i64, end: i64) -> i64:
+    """atom | length << 8 of the character at i (any lead byte)."""
+    b: i64 = data[i]
+    if b < 0x80:
+        a: i64 = p.ascii[b]
+        return a | (1 << 8)
+    return _decode(p, data, i, end)
+
+
+def _back(p: SplitProgram, data: bytes, lo: i64, q: i64) -> i64:
+    """The start of the character that ends at q (> lo), where lo is a character start and the
+    characters from lo to q were read forward: a lead byte always starts a character, so the
+    character is the valid sequence of 2-4 bytes from a lead byte at or after lo ending exactly
+    at q, or else the single byte before q."""
+    b: i64 = data[q - 1]
+    if b < 0x80 or b >= 0xC0:
+        return q - 1
+    k: i64 = 2
+    while k <= 4:
+        s = q - k
+        if s < lo:
+            return q - 1
+        c: i64 = data[s]
+        if (c & 0xC0) != 0x80:
+            if c >= 0xC2 and (_decode(p, data, s, q) >> 8) == k:
+                return s
+            return q - 1
         k += 1
-    return 0
-
-
-def _contraction_end(data: bytes, i: i64, end: i64, fold: bool) -> i64:
-    """After an apostrophe ending at i: the end of `(?:[sdmt]|ll|ve|re)` (case-insensitive
-    when `fold`), or -1 when none follows."""
-    if fold:
-        f1 = _folded_letter(data, i, end)
-    else:
-        b: i64 = data[i]
-        f1 = b | (1 << 8)
-    l1: i64 = f1 & 0xFF
-    j: i64 = i + (f1 >> 8)
-    if l1 == 0x73 or l1 == 0x64 or l1 == 0x6D or l1 == 0x74:  # s d m t
-        return j
-    if (l1 == 0x6C or l1 == 0x76 or l1 == 0x72) and j < end:  # l v r
-        if fold:
-            f2 = _folded_letter(data, j, end)
-        else:
-            b2: i64 = data[j]
-            f2 = b2 | (1 << 8)
-        l2: i64 = f2 & 0xFF
-        if (l1 == 0x6C and l2 == 0x6C) or (l1 != 0x6C and l2 == 0x65):  # ll, ve, re
-            return j + (f2 >> 8)
-    return -1
+    return q - 1
 
 
 # ---- runs ----------------------------------------------------------------------------------
 
 
-def _ascii_letters(data: bytes, i: i64, end: i64) -> i64:
+def ascii_letters_end(data: bytes, i: i64, end: i64) -> i64:
     """The end of the run of ASCII letters [A-Za-z] starting at i.  It stops at any other byte,
-    a non-ASCII lead byte included: the caller goes on from there when data[result] >= 0x80.
+    a non-ASCII lead byte included.
 
     Eight bytes at a time while eight remain before `end`: one 64-bit load, a handful of ALU
     operations that mark every byte that is not an ASCII letter, and the position of the first
-    mark -- no branch per byte.  A byte loop ends a word with a mispredicted branch whose cost
-    depends on the word's length; this one's single branch (`m != 0`) is nearly always taken
-    on the first block, since English words are shorter than eight letters.
+    mark -- no branch per byte (docs/pretokenizer.md, "Speed").
     """
     # Not a Final: mypyc would fold _ONES << 7 (above 2**62) into a boxed constant, while a
     # local shift stays C arithmetic that gcc folds.  hi is 0x80 in every byte.
@@ -314,244 +533,14 @@ def _ascii_letters(data: bytes, i: i64, end: i64) -> i64:
         i += 8
     while i < end:
         b: i64 = data[i]
-        if b >= 0x80 or _ASCII[b] != _LETTER:
+        if b < 0x41 or b > 0x7A or (b > 0x5A and b < 0x61):
             return i
         i += 1
     return i
 
 
-def _letters(data: bytes, i: i64, end: i64) -> i64:
-    """The end of the run of letters starting at i."""
-    i = _ascii_letters(data, i, end)  # the common case: ASCII letters, eight at a time
-    while i < end:
-        b: i64 = data[i]
-        if b < 0x80:
-            if _ASCII[b] != _LETTER:
-                return i
-            i += 1
-        else:
-            v = _decode(data, i, end)
-            if (v & 7) != _LETTER:
-                return i
-            i += v >> 3
-    return i
-
-
-def _numbers(data: bytes, i: i64, end: i64, count: i64) -> i64:
-    """The end of at most `count` more numbers from i (count < 0: no limit)."""
-    while i < end and count != 0:
-        b: i64 = data[i]
-        if b < 0x80:
-            if _ASCII[b] != _NUMBER:
-                return i
-            i += 1
-        else:
-            v = _decode(data, i, end)
-            if (v & 7) != _NUMBER:
-                return i
-            i += v >> 3
-        count -= 1
-    return i
-
-
-def _punctuation(data: bytes, i: i64, end: i64) -> i64:
-    """The end of the run of [^\\s\\p{L}\\p{N}] starting at i."""
-    while i < end:
-        b: i64 = data[i]
-        if b < 0x80:
-            if _ASCII[b] > _APOS:
-                return i
-            i += 1
-        else:
-            v = _decode(data, i, end)
-            if (v & 7) > _APOS:
-                return i
-            i += v >> 3
-    return i
-
-
-def _newlines(data: bytes, i: i64, end: i64) -> i64:
-    """The end of the run of CR and LF starting at i."""
-    while i < end:
-        b: i64 = data[i]
-        if b != 0x0A and b != 0x0D:
-            return i
-        i += 1
-    return i
-
-
-def _white(data: bytes, pos: i64, end: i64, newline_branch: bool) -> i64:
-    """The chunk of white space starting at pos, by branches \\s*[\\r\\n] (only when
-    `newline_branch`), \\s+(?!\\S) and \\s+."""
-    i: i64 = pos
-    last: i64 = pos  # start of the run's last character
-    after_newline: i64 = -1  # end of the run's last CR or LF
-    while i < end:
-        b: i64 = data[i]
-        if b < 0x80:
-            c: i64 = _ASCII[b]
-            if c < _SPACE:
-                break
-            if c == _NEWLINE:
-                after_newline = i + 1
-            last = i
-            i += 1
-        else:
-            v = _decode(data, i, end)
-            if (v & 7) < _SPACE:
-                break
-            last = i
-            i += v >> 3
-    if newline_branch and after_newline >= 0:
-        return after_newline
-    if i < end and last > pos:
-        return last
-    return i
-
-
-def _white_to_end(data: bytes, pos: i64, end: i64) -> i64:
-    """cl100k's white-space chunk: \\s++$ first (a run that reaches the end of the text is one
-    chunk), else gpt4's.  Kept apart from _white so that the other patterns' calls stay as they
-    were; the rest of the run is scanned once more, only for cl100k."""
-    e = _white(data, pos, end, True)
-    i: i64 = e
-    while i < end:
-        b: i64 = data[i]
-        if b < 0x80:
-            if _ASCII[b] < _SPACE:
-                return e
-            i += 1
-        else:
-            v = _decode(data, i, end)
-            if (v & 7) < _SPACE:
-                return e
-            i += v >> 3
-    return end
-
-
-# ---- the patterns --------------------------------------------------------------------------
-
-
-def _end_gpt4(data: bytes, pos: i64, end: i64, max_digits: i64, to_end: bool) -> i64:
-    b: i64 = data[pos]
-    c: i64
-    i: i64
-    if b < 0x80:
-        c = _ASCII[b]
-        i = pos + 1
-    else:
-        v = _decode(data, pos, end)
-        c = v & 7
-        i = pos + (v >> 3)
-    if c == _LETTER:
-        return _letters(data, i, end)
-    if c == _NUMBER:
-        return _numbers(data, i, end, max_digits - 1)
-    if c == _NEWLINE:
-        return _white_to_end(data, pos, end) if to_end else _white(data, pos, end, True)
-    if i >= end:
-        return i  # one character at the end of the text: a chunk whatever its class
-    if c == _APOS:
-        j = _contraction_end(data, i, end, True)
-        if j >= 0:
-            return j
-    # c is punctuation or white space other than CR/LF: [^\r\n\p{L}\p{N}]?+\p{L}+ comes first
-    n = _char(data, i, end)
-    nc: i64 = n & 7
-    if nc == _LETTER:
-        return _letters(data, i + (n >> 3), end)
-    if c <= _APOS:
-        return _newlines(data, _punctuation(data, i, end), end)
-    if c == _SPACE and nc <= _APOS:
-        return _newlines(data, _punctuation(data, i + (n >> 3), end), end)
-    return _white_to_end(data, pos, end) if to_end else _white(data, pos, end, True)
-
-
-def _end_gpt2(data: bytes, pos: i64, end: i64) -> i64:
-    b: i64 = data[pos]
-    c: i64
-    i: i64
-    if b < 0x80:
-        c = _ASCII[b]
-        i = pos + 1
-    else:
-        v = _decode(data, pos, end)
-        c = v & 7
-        i = pos + (v >> 3)
-    if c == _LETTER:
-        return _letters(data, i, end)
-    if c == _NUMBER:
-        return _numbers(data, i, end, -1)
-    if i >= end:
-        return i
-    if c <= _APOS:
-        if c == _APOS:
-            j = _contraction_end(data, i, end, False)
-            if j >= 0:
-                return j
-        return _punctuation(data, i, end)
-    if c == _SPACE:
-        n = _char(data, i, end)
-        nc: i64 = n & 7
-        if nc == _LETTER:
-            return _letters(data, i + (n >> 3), end)
-        if nc == _NUMBER:
-            return _numbers(data, i + (n >> 3), end, -1)
-        if nc <= _APOS:
-            return _punctuation(data, i + (n >> 3), end)
-    return _white(data, pos, end, False)
-
-
-# ---- o200k ---------------------------------------------------------------------------------
-# Its own table and decoder: the other patterns keep their 3-bit classes and their lookups.
-# Numbers, punctuation and white space are the same classes in both tables, so o200k shares
-# _numbers, _punctuation and _white with the others.
-
-
-def _class_o(cp: i64) -> i64:
-    return _O_STAGE2[(_O_STAGE1[cp >> 7] << 7) | (cp & 127)]
-
-
-def _decode_o(data: bytes, i: i64, end: i64) -> i64:
-    """_decode with o200k's classes, packed as class | length << 4 (the same UTF-8 rules;
-    written twice so that the other patterns' decoder keeps its single table lookup)."""
-    b0: i64 = data[i]
-    if b0 < 0xE0:
-        if b0 < 0xC2 or i + 1 >= end:
-            return _O_ONE_OTHER
-        b1: i64 = data[i + 1]
-        if (b1 & 0xC0) != 0x80:
-            return _O_ONE_OTHER
-        return _class_o(((b0 & 0x1F) << 6) | (b1 & 0x3F)) | (2 << 4)
-    if b0 < 0xF0:
-        if i + 2 >= end:
-            return _O_ONE_OTHER
-        b1 = data[i + 1]
-        b2: i64 = data[i + 2]
-        if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80:
-            return _O_ONE_OTHER
-        if b0 == 0xE0 and b1 < 0xA0:  # overlong
-            return _O_ONE_OTHER
-        if b0 == 0xED and b1 >= 0xA0:  # a surrogate
-            return _O_ONE_OTHER
-        return _class_o(((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)) | (3 << 4)
-    if b0 > 0xF4 or i + 3 >= end:
-        return _O_ONE_OTHER
-    b1 = data[i + 1]
-    b2 = data[i + 2]
-    b3: i64 = data[i + 3]
-    if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or (b3 & 0xC0) != 0x80:
-        return _O_ONE_OTHER
-    if b0 == 0xF0 and b1 < 0x90:  # overlong
-        return _O_ONE_OTHER
-    if b0 == 0xF4 and b1 >= 0x90:  # above U+10FFFF
-        return _O_ONE_OTHER
-    cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
-    return _class_o(cp) | (4 << 4)
-
-
-def _ascii_lower(data: bytes, i: i64, end: i64) -> i64:
-    """The end of the run of ASCII lowercase letters [a-z] starting at i: _ascii_letters
+def ascii_lower_end(data: bytes, i: i64, end: i64) -> i64:
+    """The end of the run of ASCII lowercase letters [a-z] starting at i: ascii_letters_end
     without its case fold (see there for the lane arithmetic)."""
     seven: i64 = 7
     hi = _ONES << seven
@@ -571,264 +560,766 @@ def _ascii_lower(data: bytes, i: i64, end: i64) -> i64:
     return i
 
 
-def _lower_run(data: bytes, i: i64, end: i64) -> i64:
-    """The end of the run of [\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}] starting at i."""
-    i = _ascii_lower(data, i, end)
-    while i < end:
-        b: i64 = data[i]
+def _run(p: SplitProgram, data: bytes, i: i64, end: i64, act: i64) -> i64:
+    """A shortcut's run: the end of the run of masks[act >> 8 & 0xFF] from i, at most
+    act >> 24 characters (0: no limit)."""
+    mask = p.masks[(act >> 8) & 0xFF]
+    ascii = p.ascii
+    limit: i64 = (act >> 24) & 0xFF
+    swar: i64 = (act >> 6) & 3
+    b: i64
+    if swar == SWAR_LETTERS:
+        i = ascii_letters_end(data, i, end)
+        if i >= end or data[i] < 0x80:
+            return i  # an ASCII byte that is not a letter: not in the set
+    elif swar == SWAR_LOWER:
+        i = ascii_lower_end(data, i, end)
+        if i >= end or data[i] < 0x80:
+            return i
+    if limit == 0:
+        while i < end:
+            b = data[i]
+            if b < 0x80:
+                if ((mask >> ascii[b]) & 1) == 0:
+                    return i
+                i += 1
+            else:
+                v = _decode(p, data, i, end)
+                if ((mask >> (v & 0xFF)) & 1) == 0:
+                    return i
+                i += v >> 8
+        return i
+    while i < end and limit > 0:
+        b = data[i]
         if b < 0x80:
-            if _O_ASCII[b] != _O_LOWER:
+            if ((mask >> ascii[b]) & 1) == 0:
                 return i
             i += 1
         else:
-            v = _decode_o(data, i, end)
-            c: i64 = v & 15
-            if c < _O_MARK or c == _O_UPPER or c > _O_LOWER:
+            v = _decode(p, data, i, end)
+            if ((mask >> (v & 0xFF)) & 1) == 0:
                 return i
-            i += v >> 4
+            i += v >> 8
+        limit -= 1
     return i
 
 
-def _cased(data: bytes, q: i64, end: i64) -> i64:
-    """Where o200k's letter branches end when their optional prefix is taken (or there is
-    none) and their runs start at q, or -1 when neither matches there.
+# ---- the matcher ---------------------------------------------------------------------------
 
-    U*L+C? first: U* takes the whole run of U (upper, marks, letters without case).  If a
-    lowercase letter follows it, L+ takes the run of L from there.  Else U* gives back one
-    character at a time until L+ can start: at the run's last character that is also in L (a
-    mark or a letter without case), and L+ then takes just that character (what follows it
-    in the run is uppercase; what follows the run is not in L).  With no such character,
-    U+L*C? takes the run itself when it is not empty (L* is empty: what follows is not in L).
-    Then (?i:'s|'t|'re|'ve|'m|'ll|'d)? at the end."""
-    i: i64 = q
-    c: i64 = _O_OTHER
-    n: i64 = 0
-    both_end: i64 = -1  # end of the run's last character that is in L as well
-    while i < end:
-        b: i64 = data[i]
-        if b < 0x80:
-            c = _O_ASCII[b]
-            n = 1
+
+def _group_at(p: SplitProgram, data: bytes, end: i64, at: i64, pos: i64) -> i64:
+    """Where the group alternative whose record starts at groups[at] ends when it matches at
+    pos, or -1."""
+    groups = p.groups
+    n = groups[at]
+    q = pos
+    k: i64 = 1
+    while k <= n:
+        if q >= end:
+            return -1
+        v = _atom(p, data, q, end)
+        if ((groups[at + k] >> (v & 0xFF)) & 1) == 0:
+            return -1
+        q += v >> 8
+        k += 1
+    return q
+
+
+def _seq(p: SplitProgram, data: bytes, end: i64, base: i64, j: i64, n: i64, pos: i64, akind: i64, amask: i64) -> i64:
+    """Match items j..n-1 of the branch whose item records start at code[base], from pos, and
+    the branch's assertion; the match's end, or -1.  Backtracking as the `regex` module does:
+    a greedy run gives back one character at a time, a possessive one never.  A greedy run
+    gives back only to where what follows can start (its record's rest mask and flags): the
+    positions skipped are ones where the rest fails at its first character."""
+    code = p.code
+    ascii = p.ascii
+    while j < n:
+        r = base + ITEM_WORDS * j
+        op = code[r]
+        mask = code[r + 1]
+        mn = code[r + 2]
+        mx = code[r + 3]
+        if (op & 15) == ITEM_SET:
+            greedy = (op & POSSESSIVE) == 0 and mn != mx
+            rest = code[r + 4]
+            flags = code[r + 5]
+            q = pos
+            cnt: i64 = 0
+            a: i64 = -1  # the atom of the character that stops the run (-1: none read)
+            last: i64 = -1  # the last place in the run where the rest could start
+            last_cnt: i64 = 0
+            if (
+                p.run_pos == pos
+                and p.run_mask == mask
+                and p.run_max == mx
+                and p.run_end == end
+                and p.run_data is data
+                and (not greedy or (mask & ~rest) == 0 or (mask & rest) == 0)
+            ):
+                # the run a branch before this one scanned: every character of it can start
+                # the rest (the last one is where to give back to), or none can
+                q = p.run_q
+                cnt = p.run_cnt
+                a = p.run_stop
+                if greedy and (mask & rest) != 0 and cnt > mn:
+                    last = p.run_prev
+                    last_cnt = cnt - 1
+            else:
+                prev: i64 = -1
+                while cnt != mx and q < end:
+                    b: i64 = data[q]
+                    w: i64 = 1
+                    if b < 0x80:
+                        a = ascii[b]
+                    else:
+                        v = _decode(p, data, q, end)
+                        a = v & 0xFF
+                        w = v >> 8
+                    if ((mask >> a) & 1) == 0:
+                        break
+                    if greedy and cnt >= mn and ((rest >> a) & 1) != 0:
+                        last = q
+                        last_cnt = cnt
+                    a = -1
+                    prev = q
+                    q += w
+                    cnt += 1
+                p.run_data = data
+                p.run_pos = pos
+                p.run_end = end
+                p.run_mask = mask
+                p.run_max = mx
+                p.run_q = q
+                p.run_cnt = cnt
+                p.run_stop = a
+                p.run_prev = prev
+            if cnt < mn:
+                return -1
+            if not greedy or (flags & REST_ANYWHERE) != 0:
+                pos = q
+                j += 1
+                continue
+            # the run as long as it goes, if the rest can start there
+            if q >= end:
+                ok = (flags & REST_AT_END) != 0
+            else:
+                if a < 0:
+                    a = _atom(p, data, q, end) & 0xFF
+                ok = ((rest >> a) & 1) != 0
+            if ok:
+                e = _seq(p, data, end, base, j + 1, n, q, akind, amask)
+                if e >= 0:
+                    return e
+            # then give back to the last place inside it where the rest can start, and so on
+            q = last
+            cnt = last_cnt
+            while q >= 0:
+                e = _seq(p, data, end, base, j + 1, n, q, akind, amask)
+                if e >= 0:
+                    return e
+                while True:
+                    if cnt == mn:
+                        return -1
+                    q = _back(p, data, pos, q)
+                    cnt -= 1
+                    if ((rest >> (_atom(p, data, q, end) & 0xFF)) & 1) != 0:
+                        break
+            return -1
         else:
-            v = _decode_o(data, i, end)
-            c = v & 15
-            n = v >> 4
-        if c < _O_MARK or c > _O_BOTH:
-            break
-        i += n
-        if c != _O_UPPER:
-            both_end = i
-    e: i64
-    if i < end and c == _O_LOWER:
-        e = _lower_run(data, i + n, end)
-    elif both_end >= 0:
-        e = both_end
-    elif i > q:
-        e = i
-    else:
-        return -1
-    if e + 1 < end and data[e] == 0x27:
-        j = _contraction_end(data, e + 1, end, True)
-        if j >= 0:
-            return j
+            at = mask + 2
+            n_alts = p.groups[mask]
+            if pos >= end or ((p.groups[mask + 1] >> (_atom(p, data, pos, end) & 0xFF)) & 1) == 0:
+                n_alts = 0  # no alternative starts with the character here
+            k: i64 = 0
+            matched = False
+            while k < n_alts:
+                q = _group_at(p, data, end, at, pos)
+                if q >= 0:
+                    if (op & POSSESSIVE) != 0:
+                        matched = True
+                        pos = q
+                        break
+                    e = _seq(p, data, end, base, j + 1, n, q, akind, amask)
+                    if e >= 0:
+                        return e
+                at += p.groups[at] + 1
+                k += 1
+            if not matched and mn > 0:
+                return -1
+            j += 1
+    if akind == ASSERT_NONE:
+        return pos
+    if akind == ASSERT_END:
+        return pos if pos == end else -1
+    inside = False
+    if pos < end:
+        inside = ((amask >> (_atom(p, data, pos, end) & 0xFF)) & 1) != 0
+    if akind == ASSERT_NOT:
+        return -1 if inside else pos
+    return pos if inside else -1
+
+
+def _match(p: SplitProgram, data: bytes, pos: i64, end: i64, atom: i64, first: i64) -> i64:
+    """The end of the first branch from branch `first` on that matches at pos (whose first
+    character has `atom`), or -1."""
+    p.run_pos = -1
+    k = p.cand_at[atom]
+    stop = p.cand_at[atom + 1]
+    e: i64 = -1
+    while k < stop:
+        b = p.cands[k]
+        if b >= first:
+            r = p.branch_at[b]
+            e = _seq(p, data, end, r + ITEM_WORDS, 0, p.code[r], pos, p.code[r + 1], p.code[r + 2])
+            if e >= 0:
+                break
+        k += 1
+    p.run_pos = -1
+    p.run_data = b""  # hold no reference to the text
     return e
 
 
-def _newlines_slashes(data: bytes, i: i64, end: i64) -> i64:
-    """The end of the run of CR, LF and '/' starting at i."""
+def _gap_end(p: SplitProgram, data: bytes, i: i64, end: i64) -> i64:
+    """The first position from i on where a branch matches (or `end`): where a gap ends."""
+    while i < end:
+        v = _atom(p, data, i, end)
+        a = v & 0xFF
+        if ((p.start_mask >> a) & 1) != 0 and _match(p, data, i, end, a, 0) >= 0:
+            return i
+        i += v >> 8
+    return end
+
+
+def _segment(p: SplitProgram, data: bytes, pos: i64, end: i64) -> i64:
+    """A KIND_SCAN program's segment at pos: the match's end | _MATCH, or the gap's end."""
+    v = _atom(p, data, pos, end)
+    e = _match(p, data, pos, end, v & 0xFF, 0)
+    if e >= 0:
+        return e | _MATCH
+    return _gap_end(p, data, pos + (v >> 8), end)
+
+
+def scan(p: SplitProgram, data: bytes, pos: i64, end: i64) -> i64:
+    """The end of the chunk that starts at `pos` in the text data[..end] (see the module
+    docstring; pos < end <= len(data) is the caller's to ensure).
+
+    The commonest chunks end first: two ASCII bytes whose pair action is a run (or a fixed
+    length), a run of ASCII letters that ends within its first eight bytes at an ASCII byte
+    that does not follow it ("word", " word", ", ").  Anything else goes on below, which
+    decides every case from scratch."""
+    if p.kind != KIND_SCAN:
+        return _scan_stateful(p, data, pos, end)
+    b: i64 = data[pos]
+    i: i64 = pos + 1  # the ends of the first, second and third characters, as far as read
+    j: i64 = i
+    l: i64 = i
+    act: i64 = 0
+    v: i64
+    if b < 0x80 and i < end:
+        b1: i64 = data[i]
+        if b1 < 0x80:
+            act = read_i64_le(p.pair, ((b << 7) | b1) << 3)
+            if act != 0:
+                j = i + 1
+                if (act & 15) == ACT_NEXT:  # the third character decides (act3)
+                    b2: i64 = 0x80
+                    if j < end:
+                        b2 = data[j]
+                    if b2 < 0x80:
+                        act = read_i64_le(p.tri, ((((act >> 8) & 0xFFFFFF) << 7) | b2) << 3)
+                        l = j + 1
+                    else:
+                        act = _third(p, data, j, end, act)
+                        l = j + (act >> 54)
+                        act &= (1 << 54) - 1
+                    if (act & 15) == ACT_GENERIC:
+                        return _general(p, data, pos, end, (act >> 8) & 0xFF)
+                    if (act & 15) == ACT_WHITE:
+                        return _white(p, data, pos, end, (act >> 8) & 0xFFFFFF)
+                    if (act & 15) == ACT_CASED:
+                        return _cased(p, data, pos, end, (act >> 8) & 0xFFFFFF)
+    if act == 0:
+        act = _shortcut(p, data, pos, end)
+        if (act & 15) == ACT_GENERIC:
+            return _general(p, data, pos, end, (act >> 8) & 0xFF)
+        if (act & 15) == ACT_WHITE:
+            return _white(p, data, pos, end, (act >> 8) & 0xFFFFFF)
+        if (act & 15) == ACT_CASED:
+            return _cased(p, data, pos, end, (act >> 8) & 0xFFFFFF)
+        i = pos + ((act >> 54) & 7)
+        j = i + ((act >> 57) & 7)
+        l = j + ((act >> 60) & 7)
+        act &= (1 << 54) - 1
+    kind: i64 = act & 15
+    if kind == ACT_WHITE:
+        return _white(p, data, pos, end, (act >> 8) & 0xFFFFFF)
+    if kind == ACT_CASED:
+        return _cased(p, data, pos, end, (act >> 8) & 0xFFFFFF)
+    if kind == ACT_FIXED:
+        n: i64 = (act >> 4) & 15
+        return i if n == 1 else (j if n == 2 else l)
+    s: i64 = (act >> 4) & 3
+    start = pos if s == 0 else (i if s == 1 else (j if s == 2 else l))
+    q: i64
+    if ((act >> 6) & 3) == SWAR_LETTERS and start + 8 <= end:
+        # the first eight bytes of a letter run inline: most words end within them, and a call
+        # costs about as much as the block (see ascii_letters_end for the lane arithmetic)
+        seven: i64 = 7
+        hi = _ONES << seven
+        x = read_i64_le(data, start)
+        y = (x | (_ONES * 0x20)) & ~hi
+        m = ~((y + _ONES * 0x1F) & ~(y + _ONES * 0x05) & ~x) & hi
+        if m != 0:
+            low = m & -m
+            q = start + ((((low - 1) & _ONES) * _ONES) >> 56) - 1
+            if (x & low) != 0:  # the byte that ends the ASCII letters is from 0x80: go on
+                q = _run(p, data, q, end, act & ~(3 << 6))
+        else:
+            q = _run(p, data, start + 8, end, act)
+    elif ((act >> 6) & 3) == SWAR_LOWER and start + 8 <= end:
+        seven2: i64 = 7
+        hi2 = _ONES << seven2
+        x = read_i64_le(data, start)
+        y = x & ~hi2
+        m = ~((y + _ONES * 0x1F) & ~(y + _ONES * 0x05) & ~x) & hi2
+        if m != 0:
+            low = m & -m
+            q = start + ((((low - 1) & _ONES) * _ONES) >> 56) - 1
+            if (x & low) != 0:
+                q = _run(p, data, q, end, act & ~(3 << 6))
+        else:
+            q = _run(p, data, start + 8, end, act)
+    else:
+        q = _run(p, data, start, end, act)
+    if kind == ACT_RUN or q >= end:
+        return q
+    c: i64 = data[q]
+    if c < 0x80 and (act & FOLLOW_WIDE) == 0:
+        # the follow set's ASCII bytes are in the action itself
+        if c != (act >> 32) & 0x7F and c != (act >> 39) & 0x7F and c != (act >> 46) & 0x7F:
+            return q
+    elif not _follows(p, data, q, end, act):
+        return q
+    return _follow_end(p, data, q, end, (act >> 16) & 0xFF)
+
+
+def _white(p: SplitProgram, data: bytes, pos: i64, end: i64, w: i64) -> i64:
+    """The white-space tail program whites[w] at pos, whose first character is in its set S:
+    one scan of the run of S, then the tail's branches in order (regex_family.ACT_WHITE)."""
+    ws = p.whites
+    r = w * WHITE_WORDS
+    s_mask = ws[r]
+    x_mask = ws[r + 1]
+    a_mask = ws[r + 2]
+    after = ws[r + 3]
+    kinds = ws[r + 4]
+    ascii = p.ascii
+    q = pos
+    n: i64 = 0
+    prev: i64 = pos  # the start of the run's last character
+    first_end: i64 = pos
+    x_end: i64 = -1  # the end of the run's last character of X
+    z: i64 = -1  # the atom that stops the run (-1: the end of the text)
+    while q < end:
+        b: i64 = data[q]
+        width: i64 = 1
+        a: i64
+        if b < 0x80:
+            a = ascii[b]
+        else:
+            v = _decode(p, data, q, end)
+            a = v & 0xFF
+            width = v >> 8
+        if ((s_mask >> a) & 1) == 0:
+            z = a
+            break
+        prev = q
+        q += width
+        n += 1
+        if n == 1:
+            first_end = q
+        if ((x_mask >> a) & 1) != 0:
+            x_end = q
+    while kinds != 0:
+        k = kinds & 15
+        if k == TAIL_END:
+            if q >= end:
+                return q
+        elif k == TAIL_NEWLINE:
+            if x_end >= 0:
+                return x_end
+        elif k == TAIL_LOOKAHEAD:
+            if z < 0 or ((a_mask >> z) & 1) == 0:
+                return q
+            if n >= 2:
+                return prev
+        elif k == TAIL_RUN:
+            return q
+        else:
+            return first_end
+        kinds >>= 4
+    return _general(p, data, pos, end, after)
+
+
+def _cased_ends(p: SplitProgram, data: bytes, q: i64, end: i64, a_mask: i64, b_mask: i64) -> i64:
+    """A*B+ and A+B* from q: the end of the first (or -1); the second's (or -1) goes to
+    p.cased_second (no thread runs between: see encode_chunk.Encoder).  A* takes the run of A; B+ then takes the run of B after it, or else A* gives
+    back to the run's last character that is also in B, which B+ takes alone (what follows it
+    in the run is not in B); A+B* is the run itself, B* taking nothing (what follows the run is
+    not in B, or A*B+ would have matched)."""
+    ascii = p.ascii
+    i = q
+    a: i64 = -1
+    width: i64 = 1
+    both_end: i64 = -1
     while i < end:
         b: i64 = data[i]
-        if b != 0x0A and b != 0x0D and b != 0x2F:
-            return i
-        i += 1
+        width = 1
+        if b < 0x80:
+            a = ascii[b]
+        else:
+            v = _decode(p, data, i, end)
+            a = v & 0xFF
+            width = v >> 8
+        if ((a_mask >> a) & 1) == 0:
+            break
+        i += width
+        if ((b_mask >> a) & 1) != 0:
+            both_end = i
+        a = -1
+    first: i64 = -1
+    if a >= 0 and ((b_mask >> a) & 1) != 0:
+        first = _run_set(p, data, i + width, end, b_mask)
+    else:
+        first = both_end
+    p.cased_second = i if i > q else -1
+    return first
+
+
+def _run_set(p: SplitProgram, data: bytes, i: i64, end: i64, mask: i64) -> i64:
+    """The end of the run of `mask` from i."""
+    ascii = p.ascii
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            if ((mask >> ascii[b]) & 1) == 0:
+                return i
+            i += 1
+        else:
+            v = _decode(p, data, i, end)
+            if ((mask >> (v & 0xFF)) & 1) == 0:
+                return i
+            i += v >> 8
     return i
 
 
-def _end_o200k(data: bytes, pos: i64, end: i64) -> i64:
-    b: i64 = data[pos]
-    c: i64
-    i: i64
+def _cased(p: SplitProgram, data: bytes, pos: i64, end: i64, c: i64) -> i64:
+    """The cased-word pair caseds[c] (regex_family.ACT_CASED) at pos: the alternatives in the
+    regex's order -- the first branch with the prefix taken, then without it, then the second
+    branch likewise -- then the optional group after the words; else the branches after it."""
+    cs = p.caseds
+    r = c * CASED_WORDS
+    p_mask = cs[r]
+    a_mask = cs[r + 1]
+    b_mask = cs[r + 2]
+    group = cs[r + 3]
+    v = _atom(p, data, pos, end)
+    one_with: i64 = -1  # A*B+ and A+B* after a prefix character
+    two_with: i64 = -1
+    if ((p_mask >> (v & 0xFF)) & 1) != 0:
+        one_with = _cased_ends(p, data, pos + (v >> 8), end, a_mask, b_mask)
+        two_with = p.cased_second
+    e = one_with
+    if e < 0:
+        e = _cased_ends(p, data, pos, end, a_mask, b_mask)
+        two_without = p.cased_second
+        if e < 0:
+            e = two_with if two_with >= 0 else two_without
+            if e < 0:
+                return _general(p, data, pos, end, cs[r + 4])
+    if group >= 0 and e < end and ((p.groups[group + 1] >> (_atom(p, data, e, end) & 0xFF)) & 1) != 0:
+        at = group + 2
+        k: i64 = 0
+        n_alts = p.groups[group]
+        while k < n_alts:
+            q = _group_at(p, data, end, at, e)
+            if q >= 0:
+                return q
+            at += p.groups[at] + 1
+            k += 1
+    return e
+
+
+def _follow_end(p: SplitProgram, data: bytes, q: i64, end: i64, k: i64) -> i64:
+    """Where the optional item follows[k] ends when it starts at q, the end of a shortcut's
+    run (q itself when it matches nothing): a group's first alternative that matches, or the
+    run of a set (regex_family.FOLLOW_WORDS)."""
+    fs = p.follows
+    r = k * FOLLOW_WORDS
+    if fs[r + 1] == ITEM_GROUP:
+        g = fs[r + 2]
+        at = g + 2
+        n_alts = p.groups[g]
+        j: i64 = 0
+        while j < n_alts:
+            e = _group_at(p, data, end, at, q)
+            if e >= 0:
+                return e
+            at += p.groups[at] + 1
+            j += 1
+        return q
+    mask = fs[r + 2]
+    limit = fs[r + 3]
+    n: i64 = 0
+    while q < end and n != limit:
+        v = _atom(p, data, q, end)
+        if ((mask >> (v & 0xFF)) & 1) == 0:
+            return q
+        q += v >> 8
+        n += 1
+    return q
+
+
+def _follows(p: SplitProgram, data: bytes, q: i64, end: i64, act: i64) -> bool:
+    """Is the character at q (< end) in the follow set of an ACT_RUN_CHECK?"""
+    follow = p.follows[((act >> 16) & 0xFF) * FOLLOW_WORDS]
+    b: i64 = data[q]
     if b < 0x80:
-        c = _O_ASCII[b]
-        i = pos + 1
-    else:
-        v = _decode_o(data, pos, end)
-        c = v & 15
-        i = pos + (v >> 4)
-    if c >= _O_MARK and c <= _O_LOWER:
-        # A letter starts a run of U or of L.  A mark is a prefix X whose own runs are tried
-        # first; when they fail, X? gives it back and it is a one-character L+ (U* empty):
-        # both are what _cased(pos) finds, since the mark is itself a character of U and L.
-        return _cased(data, pos, end)
-    if c == _O_NUMBER:
-        return _numbers(data, i, end, 2)
-    if c == _O_NEWLINE:
-        return _white(data, pos, end, True)
-    if i >= end:
-        return i  # one character at the end of the text: a chunk whatever its class
-    # c is punctuation or white space other than CR/LF: a prefix X when letters follow
-    j = _cased(data, i, end)
-    if j >= 0:
-        return j
-    if c <= _O_APOS:
-        return _newlines_slashes(data, _punctuation(data, i, end), end)
-    if c == _O_SPACE:
-        nb: i64 = data[i]
-        nc: i64
-        nn: i64 = 1
-        if nb < 0x80:
-            nc = _O_ASCII[nb]
+        return ((follow >> p.ascii[b]) & 1) != 0
+    return ((follow >> (_decode(p, data, q, end) & 0xFF)) & 1) != 0
+
+
+def _third(p: SplitProgram, data: bytes, j: i64, end: i64, act: i64) -> i64:
+    """Row (act >> 8) of act3 at the character at j (END at the end of the text), with that
+    character's byte length in bits 32 and up."""
+    a2: i64 = p.n_atoms
+    n2: i64 = 0
+    if j < end:
+        b2: i64 = data[j]
+        if b2 < 0x80:
+            a2 = p.ascii[b2]
+            n2 = 1
         else:
-            v = _decode_o(data, i, end)
-            nc = v & 15
-            nn = v >> 4
-        if nc <= _O_APOS:  # not a mark: _cased would have taken it
-            return _newlines_slashes(data, _punctuation(data, i + nn, end), end)
-    return _white(data, pos, end, True)
+            v = _decode(p, data, j, end)
+            a2 = v & 0xFF
+            n2 = v >> 8
+    return p.act3[((act >> 8) & 0xFFFFFF) * p.width + a2] | (n2 << 54)
 
 
-def chunk_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
-    """The end of the chunk that starts at `pos` in the text data[0:end] (> pos).
-
-    `pos` must be a chunk start: 0 or the end of the previous chunk.  Bytes from `end` on do
-    not exist for the pattern (no lookahead reaches them).  Hot loops use it as
-        pos = start
-        while pos < end:
-            e = chunk_end(data, pos, end, pid)
-            ... data[pos:e] ...
-            pos = e
-    """
-    if pos < 0 or pos >= end or end > len(data):
-        raise ConfigError(f"chunk_end needs 0 <= pos < end <= len(data), got pos={pos}, end={end}, len={len(data)}")
-    if pattern < PATTERN_MNEMONIC or pattern > PATTERN_CL100K:
-        raise ConfigError(
-            f"unknown pre-tokenizer pattern id {pattern}; use 0 (mnemonic), 1 (gpt4), 2 (gpt2), 3 (o200k) or 4 (cl100k)"
-        )
-    b: i64 = data[pos]
-    c: i64
-    i: i64
-    if pattern == PATTERN_O200K:
-        # o200k cuts words by case, so it has shortcuts of its own (constants.OWN_ASCII_SHORTCUTS):
-        # an ASCII word in lowercase or with one capital ("word", "Word"), after a space or not,
-        # that ends at an ASCII byte other than an apostrophe (no contraction).  _end_o200k
-        # decides the rest.
-        if b < 0x80:
-            c = _O_ASCII[b]
-            i = pos + 1
-            if c == _O_SPACE and i < end:
-                b = data[i]
-                if b < 0x80 and (_O_ASCII[b] == _O_LOWER or _O_ASCII[b] == _O_UPPER):
-                    c = _O_ASCII[b]
-                    i += 1
-            if c == _O_UPPER and i < end:
-                b = data[i]
-                if b < 0x80 and _O_ASCII[b] == _O_LOWER:
-                    c = _O_LOWER
-                    i += 1
-            if c == _O_LOWER:
-                i = _ascii_lower(data, i, end)
-                if i >= end:
-                    return i
-                b = data[i]
-                if b < 0x80 and b != 0x27:
-                    return i
-        return _end_o200k(data, pos, end)
-    # The commonest chunks of prose inline here: each call between compiled functions costs a
-    # few ns, as much as the chunk's bytes (measured: +20% on English over calling _end_gpt4
-    # for everything).  Every pattern that gets here cuts these four cases alike (cl100k's \s++$
-    # cannot take a "\n" that a non-space follows): the pattern property "ascii_fast_path"
-    # (constants.PATTERN_PROPERTIES), checked for each pattern by tests/test_patterns.py, so a new
-    # pattern that cuts them otherwise fails there.  Anything else goes to
-    # _end_gpt4 or _end_gpt2, which decide every case from scratch.
-    if b < 0x80:
-        c = _ASCII[b]
-        i = pos + 1
-        if i < end:
-            b = data[i]
-            if c == _SPACE:
-                if b < 0x80 and _ASCII[b] == _LETTER:  # " word"
-                    c = _LETTER
-                    i += 1
-            elif c == _OTHER:
-                if b == 0x20:  # ", ": a one-character punctuation run (no CR/LF follows)
-                    return i
-            elif c == _NEWLINE:
-                if b < 0x80 and _ASCII[b] < _SPACE:  # "\n" before a non-space: \s*[\r\n]
-                    return i
-        if c == _LETTER:  # "word", and " word" from above
-            if i + 8 <= end:
-                # _ascii_letters' first block inline: most words end within it, and the call
-                # cost about as much as the block (cachegrind, docs/speed.md "Third round")
-                seven: i64 = 7
-                hi = _ONES << seven
-                x = read_i64_le(data, i)
-                y = (x | (_ONES * 0x20)) & ~hi
-                m = ~((y + _ONES * 0x1F) & ~(y + _ONES * 0x05) & ~x) & hi
-                if m != 0:
-                    low = m & -m  # the top bit of the first byte that is not a letter
-                    i += ((((low - 1) & _ONES) * _ONES) >> 56) - 1
-                    if (x & low) != 0:  # that byte is from 0x80: a non-ASCII letter may go on
-                        return _letters(data, i, end)
-                    return i
-                i += 8
-            i = _ascii_letters(data, i, end)
-            if i < end and data[i] >= 0x80:
-                return _letters(data, i, end)
-            return i
-    if pattern == PATTERN_GPT2:
-        return _end_gpt2(data, pos, end)
-    if pattern == PATTERN_CL100K:
-        return _end_gpt4(data, pos, end, 3, True)
-    return _end_gpt4(data, pos, end, 2 if pattern == PATTERN_MNEMONIC else 3, False)
+def _shortcut(p: SplitProgram, data: bytes, pos: i64, end: i64) -> i64:
+    """The shortcut action for the chunk at pos from act1, act2 and act3, with the byte lengths
+    of the characters read packed above it: bits 54-56 the first's, 57-59 the second's, 60-62
+    the third's."""
+    v = _atom(p, data, pos, end)
+    a0: i64 = v & 0xFF
+    n0: i64 = v >> 8
+    act = p.act1[a0]
+    if (act & 15) != ACT_NEXT:
+        return act | (n0 << 54)
+    width = p.width
+    i = pos + n0
+    a1: i64 = p.n_atoms
+    n1: i64 = 0
+    if i < end:
+        v = _atom(p, data, i, end)
+        a1 = v & 0xFF
+        n1 = v >> 8
+    act = p.act2[a0 * width + a1]
+    if (act & 15) != ACT_NEXT:
+        return act | (n0 << 54) | (n1 << 57)
+    j = i + n1
+    a2: i64 = p.n_atoms
+    n2: i64 = 0
+    if j < end:
+        v = _atom(p, data, j, end)
+        a2 = v & 0xFF
+        n2 = v >> 8
+    act = p.act3[((act >> 8) & 0xFFFFFF) * width + a2]
+    return act | (n0 << 54) | (n1 << 57) | (n2 << 60)
 
 
-def chunk_count(data: bytes, pattern: i64) -> i64:
+def _general(p: SplitProgram, data: bytes, pos: i64, end: i64, first: i64) -> i64:
+    """The chunk at pos by the matcher: the first branch from branch `first` on that matches
+    (the shortcut tables know the ones before it fail here), or the gap."""
+    v = _atom(p, data, pos, end)
+    e = _match(p, data, pos, end, v & 0xFF, first)
+    if e >= 0:
+        return e
+    return _gap_end(p, data, pos + (v >> 8), end)
+
+
+# ---- regex and sequence programs -----------------------------------------------------------
+
+
+def _find_cursor(p: SplitProgram, data: bytes, pos: i64, end: i64) -> _Cursor | None:
+    c = p.last
+    if c is not None and c.data is data and c.end == end and c.next == pos:
+        return c
+    c = p.cursors.get((id(data), end))
+    if c is not None and c.data is data and c.next == pos:
+        p.last = c
+        return c
+    return None
+
+
+def _keep_cursor(p: SplitProgram, c: _Cursor, data: bytes, end: i64) -> None:
+    cursors = p.cursors
+    if len(cursors) >= _MAX_CURSORS:
+        del cursors[next(iter(cursors))]
+    cursors[(id(data), end)] = c
+    p.last = c
+
+
+def _done(p: SplitProgram, c: _Cursor, data: bytes, end: i64) -> None:
+    """The text is scanned to its end: forget its cursor."""
+    key = (id(data), end)
+    if p.cursors.get(key) is c:
+        del p.cursors[key]
+    if p.last is c:
+        p.last = None
+
+
+def _scan_stateful(p: SplitProgram, data: bytes, pos: i64, end: i64) -> i64:
+    c = _find_cursor(p, data, pos, end)
+    e: i64
+    if p.kind == KIND_REGEX:
+        rc: _RegexCursor
+        if c is None or not isinstance(c, _RegexCursor):
+            rc = _RegexCursor(p.rx, data, pos, end)
+            _keep_cursor(p, rc, data, end)
+        else:
+            rc = c
+        e = rc.segment() & _END_BITS
+        if e >= end:
+            _done(p, rc, data, end)
+        return e
+    sc: _SeqCursor
+    if c is None or not isinstance(c, _SeqCursor):
+        sc = _SeqCursor(data, pos, end, len(p.steps))
+        _keep_cursor(p, sc, data, end)
+    else:
+        sc = c
+    e = _scan_sequence(p, sc, data, pos, end)
+    sc.next = e
+    if e >= end:
+        _done(p, sc, data, end)
+    return e
+
+
+def _step_segment(step: SplitProgram, c: _SeqCursor, k: i64, data: bytes, pos: i64, lim: i64) -> i64:
+    """Step k's segment at pos inside its enclosing piece, which ends at lim."""
+    if c.peek_at[k] == pos:
+        c.peek_at[k] = -1
+        return c.peek[k]
+    if step.kind == KIND_SCAN:
+        return _segment(step, data, pos, lim)
+    sub = c.subs[k]
+    if sub is None or sub.next != pos or sub.end != lim:
+        sub = _RegexCursor(step.rx, data, pos, lim)
+        c.subs[k] = sub
+    return sub.segment()
+
+
+def _piece_end(step: SplitProgram, behavior: i64, c: _SeqCursor, k: i64, data: bytes, pos: i64, lim: i64) -> i64:
+    """The end of step k's piece that starts at pos (the segments joined as its behavior says)."""
+    how = behavior & 15
+    if how == ISOLATED and step.kind == KIND_SCAN:
+        return scan(step, data, pos, lim)
+    inv: i64 = 0
+    if (behavior & INVERT) != 0:
+        inv = _MATCH
+    v = _step_segment(step, c, k, data, pos, lim) ^ inv
+    e = v & _END_BITS
+    is_match = (v & _MATCH) != 0
+    if how == ISOLATED or e >= lim:
+        return e
+    if how == MERGED_WITH_PREVIOUS and is_match:
+        return e
+    if how == MERGED_WITH_NEXT and not is_match:
+        return e
+    while e < lim:
+        # CONTIGUOUS joins the segments that follow while they are what this one is (two gaps
+        # follow each other only inverted); MERGED_WITH_PREVIOUS a gap with the match after it;
+        # MERGED_WITH_NEXT a match with the gap after it
+        w = _step_segment(step, c, k, data, e, lim)
+        w_match = ((w ^ inv) & _MATCH) != 0
+        if how == CONTIGUOUS:
+            joins = w_match == is_match
+        else:
+            joins = w_match == (how == MERGED_WITH_PREVIOUS)
+        if not joins:
+            c.peek_at[k] = e
+            c.peek[k] = w
+            return e
+        e = w & _END_BITS
+        if how != CONTIGUOUS:
+            return e
+    return e
+
+
+def _scan_sequence(p: SplitProgram, c: _SeqCursor, data: bytes, pos: i64, end: i64) -> i64:
+    levels: i64 = len(p.steps)
+    lim = end
+    k: i64 = 0
+    while k < levels:
+        e = c.ends[k]
+        if e > pos:
+            lim = e
+            k += 1
+            continue
+        e = _piece_end(p.steps[k], p.behaviors[k], c, k, data, pos, lim)
+        c.ends[k] = e
+        d = k + 1
+        while d < levels:  # the steps below start over inside the new piece
+            c.ends[d] = -1
+            c.subs[d] = None
+            c.peek_at[d] = -1
+            d += 1
+        lim = e
+        k += 1
+    return lim
+
+
+# ---- loops ---------------------------------------------------------------------------------
+
+
+def count_chunks(p: SplitProgram, data: bytes) -> i64:
     """How many chunks `data` splits into (the boundary loop with nothing else in it)."""
     pos: i64 = 0
     end: i64 = len(data)
     n: i64 = 0
     while pos < end:
-        pos = chunk_end(data, pos, end, pattern)
+        pos = scan(p, data, pos, end)
         n += 1
     return n
 
 
-# ---- the user API --------------------------------------------------------------------------
-
-
-def _split_bytes(data: bytes, pid: i64) -> list[bytes]:
+def cut_bytes(p: SplitProgram, data: bytes, end: i64) -> list[bytes]:
+    """The chunks of data[:end]."""
     out: list[bytes] = []
     pos: i64 = 0
-    end: i64 = len(data)
     while pos < end:
-        e = chunk_end(data, pos, end, pid)
+        e = scan(p, data, pos, end)
         out.append(data[pos:e])
         pos = e
     return out
 
 
-def _split_str(text: str, pid: i64) -> list[str]:
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise InputError(
-            f"text holds the lone surrogate U+{ord(text[err.start]):04X} at index {err.start}, which "
-            "UTF-8 cannot encode; split its bytes instead, e.g. split(text.encode('utf-8', 'surrogatepass'))"
-        ) from None
+def cut_str(p: SplitProgram, text: str, data: bytes) -> list[str]:
+    """The chunks of `text`, whose UTF-8 is `data`: chunks of valid UTF-8 start and end on
+    character boundaries, so each is sliced from the str by counting its characters."""
     out: list[str] = []
     pos: i64 = 0
     end: i64 = len(data)
     if end == len(text):  # all ASCII: byte offsets are character offsets
         while pos < end:
-            e = chunk_end(data, pos, end, pid)
+            e = scan(p, data, pos, end)
             out.append(text[pos:e])
             pos = e
         return out
-    # Chunks of valid UTF-8 start and end on character boundaries: count the characters of
-    # each chunk (its bytes that are not continuation bytes) to slice the str itself.
     cpos: i64 = 0
     while pos < end:
-        e = chunk_end(data, pos, end, pid)
+        e = scan(p, data, pos, end)
         k: i64 = pos
         nchars: i64 = 0
         while k < e:
@@ -840,21 +1331,3 @@ def _split_str(text: str, pid: i64) -> list[str]:
         cpos += nchars
         pos = e
     return out
-
-
-@overload
-def split(text: str, pattern: str = "mnemonic") -> list[str]: ...
-@overload
-def split(text: bytes, pattern: str = "mnemonic") -> list[bytes]: ...
-def split(text: str | bytes, pattern: str = "mnemonic") -> list[str] | list[bytes]:
-    """Cut text into pre-tokenizer chunks: str in, list of str out; bytes in, list of bytes out.
-
-    `pattern` is "mnemonic" (the default), "gpt4", "gpt2", "o200k" or "cl100k" (see PATTERN_REGEX).  The chunks
-    join back to `text`.  On valid UTF-8 they are exactly regex.findall(PATTERN_REGEX[pattern],
-    text); invalid UTF-8 bytes are one-byte characters that are neither letter, number nor
-    space.  A str holding a lone surrogate (which has no UTF-8 form) raises InputError.
-    """
-    pid = pattern_id(pattern)
-    if isinstance(text, str):
-        return _split_str(text, pid)
-    return _split_bytes(text, pid)

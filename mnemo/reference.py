@@ -31,6 +31,15 @@ The merge rule, the same in the naive twin and the fast trainer:
 """
 
 
+SKIP_DOC = """\
+`skip(bytes_a, bytes_b)`, when given, refuses pairs: a pair for which it returns True is never
+merged, whatever its count -- rule 2 takes the best pair among the others, and training stops
+when only refused pairs occur twice.  Initial merges are never refused.  Pruning refuses the
+tokens it removed (mnemo/prune.py); superword training refuses tokens of more than four words
+(mnemo/superbpe.py).
+"""
+
+
 def train_merges_naive(
     words: dict[bytes, int],
     n_merges: int,
@@ -38,6 +47,7 @@ def train_merges_naive(
     verify: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     initial_merges: Sequence[tuple[int, int]] | None = None,
+    skip: Callable[[bytes, bytes], bool] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Learn up to `n_merges` merges from word counts; return (merges, counts).
 
@@ -61,12 +71,36 @@ def train_merges_naive(
     """
     check_train_args(words, n_merges, tie)
     forced = check_initial_merges(initial_merges, n_merges)
-    seqs: list[list[int]] = [list(w) for w in words]
-    weights: list[int] = list(words.values())
+    return train_tokens_naive(
+        [list(w) for w in words], list(words.values()), [], n_merges, tie, verify, progress, forced, skip
+    )
+
+
+def train_tokens_naive(
+    seqs: list[list[int]],
+    weights: list[int],
+    merges: list[tuple[int, int]],
+    n_merges: int,
+    tie: str = "id",
+    verify: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+    forced: Sequence[tuple[int, int]] = (),
+    skip: Callable[[bytes, bytes], bool] | None = None,
+    given_counts: Sequence[int] | None = None,
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """train_merges_naive's loop over words given as token sequences: `merges` made their
+    tokens (and are the first of the result, with `given_counts`, else 0: they are given, not
+    learnt), the merges len(merges) .. n_merges - 1 follow.  `forced` are taken first, as initial_merges.
+    Superword training's second stage continues so from stage 1's tokens
+    (mnemo/reference_superword.py)."""
     token_bytes: list[bytes] = [bytes([i]) for i in range(256)]
-    merges: list[tuple[int, int]] = []
-    counts: list[int] = []
-    for k in range(n_merges):
+    for a, b in merges:
+        token_bytes.append(token_bytes[a] + token_bytes[b])
+    first = len(merges)
+    merges = list(merges)
+    counts: list[int] = [0] * first if given_counts is None else list(given_counts)
+    forced = [*merges, *forced]
+    for k in range(first, n_merges):
         pair_counts: defaultdict[tuple[int, int], int] = defaultdict(int)
         for seq, weight in zip(seqs, weights):
             for pair in zip(seq, seq[1:]):
@@ -74,10 +108,11 @@ def train_merges_naive(
         best: tuple[int, int] | None = None
         best_count = 0
         for pair, count in pair_counts.items():
-            if best is None or count > best_count:
-                best, best_count = pair, count
-            elif count == best_count and _beats(pair, best, tie, token_bytes):
-                best = pair
+            if best is not None and (count < best_count or count == best_count and not _beats(pair, best, tie, token_bytes)):
+                continue
+            if skip is not None and k >= len(forced) and skip(token_bytes[pair[0]], token_bytes[pair[1]]):
+                continue
+            best, best_count = pair, count
         if k < len(forced):
             best, best_count = forced[k], pair_counts.get(forced[k], 0)
         elif best is None or best_count < 2:
@@ -128,7 +163,11 @@ def encode_chunk_naive(chunk: bytes, ranks: dict[tuple[int, int], int]) -> list[
 
     `ranks` maps each merge's pair to its number k (see `merge_ranks`).
     """
-    ids = list(chunk)
+    return bpe_naive(list(chunk), ranks)
+
+
+def bpe_naive(ids: list[int], ranks: dict[tuple[int, int], int]) -> list[int]:
+    """encode_chunk_naive's loop over token ids (superword's second stage starts from stage 1's)."""
     while len(ids) >= 2:
         found = [ranks[p] for p in zip(ids, ids[1:]) if p in ranks]
         if not found:
@@ -246,4 +285,26 @@ def encode_chunks_ranked_naive(
     out: list[int] = []
     for chunk in chunks:
         out.extend(encode_chunk_ranked_naive(chunk, ranks, ids))
+    return out
+
+
+# ---- special tokens ----
+
+
+def find_specials_naive(names: Sequence[bytes], data: bytes) -> list[tuple[int, int, int]]:
+    """The twin of SpecialMatcher.find_all: at each position from the left, the longest name
+    that starts there (its index in `names`; a name listed twice keeps its first index); after a
+    match, go on from its end."""
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(data):
+        best = -1
+        for k, name in enumerate(names):
+            if data.startswith(name, i) and (best < 0 or len(name) > len(names[best])):
+                best = k
+        if best >= 0:
+            out.append((i, i + len(names[best]), best))
+            i += len(names[best])
+        else:
+            i += 1
     return out

@@ -1,9 +1,11 @@
-"""Paths that are URLs: object storage and every other fsspec filesystem (docs/remote.md).
+"""URLs through fsspec: object storage and every other fsspec filesystem (docs/remote.md).
 
 Every path mnemo reads or writes may be an fsspec URL -- ``s3://bucket/key``, ``gs://``,
-``hf://``, ``memory://``, ``file://`` -- as well as a local path.  This module is the one place
-that knows about them: recognising a URL, opening one for reading, the size and kind of an
-object, and writing an output so that it appears under its final key only when complete.
+``hf://``, ``memory://``, ``file://`` -- as well as a local path.  mnemo/location.py tells the
+two apart and gives both one interface (`Location`); this module is what its URL kind stands on,
+the one importer of fsspec: opening an object for reading, its size and kind, local copies for
+memory maps, and writing an output so that it appears under its final key only when complete.
+Its functions take URLs as strings.
 
 Reading streams: `open_read` returns fsspec's buffered file, which fetches ranged blocks as it is
 read or seeked, so a corpus is never downloaded whole first, and the byte-range tasks of
@@ -26,19 +28,14 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from mnemo.errors import ConfigError, InputError
-
-#: `scheme://`: a scheme of at least two characters, so that a Windows drive (`C:`) is a path.
-_URL: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
+from mnemo.errors import ConfigError, FormatError, InputError
 
 #: What to install for the filesystems whose package fsspec does not bring.
 EXTRA_OF: Final = {
@@ -59,53 +56,28 @@ READ_BLOCK: Final = 8 << 20
 UPLOAD_BLOCK: Final = 8 << 20
 
 
-def is_url(path: object) -> bool:
-    """Whether `path` (a str or os.PathLike) is a URL (`scheme://...`) rather than a local path."""
-    if isinstance(path, Url):
-        return True
-    if not isinstance(path, (str, os.PathLike)):
-        return False
-    name = os.fspath(path)
-    return isinstance(name, str) and _URL.match(name) is not None
+def protocol_of(url: str) -> str:
+    return url.split("://", 1)[0].lower()
 
 
-@dataclass(frozen=True)
-class Url:
-    """An input or output that is a URL.  `pathlib.Path` cannot hold one (it folds `s3://b/k`
-    into `s3:/b/k`), so mnemo carries URLs as this and local files as Paths."""
+def name_of(url: str) -> str:
+    """The last part of the key: what a file of that name would be called ("" for none)."""
+    return url.split("://", 1)[1].rstrip("/").rsplit("/", 1)[-1]
 
-    url: str
 
-    @property
-    def protocol(self) -> str:
-        return self.url.split("://", 1)[0].lower()
+def sibling(url: str, name: str) -> str:
+    """The URL of the object `name` next to the one at `url`."""
+    head, _, _ = url.rstrip("/").rpartition("/")
+    return f"{head}/{name}"
 
-    @property
-    def name(self) -> str:
-        """The last part of the key: what a file of that name would be called."""
-        return self.url.split("://", 1)[1].rstrip("/").rsplit("/", 1)[-1]
 
-    def with_name(self, name: str) -> Url:
-        """The URL of the object `name` next to this one."""
-        head, _, _ = self.url.rstrip("/").rpartition("/")
-        return Url(f"{head}/{name}")
-
-    def __str__(self) -> str:
-        return self.url
+def join(url: str, name: str) -> str:
+    """The URL of `name` inside the folder (prefix) `url`."""
+    return f"{url.rstrip('/')}/{name}"
 
 
 #: Filesystems that live in one process's memory: other processes (workers) cannot read them.
 IN_PROCESS: Final = ("memory",)
-
-
-def in_process(url: str | os.PathLike[str] | Url) -> bool:
-    """Whether only this process can read `url` (memory://): its tasks are read here, never by
-    a worker, which would find an empty filesystem of its own."""
-    return as_url(url).protocol in IN_PROCESS
-
-
-def as_url(path: str | os.PathLike[str] | Url) -> Url:
-    return path if isinstance(path, Url) else Url(os.fspath(path))
 
 
 def _fsspec(url: str) -> ModuleType:
@@ -115,18 +87,18 @@ def _fsspec(url: str) -> ModuleType:
         raise ConfigError(f"{url}: reading and writing URLs needs fsspec: {EXTRA_OF['s3']}") from None
 
 
-def filesystem(url: str | os.PathLike[str] | Url) -> tuple[Any, str]:
+def filesystem(url: str) -> tuple[Any, str]:
     """(fsspec filesystem, path inside it) of `url`: a ConfigError naming what to install when
     the protocol's package is missing, or when the protocol is unknown."""
-    u = as_url(url)
-    fsspec = _fsspec(u.url)
+    fsspec = _fsspec(url)
+    protocol = protocol_of(url)
     try:
-        fs, path = fsspec.core.url_to_fs(u.url)
+        fs, path = fsspec.core.url_to_fs(url)
     except ImportError:
-        hint = EXTRA_OF.get(u.protocol, f"install the fsspec implementation of {u.protocol}://")
-        raise ConfigError(f"{u}: reading {u.protocol}:// URLs needs its fsspec package: {hint}") from None
+        hint = EXTRA_OF.get(protocol, f"install the fsspec implementation of {protocol}://")
+        raise ConfigError(f"{url}: reading {protocol}:// URLs needs its fsspec package: {hint}") from None
     except ValueError as exc:
-        raise ConfigError(f"{u}: {exc}; use a local path or a URL fsspec knows (s3://, gs://, hf://, memory://, file://)") from None
+        raise ConfigError(f"{url}: {exc}; use a local path or a URL fsspec knows (s3://, gs://, hf://, memory://, file://)") from None
     return fs, str(path)
 
 
@@ -141,7 +113,7 @@ def _no_credentials(exc: BaseException) -> bool:
     return type(exc).__name__ == "NoCredentialsError"
 
 
-def read_error(u: Url, exc: BaseException, doing: str = "read") -> InputError:
+def read_error(u: str, exc: BaseException, doing: str = "read") -> InputError:
     if isinstance(exc, FileNotFoundError):
         return InputError(f"{u}: no such object (or its bucket does not exist); check the URL")
     if isinstance(exc, PermissionError):
@@ -153,18 +125,17 @@ def read_error(u: Url, exc: BaseException, doing: str = "read") -> InputError:
     return InputError(f"{u}: cannot be {doing} ({type(exc).__name__}: {exc})")
 
 
-def info(url: str | os.PathLike[str] | Url) -> dict[str, Any]:
+def info(url: str) -> dict[str, Any]:
     """The object's fsspec info (size, type); InputError when it is missing or unreadable."""
-    u = as_url(url)
-    fs, path = filesystem(u)
+    fs, path = filesystem(url)
     try:
         found: dict[str, Any] = fs.info(path)
     except Exception as exc:  # OSError, and the filesystem's own errors (botocore's, aiohttp's)
-        raise read_error(u, exc) from None
+        raise read_error(url, exc) from None
     return found
 
 
-def check_file(url: str | os.PathLike[str] | Url) -> int:
+def check_file(url: str) -> int:
     """The size of the object at `url`, which must exist and be a file, not a folder."""
     found = info(url)
     if found.get("type") == "directory":
@@ -172,46 +143,38 @@ def check_file(url: str | os.PathLike[str] | Url) -> int:
     return int(found.get("size") or 0)
 
 
-def size(url: str | os.PathLike[str] | Url) -> int:
-    return int(info(url).get("size") or 0)
-
-
-def open_read(url: str | os.PathLike[str] | Url, *, exact: bool = False) -> Any:
+def open_read(url: str, *, exact: bool = False) -> Any:
     """The object as a seekable binary file that fetches READ_BLOCK-byte ranges ahead of what
     is read (fsspec's read-ahead cache: for a stream read in small pieces, as a decompressor
     reads).  `exact`: each read is one request of its own size -- for a few small reads (magic
     bytes, the search for a document boundary at a planned cut) and for a byte-range task read
     in large blocks, where reading ahead would fetch a block past the task's end for each (the
     4 MiB tasks of a tokenize run fetched 12 MiB each)."""
-    u = as_url(url)
-    fs, path = filesystem(u)
+    fs, path = filesystem(url)
     try:
         if exact:
             return fs.open(path, "rb", block_size=1 << 16, cache_type="none")
         return fs.open(path, "rb", block_size=READ_BLOCK)
     except Exception as exc:
-        raise read_error(u, exc) from None
+        raise read_error(url, exc) from None
 
 
-def read_file(url: str | os.PathLike[str] | Url, limit: int, what: str = "file") -> bytes:
+def read_file(url: str, limit: int, what: str = "file") -> bytes:
     """The whole object, at most `limit` bytes (fileio.read_file's contract for URLs)."""
-    from mnemo.errors import FormatError
-
-    u = as_url(url)
-    with open_read(u) as f:
+    with open_read(url) as f:
         try:
             data: bytes = f.read(limit + 1)
         except Exception as exc:
-            raise read_error(u, exc) from None
+            raise read_error(url, exc) from None
     if len(data) > limit:
-        raise FormatError(f"{u}: larger than {limit:,} bytes, the most mnemo reads as a {what}: check that the URL names one")
+        raise FormatError(f"{url}: larger than {limit:,} bytes, the most mnemo reads as a {what}: check that the URL names one")
     return data
 
 
 # ---- writing ----------------------------------------------------------------------------------
 
 
-def upload_atomic(local: str | os.PathLike[str], url: str | os.PathLike[str] | Url) -> None:
+def upload_atomic(local: str | os.PathLike[str], url: str) -> None:
     """Copy the local file to `url` so that the object appears only complete.  The copy runs in
     an fsspec transaction: files opened in one are not published until it ends without an
     exception (S3: the multipart upload is completed -- one atomic step -- only then), and an
@@ -219,8 +182,7 @@ def upload_atomic(local: str | os.PathLike[str], url: str | os.PathLike[str] | U
     memory://: nothing is stored; file://: the temporary file is removed).  A process killed
     outright leaves at most an incomplete multipart upload, never an object (docs/remote.md:
     the bucket rule that cleans those up)."""
-    u = as_url(url)
-    fs, path = filesystem(u)
+    fs, path = filesystem(url)
     try:
         with fs.transaction:
             out = fs.open(path, "wb", block_size=UPLOAD_BLOCK)
@@ -233,12 +195,12 @@ def upload_atomic(local: str | os.PathLike[str], url: str | os.PathLike[str] | U
     except OSError as exc:
         if getattr(exc, "filename", None) == os.fspath(local):  # the staged file, not the store
             raise
-        raise _write_error(u, exc) from None
+        raise _write_error(url, exc) from None
     except Exception as exc:  # the store's own errors (botocore's, aiohttp's)
-        raise _write_error(u, exc) from None
+        raise _write_error(url, exc) from None
 
 
-def _write_error(u: Url, exc: BaseException) -> InputError:
+def _write_error(u: str, exc: BaseException) -> InputError:
     if isinstance(exc, FileNotFoundError):
         return InputError(f"{u}: cannot be written: its bucket or folder does not exist; check the URL")
     if isinstance(exc, PermissionError):
@@ -248,7 +210,7 @@ def _write_error(u: Url, exc: BaseException) -> InputError:
     return InputError(f"{u}: cannot be written ({type(exc).__name__}: {exc})")
 
 
-def write_atomic(url: str | os.PathLike[str] | Url, data: bytes) -> None:
+def write_atomic(url: str, data: bytes) -> None:
     """fileio.write_atomic for a URL: the object appears complete or not at all."""
     staged = Staged(url)
     try:
@@ -259,14 +221,14 @@ def write_atomic(url: str | os.PathLike[str] | Url, data: bytes) -> None:
         staged.discard()
 
 
-def remove(url: str | os.PathLike[str] | Url) -> None:
+def remove(url: str) -> None:
     """Delete the object when it exists (an old key about to be replaced)."""
     fs, path = filesystem(url)
     try:
         if fs.exists(path):
             fs.rm_file(path)
     except Exception as exc:
-        raise _write_error(as_url(url), exc) from None
+        raise _write_error(url, exc) from None
 
 
 class Staged:
@@ -275,16 +237,16 @@ class Staged:
     them in the order given -- the key part of a set last -- and `discard` removes the folder.
     Costs local disk space equal to the output (in TMPDIR)."""
 
-    def __init__(self, url: str | os.PathLike[str] | Url) -> None:
-        self.url = as_url(url)
-        if not self.url.name:
-            raise ConfigError(f"{self.url}: names no object; give the output a key (such as {self.url.url.rstrip('/')}/NAME)")
-        filesystem(self.url)  # a missing package or an unknown protocol: now, before any work
+    def __init__(self, url: str) -> None:
+        self.url = url
+        if not name_of(url):
+            raise ConfigError(f"{url}: names no object; give the output a key (such as {url.rstrip('/')}/NAME)")
+        filesystem(url)  # a missing package or an unknown protocol: now, before any work
         self.folder = Path(tempfile.mkdtemp(prefix="mnemo-upload-"))
-        self.local = self.folder / self.url.name
+        self.local = self.folder / name_of(url)
 
-    def url_of(self, local: Path) -> Url:
-        return self.url.with_name(local.name)
+    def url_of(self, local: Path) -> str:
+        return sibling(self.url, local.name)
 
     def publish(self, files: Sequence[Path], *, remove_first: Sequence[Path] = ()) -> None:
         """Upload `files` (in this folder) next to the URL, in order, each atomically.  The
@@ -299,57 +261,47 @@ class Staged:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def check_output(url: str | os.PathLike[str] | Url, inputs: Sequence[str | os.PathLike[str] | Url] = ()) -> None:
-    """ConfigError, before any work starts, when an output URL cannot be written: one of the
-    `inputs` (the upload at the end would replace it), a missing package, an unknown protocol,
-    a key that names a folder (prefix), or (object stores) a bucket that does not exist."""
-    u = as_url(url)
-    for other in inputs:
-        if is_url(other) and as_url(other).url.rstrip("/") == u.url.rstrip("/"):
-            raise ConfigError(f"{u}: the output is also an input; writing it would replace the input: choose another output key")
-    fs, path = filesystem(u)
-    if not u.name:
-        raise ConfigError(f"{u}: names no object; give the output a key (such as {u.url.rstrip('/')}/NAME)")
+def check_writable(url: str) -> None:
+    """ConfigError, before any work starts, when an output URL cannot be written: a missing
+    package, an unknown protocol, a key that names a folder (prefix), or (object stores) a
+    bucket that does not exist."""
+    fs, path = filesystem(url)
+    key = url.rstrip("/")
+    if not name_of(url):
+        raise ConfigError(f"{url}: names no object; give the output a key (such as {key}/NAME)")
     try:
         if fs.isdir(path):
-            raise ConfigError(f"{u}: is a folder (a prefix); give the output a key (such as {u.url.rstrip('/')}/NAME)")
+            raise ConfigError(f"{url}: is a folder (a prefix); give the output a key (such as {key}/NAME)")
         bucket = path.split("/", 1)[0]
-        if u.protocol in ("s3", "s3a", "gs", "gcs") and not fs.exists(bucket):
-            raise ConfigError(f"{u}: the bucket {bucket!r} does not exist (or is not visible with these credentials); create it or check the URL")
+        if protocol_of(url) in ("s3", "s3a", "gs", "gcs") and not fs.exists(bucket):
+            raise ConfigError(f"{url}: the bucket {bucket!r} does not exist (or is not visible with these credentials); create it or check the URL")
     except ConfigError:
         raise
     except Exception as exc:
         if _no_credentials(exc):
-            raise ConfigError(f"{u}: {NO_CREDENTIALS}") from None
-        raise ConfigError(f"{u}: cannot be checked for writing ({type(exc).__name__}: {exc}); check the URL and the credentials") from None
+            raise ConfigError(f"{url}: {NO_CREDENTIALS}") from None
+        raise ConfigError(f"{url}: cannot be checked for writing ({type(exc).__name__}: {exc}); check the URL and the credentials") from None
 
 
 # ---- folders and local copies -----------------------------------------------------------------
 
 
-def join(url: str | os.PathLike[str] | Url, name: str) -> Url:
-    """The URL of `name` inside the folder (prefix) `url`."""
-    return Url(f"{as_url(url).url.rstrip('/')}/{name}")
-
-
-def isdir(url: str | os.PathLike[str] | Url) -> bool:
+def isdir(url: str) -> bool:
     """Whether `url` is a folder (a prefix with objects under it); False when nothing is there."""
-    u = as_url(url)
-    fs, path = filesystem(u)
+    fs, path = filesystem(url)
     try:
         return bool(fs.isdir(path))
     except Exception as exc:
-        raise read_error(u, exc) from None
+        raise read_error(url, exc) from None
 
 
-def isfile(url: str | os.PathLike[str] | Url) -> bool:
+def isfile(url: str) -> bool:
     """Whether an object (not a prefix) is at `url`."""
-    u = as_url(url)
-    fs, path = filesystem(u)
+    fs, path = filesystem(url)
     try:
         return bool(fs.isfile(path))
     except Exception as exc:
-        raise read_error(u, exc) from None
+        raise read_error(url, exc) from None
 
 
 #: Room left free in TMPDIR after a local copy: a copy that would leave less is refused.
@@ -372,14 +324,14 @@ def _copy_folder() -> Path:
     return _copy_root[0]
 
 
-def local_copy(url: str | os.PathLike[str] | Url, what: str = "file") -> Path:
+def local_copy(url: str, what: str = "file") -> Path:
     """A local copy of the object (or folder) at `url`, for readers that need a local file: a
     memory map (.tok files, the training stacks' files).  The bounded local cache of
     docs/remote.md: each URL is downloaded once per process, streamed in UPLOAD_BLOCK pieces,
     into a private folder in TMPDIR that is removed when the process exits; a copy that would
     leave less than COPY_RESERVE bytes free there is refused before anything is downloaded."""
-    u = as_url(url)
-    key = u.url.rstrip("/")
+    u = url
+    key = url.rstrip("/")
     if key in _copies and _copies[key].exists():
         return _copies[key]
     fs, path = filesystem(u)
@@ -400,7 +352,7 @@ def local_copy(url: str | os.PathLike[str] | Url, what: str = "file") -> Path:
             f"{u}: a {what} at a URL is read from a local copy, and its {need:,} bytes do not fit in {folder.parent.parent} "
             f"({free:,} bytes free, {COPY_RESERVE:,} kept free): set TMPDIR to a larger disk, or copy it yourself and pass the copy"
         )
-    top = Path(folder) / (u.name or "root")
+    top = Path(folder) / (name_of(u) or "root")
     base = str(path).rstrip("/")
     target = top
     try:
@@ -424,17 +376,17 @@ def local_copy(url: str | os.PathLike[str] | Url, what: str = "file") -> Path:
     return top
 
 
-def local_set(urls: Sequence[str | os.PathLike[str] | Url], what: str = "file set") -> Path:
+def local_set(urls: Sequence[str], what: str = "file set") -> Path:
     """Local copies of the objects at `urls` that exist, side by side in one folder of the
     local cache (a file set read by names next to each other: Megatron's .bin + .idx, datatrove's
     .ds + .index, a sidecar), under their own names; the folder is returned.  The objects must
     share one folder (prefix).  Each set is downloaded once per process, as `local_copy`."""
-    us = [as_url(u) for u in urls]
-    key = "\n".join(u.url for u in us)
+    us = list(urls)
+    key = "\n".join(us)
     if key in _copies and _copies[key].exists():
         return _copies[key]
     present = [u for u in us if isfile(u)]
-    need = sum(size(u) for u in present)
+    need = sum(check_file(u) for u in present)
     folder = Path(tempfile.mkdtemp(prefix="set-", dir=_copy_folder()))
     free = shutil.disk_usage(folder).free
     if need + COPY_RESERVE > free:
@@ -447,11 +399,11 @@ def local_set(urls: Sequence[str | os.PathLike[str] | Url], what: str = "file se
         for u in present:
             fs, path = filesystem(u)
             try:
-                with fs.open(path, "rb", block_size=UPLOAD_BLOCK) as src, open(folder / u.name, "wb") as dst:
+                with fs.open(path, "rb", block_size=UPLOAD_BLOCK) as src, open(folder / name_of(u), "wb") as dst:
                     while block := src.read(UPLOAD_BLOCK):
                         dst.write(block)
             except OSError as exc:
-                if getattr(exc, "filename", None) == str(folder / u.name):
+                if getattr(exc, "filename", None) == str(folder / name_of(u)):
                     raise  # the local disk, not the store: main() names the file
                 raise read_error(u, exc) from None
             except Exception as exc:

@@ -22,11 +22,10 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError
-from mnemo import remote
 from mnemo.fileio import read_file, write_atomic
+from mnemo.location import PathArg, location
 from mnemo.sources import Task
-from mnemo.tokfile import TOK_HEADER, Stamp, TokFile, TokHeader, read_tok_header
-from mnemo.tokfile import open_tok as open_tok_file
+from mnemo.tokfile import TOK_HEADER, Stamp, TokFile, TokHeader, map_tok_file, read_tok_header
 
 
 MANIFEST_NAME: Final = "manifest.json"
@@ -249,25 +248,17 @@ def shard_arrays(
     return arrays
 
 
-def open_tok(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
-    """mnemo.open_tok: a .tok file (tokfile.open_tok) or a shard directory of `mnemo tokenize
-    --ray`, read as one file in input order (`parts`: one memory-mapped array per shard)."""
-    if remote.is_url(path):
-        if remote.isdir(path):  # a shard directory in a bucket: mapped from a local copy
-            import dataclasses
-
-            opened = _open_shard_dir(remote.local_copy(path, "shard directory"), tokenizer)
-            return dataclasses.replace(opened, path=remote.as_url(path))
-        return open_tok_file(path, tokenizer)
-    if os.path.isdir(path):
-        return _open_shard_dir(path, tokenizer)
-    return open_tok_file(path, tokenizer)
-
-
-def _open_shard_dir(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
-    manifest, headers = shard_headers(path, tokenizer.fingerprint)
+def open_tok(path: PathArg, tokenizer: Stamp) -> TokFile:
+    """mnemo.open_tok: a .tok file (tokfile.map_tok_file) or a shard directory of `mnemo
+    tokenize --ray`, read as one file in input order (`parts`: one memory-mapped array per
+    shard).  At a URL, a file's header is read first and a directory is read from a local copy."""
+    where = location(path)
+    if not where.isdir():
+        return map_tok_file(where, tokenizer)
+    folder = where.local_path("shard directory")
+    manifest, headers = shard_headers(folder, tokenizer.fingerprint)
     header = combined_header(manifest, headers)
-    parts = tuple(shard_arrays(path, manifest, headers))
+    parts = tuple(shard_arrays(folder, manifest, headers))
     dtype = np.dtype("<u2" if header.width == 2 else "<u4")
     tokens = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-    return TokFile(Path(path), header, tokens, parts)
+    return TokFile(where, header, tokens, parts)

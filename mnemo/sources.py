@@ -30,9 +30,10 @@ and read once from its start, its compression sniffed on that one handle; nothin
 before (no check, no stat of a size) and nothing seeks in them.  ``-`` is JSON Lines when its
 first non-blank byte (after decompression) is ``{``, else text (docs/formats.md).
 
-A path may also be an fsspec URL (``s3://``, ``gs://``, ``memory://``, ...; mnemo/remote.py): an
-object is read like a regular file, by ranged requests, so the planning below applies to it
-unchanged and each worker fetches only its own byte range or row group.
+Every input is a `Location` (mnemo/location.py): a local path, ``-``, or an fsspec URL
+(``s3://``, ``gs://``, ``memory://``, ...), whose object is read like a regular file, by ranged
+requests, so the planning below applies to it unchanged and each worker fetches only its own
+byte range or row group.
 
 Work is planned as *tasks* so that worker processes read their own share of the input and the
 parent never holds a corpus in memory: an uncompressed text or JSONL file larger than
@@ -51,8 +52,6 @@ import json
 import lzma
 import os
 import re
-import stat
-import sys
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -60,15 +59,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from mnemo import remote
 from mnemo.constants import EOT  # always a document separator in text files, whatever the specials
 from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.jsonfield import string_field, string_fields
-from mnemo.remote import Url
-
-#: An input: a local path, or a URL (mnemo/remote.py), which a Path cannot hold.
-Input = Path | Url
+from mnemo.location import STDIN, Location, PathArg, RawReader, location
 
 XZ_MAGIC: Final = b"\xfd7zXZ\x00"
 GZIP_MAGIC: Final = b"\x1f\x8b"
@@ -76,10 +71,6 @@ ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 COMPRESSION_SUFFIXES: Final = (".xz", ".gz", ".gzip", ".zst", ".zstd")
 JSONL_SUFFIXES: Final = (".jsonl", ".ndjson", ".json")
 ARROW_SUFFIXES: Final = (".arrow",)
-#: The path that names standard input.
-STDIN: Final = "-"
-#: How standard input is named in messages.
-STDIN_NAME: Final = "<stdin>"
 #: Bytes read to recognise a compression format (the longest magic).
 SNIFF_BYTES: Final = 6
 
@@ -93,7 +84,7 @@ class Task:
     group, or a whole compressed file or stream (start = 0, end = -1).  `sequential`: the input
     can only be read from its start, by one reader (compressed, or a pipe, FIFO or standard
     input, which only the process that plans may open; or a memory:// object, which only that
-    process can see).  `path` is a URL as given for a remote input (mnemo/remote.py)."""
+    process can see).  `path` is the input's location as given (`location(path)` opens it)."""
 
     path: str
     kind: str  # "text" | "jsonl" | "parquet" | "arrow" | "auto" (standard input: decided by its content)
@@ -105,64 +96,12 @@ class Task:
 
     def describe(self) -> str:
         """The task as an error message names it (work.describe)."""
-        name = display_name(self.path)
+        name = str(location(self.path))
         if self.row_group >= 0:
             return f"{name} (row group {self.row_group})"
         if self.end >= 0:
             return f"{name} (bytes {self.start} to {self.end})"
         return name
-
-
-def is_stdin(path: str | os.PathLike[str] | Url) -> bool:
-    return not isinstance(path, Url) and os.fspath(path) == STDIN
-
-
-def display_name(path: str | os.PathLike[str] | Url) -> str:
-    """The input as messages name it."""
-    if isinstance(path, Url):
-        return str(path)
-    return STDIN_NAME if is_stdin(path) else os.fspath(path)
-
-
-def as_input(path: str | os.PathLike[str] | Url) -> Input:
-    """A Path, or a Url for a URL."""
-    if isinstance(path, Url) or remote.is_url(path):
-        return remote.as_url(path)
-    return Path(path)
-
-
-def input_size(path: str | os.PathLike[str] | Url) -> int:
-    """The size in bytes of a regular file or a remote object."""
-    p = as_input(path)
-    return remote.size(p) if isinstance(p, Url) else p.stat().st_size
-
-
-def _open_raw(path: Input, exact: bool = False) -> Any:
-    """The input's raw bytes, seekable: a local file, or a remote object read by ranges
-    (`exact`: no read-ahead; see remote.open_read)."""
-    return remote.open_read(path, exact=exact) if isinstance(path, Url) else open(path, "rb")
-
-
-def is_stream(path: str | os.PathLike[str] | Url) -> bool:
-    """Whether the input is standard input or not a regular file (a pipe, a FIFO, a device):
-    something to open once and read once, from its start.  A URL is an object: never a stream."""
-    if isinstance(path, Url):
-        return False
-    if is_stdin(path):
-        return True
-    return not stat.S_ISREG(_stat(path).st_mode)
-
-
-def _stat(path: str | os.PathLike[str]) -> os.stat_result:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(f"{os.fspath(path)}: no such file; check the path") from None
-    except OSError as exc:
-        raise InputError(f"{os.fspath(path)}: cannot be read ({exc.strerror}); check its permissions") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{os.fspath(path)}: is a directory; pass the files inside it")
-    return st
 
 
 def _magic(head: bytes) -> str:
@@ -175,27 +114,24 @@ def _magic(head: bytes) -> str:
     return ""
 
 
-def compression_of(path: Input) -> str:
-    """"xz", "gzip", "zstd" or "" -- from the first bytes of a regular file (a stream cannot be
-    looked at twice: open_binary sniffs it on the handle it reads)."""
-    if is_stream(path):
-        raise InputError(f"{display_name(path)}: is a stream; its compression is known only once it is read")
-    try:
-        with _open_raw(path, exact=True) as f:
+def compression_of(path: Location) -> str:
+    """"xz", "gzip", "zstd" or "" -- from the first bytes of a file, never of a stream (which
+    cannot be looked at twice: open_binary sniffs it on the handle it reads)."""
+    with path.open(exact=True) as f:
+        try:
             head = f.read(SNIFF_BYTES)
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory; pass the files inside it") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+        except OSError as exc:
+            raise path.read_error(exc) from None
     return _magic(head)
 
 
-def kind_of(path: Input) -> str:
+def kind_of(path: PathArg) -> str:
     """"jsonl", "parquet" or "text", from the name with any compression suffix removed; "auto"
     for standard input, which has no name (its content decides, see _sniff_kind)."""
-    if is_stdin(path):
+    where = location(path)
+    if where.stdin:
         return "auto"
-    name = path.name.lower()
+    name = where.name.lower()
     for suffix in COMPRESSION_SUFFIXES:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
@@ -209,27 +145,13 @@ def kind_of(path: Input) -> str:
     return "text"
 
 
-def open_binary(path: str | os.PathLike[str] | Url, *, exact: bool = False) -> io.BufferedIOBase:
+def open_binary(path: Location, *, exact: bool = False) -> io.BufferedIOBase:
     """The input's decompressed bytes as a stream, through ONE open of it (`-`: standard input,
-    left open at the end; `exact`: a remote object is read without read-ahead, see remote.open_read).
-    The magic bytes are read from that handle; a seekable file goes back to where it was, a pipe
-    gets them served again before the rest -- a second open or a seek would lose what the first
-    read took from a pipe (once 153 of 2,000 documents)."""
-    name = display_name(path)
-    raw: Any  # a file, or standard input borrowed
-    if is_stdin(path):
-        raw = _Borrowed(sys.stdin.buffer)
-    elif isinstance(path, Url) or remote.is_url(path):
-        raw = remote.open_read(path, exact=exact)  # ranged reads: seekable, never downloaded whole
-    else:
-        try:
-            raw = open(path, "rb")
-        except FileNotFoundError:
-            raise InputError(f"{name}: no such file; check the path") from None
-        except IsADirectoryError:
-            raise InputError(f"{name}: is a directory; pass the files inside it") from None
-        except OSError as exc:
-            raise InputError(f"{name}: cannot be read ({exc.strerror}); check its permissions") from None
+    left open at the end; a URL is read by ranges, never downloaded whole; `exact`: without
+    read-ahead, see Location.open).  The magic bytes are read from that handle; a seekable file
+    goes back to where it was, a pipe gets them served again before the rest -- a second open or
+    a seek would lose what the first read took from a pipe (once 153 of 2,000 documents)."""
+    raw = path.open(exact=exact)
     try:
         head, source = _sniff(raw)
         comp = _magic(head)
@@ -241,7 +163,7 @@ def open_binary(path: str | os.PathLike[str] | Url, *, exact: bool = False) -> i
             try:
                 zstandard = _zstandard()
             except ImportError:
-                raise InputError(f"{name}: is zstd-compressed; install the 'zstandard' package to read it") from None
+                raise InputError(f"{path}: is zstd-compressed; install the 'zstandard' package to read it") from None
             return io.BufferedReader(_ZstdReader(source, zstandard.ZstdDecompressor()), 1 << 20)
         if isinstance(source, io.BufferedIOBase):
             return source  # a plain regular file: seekable, for the byte ranges of tasks
@@ -266,36 +188,7 @@ def _sniff(raw: Any) -> tuple[bytes, Any]:
     return head, _Prefixed(head, raw)
 
 
-class _Reader(io.RawIOBase):
-    """A raw stream that reads another (`inner`): the shared part of the wrappers below."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.inner.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
-class _Borrowed(_Reader):
-    """A stream we read but do not own (standard input): closing it leaves the stream open."""
-
-    def seekable(self) -> bool:
-        return bool(self.inner.seekable())
-
-    def tell(self) -> int:
-        return int(self.inner.tell())
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return int(self.inner.seek(offset, whence))
-
-
-class _Prefixed(_Reader):
+class _Prefixed(RawReader):
     """`head`, then the rest of `inner` (which `head` was read from): a pipe read once."""
 
     def __init__(self, head: bytes, inner: Any) -> None:
@@ -315,7 +208,7 @@ class _Prefixed(_Reader):
         super().close()
 
 
-class _Owning(_Reader):
+class _Owning(RawReader):
     """Reads `inner` and closes it and `also` (the file a decompressor reads) when closed."""
 
     def __init__(self, inner: Any, also: Any) -> None:
@@ -380,52 +273,46 @@ class _ZstdReader(io.RawIOBase):
         super().close()
 
 
-def check_inputs(inputs: Sequence[str | os.PathLike[str] | Url]) -> list[Input]:
-    """The inputs as paths, each checked to be a readable file (else InputError).  Streams are
-    checked without being opened: opening a FIFO takes its writer, and a pipe's bytes once read
-    are gone."""
+def check_inputs(inputs: Sequence[PathArg]) -> list[Location]:
+    """The inputs' locations, each checked to be a readable file (else InputError).  Streams
+    are checked without being opened: opening a FIFO takes its writer, and a pipe's bytes once
+    read are gone."""
     if not inputs:
         raise InputError("no input files given; pass at least one .txt, .jsonl, .parquet or .arrow file")
-    if sum(1 for p in inputs if is_stdin(p)) > 1:
+    given = [location(p) for p in inputs]
+    if sum(1 for p in given if p.stdin) > 1:
         raise InputError(f"standard input ('{STDIN}') is given more than once; it can be read only once")
-    paths = [q for p in inputs for q in _dataset_folder_files(as_input(p))]
+    paths = [q for p in given for q in _dataset_folder_files(p)]
     for p in paths:
-        if is_stdin(p):
-            continue
-        if isinstance(p, Url):
-            remote.check_file(p)  # InputError naming the URL when missing, a folder or unreadable
-            if compression_of(p) and kind_of(p) == "arrow":
-                raise InputError(f"{p}: a compressed Arrow file cannot be read by record batch; decompress it and pass that")
-            _refuse_binary(p)
-            continue
-        if is_stream(p):  # also raises InputError for missing or directory
-            if not os.access(p, os.R_OK):
-                raise InputError(f"{p}: cannot be read (permission denied); check its permissions")
+        info = p.info()  # missing or unreadable: an InputError naming it
+        if info.type == "directory":
+            raise p.read_error(IsADirectoryError())
+        if info.stream:
             if kind_of(p) == "parquet":
                 raise InputError(_parquet_stream_message(str(p)))
             if kind_of(p) == "arrow":
                 raise InputError(_arrow_stream_message(str(p)))
-        else:
-            if compression_of(p) and kind_of(p) == "arrow":  # also raises InputError for unreadable
-                raise InputError(f"{p}: a compressed Arrow file cannot be memory-mapped; decompress it and pass that")
-            _refuse_binary(p)
+            continue
+        if compression_of(p) and kind_of(p) == "arrow":
+            raise InputError(f"{p}: a compressed Arrow file cannot be read by record batch; decompress it and pass that")
+        _refuse_binary(p)
     return paths
 
 
-def _dataset_folder_files(path: Input) -> list[Input]:
-    """A `datasets.Dataset.save_to_disk` folder as its Arrow files, in the order of its
-    state.json; any other path as itself.  A DatasetDict folder (one subfolder per split) is an
-    error naming the splits: training on train and test together must be a choice."""
-    if isinstance(path, Url):
-        return _dataset_prefix_files(path)
-    if is_stdin(path) or not path.is_dir():
-        return [path]
-    state = path / "state.json"
-    if state.is_file():
+def _dataset_folder_files(path: Location) -> list[Location]:
+    """A `datasets.Dataset.save_to_disk` folder (a prefix, at a URL) as its Arrow files, in the
+    order of its state.json; any other path as itself.  A DatasetDict folder (one subfolder per
+    split) is an error naming the splits: training on train and test together must be a choice."""
+    from mnemo.fileio import read_file
+
+    if not path.isdir():
+        return [path]  # a file, a stream, or nothing (check_inputs names it)
+    state = path.join("state.json")
+    if state.isfile():
         try:
-            files = json.loads(state.read_text(encoding="utf-8"))["_data_files"]
+            files = json.loads(read_file(state, 1 << 24, "datasets state.json"))["_data_files"]
             names = [str(entry["filename"]) for entry in files]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:
             raise InputError(
                 f"{state}: not a datasets state.json with a '_data_files' list ({type(exc).__name__}: {exc})"
             ) from None
@@ -434,52 +321,29 @@ def _dataset_folder_files(path: Input) -> list[Input]:
         for name in names:
             if Path(name).name != name:
                 raise InputError(f"{state}: data file {name!r} is not a file name inside the folder")
-        return [path / name for name in names]
-    splits = path / "dataset_dict.json"
-    if splits.is_file():
+        return [path.join(name) for name in names]
+    splits = path.join("dataset_dict.json")
+    if splits.isfile():
         try:
-            found = ", ".join(str(s) for s in json.loads(splits.read_text(encoding="utf-8"))["splits"])
-        except (OSError, ValueError, KeyError, TypeError):
+            found = ", ".join(str(s) for s in json.loads(read_file(splits, 1 << 24, "datasets dataset_dict.json"))["splits"])
+        except (InputError, ValueError, KeyError, TypeError):
             found = "see dataset_dict.json"
-        raise InputError(f"{path}: is a datasets DatasetDict (splits: {found}); pass the folder of one split, e.g. {path / 'train'}")
-    return [path]  # a plain folder: _stat's "is a directory" error
-
-
-def _dataset_prefix_files(url: Url) -> list[Input]:
-    """`_dataset_folder_files` for a URL: a save_to_disk folder in a bucket (a prefix holding
-    state.json) as the URLs of its Arrow objects, in state.json's order; an object as itself."""
-    from mnemo.fileio import read_file
-
-    if not remote.isdir(url):
-        return [url]  # an object, or nothing (check_file names the URL)
-    state = remote.join(url, "state.json")
-    if remote.isfile(state):
-        try:
-            files = json.loads(read_file(str(state), 1 << 24, "datasets state.json"))["_data_files"]
-            names = [str(entry["filename"]) for entry in files]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"{state}: not a datasets state.json with a '_data_files' list ({type(exc).__name__}: {exc})") from None
-        if not names:
-            raise InputError(f"{url}: its state.json lists no Arrow files")
-        for name in names:
-            if Path(name).name != name:
-                raise InputError(f"{state}: data file {name!r} is not a file name inside the folder")
-        return [remote.join(url, name) for name in names]
-    if remote.isfile(remote.join(url, "dataset_dict.json")):
-        raise InputError(f"{url}: is a datasets DatasetDict; pass the folder (prefix) of one split, e.g. {remote.join(url, 'train')}")
-    raise InputError(f"{url}: is a folder (a prefix) without a datasets state.json; pass the objects inside it")
+        raise InputError(
+            f"{path}: is a datasets DatasetDict (splits: {found}); pass the folder of one split, e.g. {path.join('train')}"
+        )
+    raise InputError(f"{path}: is a {path.FOLDER} without a datasets state.json; pass the {path.FILES} inside it")
 
 
 #: Bytes (after decompression) looked at for a NUL: git's rule for telling binary from text.
 TEXT_SNIFF_BYTES: Final = 8000
 
 
-def _refuse_binary(path: Input) -> None:
-    """InputError for a text or JSONL input that is one of mnemo's own files (tokenizer.bin,
+def _refuse_binary(path: Location) -> None:
+    """InputError for a text or JSONL file that is one of mnemo's own files (tokenizer.bin,
     .tok) or binary (a NUL byte in its first TEXT_SNIFF_BYTES, after decompression): training on
-    a .tok file as if it were text ran for 38 s and gave a vocabulary of noise.  Only regular
-    files are looked at: a read from a pipe would take bytes that the real read then misses."""
-    if kind_of(path) in ("parquet", "arrow") or (isinstance(path, Path) and not path.is_file()):
+    a .tok file as if it were text ran for 38 s and gave a vocabulary of noise.  Never called
+    for a stream: a read from a pipe would take bytes that the real read then misses."""
+    if kind_of(path) in ("parquet", "arrow"):
         return
     from mnemo.tokfile import TOK_MAGIC
     from mnemo.vocabfile import BIN_MAGIC
@@ -522,7 +386,7 @@ TASKS_PER_WORKER: Final = 16
 
 
 def plan_tasks(
-    paths: Sequence[Input],
+    paths: Sequence[PathArg],
     *,
     n_workers: int,
     specials: Sequence[str] = (),
@@ -538,42 +402,42 @@ def plan_tasks(
     With `whole_documents` (encoding: every document gets its own <|bos|>), a text file is cut
     only at special tokens; otherwise (counting) also at a space between two ASCII letters."""
     tasks: list[Task] = []
-    streams = {p for p in paths if is_stream(p)}
-    total = sum(input_size(p) for p in paths if p not in streams)
+    inputs = [(p, p.info()) for p in map(location, paths)]
+    total = sum(info.size for _, info in inputs if not info.stream)
     target = max(min_task_bytes, total // max(1, TASKS_PER_WORKER * n_workers))
     if max_task_bytes is not None:
         target = min(target, max_task_bytes)
-    for p in paths:
+    for p, info in inputs:
         kind = kind_of(p)
-        if p in streams:  # never opened here: the reader opens it once
+        where = os.fspath(p)  # as given: a task names its input so that location() finds it again
+        if info.stream:  # never opened here: the reader opens it once
             if kind == "parquet":
-                raise InputError(_parquet_stream_message(display_name(p)))
+                raise InputError(_parquet_stream_message(str(p)))
             if kind == "arrow":
-                raise InputError(_arrow_stream_message(display_name(p)))
-            tasks.append(Task(str(p), kind, sequential=True))
-        elif isinstance(p, Url) and remote.in_process(p):  # memory://: only this process sees it
-            tasks.append(Task(str(p), kind, sequential=True))
+                raise InputError(_arrow_stream_message(str(p)))
+            tasks.append(Task(where, kind, sequential=True))
+        elif p.private:  # memory://: only this process sees it
+            tasks.append(Task(where, kind, sequential=True))
         elif kind == "parquet":
-            tasks += [Task(str(p), kind, row_group=g) for g in range(_parquet_row_groups(p))]
+            tasks += [Task(where, kind, row_group=g) for g in range(_parquet_row_groups(p))]
         elif kind == "arrow":  # one task per file (datasets shards big datasets into files)
-            tasks.append(Task(str(p), kind, size=input_size(p)))
+            tasks.append(Task(where, kind, size=info.size))
         elif compression_of(p):
-            tasks.append(Task(str(p), kind, sequential=True))
-        elif (size := input_size(p)) <= target:
-            tasks.append(Task(str(p), kind, size=size))
+            tasks.append(Task(where, kind, sequential=True))
+        elif info.size <= target:
+            tasks.append(Task(where, kind, size=info.size))
         else:
-            tasks += [Task(str(p), kind, s, e) for s, e in _cut_points(p, kind, target, specials, whole_documents)]
+            tasks += [Task(where, kind, s, e) for s, e in _cut_points(p, info.size, kind, target, specials, whole_documents)]
     return tasks
 
 
 def _cut_points(
-    path: Input, kind: str, target: int, specials: Sequence[str], whole_documents: bool
+    path: Location, size: int, kind: str, target: int, specials: Sequence[str], whole_documents: bool
 ) -> list[tuple[int, int]]:
-    """Byte ranges of about `target` bytes, each starting at a document boundary (a remote
-    object: one ranged read of at most CUT_SEARCH_BYTES per cut)."""
-    size = input_size(path)
+    """Byte ranges of about `target` bytes of the `size` bytes of `path`, each starting at a
+    document boundary (a remote object: one ranged read of at most CUT_SEARCH_BYTES per cut)."""
     cuts = [0]
-    with _open_raw(path, exact=True) as f:
+    with path.open(exact=True) as f:
         pos = target
         while pos < size:
             f.seek(pos)
@@ -645,16 +509,16 @@ def split_at(data: bytes, seps: re.Pattern[bytes]) -> Iterator[bytes]:
         yield data[at:] if at else data
 
 
-def _parquet_row_groups(path: Input) -> int:
+def _parquet_row_groups(path: Location) -> int:
     pq = _pyarrow_parquet(path)
     try:
-        with _open_raw(path) as f:  # pyarrow reads the footer by ranges of a file object
+        with path.open() as f:  # pyarrow reads the footer by ranges of a file object
             return int(pq.ParquetFile(f).num_row_groups)
     except Exception as exc:  # pyarrow raises its own error types
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def _pyarrow_parquet(path: Input) -> ModuleType:
+def _pyarrow_parquet(path: Location) -> ModuleType:
     try:
         return importlib.import_module("pyarrow.parquet")
     except ImportError:
@@ -678,7 +542,7 @@ def iter_task_documents(
         yield from _task_documents(task, text_field, specials, whole_documents)
     except read_errors() as exc:
         raise InputError(
-            f"{display_name(task.path)}: cannot be read to the end ({type(exc).__name__}: {exc}); "
+            f"{location(task.path)}: cannot be read to the end ({type(exc).__name__}: {exc}); "
             f"the file may be truncated or corrupt"
         ) from None
 
@@ -694,7 +558,7 @@ def read_errors() -> tuple[type[BaseException], ...]:
 
 
 def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_documents: bool) -> Iterator[bytes]:
-    path = as_input(task.path)
+    path = location(task.path)
     if task.kind == "parquet":
         yield from _parquet_documents(path, task.row_group, text_field, specials)
         return
@@ -717,7 +581,7 @@ def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_
             yield from _text_documents(raw, specials, whole_documents)
 
 
-def _sniff_kind(raw: Iterable[bytes], path: Input) -> tuple[str, Iterable[bytes]]:
+def _sniff_kind(raw: Iterable[bytes], path: Location) -> tuple[str, Iterable[bytes]]:
     """The format of standard input, from its first bytes: "jsonl" when the first byte that is
     not white space is "{", else "text" (a text that starts with "{" then fails as JSON on a
     named line, never silently; /dev/stdin reads it as text).  Parquet cannot be streamed."""
@@ -729,18 +593,18 @@ def _sniff_kind(raw: Iterable[bytes], path: Input) -> tuple[str, Iterable[bytes]
         stripped = block.lstrip()
         if stripped:
             if stripped.startswith(b"PAR1"):
-                raise InputError(_parquet_stream_message(display_name(path)))
+                raise InputError(_parquet_stream_message(str(path)))
             kind = "jsonl" if stripped.startswith(b"{") else "text"
             break
     return kind, itertools.chain(seen, blocks)
 
 
 def iter_documents(
-    inputs: Sequence[str | os.PathLike[str] | Url], *, text_field: str = DEFAULT_TEXT_FIELD, specials: Sequence[str] = ()
+    inputs: Sequence[PathArg], *, text_field: str = DEFAULT_TEXT_FIELD, specials: Sequence[str] = ()
 ) -> Iterator[bytes]:
     """Every document of every input, in order (a single process; see plan_tasks for workers)."""
     for p in check_inputs(inputs):
-        yield from iter_task_documents(Task(str(p), kind_of(p)), text_field=text_field, specials=specials)
+        yield from iter_task_documents(Task(os.fspath(p), kind_of(p)), text_field=text_field, specials=specials)
 
 
 BLOCK: Final = 8 << 20
@@ -761,7 +625,7 @@ def _limited(stream: io.BufferedIOBase, n: int) -> Iterator[bytes]:
 
 
 def _jsonl_documents(
-    raw: Iterable[bytes], path: Input, start: int, field: str, specials: Sequence[str] = ()
+    raw: Iterable[bytes], path: Location, start: int, field: str, specials: Sequence[str] = ()
 ) -> Iterator[bytes]:
     """The documents of JSON Lines, split at the special tokens' strings when there are any.
     Lines are counted as they go by, for messages: a stream cannot be read again to count them."""
@@ -802,7 +666,7 @@ def _jsonl_documents(
 
 
 def _jsonl_line(
-    line: bytes, path: Input, start: int, line_no: int, field: str, key: bytes, seps: re.Pattern[bytes] | None
+    line: bytes, path: Location, start: int, line_no: int, field: str, key: bytes, seps: re.Pattern[bytes] | None
 ) -> Iterator[bytes]:
     """The document of one line (line `line_no` of a task starting at byte `start`); `key` is
     `field` as UTF-8 ("surrogatepass")."""
@@ -817,7 +681,7 @@ def _jsonl_line(
         yield from split_at(text_bytes, seps)
 
 
-def _json_field(line: bytes, path: Input, start: int, line_no: int, field: str) -> bytes:
+def _json_field(line: bytes, path: Location, start: int, line_no: int, field: str) -> bytes:
     """The field through json.loads: what string_field declined, with the errors."""
     try:
         record = json.loads(line)
@@ -840,13 +704,13 @@ def _json_field(line: bytes, path: Input, start: int, line_no: int, field: str) 
     return str_to_utf8(text)
 
 
-def _where(path: Input, start: int, line_no: int) -> str:
+def _where(path: Location, start: int, line_no: int) -> str:
     """"FILE:LINE" of line `line_no` of the task that starts at byte `start` of the file."""
     first = 1 if start == 0 else _line_number(path, start)  # start > 0: a regular file
-    return f"{display_name(path)}:{first + line_no}"
+    return f"{path}:{first + line_no}"
 
 
-def _line_number(path: Input, offset: int) -> int:
+def _line_number(path: Location, offset: int) -> int:
     """1-based line number of the byte at `offset` of a plain file (counted only when reporting
     an error)."""
     count = 1
@@ -909,11 +773,11 @@ def _text_documents(raw: Iterable[bytes], specials: Sequence[str], whole_documen
             yield piece
 
 
-def _parquet_documents(path: Input, row_group: int, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
+def _parquet_documents(path: Location, row_group: int, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
     pq = _pyarrow_parquet(path)
     seps = separator_re(specials) if specials else None
     try:
-        pf = pq.ParquetFile(path if isinstance(path, Path) else remote.open_read(path))  # row groups by ranged reads
+        pf = pq.ParquetFile(_arrow_source(path, map_local=False))
         if field not in pf.schema_arrow.names:
             raise InputError(
                 f"{path}: no column {field!r} (columns: {', '.join(pf.schema_arrow.names)}); "
@@ -938,7 +802,18 @@ def _parquet_documents(path: Input, row_group: int, field: str, specials: Sequen
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def _arrow_documents(path: Input, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
+def _arrow_source(path: Location, map_local: bool) -> Any:
+    """What pyarrow reads a Parquet or Arrow file from: a local file's path (`map_local`: a
+    memory map of it, whose record batches are read in place), or a URL's object as a file
+    that fetches ranges (a footer, a row group) as pyarrow asks for them -- never a local copy."""
+    if path.remote:
+        return path.open()
+    if map_local:
+        return importlib.import_module("pyarrow").memory_map(os.fspath(path), "r")
+    return os.fspath(path)
+
+
+def _arrow_documents(path: Location, field: str, specials: Sequence[str] = ()) -> Iterator[bytes]:
     """The column `field` of an Arrow IPC file (file or stream format), one record batch at a
     time from a memory map: a file of any size is never read whole."""
     try:
@@ -948,7 +823,7 @@ def _arrow_documents(path: Input, field: str, specials: Sequence[str] = ()) -> I
         raise InputError(f"{path}: reading Arrow files needs the 'pyarrow' package (pip install pyarrow)") from None
     seps = separator_re(specials) if specials else None
     try:
-        with pa.memory_map(str(path), "r") if isinstance(path, Path) else remote.open_read(path) as source:
+        with _arrow_source(path, map_local=True) as source:
             batches: Iterable[Any]
             try:
                 reader = ipc.open_file(source)

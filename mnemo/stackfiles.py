@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 import numpy as np
 import numpy.typing as npt
 
-from mnemo import remote
 from mnemo.errors import ConfigError, FormatError, InputError
 from mnemo.constants import VOCAB16, maskbit_for
+from mnemo.location import Location, PathArg, location
 from mnemo.tokfile import TokWriter
 
 if TYPE_CHECKING:
@@ -75,6 +75,15 @@ def datatrove_name(output: str | os.PathLike[str]) -> Path:
     .ds suffix."""
     path = _strip(Path(output), (".index", ".loss", ".metadata", SIDECAR_SUFFIX))
     return path if path.name.endswith(".ds") else path.with_name(path.name + ".ds")
+
+
+def output_locations(fmt: str, output: PathArg, chat: bool = False) -> list[Location]:
+    """Where a tokenize run writes, the key part last: output_paths next to `output`, which may
+    be a URL."""
+    where = location(output)
+    if fmt == "tok":
+        return [where]
+    return [where.sibling(p.name) for p in output_paths(fmt, where.name, chat)]
 
 
 def output_paths(fmt: str, output: str | os.PathLike[str], chat: bool = False) -> list[Path]:
@@ -217,9 +226,9 @@ class StackWriter:
         if n_vocab < 1:
             raise ConfigError(f"n_vocab must be >= 1, got {n_vocab}")
         self.output = output
-        # a URL: the set is built in a local staging folder, then uploaded part by part (remote.py)
-        self.staged = remote.Staged(output) if remote.is_url(output) else None
-        self.paths = output_paths(self.format, self.staged.local if self.staged is not None else output, chat)
+        # a URL: the set is built in a local staging folder, then uploaded part by part
+        self.staged = location(output).staging()
+        self.paths = output_paths(self.format, self.staged.local, chat)
         self.n_vocab = n_vocab
         self.fingerprint = fingerprint
         self.separators = separators or Separators()
@@ -233,7 +242,7 @@ class StackWriter:
 
     @property
     def where(self) -> str:
-        return str(self.staged.url_of(self.paths[-1])) if self.staged is not None else os.fspath(self.paths[-1])
+        return str(self.staged.final(self.paths[-1]))
 
     def __enter__(self) -> StackWriter:
         try:
@@ -323,15 +332,13 @@ class StackWriter:
             for part in self.parts:
                 part.finish()
             self._commit()
-            if self.staged is not None:
-                # the key part last, as the renames; the old key goes first
-                self.staged.publish(self.paths, remove_first=[self.paths[-1]])
+            # the key part last, as the renames; the old key goes first
+            self.staged.publish(self.paths, remove_first=[self.paths[-1]])
         except BaseException:
             self._discard()
             raise
         finally:
-            if self.staged is not None:
-                self.staged.discard()
+            self.staged.discard()
 
     def _commit(self) -> None:
         """Rename every part, the key last.  The old key goes first: from then on no reader
@@ -717,12 +724,10 @@ def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
     return StackFile("nanogpt", paths, tokens, doc_ends, None, side)
 
 
-def detect(path: str | os.PathLike[str]) -> str | None:
+def detect(path: PathArg) -> str | None:
     """The stack format of a path: the one its mnemo sidecar names, else the one its suffix
     names (a .bin with a sibling .idx is Megatron's, one without is nanoGPT's), or None."""
-    if remote.is_url(path):
-        path = local_stack_set(path)
-    p = _strip(Path(path), (SIDECAR_SUFFIX,))
+    p = _strip(local_stack_set(path), (SIDECAR_SUFFIX,))
     try:
         side = read_sidecar(_with(p, SIDECAR_SUFFIX))
     except FormatError:
@@ -742,22 +747,19 @@ def detect(path: str | os.PathLike[str]) -> str | None:
 READERS: Final = {"megatron": read_megatron, "datatrove": read_datatrove, "nanogpt": read_nanogpt}
 
 
-def local_stack_set(url: str | os.PathLike[str]) -> Path:
-    """A stack file set at a URL, copied to the local cache (remote.local_set: its tokens are
-    memory-mapped): every part any format could pair with the name given, those that exist.
-    Returns the local path standing for `url`; its siblings are the set's other parts."""
-    u = remote.as_url(url)
-    if not remote.isfile(u):
-        raise remote.read_error(u, FileNotFoundError(u.url))
-    names = dict.fromkeys([u.name, *(p.name for fmt in FORMATS[1:] for p in output_paths(fmt, u.name, chat=True))])
-    return remote.local_set([u.with_name(n) for n in names], "token file set") / u.name
+def local_stack_set(path: PathArg) -> Path:
+    """A stack file set, its tokens to be memory-mapped: the local path standing for `path`,
+    its siblings the set's other parts (at a URL, copies in the local cache of every part any
+    format could pair with the name given, those that exist: Location.local_set)."""
+    where = location(path)
+    names = dict.fromkeys([where.name, *(p.name for fmt in FORMATS[1:] for p in output_paths(fmt, where.name, chat=True))])
+    return where.local_set(list(names), "token file set")
 
 
-def read_stack_file(path: str | os.PathLike[str], fmt: str | None = None) -> StackFile:
+def read_stack_file(path: PathArg, fmt: str | None = None) -> StackFile:
     """Read a stack's token file set, its format named or found by `detect` (a URL: from local
-    copies of its parts, mnemo/remote.py)."""
-    if remote.is_url(path):
-        path = local_stack_set(path)
+    copies of its parts, Location.local_set)."""
+    path = local_stack_set(path)
     found = fmt or detect(path)
     if found not in READERS:
         raise InputError(f"{path}: not a Megatron (.bin/.idx), datatrove (.ds) or nanoGPT (.bin) token file")

@@ -3,7 +3,7 @@
 `Tokenizer.encode_iterable` is the entry point.  This module holds the rule that makes it exact --
 where encoding can be cut so that no id changes whatever text follows (`safe_cut`) -- and the one
 definition of the bytes a text is encoded as (`text_bytes`).  It knows nothing of the Tokenizer: it
-is handed the encode function, the special tokens' regex and the pattern's name, so the arrow points
+is handed the encode function, the special tokens' matcher and the pattern's name, so the arrow points
 from tokenizer.py down to here.
 
 Plain Python (not compiled): it only cuts text and hands it to the compiled encoder and
@@ -12,12 +12,13 @@ pre-tokenizer.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from mnemo.errors import ArgumentTypeError
-from mnemo.pretokenize import split
+from mnemo.patterns import SplitPattern, split
+from mnemo.superword import KIND_HARD, KIND_JOIN, chunk_kind
+from mnemo.special_match import SpecialMatcher
 
 ITERABLE_BLOCK: Final = 1 << 16  # characters gathered before a cut is looked for
 
@@ -31,7 +32,14 @@ def text_bytes(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
-def safe_cut(data: bytes, pattern: str, specials: re.Pattern[bytes] | None, longest: int) -> int:
+def _coarse_boundary(before: bytes, after: bytes) -> bool:
+    """Whether stage 2 (docs/superword.md) cuts between these two stage-1 chunks."""
+    return chunk_kind(before, 0, len(before)) != KIND_JOIN or chunk_kind(after, 0, len(after)) == KIND_HARD
+
+
+def safe_cut(
+    data: bytes, pattern: str | SplitPattern, specials: SpecialMatcher | None, longest: int, coarse: bool = False
+) -> int:
     """A byte offset in `data` where encoding can be cut without changing any id, whatever follows.
 
     `specials` matches the special tokens that end a stretch of text (None: there are none);
@@ -41,6 +49,9 @@ def safe_cut(data: bytes, pattern: str, specials: re.Pattern[bytes] | None, long
     when text is appended (the patterns look at most one character past a piece, and a piece that
     reaches the end can grow).  The pieces are taken of the text up to len - longest + 1, since a
     special starting later would end the stretch there.
+
+    `coarse` (a superword tokenizer): the cut must also end a coarse chunk, so that stage 2
+    sees the same coarse chunks; a clause has tens of pieces, so it looks further back.
     """
     size = len(data)
     start = 0
@@ -63,11 +74,11 @@ def safe_cut(data: bytes, pattern: str, specials: re.Pattern[bytes] | None, long
     # Only the last few pieces of the prefix can differ (a piece's match looks at most across a
     # white-space run, which is at most 3 pieces), so the check splits a window of 4 pieces.
     cut = limit - sum(len(p) for p in pieces[-2:])
-    for k in range(len(pieces) - 2, max(len(pieces) - 8, 0), -1):
+    for k in range(len(pieces) - 2, max(len(pieces) - (64 if coarse else 8), 0), -1):
         first = max(k - 4, 0)
         window = pieces[first:k]
         begin = cut - sum(len(p) for p in window)
-        if split(data[begin:cut], pattern) == window:
+        if split(data[begin:cut], pattern) == window and (not coarse or _coarse_boundary(pieces[k - 1], pieces[k])):
             return cut
         cut -= len(pieces[k - 1])
     return start
@@ -76,9 +87,10 @@ def safe_cut(data: bytes, pattern: str, specials: re.Pattern[bytes] | None, long
 def encode_stream(
     texts: Iterable[str],
     encode: Callable[[bytes], list[int]],
-    pattern: str,
-    specials: re.Pattern[bytes] | None,
+    pattern: str | SplitPattern,
+    specials: SpecialMatcher | None,
     longest: int,
+    coarse: bool = False,
 ) -> Iterator[int]:
     """The ids of "".join(texts), yielded lazily: exactly `encode` of the whole text's bytes.
 
@@ -103,7 +115,7 @@ def encode_stream(
             text = text[:-1]
         pending_size = len(pending[0]) if pending else 0
         data = carry + text_bytes(text)
-        cut = safe_cut(data, pattern, specials, longest)
+        cut = safe_cut(data, pattern, specials, longest, coarse)
         if cut:
             yield from encode(data[:cut])
         carry = data[cut:]

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from librt.strings import BytesWriter
 
-from mnemo import batch_encode, decoding, packing
+from mnemo import batch_encode, decoding, packing, unstable
 from mnemo.chat import render_document
 from mnemo.checks import check_errors, check_int, text_type_error, type_error
 from mnemo.constants import maskbit_for
@@ -72,7 +72,7 @@ class Tokenizer(Vocabulary):
         def encode(data: bytes) -> list[int]:
             return self._encode_data(data, allowed, disallowed)
 
-        return encode_stream(texts, encode, self.pattern, specials, longest)
+        return encode_stream(texts, encode, self.split_pattern, specials, longest, self.superword is not None)
 
     def _encode_range(self, data: bytes, start: int, end: int, out: list[int]) -> None:
         if end - start > packing.PIECE_BYTES and packing.python_handles_signals():
@@ -98,10 +98,28 @@ class Tokenizer(Vocabulary):
         out.extend(self._encoder.ids_list(dst.getvalue()))
 
     def encode_bytes(self, data: bytes) -> list[int]:
-        """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text."""
+        """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text.
+        Each invalid UTF-8 byte is a one-byte character of the pre-tokenizer's split (as in
+        encode_documents); `_encode_bytes` is tiktoken's rule instead (mnemo/unstable.py)."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise type_error("data", "bytes", data)
         return self._encode_all(bytes(data))
+
+    def _encode_bytes(self, data: bytes) -> list[int]:
+        """tiktoken's `Encoding._encode_bytes`: from the first invalid UTF-8 byte on, the bytes are
+        joined to the last pre-token before them and merged as one piece (mnemo/unstable.py)."""
+        return unstable.encode_bytes_tiktoken(self, data)
+
+    def encode_with_unstable(
+        self,
+        text: str,
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+    ) -> tuple[list[int], list[list[int]]]:
+        """tiktoken's `encode_with_unstable`: the ids of the text up to its last pre-token, and
+        every token sequence that could follow them while spelling the rest (mnemo/unstable.py)."""
+        return unstable.encode_with_unstable(self, text, allowed_special, disallowed_special)
 
     def encode_documents(
         self, docs: Iterable[bytes], *, bos: int | None = None, eos: int | None = None
@@ -198,11 +216,14 @@ class Tokenizer(Vocabulary):
         allowed_special: AllOr = frozenset(),
         disallowed_special: AllOr = "all",
         workers: int | None = None,
+        num_threads: int | None = None,
     ) -> list[list[int]]:
         """`encode` of each text, in order.  Large batches (more than BATCH_BLOCK texts and
         BATCH_PARALLEL_BYTES of text) go to the work engine's worker processes; `workers`: how
         many (default: every CPU, or 1 in a process that multiprocessing started); workers=1
-        always encodes in this process.  mnemo/batch_encode.py and docs/pipelines.md tell the rule."""
+        always encodes in this process.  mnemo/batch_encode.py and docs/pipelines.md tell the rule.
+        `num_threads` (tiktoken's name) is taken as at most that many workers."""
+        workers = batch_encode.threads_as_workers(workers, num_threads)
         return batch_encode.encode_batch(self, texts, allowed_special, disallowed_special, workers)
 
     def encode_batch_to_numpy(
@@ -226,9 +247,10 @@ class Tokenizer(Vocabulary):
         *,
         allowed_special: AllOr = frozenset(),
         disallowed_special: AllOr = "all",
-    ) -> npt.NDArray[np.unsignedinteger]:
-        """`encode` as a numpy array of uint16 (uint32 when the vocabulary needs it), made from
-        the compiled encoder's packed ids: no Python int per id on the way (mnemo/packing.py)."""
+    ) -> npt.NDArray[np.uint32]:
+        """`encode` as a numpy array of uint32 (tiktoken's type, whatever the vocabulary's size),
+        made from the compiled encoder's packed ids: no Python int per id on the way
+        (mnemo/packing.py)."""
         return packing.encode_to_numpy(self, text, allowed_special, disallowed_special)
 
     # ---- documents and chats (mnemo/chat.py) ----
@@ -330,17 +352,24 @@ class Tokenizer(Vocabulary):
         A lone surrogate is encoded as U+FFFD, one character as in `text`."""
         return decoding.encode_with_offsets(self, text, allowed_special, disallowed_special)
 
-    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> list[str]:
-        """`decode` of each token sequence."""
+    def decode_batch(
+        self, batch: Iterable[Iterable[int]], *, errors: str = "replace", num_threads: int | None = None
+    ) -> list[str]:
+        """`decode` of each token sequence.  `num_threads` (tiktoken's) is checked and changes
+        nothing: decoding is a join of byte strings, done in this thread."""
+        batch_encode.threads_as_workers(None, num_threads)
         return [self.decode(tokens, errors=errors) for tokens in batch]
 
-    def decode_bytes_batch(self, batch: Iterable[Iterable[int]]) -> list[bytes]:
-        """`decode_bytes` of each token sequence."""
+    def decode_bytes_batch(self, batch: Iterable[Iterable[int]], *, num_threads: int | None = None) -> list[bytes]:
+        """`decode_bytes` of each token sequence (`num_threads` as in decode_batch)."""
+        batch_encode.threads_as_workers(None, num_threads)
         return [self.decode_bytes(tokens) for tokens in batch]
 
-    def encode_ordinary_batch(self, texts: Sequence[str], *, workers: int | None = None) -> list[list[int]]:
+    def encode_ordinary_batch(
+        self, texts: Sequence[str], *, workers: int | None = None, num_threads: int | None = None
+    ) -> list[list[int]]:
         """`encode_ordinary` of each text (special-token text is plain text); in worker
-        processes for large batches, as `encode_batch`."""
-        return self.encode_batch(texts, disallowed_special=(), workers=workers)
+        processes for large batches, as `encode_batch` (`num_threads` too)."""
+        return self.encode_batch(texts, disallowed_special=(), workers=workers, num_threads=num_threads)
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -36,18 +35,15 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from mnemo import remote
 from mnemo.chat import check_conversation, uses_chatml
 from mnemo.constants import VOCAB16
 from mnemo.defaults import DEFAULT_TEXT_FIELD, DEFAULT_TOKEN_FORMAT
 from mnemo.errors import ConfigError, InputError
-from mnemo.parallel import resolve_workers
+from mnemo.location import PathArg, location
+from mnemo.workers import resolve_workers
 from mnemo.sources import (
-    Input,
     Task,
     check_inputs,
-    display_name,
-    input_size,
     iter_task_documents,
     kind_of,
     open_binary,
@@ -55,11 +51,11 @@ from mnemo.sources import (
     read_errors,
 )
 from mnemo import shards as sh
-from mnemo.stackfiles import open_writer, output_paths
+from mnemo.stackfiles import open_writer, output_locations
 from mnemo.tokfile import TokWriter
 from mnemo.tokenizer import Tokenizer
 from mnemo.work import Progress, map_ordered, setup_of, shared_executor
-from mnemo.work_ray import RayOptions, absolute_inputs, check_ray_option, ray_executor
+from mnemo.work_ray import RayOptions, absolute_inputs, check_ray_option, ray_executor, shared_paths
 
 BLOCK_DOCS: Final = 256
 #: `bos` / `eos` of tokenize_files: choose by document_separators' rule.
@@ -154,17 +150,18 @@ def _documents(
                 raise InputError(f"{path}: --chat reads JSON Lines records with a 'messages' list; this is {kind}")
             yield from (line for _, line in chat_lines(path, specials))
         else:
-            yield from iter_task_documents(Task(str(path), kind), text_field=text_field, whole_documents=True)
+            yield from iter_task_documents(Task(os.fspath(path), kind), text_field=text_field, whole_documents=True)
 
 
-def chat_lines(path: Input, specials: Sequence[str] = ()) -> Iterator[tuple[int, bytes]]:
+def chat_lines(path: PathArg, specials: Sequence[str] = ()) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line) of each record of a chat JSONL file, each checked here, where the
     file and line are known, to be a record that render_conversation accepts (the workers that
     render it know neither; `mnemo tokshow --chat` reads its record through here too)."""
-    name = display_name(path)
+    where = location(path)
+    name = str(where)
     chatml = uses_chatml(specials)  # the tokenizer's specials: ChatML's text markers are its markers
     try:
-        with open_binary(path) as f:
+        with open_binary(where) as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -271,13 +268,8 @@ def tokenize_files(
         raise ConfigError(f"workers={workers} is for local runs; on Ray, size the shards with RayOptions(shard_bytes=...) (--shard-mb)")
     if ray_options is not None:
         return _tokenize_on_ray(inputs, tokenizer, output, ray_options, chat, text_field, progress, bos_id, eos_id, format)
-    if remote.is_url(output):  # the parts of a set go next to the key given
-        out = remote.as_url(output)
-        for name in output_paths(format, out.name, chat):
-            remote.check_output(out.with_name(name.name), inputs)
-    else:
-        for part in output_paths(format, output, chat):
-            check_output(part, [("input", p) for p in inputs if not remote.is_url(p)])
+    for part in output_locations(format, output, chat):  # the parts of a set go next to the name given
+        part.check_output([("input", p) for p in inputs])
     sink, bos_id, eos_id = open_writer(format, output, tokenizer, chat=chat, bos=bos_id, eos=eos_id)
     stats = TokenizeStats()
     t0 = time.perf_counter()
@@ -327,10 +319,12 @@ def _tokenize_on_ray(
 ) -> TokenizeStats:
     if format != "tok":
         raise ConfigError(f"--ray writes a shard directory of .tok files; format {format!r} is not written on Ray (use tok)")
+    shared_paths([output])  # a URL is refused: every node writes its shards into the folder
+    folder = location(output)
     for p in inputs:
-        if same_file(output, p):
+        if folder.same_as(p):
             raise ConfigError(f"{output}: the output is also an input; choose another output folder")
-    check_output_folder(output)
+    folder.check_output_folder()
     t0 = time.perf_counter()
     stats = tokenize_on_ray(
         inputs, tokenizer, output, options, chat=chat, text_field=text_field, bos=bos_id, eos=eos_id, progress=progress
@@ -380,72 +374,6 @@ def no_separator_warning(tok: Tokenizer) -> str:
     )
 
 
-# ---- outputs ----------------------------------------------------------------------------------------
-
-
-def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    """Whether two paths name one file, however they are spelled: the same device and inode
-    when both exist (symlinks, hard links, ./x against x), the same resolved path otherwise."""
-    try:
-        sa, sb = os.stat(a), os.stat(b)
-    except OSError:
-        return Path(a).resolve() == Path(b).resolve()
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
-
-
-def check_output(output: str | os.PathLike[str], inputs: Sequence[tuple[str, str | os.PathLike[str]]] = ()) -> None:
-    """ConfigError, before any work starts, when the output file cannot be written: it is one
-    of the `inputs` (label, path) -- the atomic rename at the end would replace it --, a folder
-    or another non-regular file (renaming onto /dev/null would replace the device), or its
-    folder is missing or not writable (tried by creating and removing a file in it, which is
-    what the writers' temporary name needs; permission bits say nothing for root).  Without
-    this a run worked to its end and then died on the write."""
-    path = Path(output)
-    for label, other in inputs:
-        if same_file(path, other):
-            raise ConfigError(
-                f"{path}: the output is also the {label} {other}; writing it would destroy the {label}: "
-                f"choose another output name"
-            )
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a folder; give the output a file name (such as {path / 'NAME'})")
-    if path.exists() and not path.is_file():
-        raise ConfigError(
-            f"{path}: is not a regular file (a device, pipe or socket); outputs are written to a "
-            f"temporary name and renamed, which would replace it: give a file name"
-        )
-    _check_folder_writable(path, path.parent)
-
-
-def check_output_folder(output: str | os.PathLike[str]) -> None:
-    """ConfigError when `output` cannot be (or be made) a folder to write files in: it is an
-    existing file, or the nearest existing folder on its path is not writable."""
-    path = Path(output)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"{path}: is a file, but the output is a folder; give a folder name (it is created if missing)")
-    folder = path
-    while not folder.exists():
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ConfigError(f"{path}: {folder} is a file, not a folder; give a folder name under an existing folder")
-    _check_folder_writable(path, folder)
-
-
-def _check_folder_writable(path: Path, where: Path) -> None:
-    if not where.exists():
-        raise ConfigError(f"{path}: the folder {where} does not exist; create it first (mkdir -p {where}) or choose another path")
-    if not where.is_dir():
-        raise ConfigError(f"{path}: {where} is a file, not a folder; choose another path")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".mnemo-probe-", dir=where)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot write in {where} ({exc.strerror}); choose a folder you can write to") from None
-    os.close(fd)
-    os.unlink(probe)
-
-
 # ---- shards of a run on Ray (mnemo/shards.py has the directory's format) ----
 
 
@@ -460,7 +388,7 @@ def plan_shards(tasks: Sequence[Task], shard_bytes: int) -> list[tuple[Task, ...
         if task.kind in ("parquet", "arrow") or task.sequential:
             size += shard_bytes
         else:
-            size += task.end - task.start if task.end >= 0 else Path(task.path).stat().st_size
+            size += task.end - task.start if task.end >= 0 else location(task.path).info().size
         if size >= shard_bytes:
             groups.append(tuple(group))
             group, size = [], 0
@@ -491,7 +419,7 @@ def write_shard(settings: ShardSettings, tok: Tokenizer, job: tuple[str, Sequenc
         for task in tasks:
             docs_iter: Iterator[bytes]
             if chat:
-                docs_iter = (line for _, line in chat_lines(Path(task.path), specials))
+                docs_iter = (line for _, line in chat_lines(task.path, specials))
             else:
                 docs_iter = iter_task_documents(task, text_field=settings.text_field, whole_documents=True)
             block: list[bytes] = []
@@ -526,11 +454,11 @@ def tokenize_on_ray(
     (the engine's map_ordered: each result, a shard's counts, is recorded in order); shards a
     previous run of the same arguments completed are kept (see mnemo/shards.py)."""
     paths = absolute_inputs(inputs)
-    folder = Path(output).absolute()
+    folder = shared_paths([output])[0]
     if chat:
         for p in paths:
-            if kind_of(p) != "jsonl":
-                raise InputError(f"{p}: --chat reads JSON Lines records with a 'messages' list; this is {kind_of(p)}")
+            if (kind := kind_of(p)) != "jsonl":
+                raise InputError(f"{p}: --chat reads JSON Lines records with a 'messages' list; this is {kind}")
         tasks = [Task(str(p), "jsonl", sequential=True) for p in paths]  # a chat file is read whole
     else:
         tasks = plan_tasks(

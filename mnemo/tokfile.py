@@ -11,16 +11,15 @@ import os
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from mnemo import remote
 from mnemo.constants import MASKBIT, MASKBIT32, VOCAB16
-from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError
+from mnemo.errors import ConfigError, FingerprintError, FormatError
+from mnemo.location import Location, PathArg, location
 
 
 class Stamp(Protocol):
@@ -120,15 +119,13 @@ class TokWriter:
     Tokens go to a temporary file in the same folder; the header is written and the file renamed
     to `path` only when the block ends without an exception.  Killed or failed, no `path` appears
     (the temporary `.NAME.tmp-PID` is removed on exceptions; a SIGKILL can leave it, never `path`).
-    A URL `path` is built in a local staging folder and uploaded at the end (mnemo/remote.py):
+    A URL `path` is built in a local staging folder and uploaded at the end (Location.staging):
     the object appears complete or not at all.
     """
 
-    def __init__(
-        self, path: str | os.PathLike[str], tokenizer: Stamp, *, chat: bool = False, masked: bool | None = None
-    ) -> None:
-        self.staged = remote.Staged(path) if remote.is_url(path) else None
-        self.path = self.staged.local if self.staged is not None else Path(path)
+    def __init__(self, path: PathArg, tokenizer: Stamp, *, chat: bool = False, masked: bool | None = None) -> None:
+        self.staged = location(path).staging()
+        self.path = self.staged.local
         self.masked = chat if masked is None else masked
         self.flags = (TOK_FLAG_CHAT if chat else 0) | (TOK_FLAG_MASKED if self.masked else 0)
         self.fingerprint = tokenizer.fingerprint
@@ -183,13 +180,11 @@ class TokWriter:
             f.close()
             if exc_type is None:
                 os.replace(self.tmp, self.path)
-                if self.staged is not None:
-                    self.staged.publish([self.path])
+                self.staged.publish([self.path])
         finally:
             if exc_type is not None or self.tmp.exists():
                 self.tmp.unlink(missing_ok=True)
-            if self.staged is not None:
-                self.staged.discard()
+            self.staged.discard()
 
 
 @dataclass(frozen=True)
@@ -201,7 +196,7 @@ class TokFile:
     and `tokens` is their concatenation (read into memory when there is more than one shard;
     TokenStream reads `parts` and maps them instead)."""
 
-    path: Path | remote.Url  # a URL as given: its tokens are mapped from a local copy
+    path: Location  # as given (a URL's tokens are mapped from a local copy)
     header: TokHeader
     tokens: npt.NDArray[np.unsignedinteger]
     parts: tuple[npt.NDArray[np.unsignedinteger], ...] = ()
@@ -210,43 +205,39 @@ class TokFile:
         return self.header.n_tokens
 
 
-def read_tok_header(path: str | os.PathLike[str]) -> TokHeader:
-    """The validated header of a .tok file (its size checked), without a tokenizer."""
-    if remote.is_url(path):  # 64 bytes by one ranged read: no copy is made for a header
-        u = remote.as_url(path)
-        with remote.open_read(u, exact=True) as f:
-            try:
-                head = f.read(TOK_HEADER.size)
-            except Exception as exc:
-                raise remote.read_error(u, exc) from None
-        return parse_tok_header(head, str(u), remote.check_file(u))
-    source = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
+def read_tok_header(path: PathArg) -> TokHeader:
+    """The validated header of a .tok file (its size checked), without a tokenizer.  A URL's
+    header is one ranged read of 64 bytes: no copy is made for a header."""
+    where = location(path)
+    with where.open(exact=True) as f:
+        try:
             head = f.read(TOK_HEADER.size)
-            size = os.fstat(f.fileno()).st_size
-    except OSError as exc:
-        raise InputError(f"cannot read {source}: {exc.strerror or exc}") from None
-    return parse_tok_header(head, source, size)
+        except Exception as exc:  # OSError, and a store's own errors
+            raise where.read_error(exc) from None
+    info = where.info()
+    if info.type == "directory":
+        raise where.read_error(IsADirectoryError())
+    return parse_tok_header(head, str(where), info.size)
 
 
-def open_tok(path: str | os.PathLike[str], tokenizer: Stamp) -> TokFile:
+def map_tok_file(path: PathArg, tokenizer: Stamp) -> TokFile:
     """Memory-map a .tok file made by `tokenizer`; FingerprintError when another tokenizer made
-    it.  (mnemo.open_tok, shards.open_tok, also opens a shard directory as one file.)"""
-    header = read_tok_header(path)
+    it.  (`mnemo.open_tok`, shards.open_tok, opens a .tok file through this, and a shard
+    directory as one file.)"""
+    where = location(path)
+    header = read_tok_header(where)
     if header.fingerprint != tokenizer.fingerprint:
         raise FingerprintError(
-            f"{os.fspath(path)} was made by the tokenizer with fingerprint {header.fingerprint}, "
+            f"{where} was made by the tokenizer with fingerprint {header.fingerprint}, "
             f"not by this one ({tokenizer.fingerprint}): open it with the tokenizer.bin that wrote it"
         )
     dtype = np.dtype("<u2" if header.width == 2 else "<u4")
-    where: Path | remote.Url = remote.as_url(path) if remote.is_url(path) else Path(path)
     if header.n_tokens == 0:
         tokens: npt.NDArray[np.unsignedinteger] = np.zeros(0, dtype=dtype)
     else:
-        # a URL: memory-mapped from this process's local copy (remote.local_copy), made once the
-        # header (one ranged read) has shown the file is this tokenizer's
-        local = remote.local_copy(where, ".tok file") if isinstance(where, remote.Url) else where
+        # a URL: memory-mapped from this process's local copy, made once the header (one
+        # ranged read) has shown the file is this tokenizer's
+        local = where.local_path(".tok file")
         if os.path.getsize(local) != TOK_HEADER.size + header.n_tokens * header.width:
             raise FormatError(f"{where}: changed while it was read (its size no longer matches its header); read it again")
         tokens = np.memmap(local, dtype=dtype, mode="r", offset=TOK_HEADER.size, shape=(header.n_tokens,))

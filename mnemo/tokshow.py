@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mnemo.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from mnemo.formats.hf_pipeline import HFTokenizer
 
 _PLAIN_BG = (60, 22, 52, 17, 94, 23)
 _MASKED_BG = (28, 130, 90, 25, 166, 30)
@@ -31,7 +35,7 @@ def _byte_name(m: re.Match[str]) -> str:
 
 
 def render_tokens(
-    tok: Tokenizer,
+    tok: Tokenizer | HFTokenizer,
     ids: Sequence[int],
     mask: Sequence[bool] | None,
     *,

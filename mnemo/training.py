@@ -21,24 +21,26 @@ from pathlib import Path
 from typing import Any, Union, cast
 
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
+from mnemo.superword import add_both
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
-from mnemo.parallel import resolve_workers
-from mnemo.pretokenize import pattern_id
+from mnemo.workers import resolve_workers
+from mnemo.patterns import SplitPattern, compile_pattern, cuts_at_word_gaps, handle, key_of, stored_id
+from mnemo.prune import PruneStats, Skip, check_prune, learn_pruned, refusing_also
+from mnemo.superbpe import Stage2Stats, check_superword, learn_stage2, too_many_words
 from mnemo.reference import train_merges_naive
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS, check_special_tokens
 from mnemo import merge_loop, merge_loop_wide
-from mnemo.constants import MAX_VOCAB
+from mnemo.constants import MAX_VOCAB, PATTERNS
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES, DEFAULT_PATTERN, DEFAULT_TEXT_FIELD, DEFAULT_TIE, DEFAULT_VOCAB_SIZE
-from mnemo.remote import is_url
+from mnemo.location import location
 from mnemo.work import Progress, map_combine, shared_executor
 from mnemo.work_ray import RayOptions, check_ray_option
 from mnemo.sources import (
     Task,
     check_inputs,
     documents_from_iterable,
-    is_stdin,
     iter_task_documents,
     plan_tasks,
 )
@@ -58,6 +60,8 @@ class CountStats:
     n_chunks: int = 0
     n_skipped: int = 0
     seconds: float = 0.0
+    #: Superword training: the coarse chunks' counts, read in the same pass (docs/superword.md).
+    coarse: PackedCounts | None = None
 
 
 
@@ -102,15 +106,15 @@ def check_count_args(
     workers: object,
     text_field: object,
     progress: object,
-) -> tuple[int, list[str], int, int]:
+) -> tuple[str, list[str], int, int]:
     """The checks of every counting argument, done before a byte is read (a bad argument must
-    not cost a training run): (pattern id, special tokens, max_chunk_bytes, workers).  A wrong
+    not cost a training run): (the pattern as patterns.key_of, special tokens, max_chunk_bytes, workers).  A wrong
     type is an ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError."""
     if not isinstance(inputs, Documents) and (
         isinstance(inputs, (bytes, bytearray, memoryview)) or not isinstance(inputs, (str, os.PathLike, Iterable))
     ):
         raise type_error("inputs", "a path, a list of paths, or an iterable of str/bytes documents", inputs)
-    pattern = check_pattern(pattern)
+    split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern))
     specials = check_special_tokens(special_tokens)
     chunk = check_int("max_chunk_bytes", max_chunk_bytes)
     if chunk < 1:
@@ -124,17 +128,22 @@ def check_count_args(
         raise ConfigError("text_field must name a JSONL field / Parquet column, got ''")
     if progress is not None and not callable(progress):
         raise type_error("progress", "a callable progress(phase, done, total) or None", progress)
-    return pattern_id(pattern), specials, chunk, n_workers
+    return key_of(split_pattern), specials, chunk, n_workers
 
 
 @dataclass(frozen=True)
 class CountSettings:
-    """What every counting task needs besides its documents (plain data: it travels to workers)."""
+    """What every counting task needs besides its documents (plain data: it travels to workers).
+    `pattern` is the pattern's JSON (patterns.key_of): a worker compiles it (patterns.handle)."""
 
-    pattern: int
+    pattern: str
     max_chunk_bytes: int
     specials: tuple[str, ...]
     text_field: str
+    whole_documents: bool = False  # the pattern may not cut at word gaps: keep documents whole
+    #: Superword training: also count stage 2's coarse chunks (mnemo/superword.py), in a table of
+    #: their own, from the same reading of the documents (a named pattern's: its handle is its id).
+    coarse: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,32 +156,70 @@ class CountPart:
     n_bytes: int
     n_chunks: int
     skipped: int
+    #: The coarse chunks' table (CountSettings.coarse), empty otherwise.
+    coarse_blob: bytes = b""
+    coarse_meta: bytes = b""
 
 
 def count_task(settings: CountSettings, state: object, job: Task | Iterable[bytes]) -> CountPart:
     """The counting map: one Task (read here, by whichever process runs this) or documents the
     caller read (a list when it goes to a worker), counted in a table of their own."""
-    counter = WordCounter(settings.pattern, settings.max_chunk_bytes)
+    pid = handle(settings.pattern)
+    counter = WordCounter(pid, settings.max_chunk_bytes)
     docs = (
-        iter_task_documents(job, text_field=settings.text_field, specials=settings.specials)
+        iter_task_documents(
+            job, text_field=settings.text_field, specials=settings.specials, whole_documents=settings.whole_documents
+        )
         if isinstance(job, Task)
         else job
     )
+    if not settings.coarse:
+        for doc in docs:
+            counter.add(doc)
+        blob, meta = counter.to_packed()
+        return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped)
+    coarse = WordCounter(pid, settings.max_chunk_bytes)
     for doc in docs:
-        counter.add(doc)
+        add_both(counter, coarse, doc, pid)
     blob, meta = counter.to_packed()
-    return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped)
+    cblob, cmeta = coarse.to_packed()
+    return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped, cblob, cmeta)
+
+
+class TableSum:
+    """Count tables added into one, as they arrive.  A single table (one worker, one task) is
+    the sum as it is: it is not unpacked and packed again."""
+
+    def __init__(self, pattern: str, max_chunk_bytes: int) -> None:
+        self.pattern = pattern
+        self.max_chunk_bytes = max_chunk_bytes
+        self.only: tuple[bytes, bytes] | None = None
+        self.words: WordCounter | None = None
+
+    def add(self, blob: bytes, meta: bytes) -> None:
+        if self.words is None and self.only is None:
+            self.only = (blob, meta)
+            return
+        if self.words is None:
+            self.words = WordCounter(handle(self.pattern), self.max_chunk_bytes)
+            assert self.only is not None
+            self.words.add_packed(*self.only)
+            self.only = None
+        self.words.add_packed(blob, meta)
+
+    def result(self) -> tuple[bytes, bytes]:
+        if self.words is None:
+            return self.only if self.only is not None else (b"", b"")
+        blob, meta = self.words.to_packed()
+        return blob, meta
 
 
 class CountSum:
-    """The counting combine: count tables added into one, as they arrive.  A single table (one
-    worker, one task) is the sum as it is: it is not unpacked and packed again."""
+    """The counting combine: the parts' tables (words, and coarse chunks when counted) added up."""
 
-    def __init__(self, pattern: int, max_chunk_bytes: int) -> None:
-        self.pattern = pattern
-        self.max_chunk_bytes = max_chunk_bytes
-        self.only: CountPart | None = None
-        self.words: WordCounter | None = None
+    def __init__(self, pattern: str, max_chunk_bytes: int) -> None:
+        self.words = TableSum(pattern, max_chunk_bytes)
+        self.coarse = TableSum(pattern, max_chunk_bytes)
         self.n_bytes = 0
         self.n_chunks = 0
         self.skipped = 0
@@ -181,22 +228,14 @@ class CountSum:
         self.n_bytes += part.n_bytes
         self.n_chunks += part.n_chunks
         self.skipped += part.skipped
-        if self.words is None and self.only is None:
-            self.only = part
-            return
-        if self.words is None:
-            self.words = WordCounter(self.pattern, self.max_chunk_bytes)
-            assert self.only is not None
-            self.words.add_packed(self.only.blob, self.only.meta)
-            self.only = None
-        self.words.add_packed(part.blob, part.meta)
+        self.words.add(part.blob, part.meta)
+        if part.coarse_meta:
+            self.coarse.add(part.coarse_blob, part.coarse_meta)
 
     def result(self) -> CountPart:
-        if self.words is None:
-            blob, meta = (self.only.blob, self.only.meta) if self.only is not None else (b"", b"")
-        else:
-            blob, meta = self.words.to_packed()
-        return CountPart(blob, meta, self.n_bytes, self.n_chunks, self.skipped)
+        blob, meta = self.words.result()
+        cblob, cmeta = self.coarse.result()
+        return CountPart(blob, meta, self.n_bytes, self.n_chunks, self.skipped, cblob, cmeta)
 
 
 def _reporting(docs: Iterator[bytes], progress: Progress | None) -> Iterator[bytes]:
@@ -226,7 +265,7 @@ def _batches(docs: Iterator[bytes]) -> Iterator[list[bytes]]:
 def count_words(
     inputs: PathLike | Sequence[PathLike] | Iterable[str | bytes],
     *,
-    pattern: str = DEFAULT_PATTERN,
+    pattern: str | SplitPattern = DEFAULT_PATTERN,
     special_tokens: Sequence[str] = (),
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     workers: int | None = None,
@@ -251,13 +290,14 @@ def count_words(
 def _count_packed(
     inputs: Sequence[PathLike] | Documents,
     *,
-    pattern: str,
+    pattern: str | SplitPattern,
     special_tokens: Sequence[str],
     max_chunk_bytes: int,
     workers: int | None,
     text_field: str,
     progress: Progress | None,
     ray: RayOptions | None = None,
+    coarse: bool = False,
 ) -> tuple[PackedCounts, CountStats]:
     """count_words, with the counts as a count.PackedCounts (the trainer lays them out
     directly; a dict of every word is never built).  With `ray`, counted and added up on a Ray
@@ -276,7 +316,8 @@ def _count_packed(
         if progress is not None:
             progress("count", stats.n_bytes, 0)
 
-    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field)
+    whole = not cuts_at_word_gaps(compile_pattern(pattern))
+    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field, whole, coarse)
     if ray is not None:
         from mnemo.work_ray import plan_count_tasks, ray_executor
 
@@ -284,7 +325,7 @@ def _count_packed(
             raise ConfigError("documents held in memory cannot be counted on Ray; write them to files every node can read")
         with ray_executor(ray) as on_ray:  # its map_combine adds the tables up in a tree on the cluster
             total = map_combine(
-                plan_count_tasks(inputs, ray, on_ray, special_tokens),
+                plan_count_tasks(inputs, ray, on_ray, special_tokens, whole),
                 partial(count_task, settings),
                 partial(CountSum, pid, max_chunk_bytes),
                 executor=on_ray,
@@ -292,14 +333,20 @@ def _count_packed(
             )
         stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
         stats.seconds = time.perf_counter() - t0
+        if coarse:
+            stats.coarse = PackedCounts(total.coarse_blob, total.coarse_meta)
         return PackedCounts(total.blob, total.meta), stats
     docs: Iterator[bytes]
     jobs: Iterable[Task | Iterable[bytes]]
     if isinstance(inputs, Documents):
         docs = documents_from_iterable(inputs.docs, special_tokens)
     else:
-        tasks = plan_tasks(check_inputs(inputs), n_workers=n_workers, specials=special_tokens)
-        docs = (d for t in tasks for d in iter_task_documents(t, text_field=text_field, specials=special_tokens))
+        tasks = plan_tasks(check_inputs(inputs), n_workers=n_workers, specials=special_tokens, whole_documents=whole)
+        docs = (
+            d
+            for t in tasks
+            for d in iter_task_documents(t, text_field=text_field, specials=special_tokens, whole_documents=whole)
+        )
     if n_workers == 1:
         # Nothing travels: the whole input is one task, counted into one table as it is read
         # (each document before the next is taken), progress at every document.
@@ -314,6 +361,8 @@ def _count_packed(
         )
     stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
     stats.seconds = time.perf_counter() - t0
+    if coarse:
+        stats.coarse = PackedCounts(total.coarse_blob, total.coarse_meta)
     return PackedCounts(total.blob, total.meta), stats
 
 
@@ -332,6 +381,10 @@ class TrainStats:
     merge_seconds: float = 0.0
     #: The merges vocab_size asked for; `merges` is smaller when training stopped early.
     requested_merges: int = 0
+    #: With prune="intermediate": the runs and the tokens removed (mnemo/prune.py).
+    prune: PruneStats | None = None
+    #: With superword=T: stage 2's words and its cut (mnemo/superbpe.py).
+    stage2: Stage2Stats | None = None
 
     @property
     def stopped_early(self) -> bool:
@@ -349,7 +402,7 @@ class TrainOptions:
     and hand them over with `_options(locals())`."""
 
     vocab_size: int = DEFAULT_VOCAB_SIZE
-    pattern: str | None = None
+    pattern: str | SplitPattern | None = None
     special_tokens: Sequence[str] | None = None
     tie: str | None = None
     algorithm: str = "fast"
@@ -361,6 +414,8 @@ class TrainOptions:
     stats: TrainStats | None = None
     base: Tokenizer | None = None
     ray: object = None
+    prune: object = None
+    superword: object = None
 
 
 def _options(arguments: dict[str, Any]) -> TrainOptions:
@@ -397,6 +452,20 @@ def _train(inputs: Sequence[PathLike] | Documents, options: TrainOptions) -> Tok
     if o.algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {o.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     ray_options = check_ray_option(o.ray)
+    prune_mode = check_prune(o.prune)
+    transition: int | None = None
+    named_pattern = ""  # superword training's pattern, by name
+    if o.superword is not None:
+        if o.base is not None:
+            raise ConfigError("superword training starts from no base tokenizer (give base=None, or superword=None)")
+        transition = check_superword(o.superword, vocab_size, len(specials))
+        named = stored_id(compile_pattern(pattern))
+        if named is None:
+            raise ConfigError(
+                f"superword training runs on one of the five named patterns ({', '.join(PATTERNS)}) on mnemo's own "
+                f"Unicode tables; {pattern!r} is another pattern (docs/superword.md)"
+            )
+        named_pattern = PATTERNS[named]
     if ray_options is not None and o.workers is not None:
         raise ConfigError(f"workers={o.workers} is for local runs; on Ray, size the tasks with RayOptions(tasks_per_node=...) (--tasks-per-node)")
     packed, count_stats = _count_packed(
@@ -408,6 +477,7 @@ def _train(inputs: Sequence[PathLike] | Documents, options: TrainOptions) -> Tok
         text_field=o.text_field,
         progress=o.progress,
         ray=ray_options,
+        coarse=transition is not None,
     )
     blob, meta = packed
     if not meta:
@@ -422,29 +492,65 @@ def _train(inputs: Sequence[PathLike] | Documents, options: TrainOptions) -> Tok
             f"and {len(specials)} special tokens need at least {256 + len(initial) + len(specials)}"
         )
     t0 = time.perf_counter()
-    if o.algorithm == "naive":
-        merges, counts = train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, o.verify, o.progress, initial)
-    else:
+    n_all = n_merges
+    if transition is not None:
+        n_merges = transition - 256  # stage 1: ordinary merges up to the transition
+
+    def learn(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
+        if o.algorithm == "naive":
+            return train_merges_naive(packed_to_dict(blob, meta), n_merges, tie, o.verify, o.progress, initial, skip)
         # The 16-bit trainer while every id fits beside its separator 0xFFFF: half the memory
         # traffic of 32-bit tokens, and the AVX2 pair scan.  Above that, merge_loop_wide still
         # learns the first 65,279 merges with it and continues from its words (SEAMS.handoff).
         narrow = 256 + n_merges <= merge_loop.MAX_IDS
         fast = merge_loop.train_merges_packed if narrow else merge_loop_wide.train_merges_packed
-        merges, counts = fast(blob, meta, n_merges, tie, o.verify, o.progress, initial_merges=initial)
+        return fast(blob, meta, n_merges, tie, o.verify, o.progress, initial_merges=initial, skip=skip)
+
+    prune_stats = PruneStats() if prune_mode is not None else None
+    learner = learn
+    stage1_size = [0]
+    if transition is not None:
+        # stage 2 (mnemo/superbpe.py): from stage 1's merges, on the coarse chunks
+        coarse = count_stats.coarse
+        assert coarse is not None
+        stage2_stats = Stage2Stats()
+        if o.stats is not None:
+            o.stats.stage2 = stage2_stats
+
+        def learn_both(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
+            assert coarse is not None
+            stage1 = learn(skip)
+            stage1_size[0] = len(stage1[0])  # fewer than asked when stage 1 ran out of pairs
+            skip2 = too_many_words if skip is None else refusing_also(skip, too_many_words)
+            return learn_stage2(stage1, coarse, n_all, named_pattern, tie, o.verify, o.progress, o.algorithm, skip2, stage2_stats)
+
+        learner = learn_both
+    if prune_stats is None:
+        merges, counts = learner(None)
+    else:
+        # superword: a stage-1 token that stage 2 consumes whole is intermediate too, and is
+        # refused in both stages of the next run
+        merges, counts = learn_pruned(learner, len(initial or ()), prune_stats)
+    if transition is not None:
+        transition = 256 + stage1_size[0]
+        n_merges = n_all
     if o.stats is not None:
         o.stats.count = count_stats
         o.stats.unique_words = packed.n_words
         o.stats.merges = len(merges)
         o.stats.requested_merges = n_merges
         o.stats.merge_seconds = time.perf_counter() - t0
-    return Tokenizer(merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts)
+        o.stats.prune = prune_stats
+    return Tokenizer(
+        merges, pattern=pattern, special_tokens=specials, tie=tie, merge_counts=counts, superword=transition
+    )
 
 
 def train(
     files: PathLike | Iterable[PathLike],
     *,
     vocab_size: int = DEFAULT_VOCAB_SIZE,
-    pattern: str | None = None,
+    pattern: str | SplitPattern | None = None,
     special_tokens: Sequence[str] | None = None,
     tie: str | None = None,
     algorithm: str = "fast",
@@ -456,6 +562,8 @@ def train(
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
     ray: bool | str | RayOptions | None = None,
+    prune: str | None = None,
+    superword: int | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from files.
 
@@ -468,7 +576,8 @@ def train(
     DEFAULT_SPECIAL_TOKENS, at the top).  Special-token strings in the text split documents and
     are never learned.  Training stops early when no pair occurs twice.  `workers` processes
     count (default: every CPU); `stats`, when given, is filled with what the run did.
-    `pattern` defaults to "mnemonic" and `tie` to "id".
+    `pattern` defaults to "mnemonic" and `tie` to "id"; it is a preset name, a split regex or a
+    SplitPattern (docs/pretokenizer.md).
 
     `base`: continue training from this tokenizer -- its merges are the first ones, in order,
     and new merges learned from `files` follow up to `vocab_size` (which counts them all);
@@ -478,6 +587,16 @@ def train(
     (else a new local one), "HOST:PORT" for that cluster, or a RayOptions.  The files must be
     readable by every node under the same path; the merge loop runs here, and the tokenizer is
     byte for byte the one a local run makes.
+
+    `prune="intermediate"`: no token of the result is intermediate only (every occurrence
+    consumed by later merges in training, as `mnemo inspect` lists them): they are not learnt,
+    and the merges after them fill the vocabulary to `vocab_size` (mnemo/prune.py,
+    docs/superword.md).  Costs one more merge-loop run per round; the counting is done once.
+
+    `superword=T`: a superword tokenizer (SuperBPE's curriculum, docs/superword.md): ordinary
+    merges up to id T, then merges over coarse chunks -- runs of the pattern's chunks that a
+    merge may bridge ("by the way") -- up to `vocab_size`.  Both stages are counted in the same
+    pass, by the same workers (or Ray cluster).
     """
     return _train(_file_paths(files), _options(locals()))
 
@@ -486,7 +605,7 @@ def train_from_iterator(
     iterator: Iterable[str | bytes | Sequence[str | bytes]],
     *,
     vocab_size: int = DEFAULT_VOCAB_SIZE,
-    pattern: str | None = None,
+    pattern: str | SplitPattern | None = None,
     special_tokens: Sequence[str] | None = None,
     tie: str | None = None,
     algorithm: str = "fast",
@@ -496,6 +615,8 @@ def train_from_iterator(
     progress: Progress | None = None,
     stats: TrainStats | None = None,
     base: Tokenizer | None = None,
+    prune: str | None = None,
+    superword: int | None = None,
 ) -> Tokenizer:
     """Learn a byte-level BPE vocabulary of `vocab_size` ids from documents held in memory.
 
@@ -542,7 +663,8 @@ def _file_paths(files: object) -> list[PathLike]:
         if not isinstance(item, (str, os.PathLike)):
             raise ArgumentTypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
     for item in items:
-        if isinstance(item, str) and not is_stdin(item) and not is_url(item) and not os.path.exists(item):
+        # a local path only: a URL is looked up when it is read, standard input never is
+        if isinstance(item, str) and not (where := location(item)).remote and not where.stdin and not os.path.exists(item):
             if _looks_like_text(item):
                 raise InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {hint}")
             raise InputError(f"{item}: no such file; check the path")

@@ -26,6 +26,7 @@ from typing import Final, cast
 from mnemo.checks import type_error
 from mnemo.constants import MAX_SPECIALS, MAX_TOKEN_ID, MAX_VOCAB
 from mnemo.errors import ConfigError, FormatError, MnemoError
+from mnemo.patterns import SplitPattern
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
     "<|bos|>",
@@ -50,7 +51,7 @@ class TokenizerFields:
     """A vocabulary's parts, as tokenizer.bin holds them and `Tokenizer(...)` takes them."""
 
     merges: list[tuple[int, int]]
-    pattern: str
+    pattern: str | SplitPattern
     special_tokens: list[str]
     tie: str
     merge_counts: list[int] | None
@@ -59,6 +60,16 @@ class TokenizerFields:
     whole_tokens: list[bytes] = field(default_factory=list)
     #: tiktoken's rule: merges may use later merges, whole tokens are allowed (check_ranked)
     ranked: bool = False
+    #: tokenizer.bin only: the encoder's prebuilt tables (encode_chunk.export_tables), when the
+    #: file holds tables of this encoder's layout; None: the encoder builds them from the merges
+    encoder_tables: bytes | None = None
+    #: tokenizer.bin only: the program that wrote the file (its WRTR section), if it says
+    writer: str | None = None
+    #: a superword tokenizer's transition T (docs/superword.md): merges making ids >= T are
+    #: stage 2's; None: plain BPE
+    superword: int | None = None
+    #: a superword tokenizer's stage-2 rule (mnemo.superword.RULES); None when plain
+    stage2: str | None = None
 
 
 # ---- the rules ----
@@ -228,7 +239,7 @@ def from_byte_tokens(
     vocab: Mapping[bytes, int],
     merges: Sequence[tuple[bytes, bytes]],
     *,
-    pattern: str,
+    pattern: str | SplitPattern,
     specials: Mapping[str, int] | None = None,
     show: Callable[[bytes], str] = repr,
     merge_where: Callable[[int], str] = lambda k: f"merge {k}",
@@ -401,7 +412,7 @@ def from_ranks(
     source: str,
     ranks: Mapping[bytes, int],
     *,
-    pattern: str,
+    pattern: str | SplitPattern,
     specials: Mapping[str, int] | None = None,
     where: Callable[[bytes], str] | None = None,
 ) -> TokenizerFields:

@@ -12,9 +12,10 @@ Plain Python: built once per vocabulary; the compiled encoder does the work.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import itertools
 import os
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Self, cast
 
@@ -24,11 +25,14 @@ import numpy.typing as npt
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16
 from mnemo.defaults import DEFAULT_PATTERN, DEFAULT_TIE
-from mnemo.encode_chunk import Encoder
-from mnemo.errors import ArgumentTypeError, ConfigError, UnknownTokenError
+from mnemo.encode_chunk import Encoder, export_tables
+from mnemo.errors import ArgumentTypeError, ConfigError, FormatError, UnknownTokenError
 from mnemo.fileio import read_file, write_atomic
+from mnemo.patterns import SplitPattern, compile_pattern, identity, label, stored_id
+from mnemo.special_match import Found, SpecialMatcher
 from mnemo.streaming import text_bytes
 from mnemo.vocab import (
+    TokenizerFields,
     as_format_error,
     check_id_map,
     check_merges,
@@ -37,7 +41,37 @@ from mnemo.vocab import (
     check_special_tokens,
     from_vocab_merges,
 )
-from mnemo.vocabfile import MAX_BIN_BYTES, bin_version_for, encode_tokenizer_bin, parse_tokenizer_bin
+from mnemo.superword import SuperEncoder, rule_id
+from mnemo.vocabfile import MAX_BIN_BYTES, MAX_WHOLE_BYTES, WRITER, encode_tokenizer_bin, id_width, parse_tokenizer_bin
+
+
+def _fingerprint(fields: TokenizerFields, split_pattern: SplitPattern) -> str:
+    """Vocabulary.fingerprint (docs/formats.md, "Fingerprint"): ids hashed at the width
+    tokenizer.bin stores them, so a vocabulary that fits in 16 bits keeps the fingerprint earlier
+    versions gave it (its .tok files name it).  A ranked one has a personalisation of its own,
+    with its whole tokens after the merges; a superword one appends its curriculum, which decides
+    the ids too (plain fingerprints unchanged).  The pattern is its patterns.identity: a named
+    pattern on mnemo's own tables its name, as before; any other its steps and Unicode version."""
+    merges, public = fields.merges, fields.id_map
+    n_vocab = 256 + len(merges) + len(fields.whole_tokens) + len(fields.special_tokens)
+    wide = fields.ranked or id_width(n_vocab, public) == 4
+    id_type = "<u4" if wide else "<u2"
+    person = b"mnemo-tokenizer3" if fields.ranked else b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1"
+    h = hashlib.blake2b(digest_size=16, person=person)
+    h.update(identity(split_pattern).encode() + b"\0")
+    h.update(np.fromiter(itertools.chain.from_iterable(merges), dtype=id_type, count=2 * len(merges)).tobytes())
+    if fields.ranked:
+        h.update(len(fields.whole_tokens).to_bytes(4, "little"))
+        for raw in fields.whole_tokens:
+            h.update(len(raw).to_bytes(4, "little") + raw)
+    for name in fields.special_tokens:
+        raw = name.encode("utf-8")
+        h.update(bytes([len(raw)]) + raw)
+    if public is not None:
+        h.update(b"id_map" + np.asarray(public, dtype=id_type).tobytes())
+    if fields.superword is not None:
+        h.update(b"superword" + (fields.stage2 or "").encode() + b"\0" + fields.superword.to_bytes(4, "little"))
+    return h.hexdigest()
 
 
 class Vocabulary:
@@ -59,21 +93,28 @@ class Vocabulary:
     (256 + len(merges) + j, the specials follow them); a pre-token that is exactly one of them
     is that token.  A vocabulary that needs neither is stored as an ordinary one
     (`self.ranked` is False), which encodes the same.
+
+    `superword` (docs/superword.md): the transition T of a superword tokenizer -- the merges
+    making ids below T are stage 1's, applied inside the chunks of `pattern`; the others are
+    stage 2's, applied inside coarse chunks (the `stage2` rule's runs of those chunks) to the
+    stage-1 tokens.  None: plain BPE.
     """
 
     def __init__(
         self,
         merges: Sequence[tuple[int, int]],
         *,
-        pattern: str = DEFAULT_PATTERN,
+        pattern: str | SplitPattern = DEFAULT_PATTERN,
         special_tokens: Sequence[str] | None = None,
         tie: str = DEFAULT_TIE,
         merge_counts: Sequence[int] | None = None,
         id_map: Sequence[int] | None = None,
         whole_tokens: Sequence[bytes] | None = None,
         ranked: bool = False,
+        superword: int | None = None,
+        stage2: str = "superword",
     ) -> None:
-        check_pattern(pattern)
+        split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern))
         check_tie(tie)
         specials = check_special_tokens(special_tokens)
         given: object = merges  # typed, but callers of a Python API pass anything
@@ -106,19 +147,11 @@ class Vocabulary:
             ):
                 raise ConfigError(f"merge {k} is {pair!r}, not a pair of token ids")
             checked.append((int(x), int(y)))
-        vocab: list[bytes]
         if ranked:
-            vocab = check_ranked(checked, whole)
+            check_ranked(checked, whole)
             ranked = bool(whole) or any(a >= 256 + k or b >= 256 + k for k, (a, b) in enumerate(checked))
         else:
             check_merges(checked)
-            vocab = [bytes([i]) for i in range(256)]
-            for a, b in checked:
-                vocab.append(vocab[a] + vocab[b])
-        names: dict[str, int] = {}
-        for j, name in enumerate(specials):
-            names[name] = 256 + len(checked) + len(whole) + j
-            vocab.append(name.encode("utf-8"))
         counts: list[int] | None = None
         if merge_counts is not None:
             if isinstance(merge_counts, (str, bytes, bytearray)) or not isinstance(merge_counts, Iterable):
@@ -137,15 +170,63 @@ class Vocabulary:
             if len(public) != n_vocab:
                 raise ConfigError(f"id_map has {len(public)} entries for a vocabulary of {n_vocab} ids")
             check_id_map(public, n_vocab)
-            if public == list(range(n_vocab)):
-                public = None
+        if superword is not None:
+            superword = check_int("superword", superword)
+            if not 256 <= superword <= 256 + len(checked):
+                raise ConfigError(f"superword (the transition id) must be in 256..{256 + len(checked)}, got {superword}")
+            if public is not None:
+                raise ConfigError("a superword tokenizer has no id map")
+            if whole:
+                raise ConfigError("a superword tokenizer is not ranked (it has no whole tokens)")
+            if not isinstance(stage2, str):
+                raise type_error("stage2", "a str", stage2)
+            rule_id(stage2)
+            if stored_id(split_pattern) is None:
+                raise ConfigError(
+                    f"a superword tokenizer runs on one of the five named patterns ({', '.join(PATTERNS)}) on mnemo's "
+                    f"own Unicode tables; its pattern is {split_pattern.describe()}"
+                )
+        self._setup(
+            TokenizerFields(
+                checked, split_pattern, specials, tie, counts, public, whole_tokens=whole, ranked=ranked,
+                superword=superword, stage2=stage2 if superword is not None else None,
+            )
+        )
 
-        self.merges: list[tuple[int, int]] = checked
+    def _setup(self, fields: TokenizerFields) -> None:
+        """Everything a Vocabulary holds, from parts that follow vocab.py's rules: checked by
+        __init__ (a caller's values) or by a loader (_from_checked), so that loading a file
+        does not check each merge twice.  fields.encoder_tables: the encoder's prebuilt tables
+        (encode_chunk.export_tables), or None to build them."""
+        merges, specials, whole = fields.merges, fields.special_tokens, fields.whole_tokens
+        split_pattern = compile_pattern(fields.pattern)
+        public = fields.id_map
+        n_vocab = 256 + len(merges) + len(whole) + len(specials)
+        if public is not None and public == list(range(n_vocab)):
+            public = None
+            fields = dataclasses.replace(fields, id_map=None)
+        spelled: list[bytes]
+        if fields.superword is None:
+            self._encoder = Encoder(merges, wide=n_vocab > VOCAB16, whole=whole, tables=fields.encoder_tables or b"")
+            spelled = self._encoder.spelled
+        else:  # its tables are always built (a superword file has no ENCT section)
+            sup = SuperEncoder(merges, fields.superword, rule_id(fields.stage2 or ""), wide=n_vocab > VOCAB16)
+            self._encoder = sup
+            spelled = sup.full.spelled
+        vocab: list[bytes] = spelled + whole + [name.encode("utf-8") for name in specials]
+        names = {name: 256 + len(merges) + len(whole) + j for j, name in enumerate(specials)}
+
+        self.superword: int | None = fields.superword
+        self.stage2: str | None = fields.stage2
+        self.merges: list[tuple[int, int]] = merges
         self.whole_tokens: list[bytes] = whole
-        self.ranked: bool = ranked
-        self.pattern: str = pattern
-        self.tie: str = tie
-        self.merge_counts: list[int] | None = counts
+        self.ranked: bool = fields.ranked
+        #: the pattern's name (a preset) or regex; split_pattern is the compiled pattern, with its
+        #: Unicode version and engine (mnemo/patterns.py)
+        self.pattern: str = label(split_pattern)
+        self.split_pattern: SplitPattern = split_pattern
+        self.tie: str = fields.tie
+        self.merge_counts: list[int] | None = fields.merge_counts
         self.id_map: list[int] | None = public
         self._internal_vocab = vocab
         self._internal_specials = names
@@ -156,52 +237,80 @@ class Vocabulary:
         # would take 8 bytes per id, 16 GiB for one token at 2**31 - 1.
         self._vocab: list[bytes | None] | dict[int, bytes]
         self._n_ids = n_vocab if public is None else max(public) + 1
+        # The packed paths gather public ids from this array: converting the list on every call
+        # cost ~1 ms for GPT-2's 50,257 ids, 13x the encoding of a 5 KB document.
+        self._public_array: npt.NDArray[np.unsignedinteger] | None = None
         if public is None:
             self.special_tokens: dict[str, int] = names
             self._vocab = list(vocab)
         else:
+            self._public_array = np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
             self.special_tokens = {s: public[i] for s, i in names.items()}
             if self._n_ids > 4 * n_vocab:
                 self._vocab = {public[i]: raw for i, raw in enumerate(vocab)}
             else:
-                table: list[bytes | None] = [None] * self._n_ids
-                for i, raw in enumerate(vocab):
-                    table[public[i]] = raw
-                self._vocab = table
+                # numpy places the tokens at their public ids in one C loop (a Python loop over
+                # o200k's 200,000 ids was 40 ms of its load)
+                placed = np.empty(n_vocab, dtype=object)
+                placed[:] = vocab
+                table = np.full(self._n_ids, None, dtype=object)
+                table[self._public_array] = placed
+                self._vocab = table.tolist()
         self._n_holes = self._n_ids - n_vocab
-        # The packed paths gather public ids from this array: converting the list on every call
-        # cost ~1 ms for GPT-2's 50,257 ids, 13x the encoding of a 5 KB document.
-        self._public_array: npt.NDArray[np.unsignedinteger] | None = (
-            None if public is None else np.asarray(public, dtype=np.uint16 if self._n_ids <= VOCAB16 else np.uint32)
-        )
-        self._pattern_id = PATTERNS.index(pattern)
-        self._encoder = Encoder(checked, wide=n_vocab > VOCAB16, whole=whole)
+        self._pattern_id = split_pattern.id
         if public is not None:
             # the encoder's lists hold the public ids (public's own int objects): no second pass
             self._encoder.set_public(cast(list[object], public))
-        self._special_re: dict[frozenset[str], tuple[bytes, re.Pattern[bytes]]] = {}
-        self._all_special_re: tuple[bytes, re.Pattern[bytes]] | None = None  # _plain_default's
+        self._special_re: dict[frozenset[str], tuple[bytes, SpecialMatcher]] = {}
+        self._all_special_re: tuple[bytes, SpecialMatcher] | None = None  # _plain_default's
         self._special_by_id = {i: s for s, i in self.special_tokens.items()}
         self._ids_by_bytes: dict[bytes, int] | None = None  # token_to_id's table, built on first use
-        # Ids hashed at the width tokenizer.bin stores them: a vocabulary that fits in 16 bits
-        # keeps the fingerprint earlier versions gave it (its .tok files name it).  A ranked one
-        # has a personalisation of its own, with its whole tokens after the merges.
-        wide = ranked or bin_version_for(n_vocab, public) > 1
-        id_type = "<u4" if wide else "<u2"
-        person = b"mnemo-tokenizer3" if ranked else b"mnemo-tokenizer2" if wide else b"mnemo-tokenizer1"
-        h = hashlib.blake2b(digest_size=16, person=person)
-        h.update(pattern.encode() + b"\0")
-        h.update(np.asarray(checked, dtype=id_type).reshape(-1, 2).tobytes())
-        if ranked:
-            h.update(len(whole).to_bytes(4, "little"))
-            for raw in whole:
-                h.update(len(raw).to_bytes(4, "little") + raw)
-        for name in specials:
-            raw = name.encode("utf-8")
-            h.update(bytes([len(raw)]) + raw)
-        if public is not None:
-            h.update(b"id_map" + np.asarray(public, dtype=id_type).tobytes())
-        self.fingerprint: str = h.hexdigest()
+        self._source = "<Tokenizer>"  # what verify's messages name: from_bytes sets the file
+        self.fingerprint: str = _fingerprint(fields, split_pattern)
+        self._name: str | None = None  # tiktoken's Encoding.name, set by a loader that knows it
+        self._aliases: dict[str, str] = {}  # special-token names that share another's id
+        self._ranks: dict[bytes, int] | None = None  # tiktoken's _mergeable_ranks, built on first use
+        self._byte_values: list[bytes] | None = None  # token_byte_values, sorted once
+
+    # ---- tiktoken's name, and special tokens that share an id ----
+
+    @property
+    def name(self) -> str:
+        """tiktoken's `Encoding.name`: the encoding's name when a loader knew it (`cl100k_base`,
+        a tekken file's name), else `mnemo-` and the fingerprint's first 16 hex digits, so that
+        vocabularies with different ids never share a name (tiktoken's rule for names).  Pickle
+        keeps it; tokenizer.bin does not hold it yet, so `load` gives the default."""
+        return self._name if self._name is not None else f"mnemo-{self.fingerprint[:16]}"
+
+    def _set_name(self, name: str) -> None:
+        """Name a vocabulary its loader has just built (no one else holds it yet)."""
+        if not isinstance(name, str) or not name:
+            raise type_error("name", "a non-empty str", name)
+        self._name = name
+
+    def _add_aliases(self, aliases: Mapping[str, str]) -> None:
+        """Give special tokens a second name each: aliases[alias] is the special token whose id the
+        alias shares (o200k_harmony names id 200018 both `<|endofprompt|>` and
+        `<|reserved_200018|>`).  An alias encodes to that id and is allowed, disallowed and listed
+        as a special token; decoding the id gives the first name.  Only on a vocabulary its loader
+        has just built.  tokenizer.bin cannot hold aliases yet (to_bytes refuses); pickle keeps them."""
+        if not aliases:
+            return
+        names = check_special_tokens(list(aliases))
+        h = hashlib.blake2b(digest_size=16, person=b"mnemo-aliases")
+        h.update(self.fingerprint.encode("ascii"))
+        for alias in names:
+            target = aliases[alias]
+            if alias in self.special_tokens:
+                raise ConfigError(f"{alias!r} is already a special token (id {self.special_tokens[alias]})")
+            if target not in self._internal_specials:
+                raise ConfigError(f"alias {alias!r} names {target!r}, which is not a special token here")
+            self.special_tokens[alias] = self.special_tokens[target]
+            self._aliases[alias] = target
+            h.update(alias.encode("utf-8") + b"\0" + target.encode("utf-8") + b"\0")
+        self.fingerprint = h.hexdigest()
+        self._special_re.clear()
+        self._all_special_re = None
 
     # ---- ids and bytes ----
 
@@ -234,7 +343,9 @@ class Vocabulary:
     def __repr__(self) -> str:
         return (
             f"<{type(self).__name__} n_vocab={self.n_vocab} merges={len(self.merges)} specials={len(self.special_tokens)} "
-            f"pattern={self.pattern!r} fingerprint={self.fingerprint}>"
+            f"pattern={self.pattern!r}"
+            + ("" if self.superword is None else f" superword={self.superword} stage2={self.stage2!r}")
+            + f" fingerprint={self.fingerprint}>"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -312,45 +423,116 @@ class Vocabulary:
             # an imported vocabulary's public ids are a permutation of 0..n_vocab-1: the new ids follow it
             id_map = self.id_map + list(range(self.n_vocab, self.n_vocab + len(added)))
         own = sorted(self._internal_specials, key=self._internal_specials.__getitem__)
-        return type(self)(
+        extended = type(self)(
             self.merges,
-            pattern=self.pattern,
+            pattern=self.split_pattern,
             special_tokens=own + added,
             tie=self.tie,
             merge_counts=self.merge_counts,
             id_map=id_map,
             whole_tokens=self.whole_tokens,
             ranked=self.ranked,
+            superword=self.superword,
+            stage2=self.stage2 or "superword",
         )
+        extended._add_aliases(self._aliases)
+        return extended
 
     # ---- tokenizer.bin ----
 
     def to_bytes(self) -> bytes:
-        """The tokenizer.bin image of this tokenizer."""
-        if self.ranked:
+        """The tokenizer.bin image of this tokenizer, with its encoder's prebuilt tables (a
+        ranked one's whole tokens in its RANK section, a superword one's transition and stage-2
+        rule in its STG2 section)."""
+        if self._aliases:
             raise ConfigError(
-                f"this tokenizer is ranked (tiktoken's rule: {len(self.whole_tokens)} tokens no merge makes, or "
-                f"merges that use later ones), and tokenizer.bin cannot hold that yet: it needs format version 3 "
-                f"(issue 26); saving, pickling and worker processes wait for it.  Load it from its rank file instead"
+                f"this tokenizer gives {len(self._aliases)} special tokens a second name "
+                f"({', '.join(sorted(self._aliases)[:3])}, ...), which tokenizer.bin cannot hold yet: save "
+                f"would lose them.  Load it from its source again (it pickles, with its aliases)"
             )
+        return self._image()
+
+    def _image(self) -> bytes:
+        """The tokenizer.bin image of the vocabulary without its aliases (pickle adds them back)."""
+        if sum(map(len, self.whole_tokens)) > MAX_WHOLE_BYTES:
+            raise ConfigError(
+                f"this ranked tokenizer's {len(self.whole_tokens)} whole tokens hold more than {MAX_WHOLE_BYTES:,} bytes, "
+                f"the most a tokenizer.bin holds: load it from its rank file instead"
+            )
+        superword = None if self.superword is None else (self.superword, self.stage2 or "")
         return encode_tokenizer_bin(
-            self.merges, self.pattern, list(self.special_tokens), self.tie, self.merge_counts, self.id_map
+            self.merges,
+            self.split_pattern,
+            [s for s in self.special_tokens if s not in self._aliases],
+            self.tie,
+            self.merge_counts,
+            self.id_map,
+            # a superword encoder's tables are its stage 1's alone: built at each load instead
+            encoder_tables=export_tables(self._encoder) if superword is None else None,
+            whole_tokens=self.whole_tokens if self.ranked else None,
+            superword=superword,
         )
 
     @classmethod
-    def from_bytes(cls, data: bytes, source: str = "<bytes>") -> Self:
+    def from_bytes(cls, data: bytes, source: str = "<bytes>", *, verify: bool | None = None) -> Self:
+        """A Tokenizer from a tokenizer.bin image; FormatError (with the offset) when it is bad.
+
+        Every rule of a vocabulary is checked at every load.  The encoder's tables a version-3
+        image carries are the one thing trusted (docs/formats.md, "Trust"): `verify` None
+        trusts them when this mnemo wrote the image (its WRTR section) and builds them again
+        from the merges otherwise, failing when they disagree; True always builds and
+        compares them (what `verify()` does after a load); False trusts any image's tables.
+        """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise type_error("data", "bytes (a tokenizer.bin image)", data)
         if not isinstance(source, str):
             raise type_error("source", "a str", source)
+        if verify is not None and not isinstance(verify, bool):
+            raise type_error("verify", "True, False or None", verify)
         fields = parse_tokenizer_bin(bytes(data), source)
-        return cls(
-            fields.merges,
-            pattern=fields.pattern,
-            special_tokens=fields.special_tokens,
-            tie=fields.tie,
-            merge_counts=fields.merge_counts,
-            id_map=fields.id_map,
+        stored = fields.encoder_tables
+        check = fields.writer != WRITER if verify is None else verify
+        # The reader checked every rule __init__ checks (vocab.py's, vectorized): straight to
+        # _setup, which builds the encoder's tables only when they are not trusted.
+        tok = cls._from_checked(dataclasses.replace(fields, encoder_tables=None if check else stored))
+        tok._source = source
+        if check and stored is not None:
+            tok._compare_tables(export_tables(tok._encoder), stored)
+        return tok
+
+    @classmethod
+    def _from_checked(cls, fields: TokenizerFields) -> Self:
+        """A Tokenizer from parts a loader has checked against every rule __init__ applies (the
+        tokenizer.bin reader, the compiled rank-file path of formats/tiktoken.py): no second pass
+        over each merge.  See _setup."""
+        tok = cls.__new__(cls)
+        tok._setup(fields)
+        return tok
+
+    def verify(self) -> None:
+        """Build the encoder's tables again from the merges and compare them with the ones in
+        use: what loading a tokenizer.bin written by this mnemo trusts instead of computing
+        (docs/formats.md, "Trust").  FormatError naming the first token that disagrees; every
+        other rule of the file was checked when it was read.  `mnemo info --verify` runs it."""
+        # a superword encoder is its stage 1's encoder (stage 2 rides on its full one)
+        first = self.merges if self.superword is None else self.merges[: self.superword - 256]
+        fresh = Encoder(first, wide=self._encoder.wide, whole=self.whole_tokens)
+        self._compare_tables(export_tables(fresh), export_tables(self._encoder))
+
+    def _compare_tables(self, built: bytes, trusted: bytes) -> None:
+        """FormatError unless the tables built from the merges equal the trusted ones."""
+        if built == trusted:
+            return
+        at = next(i for i in range(len(built)) if built[i] != trusted[i])
+        k = 8 * at + ((built[at] ^ trusted[at]) & -(built[at] ^ trusted[at])).bit_length() - 1
+        token = 256 + k
+        shown = token if self._public is None else self._public[token]
+        says = bool(trusted[at] >> (k & 7) & 1)
+        raise FormatError(
+            f"{self._source}: its encoder tables say that token {shown} ({self._internal_vocab[token]!r}) is "
+            f"{'' if says else 'not '}what BPE makes of its own bytes, and its merges say the opposite: the "
+            "file was edited or written by another program; rebuild it from its merges (Tokenizer(tok.merges, "
+            "pattern=..., special_tokens=...).save(path)) or load it with verify=False to trust it anyway"
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -360,21 +542,35 @@ class Vocabulary:
         write_atomic(path, self.to_bytes())
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Self:
-        """Read and validate a tokenizer.bin; FormatError (with the offset) when it is bad."""
+    def load(cls, path: str | os.PathLike[str], *, verify: bool | None = None) -> Self:
+        """Read and validate a tokenizer.bin; FormatError (with the offset) when it is bad.
+        `verify`: as from_bytes (None: the encoder's tables are built again and compared unless
+        this mnemo wrote the file)."""
         if not isinstance(path, (str, os.PathLike)):
             raise type_error("path", "a str or os.PathLike", path)
-        return cls.from_bytes(read_file(path, MAX_BIN_BYTES, "tokenizer.bin"), os.fspath(path))
+        return cls.from_bytes(read_file(path, MAX_BIN_BYTES, "tokenizer.bin"), os.fspath(path), verify=verify)
 
     # ---- pickle and copy (docs/pipelines.md) ----
 
-    def __reduce__(self) -> tuple[object, tuple[bytes, str]]:
+    def __reduce__(self) -> tuple[object, ...]:
         """Pickle as the tokenizer.bin image (id map and merge counts included): `datasets.map`
         with num_proc, DataLoader workers and `multiprocessing` send tokenizers by pickle, and
         the image is both the smallest form and the one whose loader validates everything.  The
         encoder's caches are not sent: the receiver starts with empty ones.  Pickle is only the
-        transport Python's tools use; no mnemo file holds a pickle."""
-        return (type(self).from_bytes, (self.to_bytes(), "<pickled Tokenizer>"))
+        transport Python's tools use; no mnemo file holds a pickle.  A name or special-token
+        aliases, which the image does not hold, travel beside it (__setstate__)."""
+        if self._name is None and not self._aliases:
+            return (type(self).from_bytes, (self.to_bytes(), "<pickled Tokenizer>"))
+        return (type(self).from_bytes, (self._image(), "<pickled Tokenizer>"), (self._name, dict(self._aliases)))
+
+    def __setstate__(self, state: object) -> None:
+        """The name and aliases __reduce__ sent beside the image."""
+        if not (isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], dict)):
+            raise ConfigError(f"not the state of a pickled Tokenizer: {state!r:.80}")
+        name, aliases = state
+        self._add_aliases(aliases)
+        if name is not None:
+            self._set_name(name)
 
     def __copy__(self) -> Self:
         """A Tokenizer is immutable by contract, so a copy is the tokenizer itself (as for
@@ -385,30 +581,32 @@ class Vocabulary:
         """Rebuilt from its tokenizer.bin image, as a pickle round trip: a deep copy promises
         containers that share nothing with the original (`merges`, `special_tokens` are
         plain lists and dicts a caller can reach)."""
-        copied = type(self).from_bytes(self.to_bytes(), "<copied Tokenizer>")
+        copied = type(self).from_bytes(self._image(), "<copied Tokenizer>")
+        copied.__setstate__((self._name, dict(self._aliases)))
         memo[id(self)] = copied
         return copied
 
     # ---- special tokens' text in bytes ----
 
-    def _specials_re(self, names: Collection[str]) -> tuple[bytes, re.Pattern[bytes]]:
-        """(common prefix of the names, regex matching any of them, longest first)."""
+    def _specials_re(self, names: Collection[str]) -> tuple[bytes, SpecialMatcher]:
+        """(common prefix of the names, a matcher of any of them: the leftmost, and the longest
+        where several start at one place).  The matcher is a compiled trie (special_match.py),
+        linear in the text whatever the number of names; the `re` alternation of every name it
+        replaced took ~45 s for 1 MB of "<|" with 57,016 names."""
         key = frozenset(names)
         found = self._special_re.get(key)
         if found is None:
             # A name is matched as its text would be encoded (lone surrogates as U+FFFD).
-            raw = [text_bytes(s) for s in key]
-            # Longest first: where two specials match at one place, the longer wins.
-            ordered = sorted(raw, key=lambda b: (-len(b), b))
-            first, last = min(raw), max(raw)
+            raw = sorted(text_bytes(s) for s in key)
+            first, last = raw[0], raw[-1]
             common = 0
             while common < len(first) and first[common] == last[common]:
                 common += 1
-            found = (first[:common], re.compile(b"|".join(re.escape(b) for b in ordered)))
+            found = (first[:common], SpecialMatcher(raw))
             self._special_re[key] = found
         return found
 
-    def _find_special(self, names: Collection[str], data: bytes) -> re.Match[bytes] | None:
+    def _find_special(self, names: Collection[str], data: bytes) -> Found | None:
         prefix, pattern = self._specials_re(names)
         # Fast path: bytes.__contains__ runs at memory speed; the default specials share "<|".
         if prefix and prefix not in data:
@@ -502,4 +700,32 @@ class Vocabulary:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every token of the byte-level vocabulary (no special tokens), sorted."""
-        return sorted(set(self._internal_vocab[: 256 + len(self.merges) + len(self.whole_tokens)]))
+        if self._byte_values is None:
+            self._byte_values = sorted(set(self._internal_vocab[: 256 + len(self.merges) + len(self.whole_tokens)]))
+        return list(self._byte_values)
+
+    # ---- tiktoken's private names, which its README's "Extending tiktoken" uses ----
+
+    @property
+    def _pat_str(self) -> str:
+        """The regex this vocabulary's pattern splits as (`tiktoken.Encoding._pat_str`)."""
+        return self.split_pattern.regex or self.pattern
+
+    @property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """The bytes of every token that is not special -> its id (`Encoding._mergeable_ranks`; the
+        same dict each time, as tiktoken's: changing it changes nothing here).  Where two ids spell
+        the same bytes (a Hugging Face vocabulary may), the first."""
+        if self._ranks is None:
+            ranks: dict[bytes, int] = {}
+            specials = set(self.special_tokens.values())
+            for i, raw in self.vocab.items():
+                if i not in specials:
+                    ranks.setdefault(raw, i)
+            self._ranks = ranks
+        return self._ranks
+
+    @property
+    def _special_tokens(self) -> dict[str, int]:
+        """`Encoding._special_tokens`: special_tokens, aliases included."""
+        return self.special_tokens

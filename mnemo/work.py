@@ -49,7 +49,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 from mnemo.errors import MnemoError, WorkerError
-from mnemo.parallel import init_worker_signals, worker_context
+from mnemo.workers import init_worker_signals, worker_context
 
 Progress = Callable[[str, int, int], None]
 """progress(phase, done, total): phase "count" (bytes), "merge" (merges) or "tokenize" (bytes);

@@ -32,8 +32,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from mnemo.errors import ArgumentTypeError, ClusterError, ConfigError, InputError, MnemoError, VerificationError, WorkerError
-from mnemo.remote import Url
-from mnemo.sources import Task, check_inputs, display_name, is_stream, kind_of, plan_tasks
+from mnemo.location import PathArg, location
+from mnemo.sources import Task, check_inputs, kind_of, plan_tasks
 from mnemo.work import (
     KEPT_STATES,
     Combiner,
@@ -223,22 +223,34 @@ class _Session:
             self.ray.shutdown()
 
 
-def absolute_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """The inputs as absolute paths (the nodes' working folders are not the driver's); standard
-    input and pipes, which only this process can read, are refused, and so are URLs for now
-    (docs/ray.md: shards and the manifest are local files, sized and dated by stat)."""
-    paths: list[Path] = []
-    for p in check_inputs(inputs):
-        if isinstance(p, Url):
-            raise ConfigError(f"{p}: runs on Ray read files on a filesystem every node sees; URL inputs work with local runs only")
-        paths.append(p)
-    for p in paths:
-        if is_stream(p):
+def shared_paths(paths: Sequence[PathArg]) -> list[Path]:
+    """`paths` as absolute local paths, which every node of a cluster reads by the same name
+    (the nodes' working folders are not the driver's).  URLs are refused for now (docs/ray.md:
+    shards and the manifest are local files, sized and dated by stat) -- called by the command
+    line before any work, and by the runs themselves."""
+    shared: list[Path] = []
+    for p in map(location, paths):
+        if p.remote:
             raise ConfigError(
-                f"{display_name(p)}: a stream (standard input or a pipe) cannot be read by the nodes of a Ray "
+                f"{p}: runs on Ray read and write folders every node of the cluster mounts, not URLs yet; "
+                f"use shared folders with --ray, or URLs without it"
+            )
+        shared.append(Path(p).absolute())
+    return shared
+
+
+def absolute_inputs(inputs: Sequence[PathArg]) -> list[Path]:
+    """The inputs as absolute paths (shared_paths); standard input and pipes, which only this
+    process can read, are refused."""
+    paths = check_inputs(inputs)
+    shared = shared_paths(paths)
+    for p in paths:
+        if p.info().stream:
+            raise ConfigError(
+                f"{p}: a stream (standard input or a pipe) cannot be read by the nodes of a Ray "
                 f"cluster; write it to a file on a filesystem every node sees"
             )
-    return [p.absolute() for p in paths]
+    return shared
 
 
 # ---- the executor -----------------------------------------------------------------------------
@@ -440,14 +452,20 @@ def ray_executor(options: RayOptions) -> Iterator[RayExecutor]:
 
 
 def plan_count_tasks(
-    inputs: Sequence[str | os.PathLike[str]], options: RayOptions, executor: RayExecutor, specials: Sequence[str]
+    inputs: Sequence[str | os.PathLike[str]],
+    options: RayOptions,
+    executor: RayExecutor,
+    specials: Sequence[str],
+    whole_documents: bool = False,
 ) -> list[Task]:
     """Counting tasks for the cluster: about `tasks_per_node` per alive node, or as a local run
     plans them for as many workers as the cluster has CPUs.  Compressed files are whole-file
     tasks, read by the node that gets them."""
     paths = absolute_inputs(inputs)
     if options.tasks_per_node is None:
-        return plan_tasks(paths, n_workers=executor.session.cpus(), specials=specials)
+        return plan_tasks(paths, n_workers=executor.session.cpus(), specials=specials, whole_documents=whole_documents)
     n_tasks = options.tasks_per_node * executor.session.nodes()
     size = max(1, -(-sum(p.stat().st_size for p in paths) // n_tasks))
-    return plan_tasks(paths, n_workers=n_tasks, specials=specials, min_task_bytes=size, max_task_bytes=size)
+    return plan_tasks(
+        paths, n_workers=n_tasks, specials=specials, min_task_bytes=size, max_task_bytes=size, whole_documents=whole_documents
+    )

@@ -417,6 +417,64 @@ def test_pretrain_reports_and_saves(tmp_path: Path) -> None:
     assert np.array_equal(BigramModel.load(out).W, result.model.W)
 
 
+def test_bits_per_byte_by_hand() -> None:
+    """A model that ignores its input: W = 0 and b = ln p with p = (0.1, 0.2, 0.3, 0.4), so the
+    target t costs -log2 p_t bits whatever comes before it.  Ids 0, 1, 2 decode to 1, 2 and 3
+    bytes; id 3 is a special token (0 bytes), left out of both sums.  One window of 8 over the
+    stream 0 1 2 3 0 1 2 3 0: the targets are 1 2 3 0 1 2 3 0, the text ones 1 2 0 1 2 0 (12
+    bytes), so
+        bits = 2 x (-log2 0.2 - log2 0.3 - log2 0.1) = 2 x (2.321928 + 1.736966 + 3.321928) = 14.761644
+        bits per byte = 14.761644 / 12 = 1.230137
+    and the loss per token is the mean over all eight targets, special ones included:
+        2 x (1.609438 + 1.203973 + 0.916291 + 2.302585) / 8 = 1.508072."""
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    model = BigramModel(np.zeros((4, 2)), np.zeros((2, 4)), np.log(p))
+    loader = BatchLoader(TokenStream.from_arrays(np.array([0, 1, 2, 3, 0, 1, 2, 3, 0], dtype=np.uint16)),
+                         context=8, batch_size=1, order="sequential")
+    sizes = bigram.token_byte_counts(4, {0: b"a", 1: b"bc", 2: b"def", 3: b"<|bos|>"}, [3])
+    assert sizes.tolist() == [1, 2, 3, 0]
+    loss, bpb = bigram.evaluate_bits(model, loader, sizes)
+    assert bpb == pytest.approx(1.230137, abs=1e-6)
+    assert loss == pytest.approx(1.508072, abs=1e-6)
+    assert loss == pytest.approx(bigram.evaluate(model, loader))
+    # masked: only the targets whose mask bit is set count, in both sums
+    raw = np.array([0, 1, 2 | MASKBIT, 3, 0 | MASKBIT, 1, 2, 3, 0], dtype=np.uint16)
+    masked = BatchLoader(TokenStream.from_arrays(raw, masked=True), context=8, batch_size=1, order="sequential")
+    loss, bpb = bigram.evaluate_bits(model, masked, sizes)  # targets 2 (3 bytes) and 0 (1 byte)
+    assert bpb == pytest.approx((-math.log2(0.3) - math.log2(0.1)) / 4)
+    assert loss == pytest.approx((-math.log(0.3) - math.log(0.1)) / 2)
+    assert bigram.evaluate_bits(model, loader, None)[1] is None
+    with pytest.raises(ConfigError, match="one entry per id"):
+        bigram.evaluate_bits(model, loader, sizes[:3])
+
+
+def test_pretrain_reports_bits_per_byte() -> None:
+    """With token_bytes every validation line gives bits per byte: evaluate_bits' figure on the
+    validation windows, which for an all-text stream is the summed loss in bits over the bytes of
+    the targets."""
+    ids = np.tile(np.arange(5, dtype=np.uint16), 300)
+    train, val = TokenStream.from_arrays(ids[:1200]), TokenStream.from_arrays(ids[1200:])
+    lines: list[str] = []
+    sizes = np.array([1, 2, 3, 4, 5, 0, 0, 0])
+    result = bigram.pretrain(train, val, vocab_size=8, steps=20, batch_size=4, context=8, dim=8, lr=0.1,
+                             eval_every=10, log=lines.append, token_bytes=sizes)
+    assert len(result.bits_per_byte) == len(result.history) == 3
+    for (step, _, val_loss), bpb in zip(result.history, result.bits_per_byte):
+        assert bpb is not None
+        assert any(line.startswith(f"step {step:>6}/") and f"bpb {bpb:.4f}" in line for line in lines)
+    loader = BatchLoader(val, context=8, batch_size=4, order="sequential")
+    loss, bpb = bigram.evaluate_bits(result.model, loader, sizes)
+    assert (loss, bpb) == (result.history[-1][2], result.bits_per_byte[-1])
+    first = next(iter(loader))
+    losses, targets = result.model.position_losses(first.inputs, first.targets)
+    assert losses.sum() == pytest.approx(result.model.loss(first.inputs, first.targets) * losses.size)
+    assert sorted(targets.tolist()) == sorted(first.targets.reshape(-1).tolist())
+    windows = [loader.get(np.arange(loader.n_windows))]
+    n_bits = sum(result.model.loss(w.inputs, w.targets) * w.targets.size for w in windows) / math.log(2)
+    n_bytes = sum(int(sizes[w.targets].sum()) for w in windows)
+    assert bpb == pytest.approx(n_bits / n_bytes)
+
+
 @pytest.mark.parametrize("progress", [False, True])
 def test_pretrain_progress_goes_to_stderr_only_when_asked(progress: bool, capsys: pytest.CaptureFixture[str]) -> None:
     """On a terminal: what is being prepared, then a bar of the steps with loss and steps/s, on

@@ -233,6 +233,20 @@ def test_unwritable_output_fails_before_the_work(tmp_path: Path, workdir: Path, 
     assert "is a file, but the output is a folder" in capsys.readouterr().err
 
 
+def test_convert_writes_a_folder_format_into_an_existing_folder(tmp_path: Path, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--to gpt2 and --to hf-dir write a folder of files, created if missing: an existing
+    folder is checked as a folder for both (hf-dir was checked as a file: `is a folder; give
+    the output a file name`, so a second export into the same folder failed)."""
+    for fmt in ("gpt2", "hf-dir"):
+        out = tmp_path / fmt
+        for _ in range(2):  # the second run writes into the folder the first one made
+            assert main(["convert", str(workdir / "tok.bin"), str(out), "--from", "mnemo", "--to", fmt]) == 0, capsys.readouterr().err
+        assert (out / ("vocab.json" if fmt == "gpt2" else "tokenizer.json")).is_file()
+    (tmp_path / "afile").write_text("")
+    assert main(["convert", str(workdir / "tok.bin"), str(tmp_path / "afile"), "--from", "mnemo", "--to", "hf-dir"]) == 1
+    assert "is a file, but the output is a folder" in capsys.readouterr().err
+
+
 def test_mnemo_files_and_binary_files_are_not_text(tmp_path: Path, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`train eng100.tok` trained on the token file as if it were text (38 s, 801 MiB).  mnemo's
     own files are known by their magic bytes, other binary files by a NUL byte in their first

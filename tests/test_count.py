@@ -14,7 +14,8 @@ import pytest
 
 from mnemo.count import MEMEQ_MIN_BYTES, PREFIX_BYTES, WordCounter, pack_words, packed_to_dict, word_hash
 from mnemo.errors import ConfigError, InputError
-from mnemo.pretokenize import pattern_id, split
+from mnemo.patterns import split
+from mnemo.pretokenize import pattern_id
 from mnemo.training import count_words
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import mnemo
 from mnemo import ConfigError, Tokenizer
-from mnemo.evaluate import LENGTH_BINS, corpus_documents, evaluate, format_tables, load_spec, run
+from mnemo.evaluate import LENGTH_BINS, corpus_documents, evaluate, format_tables, load_spec, run, superword_ids
 from mnemo.interop import save_hf, to_tiktoken
 
 MNEMO = str(Path(sys.executable).parent / "mnemo")
@@ -39,10 +39,25 @@ def test_bytes_only_vocabulary_worked_example() -> None:
     r = res.corpora["tiny"]
     assert (r.n_bytes, r.n_tokens, r.n_words) == (10, 10, 4)
     assert r.bytes_per_token == 1.0 and r.tokens_per_word == 2.5
+    assert r.tokens_per_byte == 1.0 and r.super_share == 0.0
     assert r.used == len(set(b"ab cd" + "é é".encode()))
     assert res.vocab_lengths[1] == 256 and sum(res.vocab_lengths) == 256
     assert res.text_lengths[1] == 10
     assert res.top[0] == (ord(" "), b" ", 2)
+
+
+def test_superword_ids_are_tokens_spanning_chunks() -> None:
+    """A token is a superword when the tokenizer's (stage-1) pattern cuts its bytes into two or
+    more chunks: 'a ' is 'a' + ' ' and ' a b' is ' a' + ' b' under mnemonic; 'ab' and ' ab' are
+    one chunk each, bytes and special tokens are never superwords."""
+    a, b, sp = ord("a"), ord("b"), ord(" ")
+    tok = Tokenizer([(a, b), (a, sp), (sp, a), (sp, b), (256 + 2, 256 + 3), (sp, 256)], special_tokens=["<|x y|>"])
+    spans = superword_ids(tok)
+    assert [tok.token_bytes(i) for i in map(int, spans.nonzero()[0])] == [b"a ", b" a b"]
+    # a token ending inside a character ('中' and the first byte of '文') is one chunk in text
+    zh = "中文".encode()
+    part = Tokenizer([(zh[0], zh[1]), (256, zh[2]), (257, zh[3])], special_tokens=[])
+    assert part.token_bytes(258) == zh[:4] and not superword_ids(part).any()
 
 
 def test_counts_agree_with_tiktoken(cs336_dir: Path, corpora: list[tuple[str, list[bytes]]]) -> None:

@@ -108,10 +108,10 @@ def test_wide_tokenizer_round_trip_and_arrays(big: Tokenizer, sample: list[str],
     packed = big.encode_documents(docs, bos=bos)
     assert packed.dtype == np.uint32
     assert packed.tolist() == [i for d in sample[:20] for i in [bos, *big.encode_ordinary(d)]]
-    # version 2 on disk, and back
+    # 32-bit ids on disk (version 3, id width 4: docs/formats.md), and back
     path = tmp_path / "big.bin"
     big.save(path)
-    assert path.read_bytes()[8] == 2
+    assert path.read_bytes()[8] == 3 and path.read_bytes()[32:36] == b"MRGS" and path.read_bytes()[48] == 4
     loaded = Tokenizer.load(path)
     assert loaded == big and loaded.encode(text) == ids
     assert loaded.fingerprint == big.fingerprint
@@ -121,18 +121,25 @@ def test_wide_tokenizer_round_trip_and_arrays(big: Tokenizer, sample: list[str],
 
 
 def test_version_1_files_of_earlier_mnemo_load_unchanged() -> None:
-    """tests/data/*_v1.bin were written by mnemo before version 2 (main at c8d9701).  They load, give
-    the fingerprints their .tok files name, encode as they did, and a tokenizer that fits in 16
-    bits is written byte for byte as before (version 1)."""
+    """tests/data/*_v1.bin were written by mnemo before version 2 (main at c8d9701), *_v2.bin before
+    version 3 (main at 9930691).  They load, give the fingerprints their .tok files name, encode as
+    they did, and saved again (version 3) load as the same tokenizer with the same fingerprint."""
     counts = Tokenizer.load(DATA / "tokenizer_v1_counts.bin")
     assert counts.fingerprint == "dc0709f682179ef1295922d8160d9eea"
     assert counts.encode("hi y hi yab") == [256, 257, 32, 256, 257, 259]
     assert counts.merge_counts == [9, 7, 5, 3]
-    assert counts.to_bytes() == (DATA / "tokenizer_v1_counts.bin").read_bytes()
     mapped = Tokenizer.load(DATA / "tokenizer_v1_idmap.bin")
     assert mapped.fingerprint == "c4a5bce519e249e87db6be3ad890984a"
     assert mapped.encode("hi y hi yab <|endoftext|>", allowed_special="all") == [5, 4, 229, 5, 4, 2, 229, 1]
-    assert mapped.to_bytes() == (DATA / "tokenizer_v1_idmap.bin").read_bytes()
+    wide = Tokenizer.load(DATA / "tokenizer_v2_idmap.bin")
+    assert (DATA / "tokenizer_v2_idmap.bin").read_bytes()[8] == 2
+    assert wide.fingerprint == "8152d9108ec9a994d8b79835d5375477"
+    assert wide.encode("hi! hi <|x|>", allowed_special="all") == [256, 33, 258, 32, 100276]
+    assert (wide.pattern, wide.tie, wide.merge_counts, wide.n_vocab) == ("cl100k", "bytes", [9, 4, 2], 100_277)
+    for old in (counts, mapped, wide):
+        again = Tokenizer.from_bytes(old.to_bytes())
+        assert old.to_bytes()[8] == 3
+        assert again == old and again.fingerprint == old.fingerprint and again.id_map == old.id_map
 
 
 def test_version_2_bad_files_are_format_errors() -> None:
@@ -154,8 +161,8 @@ def test_version_2_bad_files_are_format_errors() -> None:
             encode_tokenizer_bin(merges, "gpt2", ["<|x|>"], "id", None, [*range(258), 300], version=1), "t.bin"
         )
     bad_version = bytearray(good)
-    bad_version[8] = 3
-    with pytest.raises(FormatError, match="format version 3 is not supported"):
+    bad_version[8] = 4
+    with pytest.raises(FormatError, match="format version 4 is not supported"):
         parse_tokenizer_bin(bytes(bad_version), "t.bin")
 
 
@@ -212,7 +219,7 @@ def test_a_sparse_id_space_costs_no_table_of_every_id(tmp_path: Path) -> None:
 def test_holes_survive_the_file(holey: Tokenizer, tmp_path: Path) -> None:
     path = tmp_path / "holey.bin"
     holey.save(path)
-    assert path.read_bytes()[8] == 2  # version 1 cannot hold holes
+    assert path.read_bytes()[48] == 4  # 16-bit ids cannot hold holes: the merges section's id width is 4
     loaded = Tokenizer.load(path)
     assert loaded == holey and loaded.n_vocab == 100_277 and loaded.id_map == holey.id_map
 

@@ -178,6 +178,111 @@ def test_memeq_rejects_out_of_bounds() -> None:
         kernels.memeq(b"abc", -1, b"abc", 0, 1)
 
 
+# ---- class masks ---------------------------------------------------------------------------
+
+
+def oracle_masks(data: bytes, table: bytes) -> bytes:
+    """Eight little-endian uint64 per 64-byte block: mask p bit j = bit p of table[data[64k + j]]."""
+    out = bytearray()
+    for base in range(0, len(data), 64):
+        block = data[base : base + 64]
+        for p in range(8):
+            m = sum(((table[b] >> p) & 1) << j for j, b in enumerate(block))
+            out += m.to_bytes(8, "little")
+    return bytes(out)
+
+
+def random_table(rng: random.Random) -> bytes:
+    return bytes(rng.randrange(256) for _ in range(256))
+
+
+@pytest.mark.parametrize("n", list(range(0, 200)) + [255, 256, 257, 511, 512, 513, 4095, 4096, 4097])
+def test_class_masks_every_length_and_alignment(backend: str, n: int) -> None:
+    rng = random.Random(n)
+    raw = bytes(rng.randrange(256) for _ in range(n + 40))
+    for align in (0, 1, 7, 31, 33):
+        table = random_table(rng)
+        view = memoryview(raw)[align : align + n]
+        data = bytes(view)
+        got = kernels.class_masks(view, table)
+        assert got == oracle_masks(data, table), (n, align)
+        assert len(got) == 64 * ((n + 63) // 64)
+
+
+def test_class_masks_gpt_table_worked_example(backend: str) -> None:
+    """"It's 42\n" under GPT_TABLE: I upper; t s lower; ' apos; spaces at 4; 4 2 digits; \n at 7."""
+    from mnemo import classmask
+
+    m = kernels.class_masks(b"It's 42\n", classmask.GPT_TABLE)
+    words = [int.from_bytes(m[8 * p : 8 * p + 8], "little") for p in range(8)]
+    assert words[0] == 0b0000_1010  # LOWER: t, s
+    assert words[1] == 0b0000_0001  # UPPER: I
+    assert words[2] == 0b0110_0000  # DIGIT
+    assert words[3] == 0b0001_0000  # SPACE
+    assert words[4] == 0  # WHITE
+    assert words[5] == 0b1000_0000  # NEWLINE
+    assert words[6] == 0b0000_0100  # APOS
+    assert words[7] == 0  # NON_ASCII
+
+
+def test_class_masks_compiled_twin_and_short_path(backend: str) -> None:
+    from mnemo import classmask
+
+    rng = random.Random(9)
+    for n in list(range(0, 130)) + [1000]:
+        data = bytes(rng.randrange(256) for _ in range(n))
+        table = random_table(rng)
+        want = oracle_masks(data, table)
+        assert classmask.class_masks_compiled(data, table) == want, n
+        assert classmask.class_masks(data, table) == want, n
+
+
+def test_gpt_table_agrees_with_the_pretokenizer_classes() -> None:
+    """Each ASCII byte's properties are its class in the pre-tokenizer's tables (generated from
+    `regex`), with letters split by case; every byte from 0x80 is NON_ASCII alone."""
+    from mnemo import _unicode_tables, classmask
+
+    by_class = {0: 0, 1: classmask.APOS, 3: classmask.DIGIT, 4: classmask.SPACE, 5: classmask.WHITE,
+                6: classmask.NEWLINE}
+    for b in range(128):
+        cls = _unicode_tables.ASCII_CLASS[b]
+        want = (classmask.UPPER if chr(b).isupper() else classmask.LOWER) if cls == 2 else by_class[cls]
+        assert classmask.GPT_TABLE[b] == want, hex(b)
+    assert set(classmask.GPT_TABLE[128:]) == {classmask.NON_ASCII}
+
+
+def test_run_end_against_a_byte_loop(backend: str) -> None:
+    from mnemo import classmask
+
+    rng = random.Random(11)
+    alphabet = b"ab AB09'\n\t.,\xc3\xa9"
+    for n in list(range(1, 140)) + [1000]:
+        data = bytes(rng.choice(alphabet) for _ in range(n))
+        masks = classmask.class_masks(data, classmask.GPT_TABLE)
+        for bits in (classmask.LETTER, classmask.LOWER, classmask.DIGIT, classmask.ANY_WHITE, classmask.NON_ASCII, 255):
+            for pos in range(n):
+                for end in {n, min(n, pos + 1), min(n, pos + 5)}:
+                    want = pos
+                    while want < end and classmask.GPT_TABLE[data[want]] & bits:
+                        want += 1
+                    assert classmask.run_end(masks, bits, pos, end) == want, (n, bits, pos, end)
+
+
+def test_class_masks_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="256 bytes.*got 255"):
+        kernels.class_masks(b"abc", bytes(255))
+    with pytest.raises(TypeError, match="data"):
+        kernels.class_masks(None, bytes(256))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="table"):
+        kernels.class_masks(b"abc", 5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="takes 2 positional arguments, got 3"):
+        kernels.class_masks(b"abc", bytes(256), 0)  # type: ignore[call-arg]
+    from mnemo import classmask
+
+    with pytest.raises(ValueError, match="256 bytes"):
+        classmask.class_masks(b"ab", bytes(3))  # the short path checks the table too
+
+
 # ---- guard pages: no kernel reads outside its ranges ------------------------------------------
 
 PAGE = mmap.PAGESIZE
@@ -229,6 +334,18 @@ def test_memeq_at_guard_pages(backend: str, guarded: Guarded) -> None:
         assert kernels.memeq(data, 0, data, half, n)
         if n:
             assert not kernels.memeq(data, 0, data, 1, n)
+
+
+def test_class_masks_at_guard_pages(backend: str, guarded: Guarded) -> None:
+    rng = random.Random(12)
+    table = random_table(rng)
+    guarded.data[:] = np.frombuffer(bytes(rng.randrange(256) for _ in range(PAGE)), dtype=np.uint8)
+    page = bytes(guarded.data)
+    for n in list(range(0, 200)) + [PAGE - 1, PAGE]:
+        at_end = guarded.data[PAGE - n :]  # ends exactly where the guard begins
+        at_start = guarded.data[:n]  # starts right after the guard
+        assert kernels.class_masks(at_end, table) == oracle_masks(page[PAGE - n :], table), n
+        assert kernels.class_masks(at_start, table) == oracle_masks(page[:n], table), n
 
 
 # ---- every argument at its extremes, in a child process ---------------------------------------

@@ -4,10 +4,13 @@ regular expression (pretokenize.PATTERN_REGEX).  Adding a pattern to constants.P
 through every check here; a pattern that breaks a property fails, naming the property, instead of
 giving wrong chunks silently where the shortcut is taken:
 
-- "ascii_fast_path": pretokenize.chunk_end cuts four ASCII cases inline before it looks at the
-  pattern at all;
+- "ascii_fast_path": the hand-written twin pretokenize_named.chunk_end (the bench's baseline) cuts
+  four ASCII cases inline before it looks at the pattern at all;
 - "cut_before_space_letter": sources._WORD_GAP cuts input files into tasks before a space followed by an ASCII letter and preceded by a printable
   ASCII character that is not white space (after white space, cl100k's end-of-text branch differs).
+
+The compiled family itself (any split regex, the presets, sequences, the regex engine) is tested in
+tests/test_family.py.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo import pretokenize, sources
+from mnemo import patterns, pretokenize, sources
 from mnemo.constants import OWN_ASCII_SHORTCUTS, PATTERN_PROPERTIES, PATTERNS
 
 LETTERS = ["a", "Z", "word", "Ab", "x" * 40]
@@ -105,7 +108,7 @@ def test_every_pattern_is_implemented(pattern: str) -> None:
     pid = pretokenize.pattern_id(pattern)
     assert pid == PATTERNS.index(pattern) and pretokenize.pattern_name(pid) == pattern
     text = "Hello world, it's 2026!\n  x"
-    assert pretokenize.split(text, pattern) == regex.findall(pretokenize.PATTERN_REGEX[pattern], text)
+    assert patterns.split(text, pattern) == regex.findall(pretokenize.PATTERN_REGEX[pattern], text)
 
 
 ASSUMED = [
@@ -162,3 +165,40 @@ def test_a_pattern_breaking_a_property_fails() -> None:
     finally:
         pretokenize.PATTERN_REGEX.clear()
         pretokenize.PATTERN_REGEX.update(saved)
+
+
+# ---- the presets: where training may cut documents -------------------------------------------
+
+
+def check_cut_before_space_letter_split(name: str, text: str) -> None:
+    """check_cut_before_space_letter for a preset, with mnemo's own split (which
+    tests/test_family.py compares with regex and tokenizers) as the splitter."""
+    chunks = patterns.split(text, name)
+    bounds = {0}
+    pos = 0
+    for chunk in chunks:
+        pos += len(chunk)
+        bounds.add(pos)
+    for m in SPACE_LETTER.finditer(text):
+        cut = m.start()
+        assert cut in bounds, (name, text, cut)
+        before = patterns.split(text[:cut], name)
+        assert before == chunks[: len(before)] and "".join(before) == text[:cut], (name, text, cut)
+
+
+@pytest.mark.parametrize("name", list(patterns.PRESETS))
+def test_presets_cut_at_word_gaps(name: str) -> None:
+    """patterns.cuts_at_word_gaps says training may cut a preset's documents at a space between
+    ASCII letters (sources._WORD_GAP); it holds for every preset."""
+    assert patterns.cuts_at_word_gaps(patterns.compile_pattern(name))
+    check_cut_before_space_letter_split(name, "it's a word, then 12 more\n\nwords  and\tx y!! (z) é b \u00a0c 中 文 x")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=40), st.sampled_from(list(patterns.PRESETS)))
+def test_presets_cut_at_word_gaps_on_random_texts(parts: list[str], name: str) -> None:
+    check_cut_before_space_letter_split(name, "".join(parts))
+
+
+def test_a_regex_of_ones_own_is_not_assumed_to_cut_at_word_gaps() -> None:
+    assert not patterns.cuts_at_word_gaps(patterns.compile_pattern(r"\p{L}+ ?|\s+|."))

@@ -1,9 +1,11 @@
-"""The pre-tokenizer (mnemo/pretokenize.py) against the `regex` module running the same patterns.
+"""The pre-tokenizer (mnemo/pretokenize.py, the five named patterns compiled by
+mnemo/regex_family.py) against the `regex` module running the same patterns.
 
 The oracle is `regex.findall` with the patterns as DESIGN.md writes them, and tiktoken's
 o200k_base and cl100k_base patterns as ../shared/fixtures/tiktoken/README.md writes them (copied
 here, not read from mnemo).  The Unicode tables come from the same `regex` (tools/gen_unicode_tables.py), so
-both sides hold one Unicode version; a test regenerates the tables and compares.
+both sides hold one Unicode version; a test regenerates the tables and compares.  The family's own
+tests (other regexes, presets, sequences, the regex engine) are in tests/test_patterns.py.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mnemo
+from mnemo import _unicode_data as udata
 from mnemo import _unicode_tables as tables
+from mnemo import patterns as P
 from mnemo import pretokenize as pt
+from mnemo import pretokenize_named as named
 from mnemo.constants import PATTERNS as PATTERNS_OF_MNEMO
 from mnemo.errors import ConfigError, InputError
 
@@ -64,8 +69,8 @@ def oracle_bytes(data: bytes, pattern: str) -> list[bytes]:
 
 def check_text(text: str, pattern: str) -> None:
     expected = ORACLE[pattern].findall(text)
-    assert pt.split(text, pattern) == expected
-    assert pt.split(text.encode("utf-8"), pattern) == [c.encode("utf-8") for c in expected]
+    assert P.split(text, pattern) == expected
+    assert P.split(text.encode("utf-8"), pattern) == [c.encode("utf-8") for c in expected]
 
 
 def boundaries(data: bytes, pid: int, end: int | None = None) -> list[int]:
@@ -73,7 +78,7 @@ def boundaries(data: bytes, pid: int, end: int | None = None) -> list[int]:
     out = []
     pos = 0
     while pos < end:
-        e = pt.chunk_end(data, pos, end, pid)
+        e = P.chunk_end(data, pos, end, pid)
         assert pos < e <= end
         out.append(e)
         pos = e
@@ -106,20 +111,29 @@ def test_split_is_reexported():
     assert mnemo.split(b"don't") == [b"don", b"'t"]
 
 
+def test_named_patterns_compile_into_the_scanner():
+    """The five named patterns are ordinary family members: compiled, not run by `regex`, on
+    mnemo's own Unicode table, with the ids tokenizer.bin v2 stores."""
+    for k, name in enumerate(PATTERNS_OF_MNEMO):
+        sp = P.compile_pattern(name)
+        assert (sp.engine, sp.unicode, sp.id, sp.regex) == ("scanner", udata.DEFAULT, k, pt.PATTERN_REGEX[name])
+        assert P.program_of(k) is sp.program
+
+
 def test_unknown_pattern_name():
     with pytest.raises(ConfigError, match=r"unknown pre-tokenizer pattern 'gpt3'.*'mnemonic'"):
         pt.pattern_id("gpt3")
-    with pytest.raises(ConfigError, match=r"'cl100k_base'.*'o200k', 'cl100k'"):
-        pt.split("text", "cl100k_base")
+    with pytest.raises(ConfigError, match=r"unknown pattern 'cl100k_base': not a preset.*'o200k', 'cl100k'.*nor a split regex"):
+        P.split("text", "cl100k_base")
 
 
 def test_unknown_pattern_id():
     with pytest.raises(ConfigError, match=r"pattern id 7"):
         pt.pattern_name(7)
-    with pytest.raises(ConfigError, match=r"pattern id 5"):
-        pt.chunk_end(b"abc", 0, 3, 5)
+    with pytest.raises(ConfigError, match=r"pattern id 1000000"):
+        P.chunk_end(b"abc", 0, 3, 1_000_000)
     with pytest.raises(ConfigError, match=r"pattern id -1"):
-        pt.chunk_end(b"abc", 0, 3, -1)
+        P.chunk_end(b"abc", 0, 3, -1)
 
 
 @pytest.mark.parametrize(
@@ -128,20 +142,22 @@ def test_unknown_pattern_id():
 )
 def test_chunk_end_rejects_bad_ranges(pos, end):
     with pytest.raises(ConfigError, match=rf"pos={pos}, end={end}, len=3"):
-        pt.chunk_end(b"abc", pos, end, 0)
+        P.chunk_end(b"abc", pos, end, 0)
 
 
 def test_lone_surrogate_in_str_is_an_input_error():
     with pytest.raises(InputError, match=r"lone surrogate U\+D800 at index 2.*surrogatepass"):
-        pt.split("ab\ud800c")
+        P.split("ab\ud800c")
 
 
 def test_empty_input():
-    assert pt.split("") == []
-    assert pt.split(b"", "gpt2") == []
+    assert P.split("") == []
+    assert P.split(b"", "gpt2") == []
 
 
 def test_class_codes_agree_with_the_tables():
+    """The hand-written scanner (pretokenize_named, the bench's baseline) and its tables."""
+    pt = named
     assert (pt._OTHER, pt._APOS, pt._LETTER, pt._NUMBER, pt._SPACE, pt._WHITE, pt._NEWLINE) == (
         tables.OTHER,
         tables.APOS,
@@ -181,8 +197,8 @@ SEEDS = [
 
 @pytest.mark.parametrize("text, chunks", SEEDS)
 def test_design_seed_cases(text, chunks):
-    assert pt.split(text) == chunks.split("|")
-    assert pt.split(text.encode()) == [c.encode() for c in chunks.split("|")]
+    assert P.split(text) == chunks.split("|")
+    assert P.split(text.encode()) == [c.encode() for c in chunks.split("|")]
     assert ORACLE["mnemonic"].findall(text) == chunks.split("|")
 
 
@@ -297,7 +313,8 @@ WORKED = [
 
 @pytest.mark.parametrize("pattern, text, chunks", WORKED)
 def test_worked_examples(pattern, text, chunks):
-    assert pt.split(text, pattern) == chunks
+    assert P.split(text, pattern) == chunks
+    assert named.split(text, pattern) == chunks
     assert ORACLE[pattern].findall(text) == chunks
 
 
@@ -317,33 +334,34 @@ INVALID = [
 
 @pytest.mark.parametrize("data, chunks", INVALID)
 def test_invalid_utf8_examples(data, chunks):
-    assert pt.split(data) == chunks
+    assert P.split(data) == chunks
     assert oracle_bytes(data, "mnemonic") == chunks
 
 
 def test_invalid_byte_before_letters():
     # "'" then FF then "s": no contraction ("'" is followed by FF); "'" is punctuation followed
     # by FF, not a letter, so a punctuation run "'\xff" starts, and it stops at the letter s.
-    assert pt.split(b"'\xffs") == [b"'\xff", b"s"]
+    assert P.split(b"'\xffs") == [b"'\xff", b"s"]
     assert oracle_bytes(b"'\xffs", "mnemonic") == [b"'\xff", b"s"]
 
 
 def test_end_hides_the_bytes_after_it():
     data = "ab é".encode()  # 61 62 20 C3 A9
-    pid = pt.PATTERN_MNEMONIC
-    assert pt.chunk_end(data, 0, 2, pid) == 2
-    assert pt.chunk_end(data, 0, 1, pid) == 1
+    pid = pt.pattern_id("mnemonic")
+    chunk_end = P.chunk_end
+    assert chunk_end(data, 0, 2, pid) == 2
+    assert chunk_end(data, 0, 1, pid) == 1
     # the space can prefix only a letter that exists before `end`
-    assert pt.chunk_end(data, 2, 3, pid) == 3
-    assert pt.chunk_end(data, 2, 5, pid) == 5
+    assert chunk_end(data, 2, 3, pid) == 3
+    assert chunk_end(data, 2, 5, pid) == 5
     # C3 without its continuation byte is an invalid one-byte character
-    assert pt.chunk_end(data, 3, 4, pid) == 4
+    assert chunk_end(data, 3, 4, pid) == 4
     # the contraction needs its letters before `end`
-    assert pt.chunk_end(b"'ll", 0, 2, pid) == 2  # "'l": punctuation + letter run
-    assert pt.chunk_end(b"'ll", 0, 3, pid) == 3
+    assert chunk_end(b"'ll", 0, 2, pid) == 2  # "'l": punctuation + letter run
+    assert chunk_end(b"'ll", 0, 3, pid) == 3
     # \s+(?!\S) looks ahead only as far as `end`
-    assert pt.chunk_end(b"  x", 0, 2, pid) == 2
-    assert pt.chunk_end(b"  x", 0, 3, pid) == 1
+    assert chunk_end(b"  x", 0, 2, pid) == 2
+    assert chunk_end(b"  x", 0, 3, pid) == 1
 
 
 def _ascii_letters_end(data: bytes, i: int, end: int) -> int:
@@ -352,8 +370,14 @@ def _ascii_letters_end(data: bytes, i: int, end: int) -> int:
     return i
 
 
+def _ascii_lower_end(data: bytes, i: int, end: int) -> int:
+    while i < end and 0x61 <= data[i] <= 0x7A:
+        i += 1
+    return i
+
+
 def test_ascii_letter_scan_every_stop_byte_length_and_alignment():
-    # _ascii_letters reads eight bytes at a time (SWAR) while eight remain before `end`, then
+    # ascii_letters_end reads eight bytes at a time (SWAR) while eight remain before `end`, then
     # byte by byte.  Every run length 0-19 at offsets 0-8, stopped by each of the 256 byte
     # values, with `end` anywhere from the run's start to past the stop byte: the result is the
     # first byte that is not [A-Za-z], or `end`.  Covers the lane arithmetic (no carry between
@@ -364,8 +388,10 @@ def test_ascii_letter_scan_every_stop_byte_length_and_alignment():
             for stop in range(256):
                 data = b"." * offset + letters[:run] + bytes([stop]) + b"!" * 9
                 for end in (offset, offset + run, offset + run + 1, len(data)):
-                    got = pt._ascii_letters(data, offset, end)
+                    got = pt.ascii_letters_end(data, offset, end)
                     assert got == _ascii_letters_end(data, offset, end), (run, offset, stop, end)
+                    lower = pt.ascii_lower_end(data, offset, end)
+                    assert lower == _ascii_lower_end(data, offset, end), (run, offset, stop, end)
 
 
 # What may end a run of ASCII letters: every ASCII character, non-ASCII letters (which continue
@@ -375,10 +401,10 @@ _STOPS = [chr(c) for c in range(128)] + ["é", "ß", "中", "\u00a0", "\u2019", 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_word_fast_path_every_length_and_stop(pattern):
-    # chunk_end's " word" / "word" shortcut scans the first eight letters inline (one 64-bit
-    # load) and hands longer words and non-ASCII stops on: every run length 0-19 (within,
-    # at and past the first block), with and without the leading space, before each stop,
-    # with `end` right after the stop or further on, agrees with the regex.
+    # scan's " word" / "word" shortcuts scan the first eight letters inline (one 64-bit load)
+    # and hand longer words and non-ASCII stops on: every run length 0-19 (within, at and past
+    # the first block), with and without the leading space, before each stop, with `end` right
+    # after the stop or further on, agrees with the regex.
     pid = pt.pattern_id(pattern)
     letters = "azAZmnqrBYbyKLxw" * 2
     for run in range(20):
@@ -389,13 +415,13 @@ def test_word_fast_path_every_length_and_stop(pattern):
                     data = text.encode("utf-8", "surrogatepass")
                     m = regex.match(pt.PATTERN_REGEX[pattern], text)
                     assert m is not None
-                    assert pt.chunk_end(data, 0, len(data), pid) == len(m.group().encode()), (pattern, text)
+                    assert P.chunk_end(data, 0, len(data), pid) == len(m.group().encode()), (pattern, text)
 
 
 def test_chunk_count_counts_the_chunks():
     for pattern in PATTERNS:
         text = "Hello world, it's 2024!\n\n  Bye."
-        assert pt.chunk_count(text.encode(), pt.pattern_id(pattern)) == len(ORACLE[pattern].findall(text))
+        assert P.chunk_count(text.encode(), pt.pattern_id(pattern)) == len(ORACLE[pattern].findall(text))
 
 
 # ---- every code point ----------------------------------------------------------------------
@@ -439,11 +465,11 @@ def test_corpus_equals_regex(corpus_docs: Callable[..., list[str]], full_corpus:
         oracle = ORACLE[pattern]
         for k, text in enumerate(docs):
             expected = oracle.findall(text)
-            got = pt.split(text, pattern)
+            got = P.split(text, pattern)
             if got != expected:
                 at = next(i for i, (g, e) in enumerate(zip(got + [None], expected + [None])) if g != e)
                 pytest.fail(f"{name} document {k}, {pattern}: chunk {at}: {got[at:at + 3]} != {expected[at:at + 3]}")
-            assert pt.split(text.encode("utf-8"), pattern) == [c.encode("utf-8") for c in expected]
+            assert P.split(text.encode("utf-8"), pattern) == [c.encode("utf-8") for c in expected]
     if full_corpus:
         print(f"\n{name}: {len(docs)} documents compared for each of {', '.join(PATTERNS)}")
 
@@ -502,10 +528,10 @@ def test_hypothesis_any_text(pattern, text):
 @settings(max_examples=400, deadline=None)
 @given(data=st.binary(max_size=64))
 def test_hypothesis_any_bytes(pattern, data):
-    chunks = pt.split(data, pattern)
+    chunks = P.split(data, pattern)
     assert b"".join(chunks) == data
     assert all(chunks)
-    assert pt.split(data, pattern) == chunks  # stable
+    assert P.split(data, pattern) == chunks  # stable
     assert boundaries(data, pt.pattern_id(pattern)) == list(_accumulate(len(c) for c in chunks))
     assert chunks == oracle_bytes(data, pattern)
 
@@ -515,7 +541,7 @@ def test_hypothesis_any_bytes(pattern, data):
 @given(parts=st.lists(st.one_of(st.binary(max_size=4), pieces.map(lambda s: s.encode("utf-8"))), max_size=16))
 def test_hypothesis_text_with_invalid_bytes(pattern, parts):
     data = b"".join(parts)
-    chunks = pt.split(data, pattern)
+    chunks = P.split(data, pattern)
     assert b"".join(chunks) == data
     assert chunks == oracle_bytes(data, pattern)
 
@@ -537,7 +563,7 @@ def _seconds(data: bytes, pid: int) -> float:
     best = float("inf")
     for _ in range(2):
         t = time.perf_counter()
-        pt.chunk_count(data, pid)
+        P.chunk_count(data, pid)
         best = min(best, time.perf_counter() - t)
     return best
 

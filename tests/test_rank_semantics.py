@@ -360,11 +360,18 @@ def test_whole_tokens_decode_and_are_counted() -> None:
     assert tok.vocab[257] == b"xyz"
 
 
-def test_ranked_tokenizer_refuses_to_save_until_tokenizer_bin_holds_it(tmp_path: Path) -> None:
-    tok = tokenizer_of(from_ranks("example", byte_ranks() | {b"xyz": 256}, pattern="cl100k"))
-    with pytest.raises(ConfigError, match=r"ranked .* tokenizer\.bin cannot hold that yet: it needs format version 3"):
-        tok.save(tmp_path / "t.bin")
-    assert not (tmp_path / "t.bin").exists()
+def test_ranked_tokenizer_through_tokenizer_bin_and_pickle(tmp_path: Path) -> None:
+    """tokenizer.bin version 3 holds a ranked vocabulary (its RANK section: the whole tokens,
+    the merges under the ranked rules): saved, loaded and pickled, it is the same tokenizer."""
+    import pickle
+
+    ranks = byte_ranks() | {b"ab": 256, b"xyz": 257}
+    tok = tokenizer_of(from_ranks("example", ranks, pattern="cl100k", specials={"<|end|>": 258}))
+    tok.save(tmp_path / "t.bin")
+    for back in (Tokenizer.load(tmp_path / "t.bin"), pickle.loads(pickle.dumps(tok))):
+        assert back.ranked and back.whole_tokens == [b"xyz"] and back == tok and back.fingerprint == tok.fingerprint
+        assert back.encode("xyz ab<|end|>", allowed_special="all") == [257, 32, 256, 258]
+        back.verify()
 
 
 def test_ranked_rules() -> None:
@@ -454,6 +461,17 @@ def test_llama3_like_vocabulary(llama: tuple[Tokenizer, Any, dict[bytes, int]]) 
     forward = [k for k, (a, b) in enumerate(tok.merges) if a >= 256 + k or b >= 256 + k]
     assert len(forward) >= 10
     assert len(tok.merges) + len(tok.whole_tokens) == 128_000 - 256
+
+
+def test_llama3_like_through_tokenizer_bin(llama: tuple[Tokenizer, Any, dict[bytes, int]], tmp_path: Path) -> None:
+    """The ranked vocabulary saved as tokenizer.bin (version 3, RANK section) loads as itself,
+    with its encoder's tables trusted or verified, and encodes as before."""
+    tok, enc, _ = llama
+    tok.save(tmp_path / "llama3.bin")
+    text = "Hello world .:.: naïve café 数据 <|eot_id|> 12345"
+    for back in (Tokenizer.load(tmp_path / "llama3.bin"), Tokenizer.load(tmp_path / "llama3.bin", verify=True)):
+        assert back == tok and back.whole_tokens == tok.whole_tokens and back.fingerprint == tok.fingerprint
+        assert back.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
 
 
 def test_llama3_like_every_token(llama: tuple[Tokenizer, Any, dict[bytes, int]]) -> None:

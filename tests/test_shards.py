@@ -67,6 +67,19 @@ def test_shards_read_back_as_the_local_tok(tok: Tokenizer, corpus: list[Path], t
     assert np.array_equal(np.concatenate([np.asarray(a) for a in stream.arrays]), np.asarray(local.tokens))
 
 
+def test_one_open_tok_reads_a_file_or_a_shard_directory(tok: Tokenizer, corpus: list[Path], tmp_path: Path) -> None:
+    """mnemo has one open_tok (issue 29): the package's, the shards module's and the batches'
+    are one function, and tokfile's single-file mapper goes by another name."""
+    from mnemo import batches, shards, tokfile
+
+    assert mnemo.open_tok is shards.open_tok is batches.open_tok
+    assert not hasattr(tokfile, "open_tok") and tokfile.map_tok_file is not shards.open_tok
+    _write_dir(tok, tmp_path / "d", corpus, 4096)
+    tokenize_files(corpus, tok, tmp_path / "one.tok", workers=1)
+    assert str(mnemo.open_tok(tmp_path / "d", tok).path) == str(tmp_path / "d")
+    assert str(mnemo.open_tok(tmp_path / "one.tok", tok).path) == str(tmp_path / "one.tok")
+
+
 def test_info_describes_a_shard_directory(tok: Tokenizer, corpus: list[Path], tmp_path: Path) -> None:
     manifest = _write_dir(tok, tmp_path / "d", corpus, 4096)
     r = subprocess.run([MNEMO, "info", str(tmp_path / "d")], capture_output=True, text=True, timeout=60)

@@ -114,6 +114,7 @@ def _start(
     verify: bool,
     progress: Callable[[str, int, int], None] | None,
     forced: list[tuple[int, int]],
+    skip: Skip,
 ) -> TrainState:
     """Where train_merges_packed starts.  A run of more than SEAMS.handoff merges learns the
     first SEAMS.handoff (all that fit in 16 bits, by default) with merge_loop, whose scan reads
@@ -122,7 +123,7 @@ def _start(
     h: i64 = min(SEAMS.handoff, NARROW_MERGES)
     if h <= 0 or n_merges <= h:
         return _layout(blob, meta)
-    narrow = merge_loop.train_state(blob, meta, h, n_merges, tie, verify, progress, forced)
+    narrow = merge_loop.train_state(blob, meta, h, n_merges, tie, verify, progress, forced, skip)
     state = _widen(narrow)
     state.merges = narrow.merges
     state.counts = narrow.counts

@@ -2,7 +2,9 @@
 
   common.py     GPT-2's printable byte alphabet, the one assembler, bounded reads of text and JSON
   gpt2.py       GPT-2's vocab.json + merges.txt
-  tiktoken.py   mergeable ranks, .tiktoken files, OpenAI's encodings by name, tiktoken.Encoding
+  tiktoken.py   mergeable ranks, .tiktoken files, OpenAI's encodings as presets, tiktoken.Encoding
+  openai.py     OpenAI's encodings by name from a folder of rank files (the tiktoken drop-in)
+  tekken.py     Mistral's tekken JSON
   hf.py         Hugging Face tokenizer.json
   hf_folder.py  a Hugging Face export folder (save_pretrained, the chat template)
   cs336.py      the CS336 interface: (vocab, merges)

@@ -12,12 +12,26 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from mnemo.constants import PATTERNS
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file
+from mnemo.patterns import SplitPattern
+from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import TokenizerFields, as_format_error, from_byte_tokens
 
 PathLike = str | os.PathLike[str]
+
+
+def refuse_superword(tok: Tokenizer, what: str) -> None:
+    """Other tools' files hold one pre-tokenizer and one merge list: a superword tokenizer's
+    second stage (docs/superword.md) cannot be written into them, and the file would encode
+    differently.  ConfigError instead of a silently different tokenizer."""
+    if tok.superword is not None:
+        raise ConfigError(
+            f"{what} cannot hold a superword tokenizer (its merges from id {tok.superword} on apply inside "
+            f"coarse chunks, which that format has no place for); keep it as a mnemo tokenizer.bin"
+        )
 
 
 # ---- GPT-2's printable byte alphabet ----
@@ -73,7 +87,7 @@ def assemble(
     vocab: Mapping[bytes, int],
     merges: Sequence[tuple[bytes, bytes]],
     *,
-    pattern: str,
+    pattern: str | SplitPattern,
     specials: Mapping[str, int] | None = None,
     merge_where: Callable[[int], str] = lambda k: f"merge {k}",
     vocab_where: Callable[[bytes], str] = _show,
@@ -154,3 +168,65 @@ def load_json(path: PathLike, what: str) -> Any:
         raise FormatError(f"{source}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
     except RecursionError:
         raise FormatError(f"{source}: the JSON is nested too deeply to read: not a {what}") from None
+
+
+# ---- what other tools' files say about themselves ----
+
+
+def pattern_for_regex(pattern: str) -> str:
+    """The mnemo pattern for a split regex a file or a caller gives (tiktoken's `pat_str`, a tekken
+    file's `pattern`): a pattern's name as it is, the regex of one of mnemo's patterns as that
+    name, any other regex as it is (the pattern check says whether this mnemo runs it)."""
+    if pattern in PATTERNS:
+        return pattern
+    return next((name for name, regex in PATTERN_REGEX.items() if regex == pattern), pattern)
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A protobuf varint at data[at:]: (value, offset after it); (-1, at) when there is none."""
+    value = shift = 0
+    while at < len(data) and shift < 64:
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at += 1
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+    return -1, at
+
+
+def is_sentencepiece(data: bytes) -> bool:
+    """Whether `data` starts as a SentencePiece model does (`tokenizer.model` of Llama 2, Mistral's
+    v1-v3, Gemma): a protobuf ModelProto whose first field is a SentencePiece message -- field 1,
+    the piece (UTF-8), field 2, its score (a float), maybe field 3, its type -- ending where its
+    length says."""
+    if data[:1] != b"\x0a":
+        return False
+    size, at = _varint(data, 1)
+    end = at + size
+    if size < 7 or end > len(data) or data[at : at + 1] != b"\x0a":
+        return False
+    n, at = _varint(data, at + 1)
+    if n < 0 or at + n + 5 > end:
+        return False
+    try:
+        data[at : at + n].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    at += n
+    if data[at : at + 1] != b"\x15":
+        return False
+    at += 5
+    if at < end and data[at : at + 1] == b"\x18":
+        _, at = _varint(data, at + 1)
+    return at == end
+
+
+def sentencepiece_error(source: str, what: str) -> FormatError:
+    """The error for a SentencePiece model given where `what` was expected."""
+    return FormatError(
+        f"{source}: this is a SentencePiece model (a protobuf .model file), not {what}.  mnemo reads "
+        f"byte-level BPE vocabularies (tiktoken ranks, tekken JSON, tokenizer.json, GPT-2 files); a "
+        f"SentencePiece model's pieces are not byte-level and it has no such form: use the "
+        f"`sentencepiece` package for it, or the model's tokenizer.json if it has one"
+    )

@@ -13,7 +13,8 @@ from typing import Any
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import write_atomic
 from mnemo.checks import check_pattern
-from mnemo.formats.common import PathLike, assemble, load_json, read_text, string_to_token, token_to_string
+from mnemo.patterns import compile_pattern
+from mnemo.formats.common import PathLike, assemble, load_json, read_text, refuse_superword, string_to_token, token_to_string
 from mnemo.tokenizer import Tokenizer
 
 
@@ -46,10 +47,15 @@ def parse_merges_txt(text: str, source: str) -> tuple[list[tuple[bytes, bytes]],
     return merges, lines
 
 
-def load_gpt2(vocab_path: PathLike, merges_path: PathLike, *, pattern: str = "gpt2") -> Tokenizer:
+def load_gpt2(
+    vocab_path: PathLike, merges_path: PathLike, *, pattern: str = "gpt2", unicode: str | None = None
+) -> Tokenizer:
     """A Tokenizer from GPT-2's `vocab.json` (encoder.json) and `merges.txt` (vocab.bpe).
 
     Vocabulary entries that no merge makes (`<|endoftext|>`) become special tokens with their ids.
+    `unicode`: the Unicode version the pattern's classes follow -- "tokenizers" for the ids
+    Hugging Face tokenizers gives on every code point; None: the pattern's default, mnemo's own
+    for the named patterns (docs/pretokenizer.md, 'Unicode versions').
     """
     vsource, msource = os.fspath(vocab_path), os.fspath(merges_path)
     vocab = vocab_from_json(load_json(vocab_path, "vocab.json"), vsource)
@@ -58,7 +64,7 @@ def load_gpt2(vocab_path: PathLike, merges_path: PathLike, *, pattern: str = "gp
         f"{vsource} + {msource}",
         vocab,
         merges,
-        pattern=check_pattern(pattern),
+        pattern=compile_pattern(check_pattern(pattern), unicode),
         merge_where=lambda k: f"{msource}: line {lines[k]}",
         leftover_name=token_to_string,  # the vocab.json key itself
     )
@@ -66,6 +72,7 @@ def load_gpt2(vocab_path: PathLike, merges_path: PathLike, *, pattern: str = "gp
 
 def gpt2_vocab(tok: Tokenizer) -> dict[str, int]:
     """The vocab.json mapping: GPT-2-alphabet token -> id; special tokens under their names."""
+    refuse_superword(tok, "GPT-2's vocab.json + merges.txt (and Hugging Face's tokenizer.json)")
     specials = {i: s for s, i in tok.special_tokens.items()}
     out: dict[str, int] = {}
     for i, raw in tok.vocab.items():  # no holes
@@ -88,6 +95,7 @@ def gpt2_merges(tok: Tokenizer) -> list[tuple[str, str]]:
             f"that use later ones), which merges.txt and tokenizer.json without ignore_merges cannot express: "
             f"export it with save_tiktoken"
         )
+    refuse_superword(tok, "GPT-2's merges.txt")
     return [(token_to_string(a), token_to_string(b)) for a, b in tok.merge_pairs]
 
 

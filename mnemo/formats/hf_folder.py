@@ -9,12 +9,10 @@ Plain Python (not compiled): writing a few small files once.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Final
 
 from mnemo.errors import ConfigError
-from mnemo import remote
-from mnemo.fileio import write_atomic
+from mnemo.location import Location, location
 from mnemo.formats.common import PathLike
 from mnemo.formats.hf import to_hf_json
 from mnemo.tokenizer import Tokenizer
@@ -89,19 +87,16 @@ def save_pretrained(
     bos_token: str | None = _UNSET,
     eos_token: str | None = _UNSET,
     pad_token: str | None = _UNSET,
-) -> list[Path | remote.Url]:
+) -> list[Location]:
     """Write a Hugging Face export directory that `transformers.AutoTokenizer.from_pretrained`
     loads: tokenizer.json (`to_hf_json`), tokenizer_config.json (bos/eos/pad, the chat template,
     no tokens added by encode: mnemo's encode adds none) and special_tokens_map.json.  Each file
     is written through a temporary name and a rename; the folder is created when missing.
 
     `bos_token`, `eos_token`, `pad_token`: special-token names (None: no such token); by default
-    those of `_default_roles`.  Returns the paths written."""
-    url = remote.is_url(directory)
-    folder = Path(directory) if not url else Path(".")
-    if url and remote.isfile(directory):
-        raise ConfigError(f"{directory}: exists and is not a folder; save_pretrained writes a folder of files")
-    if not url and folder.exists() and not folder.is_dir():
+    those of `_default_roles`.  Returns the locations written (a folder may be a URL's prefix)."""
+    folder = location(directory)
+    if folder.isfile():
         raise ConfigError(f"{folder}: exists and is not a folder; save_pretrained writes a folder of files")
     defaults = _default_roles(tok)
     chosen: dict[str, str | None] = {}
@@ -130,17 +125,15 @@ def save_pretrained(
     if template is not None:
         config["chat_template"] = template
     special_map: dict[str, Any] = {**roles, "additional_special_tokens": others}
-    if not url:
-        folder.mkdir(parents=True, exist_ok=True)
+    folder.make_folder()
     files = {
         "tokenizer.json": to_hf_json(tok),
         "tokenizer_config.json": config,
         "special_tokens_map.json": special_map,
     }
-    written: list[Path | remote.Url] = []
+    written: list[Location] = []
     for name, obj in files.items():
-        # a URL folder (prefix) needs no creating: each object appears whole (remote.write_atomic)
-        path: Path | remote.Url = remote.join(directory, name) if url else folder / name
-        write_atomic(str(path), json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
+        path = folder.join(name)
+        path.write_atomic(json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
         written.append(path)
     return written

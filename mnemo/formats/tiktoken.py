@@ -15,15 +15,25 @@ import io
 import os
 import zlib
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
+from mnemo.constants import MAX_TOKEN_ID
+from mnemo.encode_chunk import tables_all_spelled
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
-from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, tokenizer_of
-from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.formats.common import (
+    MAX_TEXT_FILE_BYTES,
+    PathLike,
+    is_sentencepiece,
+    refuse_superword,
+    sentencepiece_error,
+    tokenizer_of,
+)
+from mnemo.patterns import PRESETS, SplitPattern, compile_pattern, looks_like_a_name, regex_of
+from mnemo.ranks import merges_of_ranks, parse_rank_lines
 from mnemo.tokenizer import Tokenizer
-from mnemo.vocab import from_ranks, ranked_pairs, split_by_ranks
+from mnemo.vocab import TokenizerFields, check_size, check_special_tokens, from_ranks, ranked_pairs, split_by_ranks
 
 
 def _regular_ids(tok: Tokenizer) -> list[int]:
@@ -33,6 +43,7 @@ def _regular_ids(tok: Tokenizer) -> list[int]:
 
 def mergeable_ranks(tok: Tokenizer) -> dict[bytes, int]:
     """tiktoken's `mergeable_ranks`: the bytes of every non-special token -> its id."""
+    refuse_superword(tok, "tiktoken's mergeable ranks")
     ranks: dict[bytes, int] = {}
     for i in _regular_ids(tok):
         raw = tok.token_bytes(i)
@@ -42,17 +53,18 @@ def mergeable_ranks(tok: Tokenizer) -> dict[bytes, int]:
     return ranks
 
 
-def tiktoken_args(tok: Tokenizer, name: str = "mnemo") -> dict[str, Any]:
-    """Keyword arguments of `tiktoken.Encoding(**...)`: name, pat_str, mergeable_ranks, special_tokens."""
+def tiktoken_args(tok: Tokenizer, name: str | None = None) -> dict[str, Any]:
+    """Keyword arguments of `tiktoken.Encoding(**...)`: name (default: the tokenizer's), pat_str,
+    mergeable_ranks, special_tokens."""
     return {
-        "name": name,
-        "pat_str": PATTERN_REGEX[tok.pattern],
+        "name": tok.name if name is None else name,
+        "pat_str": regex_of(tok.split_pattern, "a tiktoken Encoding"),
         "mergeable_ranks": mergeable_ranks(tok),
         "special_tokens": dict(tok.special_tokens),
     }
 
 
-def to_tiktoken(tok: Tokenizer, name: str = "mnemo") -> Any:
+def to_tiktoken(tok: Tokenizer, name: str | None = None) -> Any:
     """A ready `tiktoken.Encoding` that encodes as `tok` does (needs tiktoken installed).
 
     Typed Any and imported by name: tiktoken is optional, and the build type-checks without it.
@@ -131,22 +143,130 @@ def merges_from_ranks(ranks: Mapping[bytes, int], source: str, where: Callable[[
     return [pair for raw in sorted(pairs, key=ranks.__getitem__) if (pair := pairs[raw]) is not None]
 
 
+def split_aliases(special_tokens: Mapping[str, int] | None) -> tuple[dict[str, int], dict[str, str]]:
+    """Special tokens as tiktoken takes them (names may share an id: o200k_harmony calls 200018
+    both `<|endofprompt|>` and `<|reserved_200018|>`) -> (the first name of each id, in the given
+    order; the others, each naming the first name of its id)."""
+    first: dict[int, str] = {}
+    primary: dict[str, int] = {}
+    aliases: dict[str, str] = {}
+    for name, i in (special_tokens or {}).items():
+        owner = first.setdefault(i, name) if isinstance(i, int) else name
+        if owner == name:
+            primary[name] = i
+        else:
+            aliases[name] = owner
+    return primary, aliases
+
+
 def from_mergeable_ranks(
     ranks: Mapping[bytes, int],
-    pattern: str,
+    pattern: str | SplitPattern,
     special_tokens: Mapping[str, int] | None = None,
     source: str = "<mergeable_ranks>",
     where: Callable[[bytes], str] | None = None,
+    unicode: str | None = None,
+    *,
+    name: str | None = None,
 ) -> Tokenizer:
-    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern name and specials,
-    that encodes as tiktoken does (vocab.from_ranks: a ranked vocabulary when the ranks need
-    one, docs/formats.md "Rank semantics")."""
-    return tokenizer_of(source, from_ranks(source, ranks, pattern=check_pattern(pattern), specials=special_tokens, where=where))
+    """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern (a preset name or a
+    split regex) and specials, that encodes as tiktoken does (vocab.from_ranks: a ranked
+    vocabulary when the ranks need one, docs/formats.md "Rank semantics").  `unicode`: the Unicode
+    version the pattern's classes follow ("tiktoken": tiktoken's, for its ids on every code
+    point); None: the pattern's default (docs/pretokenizer.md, 'Unicode versions').  An ordinary
+    vocabulary (every token the merge of two lower-ranked ones, ranks 0..n-1) takes the compiled
+    path, mnemo/ranks.py.  Two special-token names may share an id, as in tiktoken
+    (split_aliases); named `name` when given."""
+    split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern), unicode)
+    primary, aliases = split_aliases(special_tokens)
+    by_rank = _tokens_by_rank(ranks)
+    tok = None if by_rank is None else _from_tokens_by_rank(by_rank, split_pattern, primary)
+    if tok is None:
+        tok = tokenizer_of(source, from_ranks(source, ranks, pattern=split_pattern, specials=primary, where=where))
+    return _named(tok, aliases, name, source)
 
 
-#: OpenAI's encodings as tiktoken 0.12 defines them (tiktoken_ext/openai_public.py): the mnemo
+def _named(tok: Tokenizer, aliases: Mapping[str, str], name: str | None, source: str) -> Tokenizer:
+    """A tokenizer its loader has just built, with tiktoken's second names of special tokens
+    (split_aliases) and its encoding's name."""
+    try:
+        tok._add_aliases(aliases)
+    except ConfigError as exc:
+        raise FormatError(f"{source}: {exc}") from None
+    if name is not None:
+        tok._set_name(name)
+    return tok
+
+
+def _tokens_by_rank(ranks: Mapping[bytes, int]) -> list[bytes] | None:
+    """The tokens ordered by rank when the ranks are exactly 0..n-1, else None."""
+    tokens: list[bytes | None] = [None] * len(ranks)
+    for raw, rank in ranks.items():
+        if not isinstance(raw, bytes) or type(rank) is not int or not 0 <= rank < len(tokens) or tokens[rank] is not None:
+            return None
+        tokens[rank] = raw
+    return cast("list[bytes]", tokens)
+
+
+def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tokens: Mapping[str, int] | None) -> Tokenizer | None:
+    """The compiled path (mnemo/ranks.py): the Tokenizer the Python path (vocab.from_ranks)
+    builds from the same ranks when it is an ordinary vocabulary, or None for anything else --
+    a ranked vocabulary, or an error -- which the Python path then builds or words.  Specials
+    take the ids given, above every rank."""
+    vocab = merges_of_ranks(tokens)
+    if vocab is None:
+        return None
+    specials = sorted((special_tokens or {}).items(), key=lambda item: item[1] if type(item[1]) is int else -1)
+    names = [name for name, _ in specials]
+    ids = [i for _, i in specials]
+    if (
+        not all(isinstance(name, str) for name in names)
+        or not all(type(i) is int and len(tokens) <= i <= MAX_TOKEN_ID for i in ids)
+        or len(set(ids)) != len(ids)
+    ):
+        return None
+    try:
+        check_size(len(vocab.merges), len(names), ConfigError)
+        check_special_tokens(names)
+    except ConfigError:
+        return None
+    tables = tables_all_spelled(vocab.merges) if vocab.proper else None
+    return Tokenizer._from_checked(
+        TokenizerFields(vocab.merges, pattern, names, "id", None, vocab.public + ids, encoder_tables=tables)
+    )
+
+
+EOT: Final = "<|endoftext|>"
+ENDOFPROMPT: Final = "<|endofprompt|>"
+FIM: Final = ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
+R50K_SHA256: Final = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+P50K_SHA256: Final = "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"
+O200K_SHA256: Final = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+#: gpt-oss's special tokens: o200k_base's, then these names, then <|reserved_N|> for every other
+#: id up to 201087 -- 200018 among them, which keeps its first name <|endofprompt|> as well.
+HARMONY_NAMED: Final = {
+    "<|startoftext|>": 199998, "<|return|>": 200002, "<|constrain|>": 200003, "<|channel|>": 200005,
+    "<|start|>": 200006, "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012,
+}  # fmt: skip
+
+
+def _harmony_specials() -> dict[str, int]:
+    specials = {EOT: 199999, ENDOFPROMPT: 200018, **HARMONY_NAMED}
+    taken = set(HARMONY_NAMED.values()) | {199999}
+    for i in range(200000, 201088):
+        if i not in taken:
+            specials[f"<|reserved_{i}|>"] = i
+    return specials
+
+
+#: OpenAI's encodings as tiktoken 0.14 defines them (tiktoken_ext/openai_public.py): the mnemo
 #: pattern that splits as theirs does, the SHA-256 tiktoken checks (of the decompressed file), and
-#: the special tokens.  ../shared/fixtures/tiktoken/README.md lists the same.
+#: the special tokens (names may share an id: split_aliases).  ../shared/fixtures/tiktoken/README.md
+#: lists cl100k_base's and o200k_base's; p50k_edit reads p50k_base's file and o200k_harmony
+#: o200k_base's.  r50k_base's and p50k_base's files are GPT-2's vocabulary (formats/openai.py
+#: derives them, and checks these digests).  tiktoken's `gpt2` is r50k_base under another name
+#: (formats/openai.py): not a preset here, where "gpt2" is the pattern's name.
 TIKTOKEN_PRESETS: Final[dict[str, tuple[str, str, dict[str, int]]]] = {
     "cl100k_base": (
         "cl100k",
@@ -159,11 +279,11 @@ TIKTOKEN_PRESETS: Final[dict[str, tuple[str, str, dict[str, int]]]] = {
             "<|endofprompt|>": 100276,
         },
     ),
-    "o200k_base": (
-        "o200k",
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
-    ),
+    "o200k_base": ("o200k", O200K_SHA256, {EOT: 199999, ENDOFPROMPT: 200018}),
+    "r50k_base": ("gpt2", R50K_SHA256, {EOT: 50256}),
+    "p50k_base": ("gpt2", P50K_SHA256, {EOT: 50256}),
+    "p50k_edit": ("gpt2", P50K_SHA256, {EOT: 50256, FIM[0]: 50281, FIM[1]: 50282, FIM[2]: 50283}),
+    "o200k_harmony": ("o200k", O200K_SHA256, _harmony_specials()),
 }
 
 GZIP_MAGIC: Final = b"\x1f\x8b"
@@ -194,28 +314,36 @@ def read_tiktoken_bytes(path: PathLike) -> tuple[bytes, str]:
     return out, f"{source} (decompressed)"
 
 
-def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
+def load_tiktoken(
+    path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None, *, unicode: str | None = None
+) -> Tokenizer:
     """A Tokenizer from a `.tiktoken` rank file (gzip-compressed or not).
 
-    `pattern` is a mnemo pattern name, with the special tokens' ids in `special_tokens`; or the
-    name of one of OpenAI's encodings, "cl100k_base" or "o200k_base" (TIKTOKEN_PRESETS), which
-    sets the pattern and the special tokens as tiktoken's encoding of that name has them, and
-    checks the file's SHA-256 as tiktoken does: load_tiktoken("o200k_base.tiktoken",
-    "o200k_base") encodes as tiktoken.get_encoding("o200k_base").
+    `pattern` is a split pattern -- a preset name ("llama3", "cl100k", ...) or a split regex --
+    with the special tokens' ids in `special_tokens`; or the name of one of OpenAI's encodings
+    (TIKTOKEN_PRESETS: cl100k_base, o200k_base, r50k_base, p50k_base, p50k_edit, o200k_harmony),
+    which sets the pattern, the special tokens and the name as tiktoken's encoding of that name
+    has them, and checks the file's SHA-256 as tiktoken does: load_tiktoken("o200k_base.tiktoken",
+    "o200k_base") encodes as tiktoken.get_encoding("o200k_base") -- on every code point with
+    unicode="tiktoken", whose Unicode tables tiktoken's regex engine holds; None (the default):
+    the pattern's default, mnemo's own tables for the named patterns (docs/pretokenizer.md,
+    'Unicode versions').
     """
     preset = TIKTOKEN_PRESETS.get(pattern)
     if preset is None:
-        if pattern not in PATTERN_REGEX:
+        if isinstance(pattern, str) and pattern not in PRESETS and looks_like_a_name(pattern):
             raise ConfigError(
-                f"unknown pattern or preset {pattern!r}: give a pattern ({', '.join(PATTERN_REGEX)}) with the "
-                f"special tokens, or a preset ({', '.join(TIKTOKEN_PRESETS)})"
+                f"unknown pattern or preset {pattern!r}: give a split pattern (a preset: {', '.join(PRESETS)}; or a "
+                f"split regex) with the special tokens, or one of OpenAI's encodings ({', '.join(TIKTOKEN_PRESETS)})"
             )
+        compile_pattern(check_pattern(pattern), unicode)  # a bad regex fails before the file is read
     elif special_tokens is not None:
         raise ConfigError(
             f"the preset {pattern!r} sets the special tokens; to choose others, give its pattern instead: "
             f"load_tiktoken(path, {preset[0]!r}, special_tokens={{...}})"
         )
     data, source = read_tiktoken_bytes(path)
+    name = None
     if preset is not None:
         name = pattern
         pattern, expected, special_tokens = preset
@@ -226,9 +354,17 @@ def load_tiktoken(path: PathLike, pattern: str, special_tokens: Mapping[str, int
                 f"preset {name!r} stands for (tiktoken refuses it too); to load it anyway, give its pattern and "
                 f"special tokens: load_tiktoken(path, {pattern!r}, special_tokens={{...}})"
             )
+    if is_sentencepiece(data):  # Llama 2's and Mistral's tokenizer.model are; Llama 3's is tiktoken's
+        raise sentencepiece_error(source, "a .tiktoken rank file")
+    by_rank = parse_rank_lines(data)  # compiled; None: the Python parser below words what is wrong
+    split_pattern = compile_pattern(pattern, unicode)
+    primary, aliases = split_aliases(special_tokens)
+    fast = None if by_rank is None else _from_tokens_by_rank(by_rank, split_pattern, primary)
+    if fast is not None:
+        return _named(fast, aliases, name, source)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"{source}: offset {exc.start}: not valid UTF-8") from None
     ranks, lines = parse_tiktoken(text, source)
-    return from_mergeable_ranks(ranks, pattern, special_tokens, source, lambda raw: f"line {lines[raw]}")
+    return from_mergeable_ranks(ranks, split_pattern, special_tokens, source, lambda raw: f"line {lines[raw]}", name=name)

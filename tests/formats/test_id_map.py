@@ -66,5 +66,5 @@ def test_id_map_rejected() -> None:
 def test_damaged_id_map_section(tmp_path: Path) -> None:
     bad = [1, 1, *range(2, 256)]
     image = encode_tokenizer_bin([], "gpt2", [], "id", None, bad)
-    with pytest.raises(FormatError, match=r"offset 34: id_map gives id 1 to both 0 and 1"):
+    with pytest.raises(FormatError, match=r"offset 146: id_map gives id 1 to both 0 and 1"):
         Tokenizer.from_bytes(image)

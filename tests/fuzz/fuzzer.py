@@ -16,7 +16,7 @@ UnicodeError, OverflowError, MemoryError, ...) is a finding.
 A case is (target, payload bytes).  Targets and what their payload is:
 
     tokenizer_bin  a tokenizer.bin image           -> Tokenizer.from_bytes, then encode/decode
-    tok            a .tok file                     -> tokfile.read_tok_header, open_tok
+    tok            a .tok file                     -> tokfile.read_tok_header, mnemo.open_tok
     gpt2           vocab.json and merges.txt       -> interop.load_gpt2 (payload: pack_parts)
     tiktoken       a .tiktoken file                -> interop.load_tiktoken
     hf             a tokenizer.json                -> interop.load_hf
@@ -194,7 +194,7 @@ def _run_api(env: _Env, data: bytes) -> None:
 
 def run_case(env: _Env, target: str, data: bytes) -> None:
     """Run one case in this process; returns normally or raises what mnemo raised."""
-    from mnemo import tokfile, interop
+    from mnemo import interop, open_tok, tokfile
     from mnemo.tokenizer import Tokenizer
 
     if target == "tokenizer_bin":
@@ -209,7 +209,7 @@ def run_case(env: _Env, target: str, data: bytes) -> None:
         path = env.write(f"input-{env.cases}.tok", data)
         try:
             tokfile.read_tok_header(path)
-            f = tokfile.open_tok(path, env.tokenizer)  # files; shard folders: shards.open_tok
+            f = open_tok(path, env.tokenizer)  # the one open_tok: a file here (shard folders too)
             int(f.tokens.sum()) if len(f.tokens) else 0
             del f
         finally:
@@ -514,11 +514,15 @@ SEED_DOCS = [
 def make_seeds(seed_dir: Path) -> None:
     """Train a tiny tokenizer and save it in every format mnemo writes (convert's functions)."""
     import mnemo
-    from mnemo import tokfile, interop
+    from mnemo import interop, tokfile, vocabfile
 
     seed_dir.mkdir(parents=True, exist_ok=True)
     tok = mnemo.train_from_iterator(SEED_DOCS, vocab_size=256 + 60 + 16, workers=1)
     tok.save(seed_dir / "tokenizer.bin")
+    # the layout mnemo wrote before format version 3, which it still reads
+    (seed_dir / "tokenizer_v1.bin").write_bytes(
+        vocabfile.encode_tokenizer_bin(tok.merges, tok.pattern, list(tok.special_tokens), tok.tie, tok.merge_counts, version=1)
+    )
     interop.save_gpt2(tok, seed_dir / "vocab.json", seed_dir / "merges.txt")
     interop.save_tiktoken(tok, seed_dir / "seed.tiktoken")
     interop.save_hf(tok, seed_dir / "tokenizer.json")
@@ -533,7 +537,7 @@ def make_seeds(seed_dir: Path) -> None:
 def load_seeds(seed_dir: Path) -> dict[str, list[bytes]]:
     read = lambda name: (seed_dir / name).read_bytes()  # noqa: E731
     return {
-        "tokenizer_bin": [read("tokenizer.bin")],
+        "tokenizer_bin": [read("tokenizer.bin"), read("tokenizer_v1.bin")],
         "tok": [read("seed.tok"), read("chat.tok")],
         "gpt2": [pack_parts([read("vocab.json"), read("merges.txt")])],
         "tiktoken": [read("seed.tiktoken")],
@@ -585,19 +589,44 @@ def mutate_bytes(rng: random.Random, data: bytes, others: Sequence[bytes] = ()) 
 
 
 def fix_bin_crc(data: bytes) -> bytes:
-    """A tokenizer.bin whose stored CRC matches its body, so that a mutation reaches the checks
-    after the checksum."""
+    """A tokenizer.bin whose stored CRC matches, so that a mutation reaches the checks after the
+    checksum: version 3's of the whole file (its CRC field read as zeros), or versions 1 and 2's
+    of the bytes after the header (docs/formats.md)."""
     if len(data) < 32:
         return data
-    return data[:24] + struct.pack("<I", zlib.crc32(data[32:])) + data[28:]
+    if data[8:10] == b"\x03\x00":
+        crc = zlib.crc32(data[28:], zlib.crc32(bytes(4), zlib.crc32(data[:24])))
+    else:
+        crc = zlib.crc32(data[32:])
+    return data[:24] + struct.pack("<I", crc) + data[28:]
+
+
+def bin_sections(data: bytes) -> list[int]:
+    """Where each section head of a version-3 image starts, as far as the lengths lead."""
+    heads: list[int] = []
+    pos = 32
+    while pos + 16 <= len(data) and len(heads) < 64:
+        heads.append(pos)
+        pos += 16 + -(-struct.unpack_from("<Q", data, pos + 8)[0] // 8) * 8
+    return heads
 
 
 def mutate_tokenizer_bin(rng: random.Random, data: bytes, others: Sequence[bytes]) -> bytes:
     if rng.random() < 0.4 and len(data) >= 32:
         buf = bytearray(data)
-        # a header field (u16 at 8, 10, 16; u32 at 12, 20; u8 at 18, 19) to an interesting value
-        at, width = rng.choice([(8, 2), (10, 2), (12, 4), (16, 2), (18, 1), (19, 1), (20, 4), (28, 4)])
-        buf[at : at + width] = (rng.choice(INTERESTING_INTS) % (1 << (8 * width))).to_bytes(width, "little")
+        if data[8:10] == b"\x03\x00":
+            # a header field, or a section's tag, flags, length or first payload word
+            fields = [(8, 2), (10, 2), (12, 4), (16, 8), (28, 4)]
+            for head in bin_sections(data):
+                fields += [(head, 4), (head + 4, 4), (head + 8, 8), (head + 16, 4)]
+        else:
+            # a header field (u16 at 8, 10, 16; u32 at 12, 20; u8 at 18, 19)
+            fields = [(8, 2), (10, 2), (12, 4), (16, 2), (18, 1), (19, 1), (20, 4), (28, 4)]
+        at, width = rng.choice([(a, w) for a, w in fields if a + w <= len(buf)])
+        if width == 4 and at >= 32 and (at - 32) % 8 == 0 and rng.random() < 0.3:
+            buf[at : at + 4] = rng.choice([b"MRGS", b"SPEC", b"PATN", b"TIER", b"CNTS", b"IDMP", b"ENCT", b"WRTR", b"RANK"])
+        else:
+            buf[at : at + width] = (rng.choice(INTERESTING_INTS) % (1 << (8 * width))).to_bytes(width, "little")
         out = bytes(buf)
         if rng.random() < 0.5:
             out = mutate_bytes(rng, out)
@@ -840,6 +869,41 @@ def hypothesis_strategies(seeds: dict[str, list[bytes]]) -> dict[str, Any]:
 
     ints = st.one_of(st.integers(-5, 70000), st.sampled_from(INTERESTING_INTS))
 
+    def tokenizer_bin_v3(draw: Any, merges: list[tuple[int, int]], specials: list[str], flags: int) -> bytes:
+        """A version-3 image from the same fields: sections in any order, some dropped, doubled
+        or unknown, lengths, widths and flags now and then wrong; a right CRC most of the time."""
+        width = draw(st.sampled_from([2, 2, 4, 3]))
+        n_ids = 256 + len(merges) + len(specials)
+        names = [s.encode("utf-8", "surrogatepass")[:255] for s in specials]
+        fmt = "H" if width == 2 else "I"
+        ids = lambda values: struct.pack(f"<{len(values)}{fmt}", *(v % (1 << (8 * min(width, 4))) for v in values))  # noqa: E731
+        sections = [
+            (b"MRGS", 1, struct.pack("<II", width, len(merges)) + ids([x for pair in merges for x in pair])),
+            (b"SPEC", 1, struct.pack("<I", len(names)) + b"".join(bytes([len(n)]) + n for n in names)),
+            (b"PATN", 1, struct.pack("<H", 4) + draw(st.sampled_from([b"gpt2", b"gpt4", b"gpt5", b"\xff\xfe12"]))
+             + struct.pack("<H", 0)),
+            (b"TIER", 1, draw(st.sampled_from([b"\x02id", b"\x05bytes", b"\x02ix", b"\x09id"]))),
+        ]
+        if flags & 1:
+            sections.append((b"CNTS", 0, draw(st.binary(min_size=8 * len(merges), max_size=8 * len(merges)))))
+        if flags & 2:
+            perm = list(range(n_ids))
+            draw(st.randoms(use_true_random=False)).shuffle(perm)
+            sections.append((b"IDMP", 0, ids(perm)))
+        if draw(st.booleans()):
+            sections.append((b"ENCT", 0, struct.pack("<II", draw(st.sampled_from([1, 1, 2])), len(merges))
+                             + draw(st.binary(min_size=(len(merges) + 7) // 8, max_size=(len(merges) + 7) // 8))))
+        sections.append((b"WRTR", 0, draw(st.sampled_from([b"mnemo 0.1.0", b"other", b"\xff"]))))
+        if draw(st.booleans()):
+            sections.append((draw(st.sampled_from([b"XTRA", b"RANK", b"MRGS"])), draw(st.sampled_from([0, 1, 2])), b"x" * 5))
+        sections = draw(st.permutations(sections)) if draw(st.booleans()) else sections
+        body = b"".join(tag + struct.pack("<IQ", fl, (len(payload) + draw(st.sampled_from([0] * 8 + [1, -1]))) % (1 << 64))
+                        + payload + bytes(-len(payload) % 8) for tag, fl, payload in sections)
+        count = len(sections) + draw(st.sampled_from([0] * 6 + [1, -1]))
+        head = struct.pack("<8sHHIQ", b"MNEMOBPE", 3, 0, count % (1 << 32), 32 + len(body) + draw(st.sampled_from([0] * 6 + [1])))
+        image = head + bytes(8) + body
+        return fix_bin_crc(image) if draw(st.integers(0, 9)) else image
+
     @st.composite
     def tokenizer_bin(draw: Any) -> bytes:
         n_merges = draw(st.integers(0, 40))
@@ -860,6 +924,8 @@ def hypothesis_strategies(seeds: dict[str, list[bytes]]) -> dict[str, Any]:
                 body += struct.pack(f"<{n_ids}H", *perm)
             else:
                 body += draw(st.binary(min_size=2 * n_ids, max_size=2 * n_ids))
+        if draw(st.booleans()):
+            return tokenizer_bin_v3(draw, merges, specials, flags)
         head = struct.pack("<8sHHIHBBIII", b"MNEMOBPE", draw(st.sampled_from([1, 1, 1, 0, 2])), flags,
                            draw(st.sampled_from([n_merges] * 4 + [n_merges + 1, 0xFFFF])),
                            draw(st.sampled_from([len(specials)] * 4 + [len(specials) + 1, 65280])),

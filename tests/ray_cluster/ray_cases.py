@@ -61,6 +61,15 @@ def test_train_on_cluster_is_a_local_run(cluster: str, samples: Samples, corpus:
     assert on_ray.to_bytes() == local.to_bytes()
 
 
+def test_superword_train_on_cluster_is_a_local_run(cluster: str, samples: Samples) -> None:
+    """Superword training counts both stages' tables in the same tasks: on Ray too, the
+    tokenizer is byte for byte the local one (docs/superword.md)."""
+    path = samples.path("english")
+    local = mnemo.train(path, vocab_size=900, superword=600, workers=1)
+    on_ray = mnemo.train(path, vocab_size=900, superword=600, ray=RayOptions(address=cluster, tasks_per_node=4))
+    assert local.superword == 600 and on_ray.to_bytes() == local.to_bytes()
+
+
 def test_count_tables_are_added_in_a_tree(cluster: str, samples: Samples) -> None:
     """About 16 tables (8 tasks on each of 2 nodes; fewer where a document is longer than a
     task) added 4 at a time by combine tasks on the cluster, in at least 2 levels; the driver

@@ -1,4 +1,4 @@
-"""Worker processes die with their parent (mnemo/parallel.py): a parent killed with SIGKILL --
+"""Worker processes die with their parent (mnemo/workers.py): a parent killed with SIGKILL --
 what the OOM killer does -- cannot stop its workers itself, and a worker blocked on the queue its
 parent fed would otherwise wait forever.  Each test starts a real parent, finds its workers in
 /proc, kills the parent with SIGKILL and requires every worker to be gone within seconds."""
@@ -129,7 +129,7 @@ def test_killed_encode_batch_leaves_no_workers(tmp_path: Path) -> None:
 
 WATCHDOG = """
 import os, sys, time
-from mnemo.parallel import watch_parent
+from mnemo.workers import watch_parent
 parent = os.getpid()
 child = os.fork()
 if child == 0:
@@ -159,7 +159,7 @@ import random, sys, threading
 from pathlib import Path
 from mnemo import train
 from mnemo.tokenizing import tokenize_files
-from mnemo.parallel import worker_context
+from mnemo.workers import worker_context
 
 def run(folder, corpus, tag):
     tok = train(corpus, vocab_size=400, workers=2)

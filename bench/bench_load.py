@@ -1,0 +1,116 @@
+"""Loading a vocabulary, side by side with tiktoken (issue 27, goal 4): each form mnemo loads,
+beside tiktoken building its Encoding from the plain rank file, for cl100k_base and o200k_base.
+
+    python bench/bench_load.py [--rounds 5] [--names cl100k_base o200k_base]
+
+Forms, each timed in this process, the forms taking turns within every round so that a change in
+the machine's load hits all alike; the best round counts, wall and CPU time:
+
+- tiktoken: `tiktoken.load.load_tiktoken_bpe(plain file)` then `tiktoken.Encoding(...)` with
+  tiktoken's own pattern and special tokens (its definition of the encoding, offline);
+- mnemo load: `Tokenizer.load` of a tokenizer.bin this mnemo wrote (the encoder's tables trusted,
+  docs/formats.md "Trust");
+- mnemo load, verify: `Tokenizer.load(..., verify=True)`: what a file another program wrote costs;
+- mnemo pickle.loads: a pickled Tokenizer (every `datasets.map(num_proc=N)` worker);
+- mnemo load_tiktoken: `mnemo.load_tiktoken(plain file, preset)`, the same file tiktoken reads.
+
+Ratios are mnemo's time over tiktoken's: of the best times, and the median of the rounds' own
+ratios (below 1: mnemo is faster).  The
+fixtures are ../shared/fixtures/tiktoken/*.tiktoken.gz, decompressed to a temporary folder
+first; before timing, the script checks that mnemo and tiktoken give the same ids on a sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import os
+import pickle
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mnemo
+from mnemo import Tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "tiktoken"
+SAMPLE = "Hello world! It's 2026: naïve café, 数据 ünïcödé, <tags> and    spaces\n\tdone 12345."
+
+
+def tiktoken_builder(name: str, plain: Path) -> Callable[[], Any]:
+    """tiktoken's own definition of `name` (pattern, special tokens), its ranks read from `plain`."""
+    import tiktoken
+    import tiktoken_ext.openai_public as openai_public
+    from tiktoken.load import load_tiktoken_bpe
+
+    original = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = lambda *args, **kwargs: {}  # the definition without its download
+    try:
+        spec = getattr(openai_public, name)()
+    finally:
+        openai_public.load_tiktoken_bpe = original
+    return lambda: tiktoken.Encoding(
+        name, pat_str=spec["pat_str"], mergeable_ranks=load_tiktoken_bpe(str(plain)), special_tokens=spec["special_tokens"]
+    )
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call; the result is dropped and collected outside the timing."""
+    gc.collect()
+    w0, c0 = time.perf_counter(), time.process_time()
+    result = fn()
+    w1, c1 = time.perf_counter(), time.process_time()
+    del result
+    gc.collect()
+    return w1 - w0, c1 - c0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds; the best counts (default 5)")
+    parser.add_argument("--names", nargs="+", default=["cl100k_base", "o200k_base"])
+    args = parser.parse_args()
+    print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; best of {args.rounds} rounds, forms alternated")
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        for name in args.names:
+            plain = tmp / f"{name}.tiktoken"
+            plain.write_bytes(gzip.decompress((FIXTURES / f"{name}.tiktoken.gz").read_bytes()))
+            build_tiktoken = tiktoken_builder(name, plain)
+            tok = mnemo.load_tiktoken(plain, name)
+            binary = tmp / f"{name}.bin"
+            tok.save(binary)
+            pickled = pickle.dumps(tok, protocol=pickle.HIGHEST_PROTOCOL)
+            reference = build_tiktoken()
+            for form in (tok, Tokenizer.load(binary), pickle.loads(pickled)):
+                assert form.encode(SAMPLE) == reference.encode(SAMPLE), "mnemo and tiktoken disagree"
+            forms: dict[str, Callable[[], object]] = {
+                "tiktoken": build_tiktoken,
+                "mnemo load": lambda: Tokenizer.load(binary),
+                "mnemo load, verify": lambda: Tokenizer.load(binary, verify=True),
+                "mnemo pickle.loads": lambda: pickle.loads(pickled),
+                "mnemo load_tiktoken": lambda: mnemo.load_tiktoken(plain, name),
+            }
+            best = {form: (float("inf"), float("inf")) for form in forms}
+            ratios: dict[str, list[tuple[float, float]]] = {form: [] for form in forms}
+            for _ in range(args.rounds):
+                round_times = {form: timed(fn) for form, fn in forms.items()}
+                for form, (wall, cpu) in round_times.items():
+                    best[form] = (min(best[form][0], wall), min(best[form][1], cpu))
+                    ratios[form].append((wall / round_times["tiktoken"][0], cpu / round_times["tiktoken"][1]))
+            print(f"\n{name}: {tok.n_vocab:,} ids, tokenizer.bin {binary.stat().st_size:,} bytes, pickle {len(pickled):,} bytes")
+            print(f"  {'form':22s} {'wall s':>8s} {'CPU s':>8s}   to tiktoken: best/best wall, CPU; median of rounds' CPU ratios")
+            for form in forms:
+                wall, cpu = best[form]
+                median = statistics.median(r[1] for r in ratios[form])
+                print(f"  {form:22s} {wall:8.3f} {cpu:8.3f}   {wall / best['tiktoken'][0]:5.2f}  {cpu / best['tiktoken'][1]:5.2f}  {median:5.2f}")
+    print(f"\nload average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,589 @@
+"""A Hugging Face tokenizer.json of the byte-level BPE family, encoding as `tokenizers` does
+(issue 26 item 3; docs/interop.md, "tokenizer.json").
+
+`tokenizers` encodes a text in five steps, and HFTokenizer runs the same five:
+
+1. added tokens are found in the text (mnemo/formats/hf_added.py: special or not, lstrip,
+   rstrip, single_word, normalized);
+2. the text between them is normalized (hf_normalize.py: NFC, NFKC);
+3. it is pre-tokenized (hf_pretok.py: Split with any behavior, Digits, ByteLevel);
+4. each pre-token is encoded by byte-level BPE -- mnemo's compiled encoder, the Tokenizer
+   `core` holds -- after a lookup of the whole pre-token when the model has `ignore_merges`;
+5. the post-processor's template adds its tokens when asked (hf_post.py).
+
+When the pre-tokenizer is one of mnemo's named patterns (with no space put in front), step 3
+and 4 are one call of the core's own compiled encoder; other pre-tokenizers run in plain
+Python (the `regex` module) before the compiled BPE.  The special-token contract is mnemo's
+(tiktoken's): text holding a special added token raises SpecialTokenError unless
+`allowed_special` names it -- `encode(text, allowed_special="all")` gives tokenizers' ids for
+`encode(text, add_special_tokens=...)`.  Added tokens that are not special are always matched,
+as in `tokenizers`.  `hf_encode` gives tokenizers' whole Encoding (ids, type ids, tokens,
+offsets, word ids, masks) for the transformers drop-in (mnemo/hf.py).
+
+Plain Python (not compiled): policy around the compiled encoder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal
+
+from mnemo.errors import ConfigError, FormatError, InputError, SpecialTokenError
+from mnemo.fileio import write_atomic
+from mnemo.formats.common import CHAR_TO_BYTE, PathLike, excerpt, string_to_token, token_to_string, tokenizer_of
+from mnemo.formats.gpt2 import vocab_from_json
+from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
+from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
+from mnemo.formats.hf_post import PostProcessor, parse_post_processor
+from mnemo.formats.hf_pretok import PreTokenizer, Runner, parse_pre_tokenizer
+from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex, regex_to_onig
+from mnemo.pretokenize import PATTERN_REGEX
+from mnemo.streaming import text_bytes
+from mnemo.tokenizer import Tokenizer
+from mnemo.vocab import check_public_ids, from_byte_tokens
+
+AllOr = Literal["all"] | Collection[str]
+
+#: tokenizers' GPT-2 ByteLevel regex (its pre_tokenizers/byte_level.rs), which mnemo's gpt2
+#: pattern splits alike (tests/formats/test_hf.py)
+HF_GPT2_REGEX: Final = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def _named_patterns() -> dict[str, str]:
+    """The `regex` spelling each named pattern has after export and import: what a Split of
+    a tokenizer.json must read as, to run on mnemo's compiled pre-tokenizer."""
+    out: dict[str, str] = {}
+    for name, text in PATTERN_REGEX.items():
+        out[onig_to_regex(regex_to_onig(text))] = name
+    return out
+
+
+_NAMED: Final = _named_patterns()
+
+
+def fast_pattern(pre: PreTokenizer) -> str | None:
+    """The named pattern that splits as `pre` does, when mnemo's compiled pre-tokenizer can run
+    it: one Isolated, not inverted Split (or ByteLevel's own regex), no space put in front."""
+    steps = pre.steps
+    if len(steps) != 1 or steps[0].kind != "split" or steps[0].behavior != "isolated" or steps[0].invert:
+        return None
+    if steps[0].regex == HF_GPT2_REGEX:
+        return "gpt2"
+    return _NAMED.get(steps[0].regex)
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """tokenizers' Encoding of one sequence (or a pair), as transformers reads it."""
+
+    ids: list[int]
+    type_ids: list[int]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    words: list[int | None]
+    special_tokens_mask: list[int]
+    attention_mask: list[int]
+    sequence_ids: list[int | None]
+
+
+class HFTokenizer:
+    """A tokenizer.json of the byte-level BPE family with what a mnemo Tokenizer has no place
+    for: a normalizer, a pre-tokenizer other than mnemo's patterns, added tokens matched with
+    lstrip / rstrip / single_word / normalized or not special, ignore_merges, a template.
+    Built by `from_hf_json` / `load_hf` (mnemo/formats/hf.py), or mnemo.load."""
+
+    def __init__(
+        self,
+        core: Tokenizer,
+        *,
+        obj: Mapping[str, Any],
+        source: str,
+        pre: PreTokenizer,
+        forms: tuple[Form, ...],
+        added: Sequence[AddedToken],
+        whole: Mapping[bytes, int] | None,
+        post: PostProcessor,
+        add_special_tokens: bool = False,
+    ) -> None:
+        self.core = core
+        self.source = source
+        self.pre = pre
+        self.forms = forms
+        self.added_tokens = list(added)
+        self.whole = whole
+        self.post = post
+        self.add_special_tokens = add_special_tokens
+        self._obj = obj
+        self._runner = Runner(pre)
+        self._fast = fast_pattern(pre) if whole is None else None
+        self._added = AddedVocabulary(added, self.normalize)
+        self.special_tokens: dict[str, int] = {t.content: t.id for t in added if t.special}
+        #: decode skips these with skip_special_tokens
+        self._special_ids = {t.id for t in added if t.special}
+        self._content = {t.id: t.content for t in added}
+        # tokenizers decodes an added token by passing its text (normalized, for a normalized
+        # one) through the ByteLevel decoder: a text whose every character is in GPT-2's byte
+        # alphabet ("<|endoftext|>", but also "éclair") is read as those bytes, any other as UTF-8
+        self._added_bytes = {t.id: _byte_level_decode(self.normalize(t.content) if t.normalized else t.content) for t in added}
+        self._encoder = _chunk_encoder(core)
+        # a transformers folder's tokenizer_config.json (mnemo/formats/load.py)
+        self.bos_token: str | None = None
+        self.eos_token: str | None = None
+        self.pad_token: str | None = None
+        self.chat_template: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<HFTokenizer {self.source!r} n_vocab={self.n_vocab} added={len(self.added_tokens)} "
+            f"normalizer={'+'.join(self.forms) or None} pre_tokenizer={self.pattern_description()}>"
+        )
+
+    def pattern_description(self) -> str:
+        if self._fast is not None:
+            return f"{self._fast} (compiled)"
+        return " -> ".join(
+            "space in front" if s.kind == "prefix" else f"Split({s.source!r}, {s.behavior}{', invert' if s.invert else ''})"
+            for s in self.pre.steps
+        ) + " (the regex module)"
+
+    # ---- the pipeline ----
+
+    def normalize(self, text: str) -> str:
+        """The text as the normalizer leaves it (unchanged without one)."""
+        return normalize(self.forms, text) if self.forms else text
+
+    def pre_tokenize(self, text: str) -> list[str]:
+        """tokenizers' pre-tokens of a normalized stretch (before the byte mapping)."""
+        return self._runner.split(text)
+
+    def _stretch(self, text: str, out: list[int]) -> None:
+        """Append the ids of one normalized stretch between added tokens."""
+        if self._fast is not None:
+            out.extend(self.core.encode_ordinary(text))
+            return
+        whole = self.whole
+        pending: list[bytes] = []
+        for piece in self._runner.split(text):
+            data = piece.encode("utf-8")  # no lone surrogate is left (_no_surrogates)
+            if whole is not None:
+                found = whole.get(data)
+                if found is not None:
+                    if pending:
+                        out.extend(self._encoder(pending))
+                        pending = []
+                    out.append(found)
+                    continue
+            pending.append(data)
+        if pending:
+            out.extend(self._encoder(pending))
+
+    def _resolve(self, allowed_special: AllOr, disallowed_special: AllOr) -> tuple[set[int], set[int]]:
+        """(ids to skip, ids that raise) of the special added tokens (mnemo's contract)."""
+        names = self.special_tokens
+        if isinstance(allowed_special, str) and allowed_special == "all":
+            allowed = set(names)
+        else:
+            allowed = set(allowed_special)
+            unknown = allowed - set(names)
+            if unknown:
+                raise ConfigError(f"allowed_special names {sorted(unknown)}, which are not special tokens here")
+        if isinstance(disallowed_special, str) and disallowed_special == "all":
+            disallowed = set(names) - allowed
+        else:
+            disallowed = set(disallowed_special) & set(names)
+        skip = {names[n] for n in names if n not in allowed and n not in disallowed}
+        return skip, {names[n] for n in disallowed}
+
+    def _encode(self, text: str, skip: Collection[int], check: Collection[int]) -> list[int]:
+        if not isinstance(text, str):
+            raise ConfigError(f"text must be a str, got {type(text).__name__}")
+        text = _no_surrogates(text)
+        out: list[int] = []
+        for piece in self._added.split(text, self.normalize, skip):
+            if piece.token is not None:
+                if piece.token in check:
+                    name = self._content[piece.token]
+                    raise SpecialTokenError(
+                        f"the text contains the special token {name!r} at character {piece.start}; "
+                        f"pass allowed_special={{{name!r}}} (or 'all') to encode it as its id, "
+                        f"or disallowed_special=() / encode_ordinary to encode it as plain text"
+                    )
+                out.append(piece.token)
+            elif piece.text:
+                self._stretch(piece.text, out)
+        return out
+
+    def _template(self, ids: list[int], add: bool | None) -> list[int]:
+        template = self.post.template
+        if template is None or not (self.add_special_tokens if add is None else add):
+            return ids
+        out: list[int] = []
+        for p in template.single:
+            if p.sequence is not None:
+                out.extend(ids)
+            else:
+                assert p.special is not None
+                out.extend(template.specials[p.special][0])
+        return out
+
+    # ---- mnemo's encode names ----
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+        add_special_tokens: bool | None = None,
+    ) -> list[int]:
+        """Ids of `text` as `tokenizers` gives them, special tokens under mnemo's contract
+        (module docstring); `add_special_tokens`: the template's tokens around them (default:
+        the option this tokenizer was loaded with)."""
+        skip, check = self._resolve(allowed_special, disallowed_special)
+        return self._template(self._encode(text, skip, check), add_special_tokens)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of `text` with the special added tokens' text as plain text (tokenizers'
+        encode_special_tokens=True); no template."""
+        return self._encode(text, self._special_ids, ())
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        allowed_special: AllOr = frozenset(),
+        disallowed_special: AllOr = "all",
+        add_special_tokens: bool | None = None,
+    ) -> list[list[int]]:
+        return [
+            self.encode(t, allowed_special=allowed_special, disallowed_special=disallowed_special, add_special_tokens=add_special_tokens)
+            for t in texts
+        ]
+
+    def encode_ordinary_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.encode_ordinary(t) for t in texts]
+
+    def encode_with_offsets(
+        self, text: str, *, allowed_special: AllOr = frozenset(), disallowed_special: AllOr = "all"
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """`encode` and each token's character span in `text`, as tokenizers' offsets give
+        them (through the normalizer; an added token with lstrip/rstrip spans its white space)."""
+        from mnemo.formats.hf_encoding import encode_sequence
+
+        skip, check = self._resolve(allowed_special, disallowed_special)
+        enc = encode_sequence(self, _no_surrogates(text), 0, sorted(skip))
+        for ident, (start, _) in zip(enc.ids, enc.offsets):
+            if ident in check:
+                self._encode(text, skip, check)  # raises, naming the token
+        return enc.ids, enc.offsets
+
+    def encode_bytes(self, data: bytes) -> list[int]:
+        """`encode_ordinary` of UTF-8 bytes.  tokenizers encodes text, not bytes: its normalizer
+        and regexes run on characters, so invalid UTF-8 is an InputError naming the offset."""
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"the bytes are not UTF-8 at offset {exc.start}: a tokenizer.json pipeline encodes text (decode it "
+                f"first, e.g. with errors='replace')"
+            ) from None
+        return self.encode_ordinary(text)
+
+    # ---- the vocabulary and decoding (the core's) ----
+
+    @property
+    def n_vocab(self) -> int:
+        return self.core.n_vocab
+
+    @property
+    def n_tokens(self) -> int:
+        return self.core.n_tokens
+
+    @property
+    def merges(self) -> list[tuple[int, int]]:
+        return self.core.merges
+
+    @property
+    def merge_pairs(self) -> list[tuple[bytes, bytes]]:
+        return self.core.merge_pairs
+
+    @property
+    def merge_counts(self) -> list[int] | None:
+        return self.core.merge_counts
+
+    @property
+    def id_map(self) -> list[int] | None:
+        return self.core.id_map
+
+    @property
+    def pattern(self) -> str:
+        """What splits the text: a named pattern, or the pre-tokenizer's steps."""
+        return self._fast if self._fast is not None else self.pattern_description()
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        return self.core.vocab
+
+    def token_bytes(self, token: int) -> bytes:
+        return self.core.token_bytes(token)
+
+    def token_to_id(self, token: str | bytes) -> int | None:
+        return self.core.token_to_id(token)
+
+    def is_special_token(self, token: int) -> bool:
+        return token in self._special_ids
+
+    def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
+        ids = list(tokens)
+        if skip_special_tokens:
+            ids = [t for t in ids if t not in self._special_ids]
+        added = self._added_bytes
+        if not any(t in added for t in ids):
+            return self.core.decode_bytes(ids)
+        return b"".join(added[t] if t in added else self.core.token_bytes(t) for t in ids)
+
+    def decode(self, tokens: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
+        """The text of the ids (tokenizers' ByteLevel decoder: bytes joined, invalid UTF-8 as
+        U+FFFD); skip_special_tokens leaves out the special added tokens, as in tokenizers."""
+        return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
+
+    # ---- files ----
+
+    def to_hf_json(self) -> dict[str, Any]:
+        """The tokenizer.json this was read from (it is what tokenizers runs)."""
+        copy: dict[str, Any] = json.loads(json.dumps(self._obj))
+        return copy
+
+    def save_hf(self, path: PathLike) -> None:
+        write_atomic(path, json.dumps(self._obj, ensure_ascii=False, indent=1).encode("utf-8"))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """tokenizer.bin cannot hold what makes this tokenizer differ from a plain one."""
+        raise ConfigError(
+            f"{self.source}: a tokenizer.bin cannot hold this tokenizer.json's {', '.join(self.extras()) or 'pipeline'}; "
+            f"save it with save_hf (tokenizer.json), or save .core for its vocabulary alone"
+        )
+
+    def extras(self) -> list[str]:
+        """What this tokenizer has beyond a plain mnemo Tokenizer, by tokenizer.json key."""
+        out: list[str] = []
+        if self.forms:
+            out.append(f"normalizer {'+'.join(self.forms)}")
+        if self._fast is None:
+            out.append(f"pre_tokenizer {self.pattern_description()}")
+        if self.whole is not None:
+            out.append("model.ignore_merges")
+        if any(t.lstrip or t.rstrip or t.single_word or not t.special for t in self.added_tokens):
+            out.append("added_tokens (lstrip, rstrip, single_word or not special)")
+        elif len({t.normalized for t in self.added_tokens}) > 1 and self.forms:
+            out.append("added_tokens (normalized)")
+        if self.post.template is not None and self.add_special_tokens:
+            out.append("post_processor (its template, with add_special_tokens)")
+        return out
+
+
+def _byte_level_decode(text: str) -> bytes:
+    """tokenizers' ByteLevel decoder on one token's text."""
+    try:
+        return bytes([CHAR_TO_BYTE[c] for c in text])
+    except KeyError:
+        return text.encode("utf-8")
+
+
+def _no_surrogates(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD (mnemo's rule: tokenizers refuses such a str)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text_bytes(text).decode("utf-8")
+
+
+def _chunk_encoder(tok: Tokenizer) -> Any:
+    """The core's compiled BPE of already-split chunks (public ids): Encoder.encode_chunks."""
+    return tok._encoder.encode_chunks
+
+
+# ---- reading a tokenizer.json ----
+
+
+def _model_checks(model: Any, source: str) -> bool:
+    """The BPE model's options: ignore_merges (returned); FormatError naming any option mnemo
+    does not reproduce."""
+    if not isinstance(model, dict) or model.get("type", "BPE") != "BPE":
+        kind = model.get("type") if isinstance(model, dict) else model
+        raise FormatError(f"{source}: key 'model.type' is {kind!r}: mnemo imports byte-level BPE only")
+    dropout = model.get("dropout")
+    if dropout is not None and not (isinstance(dropout, (int, float)) and not isinstance(dropout, bool) and dropout == 0):
+        raise FormatError(
+            f"{source}: key 'model.dropout' is {dropout!r}: BPE dropout draws random merges, which mnemo does not; "
+            f"set it to null"
+        )
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        value = model.get(key)
+        if value not in (None, ""):
+            raise FormatError(
+                f"{source}: key 'model.{key}' is {excerpt(value, 40)}: subword prefixes and suffixes belong to "
+                f"WordPiece-style BPE, not the byte-level family mnemo holds"
+            )
+    fallback = model.get("byte_fallback", False)
+    if fallback is not False:
+        raise FormatError(
+            f"{source}: key 'model.byte_fallback' is {excerpt(fallback, 40)}: byte fallback (<0x..> tokens) belongs "
+            f"to SentencePiece-style BPE, not the byte-level family mnemo holds"
+        )
+    ignore = model.get("ignore_merges", False)
+    if not isinstance(ignore, bool):
+        raise FormatError(f"{source}: key 'model.ignore_merges' is {excerpt(ignore, 40)}, not true or false")
+    for key in ("fuse_unk",):
+        if not isinstance(model.get(key, False), bool):
+            raise FormatError(f"{source}: key 'model.{key}' is {excerpt(model.get(key), 40)}, not true or false")
+    return ignore
+
+
+def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_ok: bool = True, session: bool = False) -> Tokenizer | HFTokenizer:
+    """A tokenizer from a parsed tokenizer.json: a plain Tokenizer when it holds everything
+    the file does (and `plain_ok`), else an HFTokenizer.  FormatError names the key of any part
+    mnemo does not reproduce (docs/interop.md lists them).  `session`: the file comes from a
+    live tokenizers object (the drop-in), whose truncation and padding the caller applies."""
+    if not isinstance(obj, dict):
+        raise FormatError(f"{source}: not a JSON object")
+    ignore_merges = _model_checks(obj.get("model"), source)
+    model = obj["model"]
+    if not session:
+        for key in ("truncation", "padding"):
+            if obj.get(key) is not None:
+                raise FormatError(
+                    f"{source}: key '{key}' is {excerpt(obj.get(key), 80)}: mnemo's encode neither truncates nor pads; "
+                    f"set it to null (transformers sets both per call)"
+                )
+    forms = parse_normalizer(obj.get("normalizer"), source)
+    pre = parse_pre_tokenizer(obj.get("pre_tokenizer"), source)
+    post = parse_post_processor(obj.get("post_processor"), source)
+    decoder = obj.get("decoder")
+    if not _byte_level_decoder(decoder):
+        raise FormatError(
+            f"{source}: key 'decoder' is {excerpt(decoder, 80)}: not a ByteLevel decoder, so tokenizers' decode "
+            f"gives other text than the tokens' bytes"
+        )
+    raw_vocab = model.get("vocab")
+    if not isinstance(raw_vocab, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw_vocab.values()
+    ):
+        raise FormatError(f"{source}: key 'model.vocab' should be an object mapping tokens to non-negative integer ids")
+    added = tokenizers_ids(parse_added_tokens(obj.get("added_tokens"), source), raw_vocab, source)
+    merges = _merges(model.get("merges"), source)
+    made = {a + b for a, b in merges}
+    contents = {t.content for t in added}
+    plain: dict[str, Any] = {}
+    for key, value in raw_vocab.items():
+        if key in contents:
+            raw = _maybe_bytes(key)
+            if raw is None or (raw not in made and len(raw) > 1):
+                continue  # the added token alone holds it (as tokenizers' trainer writes its specials)
+        plain[key] = value
+    # Tokens no merge makes (Llama 3's files hold some): only a whole-pre-token lookup
+    # (ignore_merges) produces them.  With ignore_merges the core holds them as its whole tokens
+    # (a ranked vocabulary, mnemo/vocab.py); without, tokenizers never produces them, and the
+    # core keeps each, for decoding only, as a token named by its text.
+    unreachable: dict[bytes, int] = {}
+    for key in list(plain):
+        raw = _maybe_bytes(key)
+        if raw is not None and len(raw) > 1 and raw not in made:
+            unreachable[raw] = plain.pop(key)
+    vocab = vocab_from_json(plain, source, "model.vocab.")
+    bpe_ids = set(vocab.values())
+    specials = {t.content: t.id for t in added if t.id not in bpe_ids}
+    if not ignore_merges:
+        for raw, ident in unreachable.items():
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise FormatError(
+                    f"{source}: vocabulary entry 'model.vocab'[{token_to_string(raw)!r}] (id {ident}) is made by no merge "
+                    f"and is not UTF-8 text, and without ignore_merges nothing produces it: remove it"
+                ) from None
+            if name in specials:
+                raise FormatError(
+                    f"{source}: vocabulary entry {name!r} (id {ident}) is made by no merge, and an added token has the "
+                    f"same text with id {specials[name]}"
+                )
+            specials[name] = ident
+    fast = fast_pattern(pre)
+    fields = from_byte_tokens(
+        source,
+        vocab,
+        merges,
+        pattern=fast or "gpt2",
+        specials=specials,
+        show=lambda raw: repr(token_to_string(raw)),
+        merge_where=lambda k: f"key 'model.merges[{k}]'",
+        vocab_where=lambda raw: f"'model.vocab'[{token_to_string(raw)!r}]",
+    )
+    if ignore_merges and unreachable:
+        assert fields.id_map is not None
+        cut = 256 + len(fields.merges)
+        whole_raw = sorted(unreachable, key=unreachable.__getitem__)
+        public = [*fields.id_map[:cut], *(unreachable[raw] for raw in whole_raw), *fields.id_map[cut:]]
+        labels = [f"id {i}" for i in public]
+        check_public_ids(source, public, labels)
+        fields = replace(fields, id_map=public, whole_tokens=whole_raw, ranked=True)
+    core = tokenizer_of(source, fields)
+    whole: dict[bytes, int] | None = None
+    if ignore_merges:
+        whole = {}
+        for key, value in raw_vocab.items():
+            raw = _maybe_bytes(key)
+            if raw is not None:
+                whole[raw] = value
+    plain_added = all(
+        t.special and not (t.lstrip or t.rstrip or t.single_word) and t.id not in bpe_ids for t in added
+    ) and (len({t.normalized for t in added}) <= 1 or not forms)
+    template_adds = post.template is not None and add_special_tokens and post.template.added(False) > 0
+    if plain_ok and plain_added and not forms and fast is not None and whole is None and not template_adds and not unreachable:
+        return core
+    return HFTokenizer(
+        core,
+        obj=obj,
+        source=source,
+        pre=pre,
+        forms=forms,
+        added=added,
+        whole=whole,
+        post=post,
+        add_special_tokens=add_special_tokens,
+    )
+
+
+def _byte_level_decoder(decoder: Any) -> bool:
+    if isinstance(decoder, dict) and decoder.get("type") == "ByteLevel":
+        return True
+    if isinstance(decoder, dict) and decoder.get("type") == "Sequence" and isinstance(decoder.get("decoders"), list):
+        return len(decoder["decoders"]) == 1 and _byte_level_decoder(decoder["decoders"][0])
+    return False
+
+
+def _maybe_bytes(key: str) -> bytes | None:
+    try:
+        return string_to_token(key, "")
+    except FormatError:
+        return None
+
+
+def _merges(raw: Any, source: str) -> list[tuple[bytes, bytes]]:
+    if not isinstance(raw, list):
+        raise FormatError(f"{source}: key 'model.merges' should be a list")
+    merges: list[tuple[bytes, bytes]] = []
+    for k, item in enumerate(raw):
+        where = f"{source}: key 'model.merges[{k}]'"
+        parts: Any = item.split(" ") if isinstance(item, str) else item
+        if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
+            raise FormatError(f"{where}: {item!r} should be two tokens")
+        merges.append((string_to_token(parts[0], where), string_to_token(parts[1], where)))
+    return merges
+
+
+__all__ = ["Encoding", "HFTokenizer", "HF_GPT2_REGEX", "UnsupportedRegex", "fast_pattern", "from_json"]

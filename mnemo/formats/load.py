@@ -1,0 +1,321 @@
+"""One way to load any tokenizer: `mnemo.load(path_or_url, **options)` (issue 26 item 5;
+docs/interop.md, "Loading anything").
+
+It recognises, by content first and name second:
+
+| what                                   | how it is known                                     | gives |
+| -------------------------------------- | --------------------------------------------------- | ----- |
+| mnemo's tokenizer.bin                  | its magic                                           | Tokenizer |
+| a tokenizer.json                       | JSON with a "model" object                          | Tokenizer, or HFTokenizer when the file needs more (hf_pipeline) |
+| a transformers folder                  | a folder holding tokenizer.json (tokenizer_config.json's bos/eos/pad, chat template and add_bos/eos_token are read too) | HFTokenizer |
+| a GPT-2 folder                         | vocab.json + merges.txt (or the other GPT2_FILE_NAMES) | Tokenizer |
+| `.tiktoken` (gzip or not), Llama 3's tokenizer.model | base64 rank lines; the pattern from `pattern=` or a preset name the file name starts with | Tokenizer |
+| Mistral's tekken JSON                  | JSON with "config" and a "vocab" list               | Tokenizer (formats/tekken.py) |
+| a SentencePiece .model                 | a binary .model                                     | FormatError naming SentencePiece |
+
+`resolve(spec)` is the form every TOKENIZER argument of the command line takes (eval, inspect,
+tokenize, tokshow, pretrain, train --base, convert): `[NAME=]PATH_OR_URL`, or `VOCAB,MERGES`
+for GPT-2's two files; it returns the label a table shows with the tokenizer.
+
+Plain Python (not compiled).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from mnemo.constants import GPT2_FILE_NAMES
+from mnemo.errors import ConfigError, FormatError, InputError
+from mnemo.fileio import read_file
+from mnemo.location import location
+from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, load_json
+from mnemo.formats.gpt2 import load_gpt2
+from mnemo.formats.hf_pipeline import HFTokenizer, from_json
+from mnemo.formats.hf_post import Template, TemplatePiece
+from mnemo.formats.tekken import from_tekken_json
+from mnemo.formats.tiktoken import GZIP_MAGIC, TIKTOKEN_PRESETS, load_tiktoken
+from mnemo.patterns import PRESETS
+from mnemo.tokenizer import Tokenizer
+from mnemo.vocabfile import BIN_MAGIC
+
+AnyTokenizer = Tokenizer | HFTokenizer
+
+#: `.tiktoken` files known by the start of their name beyond TIKTOKEN_PRESETS (cl100k_base,
+#: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
+NAME_PRESETS: Final[dict[str, tuple[str, dict[str, int]]]] = {
+    "r50k_base": ("gpt2", {"<|endoftext|>": 50256}),
+}
+
+#: the most of a file read to tell what it is
+_SNIFF_BYTES: Final = 4096
+
+
+def load(
+    source: PathLike,
+    *,
+    pattern: str | None = None,
+    special_tokens: Mapping[str, int] | None = None,
+    merges: PathLike | None = None,
+    add_special_tokens: bool = False,
+) -> AnyTokenizer:
+    """The tokenizer at a path or URL (module docstring).
+
+    `pattern` (and `special_tokens`): a .tiktoken file's split pattern -- a mnemo pattern name
+    with the specials' ids, or one of OpenAI's encodings ("cl100k_base", "o200k_base"); by
+    default the encoding the file name starts with.  `merges`: GPT-2's merges.txt beside a
+    vocab.json given as `source`.  `add_special_tokens`: a tokenizer.json's encode adds its
+    post-processor template's tokens (tokenizers' add_special_tokens=True).
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        raise ConfigError(f"load takes a path or URL (str or os.PathLike), got {type(source).__name__}")
+    where = os.fspath(source)
+    options: dict[str, Any] = {
+        "pattern": pattern,
+        "special_tokens": special_tokens,
+        "merges": None if merges is None else os.fspath(merges),
+        "add_special_tokens": add_special_tokens,
+    }
+    if _isdir(where):
+        return _folder(where, options)
+    _check_exists(where)
+    return _file(where, options)
+
+
+def resolve(spec: str, **options: Any) -> tuple[str, AnyTokenizer]:
+    """(label, tokenizer) of a command-line TOKENIZER argument: `[NAME=]PATH_OR_URL` or
+    `[NAME=]VOCAB,MERGES` (module docstring)."""
+    label, sep, where = spec.partition("=")
+    if not sep or "/" in label or "\\" in label:
+        label, where = "", spec
+    if not where:
+        raise ConfigError(f"tokenizer spec {spec!r} names no file; use PATH or NAME=PATH")
+    if "," in where and not location(where).remote:
+        vocab, merges = where.split(",", 1)
+        return label or Path(vocab).stem, load_gpt2(vocab, merges)
+    tok = load(where, **options)
+    return label or _default_label(where), tok
+
+
+def _default_label(where: str) -> str:
+    name = _name(where)
+    for preset in (*TIKTOKEN_PRESETS, *NAME_PRESETS):
+        if name.startswith(preset):
+            return preset
+    if _isdir(where):
+        return name
+    return name.split(".", 1)[0] if "." in name else name
+
+
+# ---- paths and URLs alike ----
+
+
+def _isdir(where: str) -> bool:
+    return location(where).isdir()
+
+
+def _isfile(where: str) -> bool:
+    return location(where).isfile()
+
+
+def _join(where: str, name: str) -> str:
+    return os.fspath(location(where).join(name))
+
+
+def _name(where: str) -> str:
+    return location(where).name
+
+
+def _check_exists(where: str) -> None:
+    if not _isfile(where):
+        raise InputError(
+            f"{location(where)}: no such tokenizer file or folder (a tokenizer.bin, tokenizer.json, transformers or "
+            f"GPT-2 folder, .tiktoken file or tekken JSON)"
+        )
+
+
+def _head(where: str) -> bytes:
+    place = location(where)
+    try:
+        with place.open() as f:
+            head: bytes = f.read(_SNIFF_BYTES)
+            return head
+    except OSError as exc:
+        raise place.read_error(exc) from None
+
+
+# ---- folders ----
+
+
+def _folder(where: str, options: dict[str, Any]) -> AnyTokenizer:
+    if _isfile(_join(where, "tokenizer.json")):
+        return _transformers_folder(where, options)
+    for vocab_name, merges_name in GPT2_FILE_NAMES:
+        vocab, merges = _join(where, vocab_name), _join(where, merges_name)
+        if _isfile(vocab) and _isfile(merges):
+            return load_gpt2(vocab, merges, pattern=options["pattern"] or "gpt2")
+    for name in ("tekken.json", "tokenizer.model"):
+        if _isfile(_join(where, name)):
+            return _file(_join(where, name), options)
+    raise InputError(
+        f"{where}: a folder without tokenizer.json (a transformers folder), vocab.json + merges.txt (GPT-2), "
+        f"tekken.json or tokenizer.model"
+    )
+
+
+def _token_name(value: Any) -> str | None:
+    """A special token as tokenizer_config.json gives it: a str or an AddedToken dict."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return str(value["content"])
+    return None
+
+
+def _transformers_folder(where: str, options: dict[str, Any]) -> HFTokenizer:
+    """tokenizer.json, with tokenizer_config.json's roles, chat template and add_bos/eos_token
+    as transformers applies them (its update_post_processor replaces the template when either
+    is set explicitly)."""
+    path = _join(where, "tokenizer.json")
+    obj = load_json(path, "tokenizer.json")
+    config_path = _join(where, "tokenizer_config.json")
+    config: dict[str, Any] = {}
+    if _isfile(config_path):
+        raw = load_json(config_path, "tokenizer_config.json")
+        if not isinstance(raw, dict):
+            raise FormatError(f"{config_path}: not a JSON object")
+        config = raw
+    tok = from_json(obj, path, add_special_tokens=options["add_special_tokens"], plain_ok=False)
+    assert isinstance(tok, HFTokenizer)
+    tok.bos_token = _token_name(config.get("bos_token"))
+    tok.eos_token = _token_name(config.get("eos_token"))
+    tok.pad_token = _token_name(config.get("pad_token"))
+    template = config.get("chat_template")
+    if isinstance(template, list):  # named templates: the "default" one
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default")
+    jinja = _join(where, "chat_template.jinja")
+    if template is None and _isfile(jinja):
+        template = read_file(jinja, MAX_TEXT_FILE_BYTES, "chat template").decode("utf-8", "replace")
+    tok.chat_template = template if isinstance(template, str) else None
+    if "add_bos_token" in config or "add_eos_token" in config:
+        tok.post = _bos_eos_template(tok, bool(config.get("add_bos_token")), bool(config.get("add_eos_token")), config_path)
+    return tok
+
+
+def _bos_eos_template(tok: HFTokenizer, bos: bool, eos: bool, source: str) -> Any:
+    """transformers' update_post_processor: `bos:0 $A:0 eos:0` (as set), replacing the file's."""
+    from dataclasses import replace
+
+    specials: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+    for wanted, name, at_end in ((bos, tok.bos_token, False), (eos, tok.eos_token, True)):
+        if not wanted or name is None:
+            continue
+        ident = tok.token_to_id(name)
+        if ident is None:
+            raise FormatError(f"{source}: {'eos' if at_end else 'bos'}_token {name!r} is not a token of tokenizer.json")
+        specials[name] = ((ident,), (name,))
+    single: list[TemplatePiece] = []
+    if bos and tok.bos_token in specials:
+        single.append(TemplatePiece(None, tok.bos_token, 0))
+    single.append(TemplatePiece("A", None, 0))
+    if eos and tok.eos_token in specials:
+        single.append(TemplatePiece(None, tok.eos_token, 0))
+    pair = list(single)
+    if bos and tok.bos_token in specials:
+        pair.append(TemplatePiece(None, tok.bos_token, 1))
+    pair.append(TemplatePiece("B", None, 1))
+    if eos and tok.eos_token in specials:
+        pair.append(TemplatePiece(None, tok.eos_token, 1))
+    # transformers sets this template as the whole post-processor (a ByteLevel before it goes)
+    return replace(tok.post, steps=(Template(tuple(single), tuple(pair), specials),), present=True)
+
+
+# ---- files ----
+
+
+def _file(where: str, options: dict[str, Any]) -> AnyTokenizer:
+    head = _head(where)
+    name = _name(where)
+    if head.startswith(BIN_MAGIC):
+        return Tokenizer.load(where)
+    if head.startswith(GZIP_MAGIC) or name.endswith((".tiktoken", ".tiktoken.gz")):
+        return _tiktoken(where, name, options)
+    stripped = head.lstrip()
+    if stripped.startswith(b"{"):
+        return _json_file(where, options)
+    if name.endswith(".model"):
+        if _looks_like_ranks(head):
+            return _tiktoken(where, name, options)
+        raise FormatError(
+            f"{where}: a SentencePiece model (a binary .model file): mnemo holds byte-level BPE, and SentencePiece's "
+            f"unigram or BPE over characters is another kind of tokenizer; use the sentencepiece package, or a "
+            f"tokenizer.json of the byte-level BPE family"
+        )
+    if _looks_like_ranks(head):
+        return _tiktoken(where, name, options)
+    raise FormatError(
+        f"{where}: not a tokenizer mnemo knows (a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, "
+        f".tiktoken rank file or tekken JSON)"
+    )
+
+
+def _looks_like_ranks(head: bytes) -> bool:
+    """Whether a file starts as a .tiktoken rank file does: `BASE64 RANK` lines."""
+    lines = head.split(b"\n")[:-1] or head.split(b"\n")
+    if not lines or not lines[0]:
+        return False
+    for line in lines[:20]:
+        parts = line.rstrip(b"\r").split(b" ")
+        if len(parts) != 2 or not parts[1].isdigit():
+            return False
+        if any(c not in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=" for c in parts[0]):
+            return False
+    return True
+
+
+def _tiktoken(where: str, name: str, options: dict[str, Any]) -> Tokenizer:
+    pattern = options["pattern"]
+    specials = options["special_tokens"]
+    if pattern is None:
+        preset = next((p for p in TIKTOKEN_PRESETS if name.startswith(p)), None)
+        if preset is not None:
+            return load_tiktoken(where, preset)
+        named = next((p for p in NAME_PRESETS if name.startswith(p)), None)
+        if named is not None:
+            pattern, specials = NAME_PRESETS[named]
+        else:
+            raise ConfigError(
+                f"{where}: a .tiktoken rank file holds no split pattern or special tokens; name it after a preset "
+                f"({', '.join((*TIKTOKEN_PRESETS, *NAME_PRESETS))}), or pass pattern= (a pattern: "
+                f"{', '.join(PRESETS)}, with special_tokens=; or {' or '.join(TIKTOKEN_PRESETS)}; on the command "
+                f"line, convert it with `mnemo convert --pattern ...`)"
+            )
+    return load_tiktoken(where, pattern, specials)
+
+
+def _json_file(where: str, options: dict[str, Any]) -> AnyTokenizer:
+    obj = load_json(where, "tokenizer JSON file")
+    if isinstance(obj, dict) and isinstance(obj.get("model"), dict):
+        return from_json(obj, where, add_special_tokens=options["add_special_tokens"])
+    if isinstance(obj, dict) and isinstance(obj.get("config"), dict) and isinstance(obj.get("vocab"), list):
+        stem = _name(where)
+        return from_tekken_json(obj, where, name=stem[: -len(".json")] if stem.endswith(".json") else stem)
+    if isinstance(obj, dict) and obj and all(isinstance(v, int) for v in obj.values()):
+        merges = options["merges"]
+        if merges is None:
+            raise ConfigError(
+                f"{where}: a GPT-2 vocab.json: give its merges.txt too (load(vocab, merges=...), or VOCAB,MERGES on the "
+                f"command line, or the folder holding both)"
+            )
+        return load_gpt2(where, merges, pattern=options["pattern"] or "gpt2")
+    raise FormatError(
+        f"{where}: JSON that is no tokenizer mnemo knows (a tokenizer.json has a \"model\" object, a tekken file "
+        f"\"config\" and \"vocab\", a GPT-2 vocab.json token -> id pairs)"
+    )
+
+
+__all__ = ["AnyTokenizer", "NAME_PRESETS", "load", "resolve"]

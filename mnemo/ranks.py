@@ -1,0 +1,465 @@
+"""tiktoken's rank files, compiled: the lines of a `.tiktoken` file, and the merge behind each token.
+
+mnemo/formats/tiktoken.py is the policy around this module (presets, checksums, errors), and its
+Python `parse_tiktoken` and `_split_by_ranks` are the twins these functions are tested against.
+The Python loop took 8.6 s to load o200k_base (issue 27: a `_split_by_ranks` per token, with a
+bytes slice and a dict lookup per candidate pair); tiktoken builds its Encoding in 0.4 s.
+
+The fast path never words an error: on anything but the plain case (a line that is not
+`BASE64 RANK`, a repeated token or rank, a gap, a token that is not the merge of two
+lower-ranked ones, a missing byte) it returns None and the Python path runs on the same input
+and raises the error it always raised, with its line number.
+
+Finding the merge behind token t of rank r is tiktoken's own merge of t's bytes using only ranks
+below r: repeatedly glue the adjacent pair whose concatenation has the lowest rank, the leftmost
+of equals, which must end in exactly two parts.  The concatenations looked up are substrings of
+t, so each is found by its polynomial hash (prefix hashes of t: O(1) a lookup) in an
+open-addressing table of every token, and confirmed byte by byte: no bytes object is made per
+lookup.  Tokens under LONG_TOKEN bytes use an array of pair ranks (a scan per step); longer ones
+a binary heap of (rank, position) with stale entries skipped, as `_split_by_ranks` does, so a
+49,152-byte token stays O(n log n).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from librt.strings import BytesWriter
+from librt.vecs import append, vec
+from mypy_extensions import i64
+
+from mnemo.encode_chunk import heap_push, same_bytes, sift_down
+
+#: Base64 digit values; 64 for '=', 255 for every byte no base64 text holds.
+B64: Final = bytes(
+    [
+        (c - 65 if 65 <= c <= 90 else c - 71 if 97 <= c <= 122 else c + 4 if 48 <= c <= 57 else 62 if c == 43 else 63 if c == 47 else 64 if c == 61 else 255)
+        for c in range(256)
+    ]
+)
+MAX_RANK_DIGITS: Final = 18
+#: Tokens shorter than this are merged with an array of pair ranks; longer ones with a heap.
+LONG_TOKEN: Final = 64
+#: Ranks and positions in a token are packed 21 bits each in heap keys: a file with more ranks,
+#: or a token of more bytes, goes to the Python path.
+ID_BITS: Final = 21
+IMPROPER: Final = 1 << 50  # a flag beside the two 21-bit ranks of a split's result
+FIELD: Final = 1 << ID_BITS
+M21: Final = FIELD - 1
+NONE: Final = -1
+HASH_MUL: Final = 0x100000001B3  # FNV's 64-bit prime, odd: a polynomial base for the prefix hashes
+#: Hashes are kept to 62 bits, so that an interpreted build (Python's unbounded ints) computes
+#: the same values as the compiled one (i64 arithmetic wraps); a larger Final int would be boxed.
+M62: Final = (1 << 62) - 1
+#: Tokens of at most this many bytes are kept in their table entry (7 bytes and the length).
+SHORT: Final = 7
+MIX: Final = 0x2545F4914F6CDD1D
+
+
+class RankVocab:
+    """A rank file's vocabulary in mnemo's numbering: bytes are ids 0..255, the k-th token of
+    two or more bytes (by rank) is id 256 + k, made by merges[k]; public[i] is the rank of id i
+    (the id tiktoken gives it).  `proper`: every step of tiktoken's merge of every token's
+    bytes glued two parts into a token whose own merge they are -- then mnemo's BPE of each
+    token's bytes takes the same steps and ends in the token itself
+    (encode_chunk.tables_all_spelled); cl100k_base and o200k_base both are."""
+
+    merges: list[tuple[int, int]]
+    public: list[int]
+    proper: bool
+
+    def __init__(self, merges: list[tuple[int, int]], public: list[int], proper: bool) -> None:
+        self.merges = merges
+        self.public = public
+        self.proper = proper
+
+
+def parse_rank_lines(data: bytes) -> list[bytes] | None:
+    """The tokens of a `.tiktoken` file by rank, or None when the file is not the plain case.
+
+    Plain: every non-empty line (trailing CRs stripped) is base64 of a non-empty token, one
+    space, and 1 to MAX_RANK_DIGITS ASCII digits; no rank repeats; the ranks are 0..n-1.  A token
+    listed twice is left to merges_of_ranks, whose table of every token finds it.  The base64 accepted is what `base64.b64decode(validate=True)` accepts and decodes
+    to the same bytes (a multiple of 4 digits, at most two '=' at the end)."""
+    n: i64 = len(data)
+    blob = BytesWriter()
+    starts: vec[i64] = vec[i64]()
+    line_ranks: vec[i64] = vec[i64]()
+    pos: i64 = 0
+    while pos < n:
+        end: i64 = pos
+        while end < n and data[end] != 10:
+            end += 1
+        stop: i64 = end
+        while stop > pos and data[stop - 1] == 13:
+            stop -= 1
+        if stop > pos:
+            space: i64 = pos
+            while space < stop and data[space] != 32:
+                space += 1
+            size: i64 = space - pos
+            if space == stop or size == 0 or size & 3 != 0:
+                return None
+            starts = append(starts, len(blob))
+            q: i64 = pos
+            while q < space:
+                a: i64 = i64(B64[data[q]])
+                b: i64 = i64(B64[data[q + 1]])
+                c: i64 = i64(B64[data[q + 2]])
+                d: i64 = i64(B64[data[q + 3]])
+                if a > 63 or b > 63:
+                    return None
+                blob.append((a << 2) | (b >> 4))
+                if c == 64:
+                    if d != 64 or q + 4 != space:
+                        return None
+                elif c > 63:
+                    return None
+                else:
+                    blob.append(((b & 15) << 4) | (c >> 2))
+                    if d == 64:
+                        if q + 4 != space:
+                            return None
+                    elif d > 63:
+                        return None
+                    else:
+                        blob.append(((c & 3) << 6) | d)
+                q += 4
+            digits: i64 = stop - space - 1
+            if digits < 1 or digits > MAX_RANK_DIGITS:
+                return None
+            rank: i64 = 0
+            q = space + 1
+            while q < stop:
+                digit: i64 = i64(data[q]) - 48
+                if digit < 0 or digit > 9:
+                    return None
+                rank = rank * 10 + digit
+                q += 1
+            line_ranks = append(line_ranks, rank)
+        pos = end + 1
+    count: i64 = len(line_ranks)
+    if count == 0 or count >= FIELD:
+        return None
+    starts = append(starts, len(blob))
+    raw = blob.getvalue()
+    tokens: list[bytes] = [b""] * count
+    seen: vec[i64] = vec[i64]([0] * count)
+    j: i64 = 0
+    while j < count:
+        r: i64 = line_ranks[j]
+        if r >= count or seen[r] != 0:
+            return None  # a rank repeated, or one past the count: a gap somewhere (Python names it)
+        seen[r] = 1
+        tokens[r] = raw[starts[j] : starts[j + 1]]
+        j += 1
+    return tokens
+
+
+class TokenTable:
+    """Every token by the polynomial hash of its bytes, for finding the rank of a substring of a
+    token without making a bytes object: open addressing (load at most 1/2) in one vec of
+    2-word entries [hash tag << 21 | rank, the bytes], and a direct table of the two-byte tokens
+    (the first step of every token).  The bytes word holds a token of up to SHORT bytes itself
+    (bytes << 8 | length: a lookup is then one cache line), a longer one as offset << 21 |
+    length into `blob` (every token, back to back), where they are compared.  Most substrings
+    looked up are tokens (87 % of those of 3 or more bytes, the first 30,000 of cl100k), so no
+    filter stands in front."""
+
+    blob: bytes
+    offsets: vec[i64]
+    entries: vec[i64]
+    mask: i64
+    powers: vec[i64]
+    pairs: vec[i64]
+
+    def __init__(self, tokens: list[bytes]) -> None:
+        count: i64 = len(tokens)
+        size: i64 = 1024
+        while size < 2 * count:
+            size *= 2
+        self.mask = size - 1
+        self.entries = vec[i64]([NONE] * (2 * size))
+        self.pairs = vec[i64]([NONE] * 65536)
+        self.blob = b"".join(tokens)
+        offsets: vec[i64] = vec[i64]([0] * (count + 1))
+        longest: i64 = 1
+        r: i64 = 0
+        for t in tokens:
+            size = len(t)
+            offsets[r + 1] = offsets[r] + size
+            if size > longest:
+                longest = size
+            r += 1
+        self.offsets = offsets
+        powers: vec[i64] = vec[i64]([1] * (longest + 1))
+        i: i64 = 1
+        while i <= longest:
+            powers[i] = (powers[i - 1] * HASH_MUL) & M62
+            i += 1
+        self.powers = powers
+
+    def insert(self, rank: i64) -> bool:
+        """Add token `rank`; False when an equal token is there already."""
+        blob = self.blob
+        offset: i64 = self.offsets[rank]
+        size: i64 = self.offsets[rank + 1] - offset
+        h: i64 = 0
+        i: i64 = 0
+        while i < size:
+            h = (h * HASH_MUL + i64(blob[offset + i]) + 1) & M62
+            i += 1
+        if self.find_hashed(blob, offset, size, h) != NONE:
+            return False
+        entries = self.entries
+        slot: i64 = self.slot(h)
+        while entries[slot << 1] != NONE:
+            slot = (slot + 1) & self.mask
+        entries[slot << 1] = ((h >> ID_BITS) << ID_BITS) | rank
+        entries[(slot << 1) + 1] = packed(blob, offset, size) if size <= SHORT else (offset << ID_BITS) | size
+        if size == 2:
+            self.pairs[(i64(blob[offset]) << 8) | i64(blob[offset + 1])] = rank
+        return True
+
+    def slot(self, h: i64) -> i64:
+        return (((h ^ (h >> 29)) * MIX) >> 40) & self.mask
+
+    def find(self, raw: bytes, prefix: vec[i64], start: i64, end: i64) -> i64:
+        """The rank of raw[start:end] (prefix: the prefix hashes of raw), or NONE."""
+        if end - start == 2:
+            return self.pairs[(i64(raw[start]) << 8) | i64(raw[start + 1])]
+        h: i64 = (prefix[end] - prefix[start] * self.powers[end - start]) & M62
+        return self.find_hashed(raw, start, end - start, h)
+
+    def find_hashed(self, raw: bytes, start: i64, size: i64, h: i64) -> i64:
+        """The rank of the token raw[start:start + size] whose hash is h, or NONE."""
+        entries = self.entries
+        tag: i64 = h >> ID_BITS
+        short: i64 = packed(raw, start, size) if size <= SHORT else NONE
+        slot: i64 = self.slot(h)
+        while True:
+            e: i64 = entries[slot << 1]
+            if e == NONE:
+                return NONE
+            if e >> ID_BITS == tag:
+                where: i64 = entries[(slot << 1) + 1]
+                if size <= SHORT:
+                    if where == short:
+                        return e & M21
+                elif where & M21 == size and same_bytes(self.blob, where >> ID_BITS, raw, start, size):
+                    return e & M21
+            slot = (slot + 1) & self.mask
+
+
+def packed(data: bytes, start: i64, size: i64) -> i64:
+    """data[start:start + size] (size <= SHORT) as one word: the bytes little-endian << 8 | size."""
+    word: i64 = 0
+    i: i64 = size - 1
+    while i >= 0:
+        word = (word << 8) | i64(data[start + i])
+        i -= 1
+    return (word << 8) | size
+
+
+def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
+    """The merges behind tokens given by rank (tokens[r] has rank r), in mnemo's numbering, or
+    None when they are not the plain case: a repeated or empty token, a byte with no token, or a
+    token that tiktoken's merge of its bytes (ranks below its own) does not bring to two parts."""
+    count: i64 = len(tokens)
+    if count >= FIELD:
+        return None
+    table = TokenTable(tokens)
+    byte_rank: vec[i64] = vec[i64]([NONE] * 256)
+    own: vec[i64] = vec[i64]([NONE] * count)  # mnemo's id of each rank
+    merges: list[tuple[int, int]] = []
+    public: list[int] = []
+    prefix: vec[i64] = vec[i64]([0] * (len(table.powers)))
+    starts: vec[i64] = vec[i64]([0] * LONG_TOKEN)
+    pair_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
+    part_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
+    left_of: vec[i64] = vec[i64]([NONE] * count)  # each token's left part (its merge), by rank
+    proper: bool = True
+    r: i64 = 0
+    while r < count:
+        raw = tokens[r]
+        size: i64 = len(raw)
+        if size == 0 or size >= FIELD or not table.insert(r):
+            return None
+        if size == 1:  # every byte is an id before any merge, whatever its rank
+            byte_rank[raw[0]] = r
+            own[r] = raw[0]
+        r += 1
+    r = 0
+    while r < count:
+        raw = tokens[r]
+        size = len(raw)
+        if size > 1:
+            i: i64 = 0
+            while i < size:
+                prefix[i + 1] = (prefix[i] * HASH_MUL + i64(raw[i]) + 1) & M62
+                i += 1
+            if size < LONG_TOKEN:
+                split = split_short(table, raw, prefix, r, byte_rank, left_of, starts, pair_ranks, part_ranks)
+            else:
+                split = split_long(table, raw, prefix, r, byte_rank, left_of)
+            if split == NONE:
+                return None
+            if split & IMPROPER:
+                proper = False
+            left_of[r] = (split >> ID_BITS) & M21
+            left: i64 = (split >> ID_BITS) & M21
+            right: i64 = split & M21
+            if own[left] == NONE or own[right] == NONE:
+                return None  # cannot be: both parts have lower ranks (a byte's is set above)
+            own[r] = 256 + len(merges)
+            merges.append((own[left], own[right]))
+            public.append(r)
+        r += 1
+    b: i64 = 0
+    while b < 256:
+        if byte_rank[b] == NONE:
+            return None
+        b += 1
+    ids: list[int] = [int(byte_rank[b]) for b in range(256)]
+    ids.extend(public)
+    return RankVocab(merges, ids, proper)
+
+
+def split_short(
+    table: TokenTable,
+    raw: bytes,
+    prefix: vec[i64],
+    limit: i64,
+    byte_rank: vec[i64],
+    left_of: vec[i64],
+    starts: vec[i64],
+    pair_ranks: vec[i64],
+    part_ranks: vec[i64],
+) -> i64:
+    """tiktoken's merge of raw (fewer than LONG_TOKEN bytes) with ranks below `limit`: the ranks
+    of the two parts it ends in, as left << 21 | right, with IMPROPER set when a step glued two
+    parts that are not the glued token's own merge (left_of[rank]: its left part), or NONE when
+    it does not end in two parts that are tokens.  starts[i] is where part i starts,
+    part_ranks[i] its rank; pair_ranks[i] the rank of parts i and i + 1 glued (NONE: no token
+    below the limit)."""
+    n: i64 = len(raw)
+    i: i64 = 0
+    while i < n:
+        starts[i] = i
+        part_ranks[i] = byte_rank[raw[i]]
+        i += 1
+    i = 0
+    while i < n - 1:
+        pair_ranks[i] = below(table.find(raw, prefix, i, i + 2), limit)
+        i += 1
+    parts: i64 = n
+    improper: i64 = 0
+    while parts > 2:
+        best: i64 = NONE
+        at: i64 = -1
+        i = 0
+        while i < parts - 1:
+            pr: i64 = pair_ranks[i]
+            if pr != NONE and (best == NONE or pr < best):
+                best = pr
+                at = i
+            i += 1
+        if at < 0:
+            return NONE
+        parts -= 1
+        if left_of[best] != part_ranks[at]:
+            improper = IMPROPER
+        part_ranks[at] = best
+        i = at + 1
+        while i < parts:
+            starts[i] = starts[i + 1]
+            part_ranks[i] = part_ranks[i + 1]
+            pair_ranks[i] = pair_ranks[i + 1]
+            i += 1
+        if at < parts - 1:
+            end2: i64 = starts[at + 2] if at + 2 < parts else n
+            pair_ranks[at] = below(table.find(raw, prefix, starts[at], end2), limit)
+        if at > 0:
+            end: i64 = starts[at + 1] if at + 1 < parts else n
+            pair_ranks[at - 1] = below(table.find(raw, prefix, starts[at - 1], end), limit)
+    if parts != 2 or part_ranks[0] == NONE or part_ranks[1] == NONE:
+        return NONE
+    return improper | (part_ranks[0] << ID_BITS) | part_ranks[1]
+
+
+def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte_rank: vec[i64], left_of: vec[i64]) -> i64:
+    """split_short for a token of any length: a linked list of parts (nxt[i]: where the part
+    starting at i ends, ranks[i] its rank) and a binary min-heap of keys rank << 42 | start << 21
+    | end of the right part, stale ones skipped when popped -- the algorithm of
+    formats/tiktoken.py's `_split_by_ranks` (the leftmost of equal ranks first: the start is the
+    next key field)."""
+    n: i64 = len(raw)
+    nxt: vec[i64] = vec[i64]([0] * n)
+    prv: vec[i64] = vec[i64]([0] * n)
+    alive: vec[i64] = vec[i64]([1] * n)
+    ranks: vec[i64] = vec[i64]([0] * n)
+    i: i64 = 0
+    while i < n:
+        nxt[i] = i + 1
+        prv[i] = i - 1
+        ranks[i] = byte_rank[raw[i]]
+        i += 1
+    heap: vec[i64] = vec[i64]()
+    size: i64 = 0
+    i = 0
+    while i < n - 1:
+        key: i64 = pair_key(table, raw, prefix, limit, nxt, i)
+        if key != NONE:
+            heap, size = heap_push(heap, size, key)
+        i += 1
+    parts: i64 = n
+    improper: i64 = 0
+    while size > 0:
+        top: i64 = heap[0]
+        size -= 1
+        if size > 0:
+            heap[0] = heap[size]
+            sift_down(heap, 0, size)
+        a: i64 = (top >> ID_BITS) & M21
+        end: i64 = top & M21
+        if alive[a] == 0:
+            continue
+        b: i64 = nxt[a]
+        if b >= n or nxt[b] != end:
+            continue  # stale: one of the two parts has grown since
+        alive[b] = 0
+        nxt[a] = end
+        if left_of[top >> 42] != ranks[a]:
+            improper = IMPROPER
+        ranks[a] = top >> 42
+        if end < n:
+            prv[end] = a
+        parts -= 1
+        key = pair_key(table, raw, prefix, limit, nxt, a)
+        if key != NONE:
+            heap, size = heap_push(heap, size, key)
+        if prv[a] >= 0:
+            key = pair_key(table, raw, prefix, limit, nxt, prv[a])
+            if key != NONE:
+                heap, size = heap_push(heap, size, key)
+    second: i64 = nxt[0]
+    if parts != 2 or ranks[0] == NONE or ranks[second] == NONE:
+        return NONE
+    return improper | (ranks[0] << ID_BITS) | ranks[second]
+
+
+def below(rank: i64, limit: i64) -> i64:
+    return rank if rank != NONE and rank < limit else NONE
+
+
+def pair_key(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, nxt: vec[i64], a: i64) -> i64:
+    """The heap key of the pair of parts starting at a, or NONE when it has no right neighbour
+    or no rank below the limit."""
+    b: i64 = nxt[a]
+    if b >= len(raw):
+        return NONE
+    end: i64 = nxt[b]
+    rank: i64 = below(table.find(raw, prefix, a, end), limit)
+    if rank == NONE:
+        return NONE
+    return (rank << 42) | (a << ID_BITS) | end

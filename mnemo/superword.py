@@ -1,0 +1,697 @@
+"""Superword tokens (SuperBPE's second stage; docs/superword.md): the stage-2 rule, the
+curriculum encoder and the counting of coarse chunks.  Compiled with mypyc.
+
+The stage-2 rule works on stage 1's chunks: a coarse chunk is a maximal run of consecutive
+stage-1 chunks in which each one may join the one before it.  What a chunk may do follows from
+its characters alone (`chunk_kind`):
+
+  HARD  it holds a line break (CR, LF), a number, only white space (or white space beyond one
+        leading space), or two or more punctuation characters: a coarse chunk of its own;
+  END   one sentence end (. ! ? and the CJK, Arabic and Devanagari ones) or a colon, with or
+        without a leading space: joins the chunk before it, never the one after;
+  JOIN  anything else -- letters after at most one other character, or one punctuation
+        character -- joins both ways.
+
+Encoding (SuperEncoder, an Encoder of the stage-1 merges that also holds the stage-2 ones): each
+stage-1 chunk is encoded with the stage-1 merges (the ordinary encoder, its tables and caches),
+then in each coarse chunk the stage-2 merges are applied to the concatenated tokens: the
+lowest-numbered merge whose pair occurs, at every occurrence, left to right, until none applies
+(docs/formats.md's rule over token ids).  A short coarse chunk keeps a rank per pair and rescans
+them; a long one (>= LONG_COARSE tokens) a binary heap of (merge number, position) over a linked
+list, O(n log n).  mnemo/reference_superword.py has the naive twins.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from librt.strings import BytesWriter, read_i32_le, read_i64_le, write_i32_le
+from librt.vecs import append, vec
+from mypy_extensions import i16, i32, i64
+
+from mnemo import _unicode_tables
+from mnemo.constants import MAX_PAIR_TOTAL
+from mnemo.count import META_BYTES, WordCounter
+from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
+from mnemo.errors import ConfigError
+from mnemo.pretokenize_named import _char, chunk_end, pattern_id
+
+#: The stage-2 rules a tokenizer can name (tokenizer.bin stores the index).
+RULES: Final = ("superword",)
+RULE_SUPERWORD: Final[i64] = 0
+
+KIND_HARD: Final[i64] = 0
+KIND_END: Final[i64] = 1
+KIND_JOIN: Final[i64] = 2
+
+# pretokenize's character classes (_char packs class | length << 3)
+_OTHER: Final[i64] = 0
+_APOS: Final[i64] = 1
+_LETTER: Final[i64] = 2
+_NUMBER: Final[i64] = 3
+_SPACE: Final[i64] = 4
+_NEWLINE: Final[i64] = 6
+
+_ASCII: Final[bytes] = _unicode_tables.ASCII_CLASS
+
+#: Coarse chunks of at least this many stage-1 tokens take the heap path.
+LONG_COARSE: Final[i64] = 48
+ID_BITS: Final[i64] = 21
+HASH_MUL: Final[i64] = 0x2545F4914F6CDD1D
+HASH_SHIFT: Final[i64] = 40
+
+
+def rule_id(name: str) -> i64:
+    """The id of a stage-2 rule name (its index in RULES)."""
+    if name in RULES:
+        return RULES.index(name)
+    raise ConfigError(f"unknown stage-2 rule {name!r}; use one of {', '.join(repr(r) for r in RULES)}")
+
+
+def _is_end(data: bytes, i: i64, n: i64) -> bool:
+    """Whether the n-byte character at i is a sentence end or a colon (KIND_END)."""
+    b: i64 = data[i]
+    if n == 1:
+        return b == 0x2E or b == 0x21 or b == 0x3F or b == 0x3A  # . ! ? :
+    b1: i64 = data[i + 1]
+    if n == 2:
+        # U+061F ARABIC QUESTION MARK d8 9f, U+06D4 ARABIC FULL STOP db 94
+        return (b == 0xD8 and b1 == 0x9F) or (b == 0xDB and b1 == 0x94)
+    if n == 3:
+        b2: i64 = data[i + 2]
+        if b == 0xE3 and b1 == 0x80 and b2 == 0x82:  # U+3002 IDEOGRAPHIC FULL STOP
+            return True
+        if b == 0xE0 and b1 == 0xA5 and (b2 == 0xA4 or b2 == 0xA5):  # U+0964/0965 DEVANAGARI DANDA
+            return True
+        # U+FF01 ! U+FF1F ? U+FF1A : (fullwidth)
+        return b == 0xEF and b1 == 0xBC and (b2 == 0x81 or b2 == 0x9F or b2 == 0x9A)
+    return False
+
+
+def chunk_kind(data: bytes, start: i64, end: i64) -> i64:
+    """KIND_HARD, KIND_END or KIND_JOIN of the stage-1 chunk data[start:end] (module docstring)."""
+    letters: i64 = 0
+    others: i64 = 0
+    other_at: i64 = -1
+    other_len: i64 = 0
+    i: i64 = start
+    while i < end:
+        b: i64 = data[i]
+        cls: i64
+        n: i64
+        if b < 0x80:
+            cls = _ASCII[b]
+            n = 1
+        else:
+            v = _char(data, i, end)
+            cls = v & 7
+            n = v >> 3
+        if cls == _LETTER:
+            letters += 1
+        elif cls == _OTHER or cls == _APOS:
+            others += 1
+            other_at = i
+            other_len = n
+        elif cls == _NUMBER or cls == _NEWLINE:
+            return KIND_HARD
+        elif not (cls == _SPACE and i == start):
+            return KIND_HARD  # white space beyond one leading space
+        i += n
+    if letters > 0:
+        return KIND_JOIN
+    if others != 1:
+        return KIND_HARD  # only white space, or a run of punctuation
+    if _is_end(data, other_at, other_len):
+        return KIND_END
+    return KIND_JOIN
+
+
+#: The shipped patterns (pretokenize's ids 0..4): a chunk of theirs that starts with a letter, or
+#: with one space and a letter, is a letter run (with o200k's contraction at its end) -- JOIN
+#: without reading the rest (tests/test_superword.py checks it against chunk_kind).
+KNOWN_PATTERNS: Final[i64] = 4
+
+
+def kind_in(data: bytes, start: i64, end: i64, pattern: i64) -> i64:
+    """chunk_kind of a chunk that `pattern` cut: the letter runs of the shipped patterns known
+    from their first one or two bytes (most chunks of prose), any other chunk read whole."""
+    if pattern <= KNOWN_PATTERNS:
+        b: i64 = data[start]
+        if b < 0x80 and _ASCII[b] == _LETTER:
+            return KIND_JOIN
+        if b == 0x20 and start + 1 < end:
+            b1: i64 = data[start + 1]
+            if b1 < 0x80 and _ASCII[b1] == _LETTER:
+                return KIND_JOIN
+    return chunk_kind(data, start, end)
+
+
+def coarse_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
+    """The end of the coarse chunk that starts at `pos` (a stage-1 chunk start) in data[:end]."""
+    e = chunk_end(data, pos, end, pattern)
+    if kind_in(data, pos, e, pattern) != KIND_JOIN:
+        return e
+    while e < end:
+        e2 = chunk_end(data, e, end, pattern)
+        k = kind_in(data, e, e2, pattern)
+        if k == KIND_HARD:
+            return e
+        e = e2
+        if k == KIND_END:
+            return e
+    return e
+
+
+def split_coarse(text: bytes, pattern: str = "mnemonic") -> list[bytes]:
+    """The coarse chunks of `text` under stage-1 pattern `pattern` (they join back to it)."""
+    pid = pattern_id(pattern)
+    out: list[bytes] = []
+    pos: i64 = 0
+    end: i64 = len(text)
+    while pos < end:
+        e = coarse_end(text, pos, end, pid)
+        out.append(text[pos:e])
+        pos = e
+    return out
+
+
+def add_coarse(counter: WordCounter, data: bytes, pattern: i64) -> None:
+    """Count the coarse chunks of one document in `counter` (stage 2's words).  A coarse chunk
+    longer than counter.max_chunk_bytes is counted in pieces cut at the last stage-1 boundary
+    that fits; a stage-1 chunk longer than that alone is skipped (counted in `skipped`), as in
+    stage 1."""
+    add_both(None, counter, data, pattern)
+
+
+def add_both(words: WordCounter | None, coarse: WordCounter, data: bytes, pattern: i64) -> None:
+    """One pass over a document's stage-1 chunks: each counted in `words` (as WordCounter.add
+    would: the same skips of long chunks), and the coarse chunks they make in `coarse`
+    (add_coarse's rule).  One walk instead of two: the chunk ends are found once."""
+    limit: i64 = coarse.max_chunk_bytes
+    wlimit: i64 = words.max_chunk_bytes if words is not None else 0
+    end: i64 = len(data)
+    n_fine: i64 = 0
+    n_coarse: i64 = 0
+    start: i64 = 0  # the coarse chunk being built starts here
+    piece: i64 = 0  # ... and its piece being counted (a long coarse chunk is counted in pieces)
+    joinable = False  # it ends with a JOIN chunk
+    pos: i64 = 0
+    while pos < end:
+        e = chunk_end(data, pos, end, pattern)
+        n = e - pos
+        n_fine += 1
+        if words is not None:
+            if n > wlimit:
+                words.skipped += 1
+            else:
+                words.count(data, pos, e, 1)
+        k = kind_in(data, pos, e, pattern)
+        if not (joinable and k != KIND_HARD):
+            # a new coarse chunk starts at pos: count what the last one has left
+            if pos > piece:
+                coarse.count(data, piece, pos, 1)
+                n_coarse += 1
+            start = pos
+            piece = pos
+        if e - piece > limit:
+            # the piece cannot take this chunk: count it up to here, and the chunk starts the next
+            # piece, or is skipped when it is too long alone
+            if pos > piece:
+                coarse.count(data, piece, pos, 1)
+                n_coarse += 1
+            piece = pos
+            if n > limit:
+                coarse.skipped += 1
+                piece = e
+        joinable = k == KIND_JOIN
+        pos = e
+    if end > piece:
+        coarse.count(data, piece, end, 1)
+        n_coarse += 1
+    coarse.n_bytes += end
+    coarse.n_chunks += n_coarse
+    if words is not None:
+        words.n_bytes += end
+        words.n_chunks += n_fine
+
+
+class SuperEncoder(Encoder):
+    """An Encoder of the stage-1 merges (merges[:transition - 256]) that also applies the
+    stage-2 ones (the rest) inside coarse chunks: encode_text dispatches on the class."""
+
+    transition: i64
+    rule: i64
+    n_total: i64
+    full: Encoder
+    first2: i64
+    scratch: BytesWriter
+    tk2: vec[i64]
+    rk2: vec[i64]
+    nx2: vec[i64]
+    pv2: vec[i64]
+    heap2: vec[i64]
+    ahead: i64
+
+    def __init__(self, merges: list[tuple[int, int]], transition: i64, rule: i64, wide: bool = False) -> None:
+        first: i64 = transition - 256
+        super().__init__(merges[:first], wide or len(merges) + 256 > 65536)
+        n: i64 = len(merges)
+        self.transition = transition
+        self.rule = rule
+        self.n_total = n
+        self.first2 = first
+        # A coarse chunk of one stage-1 chunk (two of three in English) is encoded by all the
+        # merges at once: stage 1 then stage 2 is BPE in id order, because every stage-1 merge
+        # comes before every stage-2 one and a stage-2 token never forms a stage-1 pair.  So it
+        # takes the ordinary encoder's tables and caches (1.2x faster on English, docs/superword.md).
+        self.full = Encoder(merges, self.wide)
+        self.scratch = BytesWriter()
+        self.tk2 = vec[i64]([0] * LONG_COARSE)
+        self.rk2 = vec[i64]([0] * LONG_COARSE)
+        self.nx2 = vec[i64]()
+        self.pv2 = vec[i64]()
+        self.heap2 = vec[i64]()
+        self.ahead = -1
+        # ids_list needs an int object for every id the output may hold, stage 2's included
+        self.ints = [x for x in range(min(n + 256, 65536))]
+        self.id_objects = self.ints
+
+    def rank2(self, a: i64, b: i64) -> i64:
+        """The merge number of stage-2 pair (a, b), or NO_RANK: the full encoder's table, which
+        holds every merge, less the stage-1 ones (a stage-1 pair can meet across a stage-1
+        boundary, where stage 1 never merges it)."""
+        r = self.full.rank(a, b)
+        return r if r >= self.first2 else NO_RANK
+
+    # ---- one coarse chunk ----
+
+    def load(self, sc: BytesWriter, base: i64) -> i64:
+        """The ids written to `sc` from offset `base` on into tk2; their number."""
+        size: i64 = len(sc)
+        tk = self.tk2
+        n: i64 = 0
+        i: i64 = base
+        wide = self.wide
+        while i < size:
+            x: i64 = i64(sc[i]) | (i64(sc[i + 1]) << 8)
+            if wide:
+                x |= (i64(sc[i + 2]) << 16) | (i64(sc[i + 3]) << 24)
+                i += 4
+            else:
+                i += 2
+            if n < len(tk):
+                tk[n] = x
+            else:
+                tk = append(tk, x)
+            n += 1
+        self.tk2 = tk
+        return n
+
+    def bpe2(self, n: i64) -> i64:
+        """Stage-2 BPE of tk2[:n] in place; the new length."""
+        if n < 2:
+            return n
+        if n >= LONG_COARSE:
+            return self.bpe2_long(n)
+        tk = self.tk2
+        rk = self.rk2
+        filt = self.full.pair_filter
+        fmask = self.full.filter_mask
+        i: i64 = 0
+        best: i64 = NO_RANK
+        first: i64 = 0
+        while i < n - 1:
+            # the filter inline: most pairs are no stage-2 merge, and the call cost more than it
+            key: i64 = (tk[i] << ID_BITS) | tk[i + 1]
+            fh: i64 = (key * FILTER_MUL) >> 34
+            bits = filter_bits(fh)
+            if (filt[(fh >> 12) & fmask] & bits) != bits:
+                rk[i] = NO_RANK
+            else:
+                r: i64 = self.rank2(tk[i], tk[i + 1])
+                rk[i] = r
+                if r < best:
+                    best = r
+                    first = i
+            i += 1
+        # One pass a merge: glue every occurrence of `best` from its first place on, left to
+        # right; a pair of two old tokens keeps its rank (rk[i] moves down to rk[j], j <= i, read
+        # before written), a pair touching the new token is looked up; the next merge's rank and
+        # first place are found on the way (and in the unchanged prefix).
+        while best != NO_RANK:
+            c: i64 = 256 + best
+            nbest: i64 = NO_RANK
+            nfirst: i64 = 0
+            k: i64 = 0
+            while k < first - 1:
+                if rk[k] < nbest:
+                    nbest = rk[k]
+                    nfirst = k
+                k += 1
+            j: i64 = first
+            i = first
+            prev_new = False
+            while i < n:
+                if i < n - 1 and rk[i] == best:
+                    tk[j] = c
+                    i += 2
+                    if j > 0:
+                        r2 = self.rank2(tk[j - 1], c)
+                        rk[j - 1] = r2
+                        if r2 < nbest:
+                            nbest = r2
+                            nfirst = j - 1
+                    prev_new = True
+                else:
+                    tk[j] = tk[i]
+                    rk[j] = rk[i]
+                    i += 1
+                    if j > 0:
+                        r3: i64 = rk[j - 1]
+                        if prev_new:
+                            r3 = self.rank2(tk[j - 1], tk[j])
+                            rk[j - 1] = r3
+                        if r3 < nbest:
+                            nbest = r3
+                            nfirst = j - 1
+                    prev_new = False
+                j += 1
+            n = j
+            best = nbest
+            first = nfirst
+        return n
+
+    def bpe2_long(self, n: i64) -> i64:
+        """bpe2 for a long coarse chunk: a linked list and a min-heap of (merge number << 32 |
+        position).  An entry is stale when its position is gone or holds another pair now; the
+        pair (x, y) of merge k is made again only by merge k itself, so a stale entry never
+        looks valid (the same argument as encode_chunk's long path)."""
+        tk = self.tk2
+        nx = self.nx2
+        pv = self.pv2
+        while len(nx) < n:
+            nx = append(nx, 0)
+            pv = append(pv, 0)
+        heap = self.heap2
+        size: i64 = 0
+        i: i64 = 0
+        while i < n:
+            nx[i] = i + 1 if i + 1 < n else -1
+            pv[i] = i - 1
+            i += 1
+        i = 0
+        while i < n - 1:
+            r = self.rank2(tk[i], tk[i + 1])
+            if r != NO_RANK:
+                heap, size = heap_push(heap, size, (r << 32) | i)
+            i += 1
+        while size > 0:
+            top = heap[0]
+            size -= 1
+            if size > 0:
+                heap[0] = heap[size]
+                sift_down(heap, 0, size)
+            r = top >> 32
+            p: i64 = top & 0xFFFFFFFF
+            q = nx[p]
+            if tk[p] < 0 or q < 0 or self.rank2(tk[p], tk[q]) != r:
+                continue
+            tk[p] = 256 + r
+            tk[q] = -1  # gone
+            nq = nx[q]
+            nx[p] = nq
+            if nq >= 0:
+                pv[nq] = p
+                r2 = self.rank2(tk[p], tk[nq])
+                if r2 != NO_RANK:
+                    heap, size = heap_push(heap, size, (r2 << 32) | p)
+            pp = pv[p]
+            if pp >= 0:
+                r3 = self.rank2(tk[pp], tk[p])
+                if r3 != NO_RANK:
+                    heap, size = heap_push(heap, size, (r3 << 32) | pp)
+        self.nx2 = nx
+        self.pv2 = pv
+        self.heap2 = heap
+        j: i64 = 0
+        i = 0
+        while i >= 0:
+            tk[j] = tk[i]
+            j += 1
+            i = nx[i]
+        return j
+
+    def coarse(self, data: bytes, pos: i64, end: i64, pattern: i64, dst: BytesWriter, ahead: i64) -> i64:
+        """Encode the coarse chunk starting at `pos` into dst; return its end.  `ahead`: the
+        packed (end << 2 | kind) of the stage-1 chunk at `pos` when the last call found it while
+        looking for its own end, else -1; this call leaves the same for the next in self.ahead."""
+        self.ahead = -1
+        e: i64
+        k0: i64
+        if ahead >= 0:
+            e = ahead >> 2
+            k0 = ahead & 3
+        else:
+            e = chunk_end(data, pos, end, pattern)
+            k0 = kind_in(data, pos, e, pattern)
+        if e >= end or k0 != KIND_JOIN:
+            self.full.encode_span(data, pos, e, dst)
+            return e
+        e2 = chunk_end(data, e, end, pattern)
+        k = kind_in(data, e, e2, pattern)
+        if k == KIND_HARD:
+            self.full.encode_span(data, pos, e, dst)
+            self.ahead = (e2 << 2) | k
+            return e
+        # stage 1 straight into dst; read back, and rewritten only when stage 2 merged something
+        base: i64 = len(dst)
+        self.encode_span(data, pos, e, dst)
+        self.encode_span(data, e, e2, dst)
+        e = e2
+        if k != KIND_END:
+            while e < end:
+                e2 = chunk_end(data, e, end, pattern)
+                k = kind_in(data, e, e2, pattern)
+                if k == KIND_HARD:
+                    self.ahead = (e2 << 2) | k
+                    break
+                self.encode_span(data, e, e2, dst)
+                e = e2
+                if k == KIND_END:
+                    break
+        n0 = self.load(dst, base)
+        n = self.bpe2(n0)
+        if n == n0:
+            return e
+        dst.truncate(base)
+        wide = self.wide
+        tk = self.tk2
+        i: i64 = 0
+        while i < n:
+            emit(dst, tk[i], wide)
+            i += 1
+        return e
+
+    def encode_coarse(self, data: bytes, start: i64, end: i64, pattern: i64, dst: BytesWriter) -> None:
+        """The ids of data[start:end] into dst (encode_text.encode_range_packed's contract)."""
+        pos: i64 = start
+        self.ahead = -1
+        while pos < end:
+            pos = self.coarse(data, pos, end, pattern, dst, self.ahead)
+
+    def encode_coarse_some(
+        self, data: bytes, start: i64, end: i64, pattern: i64, budget: i64, dst: BytesWriter
+    ) -> i64:
+        """Whole coarse chunks from `start` until `budget` bytes are done (encode_some_packed's
+        contract, at coarse boundaries)."""
+        pos: i64 = start
+        stop: i64 = start + budget
+        self.ahead = -1
+        while pos < end:
+            pos = self.coarse(data, pos, end, pattern, dst, self.ahead)
+            if pos >= stop:
+                break
+        return pos
+
+    def word_ids(self, data: bytes, start: i64, end: i64, pattern: i64) -> i64:
+        """Stage 1 of the coarse chunk data[start:end] alone (each of its stage-1 chunks, re-split
+        from `start` with `end` as the text's end), left in tk2: stage 2's training words."""
+        sc = self.scratch
+        sc.truncate(0)
+        pos: i64 = start
+        while pos < end:
+            e = chunk_end(data, pos, end, pattern)
+            self.encode_span(data, pos, e, sc)
+            pos = e
+        return self.load(sc, 0)
+
+
+# ---- stage 2's training words ----
+
+
+class Stage2Words:
+    """Stage 2's words: each coarse chunk of the packed counts as its stage-1 tokens
+    (`SuperEncoder.word_ids`), and the weighted count of every adjacent pair of them.
+
+    `pieces(theta)` cuts the words where the pair of stage-1 tokens has a count below theta.
+    Exact for every merge of count >= theta: a stage-2 token is made of stage-1 tokens in one
+    fixed order, so wherever tokens X and Y meet, the last stage-1 token of X and the first of Y
+    meet there too -- the count of (X, Y) is at most the count of that stage-1 pair, and a pair
+    across a cut never reaches theta.  So pairs that can reach theta never cross a cut: their
+    counts, hence every merge of count >= theta, are the uncut words' own.  theta = 2 is always
+    exact (a merge needs a count of 2); superbpe.learn_stage2 tries a higher one first and falls
+    back when the run goes below it.  Pieces of one token hold no pair and go; equal pieces are
+    counted once with their counts added (the common phrases), so the merge loop reads far
+    fewer tokens (docs/superword.md has the figures)."""
+
+    ids: vec[i32]
+    ends: vec[i64]
+    wcounts: vec[i64]
+    pairs: vec[i64]
+    pmask: i64
+    n_pairs: i64
+
+    def __init__(self, enc: SuperEncoder, blob: bytes, meta: bytes, pattern: i64) -> None:
+        self.ids = vec[i32](capacity=len(blob) // 3)  # about 4 bytes a stage-1 token: no regrowth
+        self.ends = vec[i64]()
+        self.wcounts = vec[i64]()
+        # about one distinct pair per 15 bytes of coarse chunks (English): sized so that it grows
+        # once or not at all (each growth rehashes every pair)
+        slots: i64 = 65536
+        while slots * 32 < len(blob):
+            slots *= 2
+        self.pairs = vec[i64]([-1] * (2 * slots))
+        self.pmask = slots - 1
+        self.n_pairs = 0
+        ids = self.ids
+        ends = self.ends
+        wcounts = self.wcounts
+        bpos: i64 = 0
+        m: i64 = 0
+        total: i64 = 0
+        while m < len(meta):
+            wlen = read_i64_le(meta, m)
+            wcount = read_i64_le(meta, m + 8)
+            m += META_BYTES
+            n = enc.word_ids(blob, bpos, bpos + wlen, pattern)
+            if n >= 2 and wcount > 0:
+                total = _word_limit(total, wcount, n, blob[bpos : bpos + wlen])
+                tk = enc.tk2
+                i: i64 = 0
+                while i < n:
+                    ids = append(ids, i32(tk[i]))
+                    if i > 0:
+                        self.add_pair((tk[i - 1] << ID_BITS) | tk[i], wcount)
+                    i += 1
+                ends = append(ends, len(ids))
+                wcounts = append(wcounts, wcount)
+            bpos += wlen
+        self.ids = ids
+        self.ends = ends
+        self.wcounts = wcounts
+
+    def add_pair(self, key: i64, times: i64) -> None:
+        pairs = self.pairs
+        mask = self.pmask
+        h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
+        while True:
+            k = pairs[2 * h]
+            if k == key:
+                pairs[2 * h + 1] += times
+                return
+            if k == -1:
+                break
+            h = (h + 1) & mask
+        pairs[2 * h] = key
+        pairs[2 * h + 1] = times
+        self.n_pairs += 1
+        if 2 * self.n_pairs > mask:
+            self.grow()
+
+    def grow(self) -> None:
+        old = self.pairs
+        size: i64 = 2 * (self.pmask + 1)
+        pairs = vec[i64]([-1] * (2 * size))
+        mask: i64 = size - 1
+        i: i64 = 0
+        while i < len(old):
+            key = old[i]
+            if key != -1:
+                h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
+                while pairs[2 * h] != -1:
+                    h = (h + 1) & mask
+                pairs[2 * h] = key
+                pairs[2 * h + 1] = old[i + 1]
+            i += 2
+        self.pairs = pairs
+        self.pmask = mask
+
+    def pair_count(self, key: i64) -> i64:
+        pairs = self.pairs
+        mask = self.pmask
+        h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
+        while True:
+            k = pairs[2 * h]
+            if k == key:
+                return pairs[2 * h + 1]
+            if k == -1:
+                return 0
+            h = (h + 1) & mask
+
+    def count_at_rank(self, k: i64) -> i64:
+        """The k-th largest count of a distinct pair (1-based; 0 when there are fewer)."""
+        counts: list[int] = []
+        pairs = self.pairs
+        i: i64 = 0
+        while i < len(pairs):
+            if pairs[i] != -1:
+                counts.append(int(pairs[i + 1]))
+            i += 2
+        if k < 1 or k > len(counts):
+            return 0
+        counts.sort(reverse=True)
+        return counts[k - 1]
+
+    def pieces(self, theta: i64) -> tuple[bytes, bytes]:
+        """The words cut before every pair of count < theta, as packed counts (count.PackedCounts'
+        layout) whose words are the pieces' ids, four bytes each (little-endian); equal pieces
+        added up, pieces of one token left out."""
+        buf = BytesWriter()
+        spans = vec[i64]()
+        ids = self.ids
+        ends = self.ends
+        wcounts = self.wcounts
+        start: i64 = 0
+        w: i64 = 0
+        while w < len(ends):
+            end = ends[w]
+            piece: i64 = start
+            i: i64 = start + 1
+            while i <= end:
+                if i == end or self.pair_count((i64(ids[i - 1]) << ID_BITS) | i64(ids[i])) < theta:
+                    if i - piece >= 2:
+                        spans = append(spans, len(buf))
+                        j: i64 = piece
+                        while j < i:
+                            write_i32_le(buf, ids[j])
+                            j += 1
+                        spans = append(spans, len(buf))
+                        spans = append(spans, wcounts[w])
+                    piece = i
+                i += 1
+            start = end
+            w += 1
+        data = buf.getvalue()
+        counter = WordCounter(0, 1 << 40)
+        q: i64 = 0
+        while q < len(spans):
+            counter.count(data, spans[q], spans[q + 1], spans[q + 2])
+            q += 3
+        blob, meta = counter.to_packed()
+        return blob, meta
+
+
+def _word_limit(total: i64, wcount: i64, n: i64, word: bytes) -> i64:
+    if wcount > (MAX_PAIR_TOTAL - total) // (n - 1):
+        raise ConfigError(f"stage 2's pair counts would pass {MAX_PAIR_TOTAL:,} at the coarse chunk {word[:40]!r}")
+    return total + wcount * (n - 1)

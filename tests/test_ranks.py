@@ -1,0 +1,233 @@
+"""mnemo/ranks.py, the compiled rank-file path, against its Python twins (formats/tiktoken.py's
+parse_tiktoken, vocab.py's from_ranks).
+
+The rule: the compiled path covers the ordinary vocabularies (ranks 0..n-1, every token the
+merge of two lower-ranked ones: GPT-2, cl100k_base, o200k_base) and gives exactly what the
+Python path gives for them; on anything else -- a ranked vocabulary (docs/formats.md, "Rank
+semantics"), an error -- it returns None and the Python path builds it or words the error.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mnemo import FormatError, Tokenizer
+from mnemo.formats.common import tokenizer_of
+from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, _split_by_ranks, from_mergeable_ranks, load_tiktoken, parse_tiktoken
+from mnemo.ranks import LONG_TOKEN, merges_of_ranks, parse_rank_lines
+from mnemo.vocab import from_ranks
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tiktoken"
+
+
+def python_tokens(data: bytes) -> list[bytes] | None:
+    """The Python parser's tokens by rank, or None when it raises or the ranks are not 0..n-1
+    (gaps are allowed since rank semantics: a ranked vocabulary, the Python path's)."""
+    try:
+        ranks, _ = parse_tiktoken(data.decode("utf-8"), "t")
+    except (FormatError, UnicodeDecodeError):
+        return None
+    if sorted(ranks.values()) != list(range(len(ranks))):
+        return None
+    return [raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])]
+
+
+def python_vocab(tokens: list[bytes]) -> tuple[list[tuple[int, int]], list[int]] | None:
+    """The Python path's merges and id map for tokens by rank when it makes an ordinary
+    vocabulary; None when it raises or makes a ranked one."""
+    try:
+        fields = from_ranks("t", {raw: r for r, raw in enumerate(tokens)}, pattern="gpt2")
+    except FormatError:
+        return None
+    if fields.ranked:
+        return None
+    tok = tokenizer_of("t", fields)
+    return tok.merges, tok.id_map if tok.id_map is not None else list(range(tok.n_vocab))
+
+
+def byte_lines() -> list[bytes]:
+    return [base64.b64encode(bytes([b])) + b" " + str(b).encode() for b in range(256)]
+
+
+# ---- parse_rank_lines ----
+
+
+def has_repeats(tokens: list[bytes]) -> bool:
+    """A token listed twice: parse_rank_lines leaves these to merges_of_ranks, whose table of
+    tokens finds them (the Python parser names the line)."""
+    return len(set(tokens)) != len(tokens)
+
+
+LINE_CASES = [
+    b"YWI= 256",  # plain
+    b"YWI= 0256",  # leading zeros: int() takes them
+    b"YWI= 256\r\r",  # CRs stripped, every one of them
+    b"",  # blank lines are skipped
+    b"\r",
+    b"YWJj 256",  # no padding
+    b"YQ== 256",
+    b"YR== 256",  # non-zero leftover bits: b64decode ignores them, and so must we
+    b"YWI 256",  # not a multiple of 4
+    b"YWI=256",  # no space
+    b"YWI=  256",  # two spaces
+    b" YWI= 256",
+    b"YWI= 256 ",
+    b"Y*I= 256",
+    b"YW=I 256",
+    b"Y=== 256",
+    b"==== 256",
+    b"YWI= -1",
+    b"YWI= 1\xc2\xb2",  # a superscript two: isdigit() but not ASCII
+    b"YWI= 1234567890123456789",  # 19 digits
+    b"YWI= ",
+    b"\xef\xbb\xbfYWI= 256",  # a byte-order mark
+    b"YWI=\t256",
+    b"YWI= 257",  # a gap
+    b"YWI= 255",  # a rank given twice
+    b"YQ== 256",  # a token given twice (with the byte line for 'a')
+]
+
+
+@pytest.mark.parametrize("line", LINE_CASES)
+def test_each_line_shape_parses_as_the_python_parser_does(line: bytes) -> None:
+    for data in (b"\n".join([*byte_lines(), line]) + b"\n", b"\n".join([*byte_lines(), line]), b"\r\n".join([*byte_lines(), line])):
+        fast = parse_rank_lines(data)
+        slow = python_tokens(data)
+        assert fast is None or fast == slow or has_repeats(fast), line
+        if slow is None:
+            assert fast is None or merges_of_ranks(fast) is None, line
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=6), min_size=1, max_size=8), st.data())
+def test_random_files_parse_as_the_python_parser_does(tokens: list[bytes], data: st.DataObject) -> None:
+    """Random tokens and ranks, with random damage: the compiled parser agrees or declines."""
+    lines = [base64.b64encode(t) + b" " + str(r).encode() for r, t in enumerate(tokens)]
+    data.draw(st.randoms()).shuffle(lines)
+    raw = bytearray(b"\n".join(lines))
+    for _ in range(data.draw(st.integers(0, 3))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.sampled_from(b"= \r\n+/Aa09\xff-"))
+    fast = parse_rank_lines(bytes(raw))
+    slow = python_tokens(bytes(raw))
+    assert fast is None or fast == slow or has_repeats(fast)
+    if slow is None:
+        assert fast is None or merges_of_ranks(fast) is None
+
+
+# ---- merges_of_ranks ----
+
+
+def random_vocab(rng: random.Random, long: bool = False) -> list[bytes]:
+    """The 256 bytes at random ranks, then random tokens over a small alphabet (so that many of
+    them are, or nearly are, merges of lower-ranked ones)."""
+    alphabet = b"abc"[: rng.randint(1, 3)]
+    tokens = [bytes([b]) for b in range(256)]
+    rng.shuffle(tokens)
+    seen = set(tokens)
+    for _ in range(rng.randint(0, 40)):
+        size = rng.randint(LONG_TOKEN - 4, LONG_TOKEN + 40) if long and rng.random() < 0.3 else rng.randint(2, 8)
+        tok = bytes(rng.choice(alphabet) for _ in range(size))
+        if tok not in seen:
+            seen.add(tok)
+            tokens.append(tok)
+    return tokens
+
+
+@pytest.mark.parametrize("long", [False, True])
+def test_merges_of_ranks_is_the_python_path(long: bool) -> None:
+    """Random vocabularies, most of which are ranked (a token that is not the merge of two
+    lower-ranked ones): the same merges and ids where the Python path makes an ordinary
+    vocabulary, None where it makes a ranked one or raises."""
+    rng = random.Random(11 + long)
+    agreed = refused = 0
+    for _ in range(400):
+        tokens = random_vocab(rng, long)
+        fast = merges_of_ranks(tokens)
+        slow = python_vocab(tokens)
+        if slow is None:
+            assert fast is None
+            refused += 1
+        else:
+            assert fast is not None and (fast.merges, fast.public) == slow and fast.proper
+            from_mergeable_ranks({t: r for r, t in enumerate(tokens)}, "gpt2").verify()
+            agreed += 1
+    assert agreed > 5 and refused > 50, (agreed, refused)  # test_merges_of_ranks_on_grown_vocabularies: more that load
+
+
+def test_merges_of_ranks_on_grown_vocabularies() -> None:
+    """Vocabularies that load: each token made by tiktoken's own merge of a text (the way a
+    trained vocabulary grows), up to and past the heap's LONG_TOKEN bytes."""
+    rng = random.Random(5)
+    for _ in range(60):
+        tokens = [bytes([b]) for b in range(256)]
+        rng.shuffle(tokens)
+        ranks = {t: r for r, t in enumerate(tokens)}
+        text = bytes(rng.choice(b"ab c") for _ in range(400))
+        for _ in range(rng.randint(1, 120)):
+            parts = _split_by_ranks(text, ranks, len(ranks))
+            pairs = [parts[i] + parts[i + 1] for i in range(len(parts) - 1)]
+            if not pairs:
+                break
+            new = rng.choice(pairs)
+            if new not in ranks:
+                ranks[new] = len(ranks)
+                tokens.append(new)
+        fast = merges_of_ranks(tokens)
+        assert fast is not None and (fast.merges, fast.public) == python_vocab(tokens)
+        # A proper vocabulary (every one found so far: these, the accepted random ones above,
+        # cl100k_base, o200k_base) loads with every word-table bit set, unchecked; verify()
+        # rebuilds the encoder's tables by a BPE of every token and must find the same bits.
+        assert fast.proper
+        from_mergeable_ranks({t: r for r, t in enumerate(tokens)}, "gpt2").verify()
+
+
+def test_missing_bytes_and_repeats_are_declined() -> None:
+    tokens = [bytes([b]) for b in range(256)]
+    assert merges_of_ranks(tokens[:-1]) is None  # byte 255 has no token
+    assert merges_of_ranks([*tokens, b"a"]) is None  # listed twice
+    assert merges_of_ranks([*tokens, b""]) is None
+    assert merges_of_ranks([*tokens, b"abc"]) is None  # not the merge of two lower-ranked tokens
+    vocab = merges_of_ranks([*tokens, b"ab", b"abc"])
+    assert vocab is not None and vocab.merges == [(97, 98), (256, 99)] and vocab.public == list(range(258))
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_openai_files_through_both_paths(name: str, tmp_path: Path) -> None:
+    """The whole file: the compiled parser gives the Python parser's tokens, and load_tiktoken
+    (compiled path) the Tokenizer the Python path builds -- merges, ids, fingerprint -- which
+    also passes verify() (its encoder's tables built again from its merges)."""
+    path = FIXTURES / f"{name}.tiktoken.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    data = gzip.decompress(path.read_bytes())
+    tokens = parse_rank_lines(data)
+    assert tokens is not None and tokens == python_tokens(data)
+    fast = load_tiktoken(path, name)
+    fast.verify()
+    if name == "cl100k_base":  # the Python path takes a few seconds: once is enough
+        pattern, _, specials = TIKTOKEN_PRESETS[name]
+        ranks = {raw: r for r, raw in enumerate(tokens)}
+        slow = tokenizer_of(name, from_ranks(name, ranks, pattern=pattern, specials=specials))
+        assert not slow.ranked
+        assert fast.merges == slow.merges and fast.id_map == slow.id_map and fast.fingerprint == slow.fingerprint
+        assert fast.special_tokens == slow.special_tokens
+
+
+def test_from_mergeable_ranks_takes_the_compiled_path_and_leaves_the_rest_to_python() -> None:
+    ranks = {bytes([b]): b for b in range(256)}
+    ranks[b"ab"] = 256
+    tok = from_mergeable_ranks(ranks, "gpt2", {"<|x|>": 300})
+    assert isinstance(tok, Tokenizer) and tok.n_vocab == 301 and tok.merges == [(97, 98)] and not tok.ranked
+    with pytest.raises(FormatError, match=r"id 100 is given to both"):
+        from_mergeable_ranks(ranks, "gpt2", {"<|x|>": 100})
+    ranks[b"xyz"] = 257  # no merge makes it: the compiled path declines, the Python path keeps it whole
+    assert merges_of_ranks([raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])]) is None
+    ranked = from_mergeable_ranks(ranks, "gpt2")
+    assert ranked.ranked and ranked.whole_tokens == [b"xyz"]

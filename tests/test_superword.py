@@ -1,0 +1,360 @@
+"""Superword tokens (mnemo/superword.py, mnemo/superbpe.py, docs/superword.md): the stage-2 rule
+by hand and against its naive twin, the curriculum encoder against the naive encoder written from
+the definition (the four corpora and hypothesis text), fast == naive training for both stages,
+the cut of stage 2's words, files, streaming, linear time and the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mnemo
+from mnemo import Tokenizer
+from mnemo import reference_superword as naive
+from mnemo import superbpe
+from mnemo.constants import PATTERNS
+from mnemo.count import WordCounter
+from mnemo.errors import ConfigError, FormatError
+from mnemo.pretokenize import pattern_id, split
+from mnemo.superword import KIND_END, KIND_HARD, KIND_JOIN, add_both, add_coarse, chunk_kind, kind_in, split_coarse
+from mnemo.training import CountStats, TrainStats
+
+MNEMO = str(Path(sys.executable).parent / "mnemo")
+CORPORA = ("english", "code", "multilingual", "chat")
+
+# text that exercises every kind: letters (Latin, CJK), numbers, spaces, line breaks, single and
+# repeated punctuation, sentence ends and colons (ASCII and wide), apostrophes
+ALPHABET = "ab Zé中文 \n\r\t.,:!?;'\"()-。：！？7٣ "
+text_strategy = st.text(alphabet=ALPHABET, max_size=120)
+ODD = b"a .,\n:'\xc3\xa9\xe4\xb8\xad\xff\x807!"  # letters, space, punctuation, UTF-8 pieces, invalid bytes
+bytes_strategy = st.binary(max_size=80).map(lambda b: bytes(ODD[x % len(ODD)] for x in b))
+
+
+def kind_of(chunk: str) -> int:
+    raw = chunk.encode()
+    return chunk_kind(raw, 0, len(raw))
+
+
+# ---- the rule ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "chunk, kind",
+    [
+        (" the", KIND_JOIN), ("The", KIND_JOIN), ("'s", KIND_JOIN), ("(foo", KIND_JOIN), (".b", KIND_JOIN),
+        (",", KIND_JOIN), (" (", KIND_JOIN), ('"', KIND_JOIN), (" =", KIND_JOIN), ("中文", KIND_JOIN),
+        (".", KIND_END), ("!", KIND_END), (" ?", KIND_END), (":", KIND_END), (" :", KIND_END), ("。", KIND_END),
+        ("：", KIND_END), ("؟", KIND_END), ("।", KIND_END),
+        ("...", KIND_HARD), ('")', KIND_HARD), ("::", KIND_HARD), ("42", KIND_HARD), ("٣", KIND_HARD),
+        ("\n", KIND_HARD), (".\n", KIND_HARD), (" ", KIND_HARD), ("  ", KIND_HARD), ("\t", KIND_HARD),
+    ],
+)
+def test_chunk_kinds_by_hand(chunk: str, kind: int) -> None:
+    assert kind_of(chunk) == kind
+    assert naive.kind(chunk.encode()) == kind
+
+
+def test_coarse_chunks_worked_example() -> None:
+    """docs/superword.md's example: words, a comma and an apostrophe join; the sentence end joins
+    the chunk before it and ends the coarse chunk; a lone space before a number, the number, and
+    the colon (which ends ' apples:') cut."""
+    text = b"By the way, it's here. Then 42 apples: red\n\nNext...  line"
+    assert split_coarse(text) == [
+        b"By the way, it's here.", b" Then", b" ", b"42", b" apples:", b" red", b"\n\n", b"Next", b"...",
+        b" ", b" line",
+    ]
+    assert [b"".join(c) for c in naive.coarse_chunks(text, "mnemonic")] == split_coarse(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=text_strategy, pattern=st.sampled_from(PATTERNS))
+def test_coarse_split_matches_naive(text: str, pattern: str) -> None:
+    data = text.encode()
+    coarse = naive.coarse_chunks(data, pattern)
+    assert [b"".join(c) for c in coarse] == split_coarse(data, pattern)
+    # every coarse boundary is a stage-1 boundary, and a coarse chunk re-split alone gives the
+    # stage-1 chunks it has inside the text: what training counts is what encoding sees
+    for chunks in coarse:
+        assert split(b"".join(chunks), pattern) == chunks
+        # the shortcut for the shipped patterns' letter runs gives the kind read whole
+        for c in chunks:
+            assert kind_in(c, 0, len(c), pattern_id(pattern)) == chunk_kind(c, 0, len(c))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=bytes_strategy)
+def test_coarse_split_of_any_bytes(data: bytes) -> None:
+    """Invalid UTF-8 is one "other" character a byte, as in the pre-tokenizer."""
+    assert [b"".join(c) for c in naive.coarse_chunks(data, "mnemonic")] == split_coarse(data)
+    assert b"".join(split_coarse(data)) == data
+
+
+def test_coarse_split_matches_naive_on_the_corpora(corpus_docs: Callable[..., list[str]]) -> None:
+    for name in CORPORA:
+        for doc in corpus_docs(name, max_bytes=100_000):
+            data = doc.encode()
+            coarse = naive.coarse_chunks(data, "mnemonic")
+            assert [b"".join(c) for c in coarse] == split_coarse(data), name
+            assert all(split(b"".join(c), "mnemonic") == c for c in coarse), name
+
+
+@pytest.mark.parametrize("limit", [256, 12])
+def test_coarse_counting_matches_naive(corpus_docs: Callable[..., list[str]], limit: int) -> None:
+    """add_coarse against reference_superword.count_coarse, with the usual limit and one that
+    cuts most coarse chunks into pieces (and skips longer stage-1 chunks)."""
+    docs = [d.encode() for name in CORPORA for d in corpus_docs(name, max_bytes=40_000)]
+    counter = WordCounter(pattern_id("mnemonic"), limit)
+    for doc in docs:
+        add_coarse(counter, doc, pattern_id("mnemonic"))
+    assert counter.to_dict() == naive.count_coarse(docs, "mnemonic", limit)
+    assert counter.n_bytes == sum(map(len, docs))
+    # training's one pass counts stage 1's words as WordCounter.add does, and the same coarse chunks
+    words, coarse, plain = (WordCounter(pattern_id("mnemonic"), limit) for _ in range(3))
+    for doc in docs:
+        add_both(words, coarse, doc, pattern_id("mnemonic"))
+        plain.add(doc)
+    assert words.to_dict() == plain.to_dict() and coarse.to_dict() == counter.to_dict()
+    assert (words.n_bytes, words.n_chunks, words.skipped) == (plain.n_bytes, plain.n_chunks, plain.skipped)
+
+
+# ---- training ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def english(corpus_docs: Callable[..., list[str]]) -> list[str]:
+    return corpus_docs("english", max_bytes=300_000)
+
+
+@pytest.fixture(scope="module")
+def trained(corpus_docs: Callable[..., list[str]]) -> Tokenizer:
+    """A small superword tokenizer of the four corpora."""
+    docs = [d for name in CORPORA for d in corpus_docs(name, max_bytes=150_000)]
+    return mnemo.train_from_iterator(docs, vocab_size=3000, superword=1800, workers=1)
+
+
+@pytest.mark.parametrize("tie", ["id", "bytes"])
+def test_fast_training_equals_naive(english: list[str], tie: str) -> None:
+    """Both stages: the naive twin counts nothing differently, recounts every pair of every word
+    for every merge, and builds stage 2's words from the definition (regex, naive BPE)."""
+    docs = english[:25]
+    fast = mnemo.train_from_iterator(docs, vocab_size=900, superword=600, workers=1, tie=tie)
+    slow = mnemo.train_from_iterator(docs, vocab_size=900, superword=600, workers=1, tie=tie, algorithm="naive")
+    assert fast.superword == slow.superword == 600
+    assert fast.merges == slow.merges and fast.merge_counts == slow.merge_counts
+    # stage 1 is the plain run of 600 ids
+    plain = mnemo.train_from_iterator(docs, vocab_size=600 + 16, workers=1, tie=tie)
+    assert fast.merges[: 600 - 256] == plain.merges
+
+
+def test_the_cut_of_stage_two_is_exact(english: list[str]) -> None:
+    """Stage2Words.pieces: the estimated threshold, the always-exact 2 and one so high that the
+    run falls back give the same merges (and a fallback says so)."""
+    docs = english[:120]
+    runs = []
+    old = superbpe.SEAMS.theta
+    try:
+        for theta in (None, 2, 10**9):
+            superbpe.SEAMS.theta = theta
+            stats = TrainStats(CountStats())
+            tok = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1200, workers=1, stats=stats)
+            runs.append((tok.merges, tok.merge_counts, stats.stage2))
+    finally:
+        superbpe.SEAMS.theta = old
+    (m0, c0, s0), (m2, c2, s2), (mh, ch, sh) = runs
+    assert m0 == m2 == mh and c0 == c2 == ch
+    assert s0 is not None and s2 is not None and sh is not None
+    assert s0.theta >= 2 and not s0.fell_back and s0.piece_tokens < s0.tokens
+    assert sh.fell_back and sh.theta == 2 and not s2.fell_back
+
+
+def test_four_word_limit_and_superwords_exist(trained: Tokenizer) -> None:
+    n1 = trained.superword
+    assert n1 is not None and 256 < n1 < trained.n_vocab
+    made = [trained.token_bytes(i) for i in range(n1, 256 + len(trained.merges))]
+    assert all(sum(1 for w in raw.split(b" ") if w) <= superbpe.MAX_WORDS for raw in made)
+    bridged = [raw for raw in made if len(split(raw, trained.pattern)) > 1]
+    assert len(bridged) > 100 and b" of the" in made
+
+
+def test_wide_stage_two_continues_the_narrow_one(english: list[str]) -> None:
+    """Above 65,535 ids stage 2 runs on the 32-bit trainer; with the same words it learns what
+    the 16-bit one learns, as far as that one goes (a longer run's merges start with a shorter's;
+    this text runs out of pairs long before either size)."""
+    docs = english[:40]
+    narrow = mnemo.train_from_iterator(docs, vocab_size=20_000, superword=700, workers=1)
+    wide = mnemo.train_from_iterator(docs, vocab_size=70_000, superword=700, workers=1)
+    assert len(narrow.merges) < 20_000 - 272
+    assert wide.merges == narrow.merges and wide.merge_counts == narrow.merge_counts
+
+
+def test_parallel_counting_gives_the_same_tokenizer(tmp_path: Path, english: list[str]) -> None:
+    src = tmp_path / "en.txt"
+    src.write_text("\n".join(english[:200]), encoding="utf-8")
+    one = mnemo.train(src, vocab_size=1500, superword=1000, workers=1)
+    two = mnemo.train(src, vocab_size=1500, superword=1000, workers=2)
+    assert one.to_bytes() == two.to_bytes()
+    docs = mnemo.train_from_iterator(iter(english[:200]), vocab_size=1500, superword=1000, workers=2)
+    assert docs.superword == one.superword
+
+
+def test_bad_superword_values() -> None:
+    docs = ["the cat sat on the mat " * 30]
+    with pytest.raises(ConfigError, match=r"superword=256: the transition must be in 257\.\.1008"):
+        mnemo.train_from_iterator(docs, vocab_size=1024, superword=256)
+    with pytest.raises(ConfigError, match=r"superword=1009"):
+        mnemo.train_from_iterator(docs, vocab_size=1024, superword=1009)
+    base = mnemo.train_from_iterator(docs, vocab_size=300, workers=1)
+    with pytest.raises(ConfigError, match="starts from no base"):
+        mnemo.train_from_iterator(docs, vocab_size=600, superword=400, base=base)
+    with pytest.raises(TypeError, match="superword"):
+        mnemo.train_from_iterator(docs, vocab_size=600, superword="400")  # type: ignore[arg-type]
+
+
+# ---- encoding ------------------------------------------------------------------------------
+
+
+def test_encoding_matches_naive_on_the_corpora(trained: Tokenizer, corpus_docs: Callable[..., list[str]]) -> None:
+    assert trained.superword is not None
+    for name in CORPORA:
+        docs = corpus_docs(name, max_bytes=60_000)
+        for doc in docs:
+            data = doc.encode()
+            ids = trained.encode_bytes(data)
+            assert ids == naive.encode_superword(data, trained.merges, trained.superword, trained.pattern), name
+            assert trained.decode_bytes(ids) == data
+        # the packed paths (documents, numpy) agree with the list path
+        arrays = trained.encode_documents([d.encode() for d in docs[:50]])
+        assert arrays.tolist() == [i for d in docs[:50] for i in trained.encode_bytes(d.encode())]
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=text_strategy)
+def test_encoding_matches_naive_on_any_text(trained: Tokenizer, text: str) -> None:
+    assert trained.superword is not None
+    data = text.encode()
+    assert trained.encode_bytes(data) == naive.encode_superword(data, trained.merges, trained.superword, trained.pattern)
+    assert trained.decode(trained.encode_ordinary(text)) == text
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=bytes_strategy)
+def test_encoding_matches_naive_on_any_bytes(trained: Tokenizer, data: bytes) -> None:
+    assert trained.superword is not None
+    assert trained.encode_bytes(data) == naive.encode_superword(data, trained.merges, trained.superword, trained.pattern)
+
+
+def test_long_coarse_chunks_take_the_heap_path(trained: Tokenizer, english: list[str]) -> None:
+    """A coarse chunk of thousands of tokens (words and commas, no sentence end) against the
+    naive encoder: the heap path (>= LONG_COARSE tokens) and the rank-array path agree with it."""
+    assert trained.superword is not None
+    words = [w for w in " ".join(english[:20]).split() if w.isalpha()][:3000]
+    data = " ".join(w + ("," if k % 7 == 6 else "") for k, w in enumerate(words)).encode()
+    assert len(split_coarse(data)) == 1 and len(words) == 3000
+    assert trained.encode_bytes(data) == naive.encode_superword(data, trained.merges, trained.superword, trained.pattern)
+
+
+def test_encoding_is_linear(trained: Tokenizer) -> None:
+    """One coarse chunk of 40,000 and of 400,000 words: ten times the text, about ten times the
+    time (allowed: 20x, a busy machine's noise; a quadratic encoder takes ~100x)."""
+    small = b" the way of the cat and" * 8_000
+    big = small * 10
+
+    def best(data: bytes) -> float:
+        times = []
+        for _ in range(3):
+            t0 = time.process_time()
+            trained.encode_bytes(data)
+            times.append(time.process_time() - t0)
+        return min(times)
+
+    assert len(split_coarse(small)) == 1
+    ratio = best(big) / max(best(small), 1e-4)
+    assert ratio < 20, ratio
+
+
+def test_streaming_cuts_at_coarse_boundaries(trained: Tokenizer, english: list[str]) -> None:
+    text = "".join(english[:20])
+    pieces = [text[i : i + 97] for i in range(0, len(text), 97)]
+    assert list(trained.encode_iterable(pieces)) == trained.encode_ordinary(text)
+
+
+# ---- files ---------------------------------------------------------------------------------
+
+
+def test_save_and_load(tmp_path: Path, trained: Tokenizer) -> None:
+    trained.save(tmp_path / "sw.bin")
+    back = Tokenizer.load(tmp_path / "sw.bin")
+    assert back == trained and back.superword == trained.superword and back.stage2 == "superword"
+    assert back.fingerprint == trained.fingerprint
+    # the same merges without the curriculum encode differently, so they are another tokenizer
+    plain = Tokenizer(trained.merges, special_tokens=list(trained.special_tokens), merge_counts=trained.merge_counts)
+    assert plain.fingerprint != trained.fingerprint
+    assert trained.with_special_tokens(["<|x|>"]).superword == trained.superword
+    import pickle
+
+    assert pickle.loads(pickle.dumps(trained)).encode_ordinary("by the way") == trained.encode_ordinary("by the way")
+
+
+def test_a_bad_stage2_section_is_a_format_error(trained: Tokenizer) -> None:
+    """tokenizer.bin's STG2 section (docs/formats.md): the transition in range, a rule this mnemo
+    knows, no id map or whole tokens beside it, and the section's required flag (an older reader
+    refuses the file instead of encoding it as plain BPE).  Every other byte: test_mutations."""
+    from mnemo.vocabfile import KNOWN, STAGE2, encode_tokenizer_bin
+
+    def image(superword: tuple[int, str], id_map: list[int] | None = None) -> bytes:
+        return encode_tokenizer_bin(
+            trained.merges, trained.pattern, list(trained.special_tokens), trained.tie, None, id_map, superword=superword
+        )
+
+    assert Tokenizer.from_bytes(image((trained.superword or 0, "superword"))).fingerprint == trained.fingerprint
+    n = len(trained.merges)
+    cases = [
+        (image((9, "superword")), "transition 9 is outside 256"),
+        (image((257 + n, "superword")), f"transition {257 + n} is outside 256"),
+        (image((300, "words")), "unknown stage-2 rule 'words'"),
+        (image((300, "superword"), id_map=[*range(1, 256 + n + len(trained.special_tokens)), 0]), "no whole tokens and no id map"),
+    ]
+    for data, message in cases:
+        with pytest.raises(FormatError, match=message):
+            Tokenizer.from_bytes(data, "sw.bin")
+    assert KNOWN[STAGE2][0], "STG2 changes ids: a reader that does not know it must refuse the file"
+
+
+def test_cli_train_and_eval(tmp_path: Path, english: list[str]) -> None:
+    src = tmp_path / "en.txt"
+    src.write_text("\n".join(english[:150]), encoding="utf-8")
+    out = subprocess.run([MNEMO, "train", str(src), "-o", str(tmp_path / "sw.bin"), "--vocab-size", "2048",
+                          "--superword", "1500", "-q"], capture_output=True, text=True, check=True).stdout
+    assert "superword: merges making ids 1500.. are stage 2's" in out
+    subprocess.run([MNEMO, "train", str(src), "-o", str(tmp_path / "plain.bin"), "--vocab-size", "2048", "-q"],
+                   check=True, capture_output=True)
+    table = subprocess.run([MNEMO, "eval", f"plain={tmp_path / 'plain.bin'}", f"super={tmp_path / 'sw.bin'}",
+                            "--corpus", str(src)], capture_output=True, text=True, check=True).stdout
+    lines = table.splitlines()
+    share = lines[lines.index(next(x for x in lines if x.startswith("superword tokens"))) + 2:][:2]
+    assert share[0].split()[-1] == "0.0%" and float(share[1].split()[-1].rstrip("%")) > 5
+
+
+def test_other_tools_files_refuse_a_superword_tokenizer(tmp_path: Path, trained: Tokenizer) -> None:
+    """GPT-2, tiktoken and Hugging Face files hold one pre-tokenizer and one merge list: writing
+    a superword tokenizer there would encode differently, so it is an error, not a file."""
+    from mnemo import interop
+
+    for write in (
+        lambda: interop.save_gpt2(trained, tmp_path / "v.json", tmp_path / "m.txt"),
+        lambda: interop.save_hf(trained, tmp_path / "tokenizer.json"),
+        lambda: interop.save_tiktoken(trained, tmp_path / "t.tiktoken"),
+        lambda: interop.to_hf_json(trained),
+    ):
+        with pytest.raises(ConfigError, match="cannot hold a superword tokenizer"):
+            write()
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ConfigError, match="is a superword tokenizer"):
+        mnemo.train_from_iterator(["a b c " * 50], vocab_size=trained.n_vocab + 10, base=trained)
