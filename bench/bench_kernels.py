@@ -134,7 +134,8 @@ def bench_class_masks(benchmark: Any, english: bytes, use: Callable[[str], None]
 
 @pytest.mark.benchmark(group="class masks, 5 MB of English")
 def bench_chunk_count_cl100k(benchmark: Any, english: bytes) -> None:
-    from mnemo.pretokenize import PATTERN_CL100K, chunk_count
+    from mnemo.patterns import chunk_count
+    from mnemo.pretokenize import PATTERN_CL100K
 
     assert benchmark(chunk_count, english, PATTERN_CL100K) > 0
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import mnemo
 from mnemo.encode_text import encode_documents_packed
-from mnemo.pretokenize import chunk_count
+from mnemo.patterns import chunk_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import SHARED, documents  # noqa: E402

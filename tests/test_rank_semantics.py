@@ -38,7 +38,8 @@ import mnemo
 from mnemo import ConfigError, Tokenizer
 from mnemo.encode_chunk import HUGE_CHUNK, LONG_CHUNK, Encoder, ids_of
 from mnemo.formats.common import tokenizer_of as formats_tokenizer_of
-from mnemo.pretokenize import PATTERN_REGEX, split
+from mnemo.patterns import split
+from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.reference import (
     encode_chunk_naive,
     encode_chunk_ranked_naive,

@@ -22,7 +22,8 @@ from mnemo import superbpe
 from mnemo.constants import PATTERNS
 from mnemo.count import WordCounter
 from mnemo.errors import ConfigError, FormatError
-from mnemo.pretokenize import pattern_id, split
+from mnemo.patterns import split
+from mnemo.pretokenize import pattern_id
 from mnemo.superword import KIND_END, KIND_HARD, KIND_JOIN, add_both, add_coarse, chunk_kind, kind_in, split_coarse
 from mnemo.training import CountStats, TrainStats
 
