@@ -18,14 +18,18 @@ tokens, both rules give the same ids.
 
 Paths, all with the same result (tests compare each with the naive twin in reference.py):
 
+- the front cache: 16,384 direct-mapped entries (256 KB, so that it stays in the L2 cache) for
+  chunks of 2 to 7 bytes, each the last chunk seen at its slot (at first the earliest 6,144
+  words), keyed by the bytes themselves, so a hit is exact;
 - the word tables: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
-  merges (the earliest 6,144 in a small table of their own): most chunks of prose are one such
-  token, and these tables never miss them; tokens of 8 to 15 bytes likewise in a long-word table;
-- the caches: chunks of 2 to 7 bytes with at most 3 ids first in the word table's own empty
-  slots while it is under 3/4 full (8 to 15 bytes: in the long-word table's), then a small one, 65,536 direct-mapped 16-byte entries for chunks of up to 7 bytes with
-  at most 3 ids, keyed by the bytes themselves (so a hit is exact); then 65,536 direct-mapped
-  entries for chunks of up to 48 bytes, keyed by a 32-bit FNV-1a hash of the bytes and checked by
-  comparing the bytes themselves, so a hit is always exact;
+  merges: most chunks of prose are one such token, and these tables never miss them; tokens of
+  8 to 15 bytes likewise in a long-word table;
+- the caches: chunks of 2 to 15 bytes that are no such token go into the word tables' own empty
+  slots while they are under 3/4 full (up to 3 ids in the entry, more in an id pool), then
+  chunks of 2 to 7 bytes with at most 3 ids into a small direct-mapped cache; every other chunk
+  of up to CACHE_MAX_BYTES bytes into the chunk cache, an open-addressing index of 64-bit
+  hashes over an arena of the chunks' bytes and ids (the way fastokens keeps its words), whose
+  hits compare the bytes themselves: a hit is always exact;
 - short chunks (< LONG_CHUNK bytes): token and pair-rank arrays; each step scans the ranks for the
   minimum, glues its leftmost place and moves the rest down one (quadratic in the chunk length,
   fastest when short);
@@ -60,22 +64,9 @@ from mypy_extensions import i16, i32, i64, u8
 
 from mnemo.errors import ConfigError, InputError
 
-CACHE_SLOTS: Final = 65536
-CACHE_MASK: Final = 65535
-CACHE_MAX_BYTES: Final = 48
-# A cache entry is 16 i64 words in one vec: word 0 = hash tag << 5 | id count; the chunk's bytes
-# packed 8 to a word (6 words hold 48 bytes) and up to 15 ids packed 3 to a word (5 words, 21
-# bits an id).
-# Words are placed so that a chunk of up to 24 bytes with up to 12 ids reads only the first 64
-# bytes of its entry -- the lookup is memory-bound, one cache line instead of three arrays:
-#   [meta k0 k1 k2 v0 v1 v2 v3 | k3 k4 k5 v4 - - - -]
-# Chunks whose encoding has more than 15 ids are not cached.
-KEY_WORDS: Final = 6
-CACHE_MAX_IDS: Final = 15
-# The small cache, in front of it: chunks of 2 to 7 bytes (about 70 % of English chunks) whose
-# encoding has at most 3 ids, in 16-byte entries [bytes | length << 56 | count << 59, ids packed
-# 21 bits each].  65,536 entries are 1 MB: it stays in the L2/L3 cache, where the 8 MB main cache
-# misses to memory on most lookups (perf: one load was ~20 % of encoding time).
+# The small cache, behind the word table once the word table has no room left for cached chunks:
+# chunks of 2 to 7 bytes whose encoding has at most 3 ids, in 16-byte entries [bytes | length <<
+# 56 | count << 59, ids packed 21 bits each], 65,536 of them direct-mapped (1 MB).
 SMALL_SLOTS: Final = 65536
 SMALL_MASK: Final = 65535
 SMALL_MAX_BYTES: Final = 7
@@ -83,20 +74,25 @@ SMALL_MAX_IDS: Final = 3
 # Slot = bits 44-59 of key * SMALL_MUL (wrapping): they depend on every byte of the key.
 SMALL_MUL: Final = 0x9E3779B97F4A7C1
 SMALL_SHIFT: Final = 44
-# The word table, in front of both caches: every token of 2 to 7 bytes whose own bytes encode to
+# The word table, in front of the caches: every token of 2 to 7 bytes whose own bytes encode to
 # it alone (87 % of English chunks are one token), keyed like the small cache, filled once from
 # the merges.  Unlike the caches it never misses on such a chunk, however cold or crowded they
 # are.  Load factor at most 1/2, linear probing; entries [key, id], key 0 = empty.
 WORD_SHIFT: Final = 40
 INT_OBJECTS: Final = 65536
-# The first HOT_WORDS of them by id (the earliest merges, so the most frequent words of the
-# training text) go to a table of their own of 256 KB, which stays in the L2 cache; the rest
-# to the big one, whose lookups miss to L3 or memory.
+# The front cache: FRONT_SLOTS direct-mapped entries [key | count << 59, ids or id] (256 KB, so
+# that it stays in the L2 cache) in front of the word table, for chunks of 2 to 7 bytes: the
+# last chunk seen at each slot.  The word table misses L2 on most lookups (4 MB for cl100k); the
+# front cache holds the chunks a text repeats.  It starts with the first HOT_WORDS words by id
+# (the earliest merges: the most frequent words of the training text), each in its slot unless
+# an earlier one took it.
 HOT_WORDS: Final = 6144
-HOT_SLOTS: Final = 16384
+FRONT_SLOTS: Final = 16384
+FRONT_MASK: Final = 16383
 # The long-word table: every token of 8 to 15 bytes whose own bytes encode to it alone (9 % of
 # English chunks with 32,768 ids, most of the chunks of 8 bytes and more), filled once from the
-# merges like the word table.  Without it they went to the 8 MB main cache, whose lookup missed
+# merges like the word table.  Without it they went to the 8 MB main cache (since replaced by the
+# chunk cache), whose lookup missed
 # the L2 cache on most of them, and through BPE on first sight (the benches start cold).
 # Entries of 4 words [first 8 bytes, the rest | length << 56, id, 0]; key word 1 is never 0.
 LONG_WORD_MIN: Final = 8
@@ -142,6 +138,20 @@ HASH_SHIFT: Final = 40
 # text: 95-99 % of the short path's lookups), and the filter answers those alone.
 FILTER_MUL: Final = 0x3C6EF372FE94F82B
 FILTER_TOP: Final = 1 << 61
+# The chunk cache: every chunk of up to CACHE_MAX_BYTES bytes the word tables and the small cache
+# do not hold (any number of ids; chunks of 2-15 bytes near the end of a text, whose key words
+# cannot be read whole, come here too), kept as fastokens keeps its words:
+# an open-addressing index of (64-bit hash, arena offset | length << 32 | id count << 44) over
+# an arena where each chunk's bytes (8 a word) and ids (3 a word) follow the last ones.  The
+# index starts at CC_FIRST_SLOTS and doubles up to CC_SLOTS (3/4 full at most); when it or the
+# arena (CC_WORDS) is full, the cache is emptied and fills again.
+CACHE_MAX_BYTES: Final = 256
+CC_FIRST_SLOTS: Final = 4096
+CC_SLOTS: Final = 1 << 17
+CC_WORDS: Final = 1 << 20
+CC_MUL: Final = 0x2127599BF4325C37
+CC_SHIFT: Final = 24
+CC_LEN_MASK: Final = 0xFFF
 ID_BITS: Final = 21  # bits of an id, and of a merge number, in the table and the caches
 M32: Final = 0xFFFFFFFF
 M56: Final = 0xFFFFFFFFFFFFFF
@@ -174,10 +184,8 @@ class Encoder:
     cross: vec[u8]
     filter_mask: i64
     byte_pairs: vec[i64]
-    cache: vec[i64]
     small: vec[i64]
     wide: bool
-    kw: vec[i64]
     tk: vec[i64]
     rk: vec[i64]
     misses: vec[i64]
@@ -186,7 +194,6 @@ class Encoder:
     id_objects: list[object]
     words: vec[i64]
     words_mask: i64
-    hot: vec[i64]
     lwords: vec[i64]
     lwords_mask: i64
     words_room: i64
@@ -203,6 +210,17 @@ class Encoder:
     whole_text: bytes
     whole_first: vec[u8]
     whole_lengths: i64
+    pool: vec[i32]
+    pool_n: i64
+    front: vec[i64]
+    front_seed: vec[i64]
+    cc_index: vec[i64]
+    cc_mask: i64
+    cc_arena: vec[i64]
+    cc_count: i64
+    cc_ids: vec[i64]
+    cc_max_slots: i64
+    cc_max_words: i64
 
     def __init__(
         self, merges: list[tuple[int, int]], wide: bool = False, whole: list[bytes] | None = None, tables: bytes = b""
@@ -279,18 +297,25 @@ class Encoder:
         self.pair_filter = pair_filter
         self.filter_mask = fmask
         self.byte_pairs = byte_pairs
-        self.cache = vec[i64]([0] * (CACHE_SLOTS * 16))
         self.small = vec[i64]([0] * (SMALL_SLOTS * 2))
         self.words = vec[i64]([0] * 2)
         self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
         self.lwords_limit = 0
         self.misses = vec[i64]([0] * (CACHE_MAX_BYTES + 1))
+        self.pool = vec[i32]([0] * 1024)
+        self.pool_n = 0
+        self.front = vec[i64]([0] * (2 * FRONT_SLOTS))
+        self.front_seed = vec[i64]([0] * (2 * FRONT_SLOTS))
+        self.cc_ids = vec[i64]([0] * (CACHE_MAX_BYTES + 1))
+        # the chunk cache's bounds (tests make them small to reach them)
+        self.cc_max_slots = CC_SLOTS
+        self.cc_max_words = CC_WORDS
+        self.cc_clear()
         # False: every chunk is looked up and inserted, however often its length misses (tests
         # of the tables' filling set it)
         self.bypass = True
         self.clear_cache()
-        self.kw = vec[i64]([0] * KEY_WORDS)
         self.tk = vec[i64]([0] * LONG_CHUNK)
         self.rk = vec[i64]([0] * LONG_CHUNK)
         # One int object per id, made once: ids_list stores a new reference to the id's object
@@ -303,7 +328,6 @@ class Encoder:
         self.id_objects = self.ints
         self.words = vec[i64]([0] * 2)
         self.words_mask = 0
-        self.hot = vec[i64]([0] * (2 * HOT_SLOTS))
         self.words_room = 0
         self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
@@ -317,6 +341,7 @@ class Encoder:
         self.fill_words(spelled)
         self.fill_long_words(spelled)
         self.fill_whole(whole_list)
+        self.reset_front()
 
     def rank(self, a: i64, b: i64) -> i64:
         """The merge number of pair (a, b), or NO_RANK when no merge makes it."""
@@ -367,28 +392,29 @@ class Encoder:
             size *= 2
         words: vec[i64] = vec[i64]([0] * (2 * size))
         mask: i64 = size - 1
-        hot: vec[i64] = vec[i64]([0] * (2 * HOT_SLOTS))
+        seed: vec[i64] = vec[i64]([0] * (2 * FRONT_SLOTS))
         n_hot: i64 = 0
         k = 0
         while k < n:
             t = 256 + k
             if bkey[t] >= 0 and self.spells_itself(k, data, k << 3, (k << 3) + blen[t]):
                 key: i64 = bkey[t] | (blen[t] << 56)
-                table = words
-                tmask = mask
+                mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
                 if n_hot < HOT_WORDS:
-                    table = hot
-                    tmask = HOT_SLOTS - 1
                     n_hot += 1
-                at: i64 = ((key * SMALL_MUL) >> WORD_SHIFT) & tmask
-                while table[at << 1] != 0:
-                    at = (at + 1) & tmask
-                table[at << 1] = key
-                table[(at << 1) + 1] = t
+                    fat: i64 = (mixed & FRONT_MASK) << 1
+                    if seed[fat] == 0:
+                        seed[fat] = key
+                        seed[fat + 1] = t
+                at: i64 = mixed & mask
+                while words[at << 1] != 0:
+                    at = (at + 1) & mask
+                words[at << 1] = key
+                words[(at << 1) + 1] = t
             k += 1
         self.words = words
         self.words_mask = mask
-        self.hot = hot
+        self.front_seed = seed
         self.words_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
         self.words_room = self.words_limit
 
@@ -526,6 +552,15 @@ class Encoder:
                     return v & M21
             at = (at + 1) & mask
 
+    def reset_front(self) -> None:
+        """The front cache as at the start: the first HOT_WORDS words."""
+        front = self.front
+        seed = self.front_seed
+        slot: i64 = 0
+        while slot < 2 * FRONT_SLOTS:
+            front[slot] = seed[slot]
+            slot += 1
+
     def clear_cache(self) -> None:
         words = self.words
         slot: i64 = 0
@@ -544,16 +579,14 @@ class Encoder:
                 lwords[slot + 2] = 0
             slot += 4
         self.lwords_room = self.lwords_limit
-        cache = self.cache
-        slot = 0
-        while slot < CACHE_SLOTS:
-            cache[slot << 4] = -1
-            slot += 1
         small = self.small
         slot = 0
         while slot < SMALL_SLOTS:
             small[slot << 1] = 0  # no key is 0: a cached chunk has 2 to 7 bytes
             slot += 1
+        self.pool_n = 0
+        self.cc_clear()
+        self.reset_front()
         misses = self.misses
         slot = 0
         while slot < len(misses):
@@ -604,40 +637,37 @@ class Encoder:
                     self.encode_short(data, start, end, dst)
                     return
                 misses[n] = score
-            # The small cache: most chunks of prose.  Key = the bytes | length << 56.
+            # Key = the bytes | length << 56, for the front cache, the word table, the small cache.
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
             mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
-            hot = self.hot
-            hat: i64 = mixed & (HOT_SLOTS - 1)
-            while True:
-                hkey: i64 = hot[hat << 1]
-                if hkey == key:
-                    if wide:
-                        write_i32_le(dst, i32(hot[(hat << 1) + 1]))
-                    else:
-                        write_i16_le(dst, i16((hot[(hat << 1) + 1] ^ 0x8000) - 0x8000))
-                    return
-                if hkey == 0:
-                    break
-                hat = (hat + 1) & (HOT_SLOTS - 1)
+            front = self.front
+            fat: i64 = (mixed & FRONT_MASK) << 1
+            fkey: i64 = front[fat]
+            if fkey == key:
+                if wide:
+                    write_i32_le(dst, i32(front[fat + 1]))
+                else:
+                    write_i16_le(dst, i16((front[fat + 1] ^ 0x8000) - 0x8000))
+                return
+            if (fkey & M59) == key:
+                self.entry_emit(fkey >> 59, front[fat + 1], dst)
+                return
             words = self.words
             wmask = self.words_mask
             wat: i64 = mixed & wmask
             while True:
                 wkey: i64 = words[wat << 1]
                 if (wkey & M59) == key:
+                    wv: i64 = words[(wat << 1) + 1]
+                    front[fat] = wkey
+                    front[fat + 1] = wv
                     if wkey == key:
                         if wide:
-                            write_i32_le(dst, i32(words[(wat << 1) + 1]))
+                            write_i32_le(dst, i32(wv))
                         else:
-                            write_i16_le(dst, i16((words[(wat << 1) + 1] ^ 0x8000) - 0x8000))
+                            write_i16_le(dst, i16((wv ^ 0x8000) - 0x8000))
                         return
-                    wp: i64 = words[(wat << 1) + 1]
-                    wn: i64 = wkey >> 59
-                    wt: i64 = 0
-                    while wt < wn:
-                        emit(dst, (wp >> (wt * ID_BITS)) & M21, wide)
-                        wt += 1
+                    self.entry_emit(wkey >> 59, wv, dst)
                     return
                 if wkey == 0:
                     break
@@ -654,16 +684,13 @@ class Encoder:
                     note_miss(misses, n)
                 cn: i64 = self.short_bpe(data, start, end)
                 ctk = self.tk
-                if cn <= SMALL_MAX_IDS:
-                    cp: i64 = 0
-                    ct: i64 = 0
-                    while ct < cn:
-                        cp |= ctk[ct] << (ct * ID_BITS)
-                        ct += 1
-                    words[wat << 1] = key | (cn << 59)
-                    words[(wat << 1) + 1] = cp
-                    self.words_room -= 1
-                ct = 0
+                cp: i64 = self.pack_ids(cn)
+                words[wat << 1] = key | (cn << 59)
+                words[(wat << 1) + 1] = cp
+                self.words_room -= 1
+                front[fat] = key | (cn << 59)
+                front[fat + 1] = cp
+                ct: i64 = 0
                 while ct < cn:
                     emit(dst, ctk[ct], wide)
                     ct += 1
@@ -673,27 +700,23 @@ class Encoder:
             stored: i64 = small[at]
             if (stored & M59) == key:
                 sp: i64 = small[at + 1]
-                sn: i64 = stored >> 59
-                st: i64 = 0
-                while st < sn:
-                    emit(dst, (sp >> (st * ID_BITS)) & M21, wide)
-                    st += 1
+                front[fat] = stored
+                front[fat + 1] = sp
+                self.entry_emit(stored >> 59, sp, dst)
                 return
             if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
                 return
             if self.bypass:
                 note_miss(misses, n)
-            sn = self.short_bpe(data, start, end)
+            sn: i64 = self.short_bpe(data, start, end)
             stk = self.tk
             if sn <= SMALL_MAX_IDS:
-                sp = 0
-                st = 0
-                while st < sn:
-                    sp |= stk[st] << (st * ID_BITS)
-                    st += 1
+                sp = self.pack_ids(sn)
                 small[at] = key | (sn << 59)
                 small[at + 1] = sp
-            st = 0
+                front[fat] = key | (sn << 59)
+                front[fat + 1] = sp
+            st: i64 = 0
             while st < sn:
                 emit(dst, stk[st], wide)
                 st += 1
@@ -701,125 +724,230 @@ class Encoder:
         if n <= LONG_WORD_MAX and start + 16 <= len(data):
             lk0: i64 = read_i64_le(data, start)
             lk1: i64 = (read_i64_le(data, start + 8) & (M56 >> ((LONG_WORD_MAX - n) << 3))) | (n << 56)
+            lmix: i64 = (((lk0 * SMALL_MUL) ^ lk1) * SMALL_MUL) >> WORD_SHIFT
             lwords = self.lwords
             lmask = self.lwords_mask
-            lat: i64 = ((((lk0 * SMALL_MUL) ^ lk1) * SMALL_MUL) >> WORD_SHIFT) & lmask
+            lat: i64 = lmix & lmask
             while True:
                 lkey: i64 = lwords[(lat << 2) + 1]
                 if (lkey & M60) == lk1 and lwords[lat << 2] == lk0:
+                    lv: i64 = lwords[(lat << 2) + 2]
                     if lkey == lk1:
                         if wide:
-                            write_i32_le(dst, i32(lwords[(lat << 2) + 2]))
+                            write_i32_le(dst, i32(lv))
                         else:
-                            write_i16_le(dst, i16((lwords[(lat << 2) + 2] ^ 0x8000) - 0x8000))
+                            write_i16_le(dst, i16((lv ^ 0x8000) - 0x8000))
                         return
-                    lp: i64 = lwords[(lat << 2) + 2]
-                    ln: i64 = lkey >> 60
-                    lt: i64 = 0
-                    while lt < ln:
-                        emit(dst, (lp >> (lt * ID_BITS)) & M21, wide)
-                        lt += 1
+                    self.entry_emit((lkey >> 60) & 15, lv, dst)
                     return
                 if lkey == 0:
                     break
                 lat = (lat + 1) & lmask
-            # As for the word table: while there is room, the chunk's ids (at most 3) go into
-            # the long-word table at the empty slot where the probe ended, [k0, k1 | count << 60,
-            # ids], instead of the 8 MB main cache (faster: docs/speed.md).
+            # As for the word table: while there is room, the chunk's ids go into the long-word
+            # table at the empty slot where the probe ended, [k0, k1 | count << 60, ids or their
+            # offset in the id pool], instead of the chunk cache (faster: docs/speed.md).
             if self.lwords_room > 0:
                 if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
                     return
                 dn: i64 = self.short_bpe(data, start, end)
                 dtk = self.tk
-                if dn <= SMALL_MAX_IDS:
-                    dp: i64 = 0
-                    dt: i64 = 0
-                    while dt < dn:
-                        dp |= dtk[dt] << (dt * ID_BITS)
-                        dt += 1
-                    lwords[lat << 2] = lk0
-                    lwords[(lat << 2) + 1] = lk1 | (dn << 60)
-                    lwords[(lat << 2) + 2] = dp
-                    self.lwords_room -= 1
-                dt = 0
+                dp: i64 = self.pack_ids(dn)
+                lwords[lat << 2] = lk0
+                lwords[(lat << 2) + 1] = lk1 | (dn << 60)
+                lwords[(lat << 2) + 2] = dp
+                self.lwords_room -= 1
+                dt: i64 = 0
                 while dt < dn:
                     emit(dst, dtk[dt], wide)
                     dt += 1
                 return
-        # Pack the bytes 8 to a word (one unaligned load each, except near the end of `data`)
-        # and hash the words.
-        kw = self.kw
-        nw: i64 = (n + 7) >> 3
-        size: i64 = len(data)
-        h: i64 = FNV_OFFSET
+        self.cc_encode(data, start, end, dst)
+
+    def cc_encode(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
+        """The chunk cache (CC_*): look data[start:end] up, or encode it and keep it."""
+        n: i64 = end - start
+        h: i64 = n * CC_MUL
         i: i64 = start
-        w: i64 = 0
-        while w < nw:
-            left: i64 = end - i
-            word: i64
-            if i + 8 <= size:
-                word = read_i64_le(data, i)
-                if left < 8:
-                    # Not `(1 << (left * 8)) - 1`: mypyc 2.4.1 emits the literal 1 as a C int,
-                    # and a 32-bit `1 << 32` is undefined (x86 gives 1, the mask became 0).
-                    word &= M56 >> ((7 - left) << 3)
-            else:
-                word = 0
-                shift: i64 = 0
-                stop = i + 8 if left >= 8 else end
-                j: i64 = i
-                while j < stop:
-                    word |= data[j] << shift
-                    shift += 8
-                    j += 1
-            kw[w] = word
-            h = ((h ^ ((word ^ (word >> 32)) & M32)) * FNV_PRIME) & M32
+        while i + 8 <= end:
+            h = (h + read_i64_le(data, i)) * CC_MUL
             i += 8
-            w += 1
-        slot: i64 = ((h * HASH_MUL) >> 15) & CACHE_MASK
-        tag: i64 = (h << 6) | n
-        cache = self.cache
-        base: i64 = slot << 4
-        meta = cache[base]
-        if (meta >> 5) == tag:
-            w = 0
-            while w < nw:
-                if cache[base + w + (1 if w < 3 else 5)] != kw[w]:
-                    break
-                w += 1
-            if w == nw:
-                count: i64 = meta & 31
-                t: i64 = 0
-                while t < count:
-                    v: i64 = t // 3
-                    packed = cache[base + v + (4 if v < 4 else 8)]
-                    emit(dst, (packed >> ((t - 3 * v) * ID_BITS)) & M21, wide)
-                    t += 1
-                return
+        if i < end:
+            h = (h + tail_word(data, i, end)) * CC_MUL
+        tag: i64 = (h ^ (h >> 29)) | 1
+        index = self.cc_index
+        mask: i64 = self.cc_mask
+        at: i64 = (tag >> CC_SHIFT) & mask
+        while True:
+            e: i64 = index[at << 1]
+            if e == 0:
+                break
+            if e == tag:
+                v: i64 = index[(at << 1) + 1]
+                if ((v >> 32) & CC_LEN_MASK) == n:
+                    arena = self.cc_arena
+                    off: i64 = v & M32
+                    i = start
+                    w: i64 = off
+                    while i + 8 <= end and arena[w] == read_i64_le(data, i):
+                        i += 8
+                        w += 1
+                    if i >= end or (i + 8 > end and arena[w] == tail_word(data, i, end)):
+                        count: i64 = v >> 44
+                        wide = self.wide
+                        w = off + ((n + 7) >> 3)
+                        t: i64 = 0
+                        while t < count:
+                            packed: i64 = arena[w]
+                            emit(dst, packed & M21, wide)
+                            if t + 1 < count:
+                                emit(dst, (packed >> ID_BITS) & M21, wide)
+                            if t + 2 < count:
+                                emit(dst, (packed >> (2 * ID_BITS)) & M21, wide)
+                            t += 3
+                            w += 1
+                        return
+            at = (at + 1) & mask
         if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
             return
-        count = self.short_bpe(data, start, end)
-        tk = self.tk
-        if count <= CACHE_MAX_IDS:
-            cache[base] = (tag << 5) | count
-            w = 0
-            while w < nw:
-                cache[base + w + (1 if w < 3 else 5)] = kw[w]
-                w += 1
-            v = 0
-            while 3 * v < count:
-                t = 3 * v
-                packed = tk[t]
-                if t + 1 < count:
-                    packed |= tk[t + 1] << ID_BITS
-                if t + 2 < count:
-                    packed |= tk[t + 2] << (2 * ID_BITS)
-                cache[base + v + (4 if v < 4 else 8)] = packed
-                v += 1
+        if n < LONG_CHUNK:
+            count = self.short_bpe(data, start, end)
+            tk = self.tk
+            wide = self.wide
+            t = 0
+            while t < count:
+                emit(dst, tk[t], wide)
+                t += 1
+            self.cc_insert(data, start, end, tag, tk, count)
+            return
+        # encode_long writes to dst (and may come back here for the pieces of the chunk, which
+        # is why cc_insert probes again): its ids are read back from there
+        mark: i64 = len(dst)
+        self.encode_long(data, start, end, dst)
+        wide = self.wide
+        step: i64 = 4 if wide else 2
+        count = (len(dst) - mark) // step
+        got = self.cc_ids
         t = 0
         while t < count:
-            emit(dst, tk[t], wide)
+            q: i64 = mark + t * step
+            x: i64 = i64(dst[q]) | (i64(dst[q + 1]) << 8)
+            if wide:
+                x |= (i64(dst[q + 2]) << 16) | (i64(dst[q + 3]) << 24)
+            got[t] = x
             t += 1
+        self.cc_insert(data, start, end, tag, got, count)
+
+    def cc_insert(self, data: bytes, start: i64, end: i64, tag: i64, ids: vec[i64], count: i64) -> None:
+        """Keep chunk data[start:end] (hash `tag`) and its ids[:count] in the chunk cache: its
+        bytes and ids at the end of the arena, their place in the index.  The cache doubles its
+        index while it may, and is emptied when it is full (so text of ever new chunks costs a
+        bounded memory: cc_max_slots index slots and cc_max_words arena words)."""
+        n: i64 = end - start
+        need: i64 = ((n + 7) >> 3) + (count + 2) // 3
+        if (self.cc_count + 1) * 4 > (self.cc_mask + 1) * 3:
+            if self.cc_mask + 1 < self.cc_max_slots:
+                self.cc_grow()
+            else:
+                self.cc_clear()
+        if len(self.cc_arena) + need > self.cc_max_words:
+            self.cc_clear()
+        arena = self.cc_arena
+        off: i64 = len(arena)
+        i: i64 = start
+        while i + 8 <= end:
+            arena = append(arena, read_i64_le(data, i))
+            i += 8
+        if i < end:
+            arena = append(arena, tail_word(data, i, end))
+        t: i64 = 0
+        while t < count:
+            packed: i64 = ids[t]
+            if t + 1 < count:
+                packed |= ids[t + 1] << ID_BITS
+            if t + 2 < count:
+                packed |= ids[t + 2] << (2 * ID_BITS)
+            arena = append(arena, packed)
+            t += 3
+        self.cc_arena = arena
+        index = self.cc_index
+        mask: i64 = self.cc_mask
+        at: i64 = (tag >> CC_SHIFT) & mask
+        while index[at << 1] != 0:
+            at = (at + 1) & mask
+        index[at << 1] = tag
+        index[(at << 1) + 1] = off | (n << 32) | (count << 44)
+        self.cc_count += 1
+
+    def cc_grow(self) -> None:
+        """Double the chunk cache's index (the arena stays)."""
+        old = self.cc_index
+        size: i64 = 2 * (self.cc_mask + 1)
+        mask: i64 = size - 1
+        index: vec[i64] = vec[i64]([0] * (2 * size))
+        slot: i64 = 0
+        while slot < len(old):
+            tag: i64 = old[slot]
+            if tag != 0:
+                at: i64 = (tag >> CC_SHIFT) & mask
+                while index[at << 1] != 0:
+                    at = (at + 1) & mask
+                index[at << 1] = tag
+                index[(at << 1) + 1] = old[slot + 1]
+            slot += 2
+        self.cc_index = index
+        self.cc_mask = mask
+
+    def cc_clear(self) -> None:
+        """Empty the chunk cache, back to its first size."""
+        self.cc_index = vec[i64]([0] * (2 * CC_FIRST_SLOTS))
+        self.cc_mask = CC_FIRST_SLOTS - 1
+        self.cc_arena = vec[i64](capacity=CC_FIRST_SLOTS * 4)
+        self.cc_count = 0
+
+    def entry_emit(self, count: i64, v: i64, dst: BytesWriter) -> None:
+        """Write the ids of a cached entry of the word tables: `count` (2 or more) ids packed in
+        v when they are at most SMALL_MAX_IDS, else at offset v of the id pool."""
+        if count > SMALL_MAX_IDS:
+            self.pool_emit(v, count, dst)
+            return
+        wide = self.wide
+        t: i64 = 0
+        while t < count:
+            emit(dst, (v >> (t * ID_BITS)) & M21, wide)
+            t += 1
+
+    def pack_ids(self, count: i64) -> i64:
+        """The value of a word-table entry for the ids tk[:count] (entry_emit reads it): the ids
+        packed ID_BITS each when they are at most SMALL_MAX_IDS, else their offset in the id
+        pool, where they are copied."""
+        tk = self.tk
+        if count <= SMALL_MAX_IDS:
+            packed: i64 = 0
+            t: i64 = 0
+            while t < count:
+                packed |= tk[t] << (t * ID_BITS)
+                t += 1
+            return packed
+        at: i64 = self.pool_n
+        pool = self.pool
+        while len(pool) < at + count:
+            pool = append(pool, 0)
+        i: i64 = 0
+        while i < count:
+            pool[at + i] = i32(tk[i])
+            i += 1
+        self.pool = pool
+        self.pool_n = at + count
+        return at
+
+    def pool_emit(self, at: i64, count: i64, dst: BytesWriter) -> None:
+        """Write the `count` ids at offset `at` of the id pool."""
+        pool = self.pool
+        wide = self.wide
+        i: i64 = at
+        while i < at + count:
+            emit(dst, i64(pool[i]), wide)
+            i += 1
 
     def encode_uncached(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
         """The same ids as encode_span, without looking the chunk up in the caches (tests compare
@@ -1449,6 +1577,21 @@ def spell_merges(left: vec[i64], right: vec[i64]) -> list[bytes]:
                     stack.pop()
         k += 1
     return spelled
+
+
+def tail_word(data: bytes, i: i64, end: i64) -> i64:
+    """The 1-7 bytes data[i:end] as a little-endian word, zero above them."""
+    if i + 8 <= len(data):
+        # Not `(1 << (n * 8)) - 1`: mypyc 2.4.1 emits the literal 1 as a C int, and a 32-bit
+        # `1 << 32` is undefined (x86 gives 1, the mask became 0).
+        return read_i64_le(data, i) & (M56 >> ((7 - (end - i)) << 3))
+    word: i64 = 0
+    shift: i64 = 0
+    while i < end:
+        word |= i64(data[i]) << shift
+        shift += 8
+        i += 1
+    return word
 
 
 def fnv_bytes(data: bytes, start: i64, end: i64) -> i64:

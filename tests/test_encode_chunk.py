@@ -1,7 +1,7 @@
 """The compiled encoder (mnemo/encode_chunk.py) against hand-worked examples and the naive twin.
 
 These tests drive the encoder with chunk lists they cut themselves, so they do not depend on the
-pre-tokenizer.  Paths: the cache (chunks <= 48 bytes), the short rank-array path (< 64 bytes,
+pre-tokenizer.  Paths: the tables and caches (chunks <= CACHE_MAX_BYTES), the short rank-array path (< 64 bytes,
 `encode_uncached`), the heap path (`encode_long`, any length) and the bucket path (`encode_huge`,
 any length; encode_long takes it from HUGE_CHUNK bytes); all must equal the twin.
 """
@@ -721,6 +721,67 @@ def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encode
         assert enc.encode_ends(data, ends) == expected
         enc.clear_cache()
         assert enc.lwords_room == room
+
+
+def test_word_tables_keep_chunks_of_many_ids(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """Chunks of 2-7 and 8-15 bytes of more than 3 ids (bytes no merge joins) are kept in the word
+    tables' empty slots with their ids in the id pool: the second pass finds every one (no room
+    taken, no id added to the pool), both passes equal the twin, and clear_cache empties the pool."""
+    merges = gpt2_encoder[1][:3000]
+    enc = Encoder(merges)
+    enc.bypass = False
+    ranks = merge_ranks(merges)
+    rng = random.Random(21)
+    chunks = list({bytes(rng.choice(b"\x01\x02\x03\x04\x05\x06\x07\x08q") for _ in range(rng.randint(4, 15)))
+                   for _ in range(3000)})
+    data = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    assert sum(len(encode_chunk_naive(c, ranks)) > 3 for c in chunks) > 2000
+    assert enc.encode_ends(data, ends) == expected
+    used, room, lroom = enc.pool_n, enc.words_room, enc.lwords_room
+    assert used > 2000 * 4 and room < enc.words_limit and lroom < enc.lwords_limit
+    assert enc.encode_ends(data, ends) == expected
+    assert (enc.pool_n, enc.words_room, enc.lwords_room) == (used, room, lroom)
+    enc.clear_cache()
+    assert enc.pool_n == 0 and enc.words_room == enc.words_limit
+    assert enc.encode_ends(data, ends) == expected
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_chunk_cache_grows_empties_and_agrees(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]], wide: bool) -> None:
+    """The chunk cache (chunks of 16 to CACHE_MAX_BYTES bytes, any number of ids; longer ones are
+    not kept) with its bounds made small: more distinct chunks than its index and its arena hold,
+    so it doubles its index, then empties and fills again; chunks of LONG_CHUNK bytes and more
+    (their ids read back from what encode_long wrote, some through encode_pieces, whose pieces
+    come back to the cache) too.  Every pass equals the twin, cold and warm, 16- and 32-bit ids."""
+    merges = gpt2_encoder[1][:5000]
+    enc = Encoder(merges, wide=wide)
+    enc.cc_max_slots = 8192
+    enc.cc_max_words = 150_000
+    ranks = merge_ranks(merges)
+    rng = random.Random(23)
+    words = [" the", " of", "and", "ing", "tion", "-", "中文", "日本", " a", "\u0e01\u0e32"]
+    chunks = []
+    for _ in range(7000):
+        length = rng.choice([16, 17, 24, 40, 63, 64, 65, 100, 200, CACHE_MAX_BYTES, CACHE_MAX_BYTES + 1])
+        text = "".join(rng.choice(words) for _ in range(length)).encode()
+        chunks.append(text[:length])
+    chunks += chunks[:2000]  # repeats
+    data = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    sizes = set()
+    for _ in range(2):
+        got = enc.encode_ends(data, ends)
+        sizes.add(enc.cc_mask + 1)
+        assert got == expected
+        assert len(enc.cc_arena) <= enc.cc_max_words and (enc.cc_count + 1) * 4 <= (enc.cc_mask + 1) * 3 + 4
+    assert len(set(chunks)) > 6000 and enc.cc_count < 6000  # more than it holds: it was emptied
+    assert sizes == {8192}  # grown from CC_FIRST_SLOTS to its bound
+    enc.clear_cache()
+    assert enc.cc_count == 0 and len(enc.cc_arena) == 0
+    assert enc.encode_chunks(chunks[:300]) == [i for c in chunks[:300] for i in encode_chunk_naive(c, ranks)]
 
 
 def test_merges_out_of_order_and_whole_tokens() -> None:
