@@ -198,7 +198,7 @@ def cmd_tables_one(args: argparse.Namespace) -> None:
 
     import ray
 
-    from mnemo.pretokenize import pattern_id
+    from mnemo.patterns import compile_pattern, key_of
     from mnemo.training import CountSettings, CountSum, count_task
     from mnemo.work import map_combine
     from mnemo.work_ray import RayOptions, plan_count_tasks, ray_executor
@@ -207,7 +207,7 @@ def cmd_tables_one(args: argparse.Namespace) -> None:
     connect(args.address)
     nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
     rss_connected = rss_mib()
-    pid = pattern_id("mnemonic")
+    pid = key_of(compile_pattern("mnemonic"))  # the pattern as it travels to workers
     opts = RayOptions(address=args.address, tasks_per_node=max(1, int(args.tasks) // nodes))
     with ray_executor(opts) as executor:
         total = map_combine(plan_count_tasks([path], opts, executor, []), partial(count_task, CountSettings(pid, 256, (), "text")),

@@ -16,7 +16,7 @@ import os
 import statistics
 import time
 
-from mnemo.pretokenize import pattern_id
+from mnemo.patterns import compile_pattern, key_of
 from mnemo.sources import check_inputs, plan_tasks
 from mnemo.training import CountSettings, CountSum, count_task
 
@@ -27,7 +27,7 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    pid = pattern_id("mnemonic")
+    pid = key_of(compile_pattern("mnemonic"))  # the pattern as it travels to workers
     settings = CountSettings(pid, 256, (), "text")
     tasks = plan_tasks(check_inputs([args.file]), n_workers=2, specials=[])[: args.tasks]
     parts = [count_task(settings, None, t) for t in tasks]

@@ -20,7 +20,7 @@ import mnemo
 from mnemo.batches import TokenStream
 from mnemo.count import packed_to_dict
 from mnemo.errors import ConfigError, InputError
-from mnemo.pretokenize import pattern_id
+from mnemo.patterns import compile_pattern, key_of
 from mnemo.shards import MANIFEST_NAME, read_manifest
 from mnemo.tokenizer import Tokenizer
 from mnemo.tokenizing import tokenize_files
@@ -75,7 +75,7 @@ def test_count_tables_are_added_in_a_tree(cluster: str, samples: Samples) -> Non
     task) added 4 at a time by combine tasks on the cluster, in at least 2 levels; the driver
     receives one table, equal to the local count, and sees each part without its words."""
     path = samples.path("multilingual")
-    pid = pattern_id("mnemonic")
+    pid = key_of(compile_pattern("mnemonic"))  # the pattern as it travels to workers
     options = RayOptions(address=cluster, tasks_per_node=8)
     seen: list[CountPart] = []
     with ray_executor(options) as executor:
