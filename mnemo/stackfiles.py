@@ -573,28 +573,80 @@ def _read(path: Path) -> bytes:
 
 
 def read_sidecar(path: Path) -> dict[str, Any] | None:
-    """mnemo's sidecar of a set (its name), or None when there is none."""
+    """mnemo's sidecar of a set (its name), or None when there is none; each field it has is
+    of its type (FormatError naming the file and the field otherwise)."""
     if not path.exists():
         return None
     try:
         data = json.loads(_read(path))
     except ValueError as exc:
         raise FormatError(f"{path}: not valid JSON ({exc}); delete it or write the files again") from None
+    except RecursionError:  # json.loads recurses once per level: '[' * 100000
+        raise FormatError(f"{path}: not valid JSON (nested too deeply); delete it or write the files again") from None
     if not isinstance(data, dict) or data.get("kind") != SIDECAR_KIND:
         raise FormatError(f"{path}: not a mnemo sidecar (no \"kind\": {SIDECAR_KIND!r})")
     if data.get("version") != SIDECAR_VERSION:
-        raise FormatError(f"{path}: sidecar version {data.get('version')!r} is not supported (this mnemo reads {SIDECAR_VERSION})")
+        raise FormatError(f"{path}: sidecar version {str(data.get('version'))[:40]!r} is not supported (this mnemo reads {SIDECAR_VERSION})")
+    for key in ("n_vocab", "n_tokens", "n_docs", "bos", "eos"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise FormatError(f"{path}: {key!r} is {str(value)[:40]!r}, not a count or an id; delete it or write the files again")
+    dtype = data.get("dtype")
+    if dtype is not None and dtype not in SIDECAR_DTYPES:
+        raise FormatError(f"{path}: 'dtype' is {str(dtype)[:40]!r}, not one of {', '.join(SIDECAR_DTYPES)}")
     return data
 
 
-def _check_sidecar(side: dict[str, Any] | None, where: Path, n_tokens: int, n_docs: int | None) -> None:
+#: The token types mnemo's writers use, by numpy's name (the sidecar's "dtype").
+SIDECAR_DTYPES: Final = ("uint16", "uint32", "int32")
+
+
+def _check_dtype(side: dict[str, Any] | None, where: Path, dtype: np.dtype[Any], index: str) -> None:
+    """The token type the files say (`index`: where) against the one the sidecar `where` says."""
+    said = None if side is None else side.get("dtype")
+    if said is not None and said != dtype.name:
+        raise FormatError(
+            f"{index}: holds {dtype.name} tokens, but {where} says {said}: the file is damaged "
+            f"(or the sidecar belongs to other files); write the set again"
+        )
+
+
+def _check_sidecar(
+    side: dict[str, Any] | None,
+    where: Path,
+    tokens: npt.NDArray[np.integer],
+    doc_ends: npt.NDArray[np.int64] | None,
+    index: str,
+) -> None:
+    """The files against mnemo's sidecar `where`, which says what was written: the token type,
+    the counts, and the separator each document starts (bos) or ends (eos) with -- so a changed
+    dtype code or a moved boundary in `index` (the file that says them) is an error, not other
+    ids or other documents (issue 28, item 5)."""
     if side is None:
         return
-    for key, actual in (("n_tokens", n_tokens), ("n_docs", n_docs)):
+    _check_dtype(side, where, tokens.dtype, index)
+    n_docs = None if doc_ends is None else int(doc_ends.size)
+    for key, actual in (("n_tokens", int(tokens.size)), ("n_docs", n_docs)):
         if actual is not None and side.get(key) != actual:
             raise FormatError(
                 f"{where}: says {key} {side.get(key)!r}, but the files hold {actual}: it belongs to "
                 f"other files (written again by another tool?); delete it or write the set again"
+            )
+    if doc_ends is None or not doc_ends.size:
+        return
+    starts = np.concatenate([[0], doc_ends[:-1]]).astype(np.int64)
+    empty = doc_ends <= starts
+    for key, at in (("bos", starts), ("eos", doc_ends - 1)):
+        sep = side.get(key)
+        if sep is None:
+            continue
+        wrong = np.flatnonzero(empty | (tokens[np.where(empty, 0, at)] != sep))
+        if wrong.size:
+            i = int(wrong[0])
+            raise FormatError(
+                f"{index}: document {i} (tokens {int(starts[i])} to {int(doc_ends[i])}) does not "
+                f"{'start' if key == 'bos' else 'end'} with {key} {sep}, as {where} says every document does: "
+                f"the index is damaged; write the set again"
             )
 
 
@@ -642,8 +694,9 @@ def read_megatron(path: str | os.PathLike[str]) -> StackFile:
                           f"it is truncated or belongs to another index")
     doc_ends = starts[doc_index[1:]].astype(np.int64)
     side = read_sidecar(_with(prefix, SIDECAR_SUFFIX))
-    _check_sidecar(side, _with(prefix, SIDECAR_SUFFIX), n_tokens, int(doc_ends.size))
-    return StackFile("megatron", (bin_path, idx_path), _map(bin_path, dtype, n_tokens), doc_ends, None, side)
+    tokens = _map(bin_path, dtype, n_tokens)
+    _check_sidecar(side, _with(prefix, SIDECAR_SUFFIX), tokens, doc_ends, str(idx_path))
+    return StackFile("megatron", (bin_path, idx_path), tokens, doc_ends, None, side)
 
 
 def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
@@ -662,8 +715,9 @@ def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
             token_size = int(tail)
         elif "|" in first:
             raise FormatError(f"{meta_path}: line 1 {first!r} should end with |2 or |4 (the token size)")
-    elif side is not None:
-        token_size = np.dtype(str(side.get("dtype"))).itemsize
+    elif side is not None and side.get("dtype") is not None:
+        token_size = np.dtype(str(side["dtype"])).itemsize
+    _check_dtype(side, side_path, np.dtype("<u2" if token_size == 2 else "<u4"), str(meta_path))
     size = _size(ds)
     if size % token_size:
         raise FormatError(f"{ds}: {size} bytes is not a whole number of {token_size}-byte tokens: it is truncated")
@@ -687,9 +741,10 @@ def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
         if _size(loss) != n_tokens:
             raise FormatError(f"{loss}: {_size(loss)} bytes, but {ds} holds {n_tokens} tokens (one loss byte each)")
         mask = _map(loss, "u1", n_tokens)
-    _check_sidecar(side, side_path, n_tokens, None if doc_ends is None else int(doc_ends.size))
+    tokens = _map(ds, dtype, n_tokens)
+    _check_sidecar(side, side_path, tokens, doc_ends, str(index if doc_ends is not None else meta_path))
     paths = tuple(p for p in (ds, index, loss, meta_path) if p.exists())
-    return StackFile("datatrove", paths, _map(ds, dtype, n_tokens), doc_ends, mask, side)
+    return StackFile("datatrove", paths, tokens, doc_ends, mask, side)
 
 
 def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
@@ -706,7 +761,7 @@ def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
     side = read_sidecar(side_path)
     doc_ends: npt.NDArray[np.int64] | None = None
     if side is not None:
-        _check_sidecar(side, side_path, n_tokens, None)
+        _check_sidecar(side, side_path, tokens, None, str(bin_path))
         bos, eos = side.get("bos"), side.get("eos")
         if isinstance(bos, int):
             found = np.flatnonzero(tokens == bos)
@@ -719,7 +774,7 @@ def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
             doc_ends = (np.flatnonzero(tokens == eos) + 1).astype(np.int64)
             if n_tokens and (not doc_ends.size or doc_ends[-1] != n_tokens):
                 raise FormatError(f"{bin_path}: does not end with the separator {eos} that {side_path} names")
-        _check_sidecar(side, side_path, n_tokens, None if doc_ends is None else int(doc_ends.size))
+        _check_sidecar(side, side_path, tokens, doc_ends, str(bin_path))
     paths = (bin_path, side_path) if side is not None else (bin_path,)
     return StackFile("nanogpt", paths, tokens, doc_ends, None, side)
 
