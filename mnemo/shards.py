@@ -292,6 +292,11 @@ def shard_headers(folder: str | os.PathLike[str], fingerprint: str | None = None
         if not path.is_file():
             raise InputError(f"{path}: missing; the shard directory is incomplete: tokenize again")
         h = read_tok_header(path)
+        if h.n_vocab != manifest.n_vocab or h.chat != manifest.chat:
+            raise FormatError(
+                f"{path}: a {'chat' if h.chat else 'documents'} file of {h.n_vocab} ids, but {MANIFEST_NAME} says "
+                f"{'chat' if manifest.chat else 'documents'} of {manifest.n_vocab} ids: tokenize again"
+            )
         if h.fingerprint != manifest.fingerprint or h.n_tokens != s.n_tokens or h.n_docs != s.n_docs:
             raise FormatError(
                 f"{path}: holds {h.n_tokens} tokens, {h.n_docs} documents (fingerprint {h.fingerprint}), "

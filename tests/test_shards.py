@@ -215,6 +215,8 @@ def test_a_shard_with_the_same_counts_but_other_tokens_is_refused_on_open(tok: T
         # the totals edited too: the inputs are no longer all read
         (lambda d: {**d, "shards": [], "documents": 0, "tokens": 0}, r"is read by none"),
         (lambda d: {**d, "shards": d["shards"][:2] + d["shards"][3:]}, r"holds|is named"),
+        (lambda d: {**d, "n_vocab": 70_000}, r"shard-000000\.tok: a documents file of \d+ ids, but manifest\.json says documents of 70000"),
+        (lambda d: {**d, "chat": True}, r"a documents file of \d+ ids, but manifest\.json says chat"),
     ],
 )
 def test_manifest_edits_are_refused(tok: Tokenizer, corpus: list[Path], tmp_path: Path, edit: object, match: str) -> None:
