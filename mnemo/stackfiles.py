@@ -22,6 +22,7 @@ import json
 import math
 import os
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -203,6 +204,16 @@ class _Part:
         os.fsync(self.file.fileno())
         self.file.close()
 
+    def checksum(self) -> int:
+        """The CRC-32 of what is written so far (read back: a header may have been written over
+        its placeholder)."""
+        self.file.flush()
+        crc = 0
+        with open(self.tmp, "rb") as f:
+            while block := f.read(1 << 22):
+                crc = zlib.crc32(block, crc)
+        return crc
+
     def discard(self) -> None:
         self.file.close()
         self.tmp.unlink(missing_ok=True)
@@ -236,6 +247,7 @@ class StackWriter:
         self.n_tokens = 0
         self.n_docs = 0
         self.parts: list[_Part] = []
+        self.index: _Part | None = None  # the part that says where documents end, if any
         self.dtype = np.dtype("<u2")
         # chat ids carry the vocabulary's mask bit (bit 15, or bit 31 from 32,768 ids: chat.py)
         self.maskbit = maskbit_for(n_vocab)
@@ -307,7 +319,9 @@ class StackWriter:
         """Write what is known only at the end (headers, indexes) into the parts."""
 
     def sidecar(self) -> dict[str, Any]:
-        return {
+        """The sidecar's fields; `index_crc32` (the CRC-32 of the whole index file, Megatron's
+        .idx or datatrove's .ds.index) only in formats with an index, once it is complete."""
+        side: dict[str, Any] = {
             "kind": SIDECAR_KIND,
             "version": SIDECAR_VERSION,
             "format": self.format,
@@ -320,6 +334,9 @@ class StackWriter:
             "eos": self.separators.eos,
             "chat": self.chat,
         }
+        if self.index is not None:
+            side["index_crc32"] = self.index.checksum()
+        return side
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc_type is not None:
@@ -398,7 +415,7 @@ class MegatronWriter(StackWriter):
 
     def _open(self) -> None:
         self.bin = self._part(self.paths[1])
-        self.idx = self._part(self.paths[2])
+        self.idx = self.index = self._part(self.paths[2])
         self.idx.write(b"\0" * MEGATRON_HEADER.size)  # filled in at the end
         # the .idx holds lengths, then pointers, then document indices: the last two wait in
         # scratch parts of their own (removed, never renamed) and are appended at the end
@@ -445,14 +462,14 @@ class DatatroveWriter(StackWriter):
 
     def _open(self) -> None:
         names = self.paths
-        self.index = self._part(names[1])
+        self.ds_index = self.index = self._part(names[1])
         self.loss = self._part(names[2]) if self.chat else None
         self.metadata = self._part(names[-2])
         self.ds = self._part(names[-1])
 
     def _write(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_] | None, lengths: npt.NDArray[np.int64]) -> None:
         self.ds.write(ids.astype(self.dtype).tobytes())
-        self.index.write((self.n_tokens + np.cumsum(lengths)).astype("<u8").tobytes())
+        self.ds_index.write((self.n_tokens + np.cumsum(lengths)).astype("<u8").tobytes())
         if self.loss is not None and mask is not None:
             self.loss.write(mask.astype(np.uint8).tobytes())
 
@@ -591,6 +608,9 @@ def read_sidecar(path: Path) -> dict[str, Any] | None:
         value = data.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise FormatError(f"{path}: {key!r} is {str(value)[:40]!r}, not a count or an id; delete it or write the files again")
+    crc = data.get("index_crc32")
+    if crc is not None and (not isinstance(crc, int) or isinstance(crc, bool) or not 0 <= crc < 1 << 32):
+        raise FormatError(f"{path}: 'index_crc32' is {str(crc)[:40]!r}, not a CRC-32; delete it or write the files again")
     dtype = data.get("dtype")
     if dtype is not None and dtype not in SIDECAR_DTYPES:
         raise FormatError(f"{path}: 'dtype' is {str(dtype)[:40]!r}, not one of {', '.join(SIDECAR_DTYPES)}")
@@ -617,6 +637,7 @@ def _check_sidecar(
     tokens: npt.NDArray[np.integer],
     doc_ends: npt.NDArray[np.int64] | None,
     index: str,
+    index_bytes: bytes | None = None,
 ) -> None:
     """The files against mnemo's sidecar `where`, which says what was written: the token type,
     the counts, and the separator each document starts (bos) or ends (eos) with -- so a changed
@@ -632,15 +653,32 @@ def _check_sidecar(
                 f"{where}: says {key} {side.get(key)!r}, but the files hold {actual}: it belongs to "
                 f"other files (written again by another tool?); delete it or write the set again"
             )
-    if doc_ends is None or not doc_ends.size:
-        return
+    if doc_ends is not None and doc_ends.size:
+        _check_separators(side, where, tokens, doc_ends, index)
+    # last: the checks above name what moved; this one catches what they cannot see (a set
+    # without separators, a changed byte that moves nothing)
+    crc = side.get("index_crc32")
+    if crc is not None and index_bytes is not None and zlib.crc32(index_bytes) != crc:
+        raise FormatError(
+            f"{index}: its CRC-32 is 0x{zlib.crc32(index_bytes):08x}, but {where} says 0x{crc:08x}: the index "
+            f"is damaged (or the sidecar belongs to other files); write the set again"
+        )
+
+
+def _check_separators(
+    side: dict[str, Any], where: Path, tokens: npt.NDArray[np.integer], doc_ends: npt.NDArray[np.int64], index: str
+) -> None:
+    """Every document `doc_ends` delimits starts with the sidecar's bos and ends with its eos,
+    where it names them."""
     starts = np.concatenate([[0], doc_ends[:-1]]).astype(np.int64)
     empty = doc_ends <= starts
     for key, at in (("bos", starts), ("eos", doc_ends - 1)):
         sep = side.get(key)
         if sep is None:
             continue
-        wrong = np.flatnonzero(empty | (tokens[np.where(empty, 0, at)] != sep))
+        ok = ~empty  # an empty document has no separator
+        ok[ok] = tokens[at[ok]] == sep
+        wrong = np.flatnonzero(~ok)
         if wrong.size:
             i = int(wrong[0])
             raise FormatError(
@@ -695,7 +733,7 @@ def read_megatron(path: str | os.PathLike[str]) -> StackFile:
     doc_ends = starts[doc_index[1:]].astype(np.int64)
     side = read_sidecar(_with(prefix, SIDECAR_SUFFIX))
     tokens = _map(bin_path, dtype, n_tokens)
-    _check_sidecar(side, _with(prefix, SIDECAR_SUFFIX), tokens, doc_ends, str(idx_path))
+    _check_sidecar(side, _with(prefix, SIDECAR_SUFFIX), tokens, doc_ends, str(idx_path), data)
     return StackFile("megatron", (bin_path, idx_path), tokens, doc_ends, None, side)
 
 
@@ -725,6 +763,7 @@ def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
     dtype = "<u2" if token_size == 2 else "<u4"
     doc_ends: npt.NDArray[np.int64] | None = None
     index = _with(ds, ".index")
+    raw: bytes | None = None
     if index.exists():
         raw = _read(index)
         if len(raw) % 8:
@@ -742,7 +781,7 @@ def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
             raise FormatError(f"{loss}: {_size(loss)} bytes, but {ds} holds {n_tokens} tokens (one loss byte each)")
         mask = _map(loss, "u1", n_tokens)
     tokens = _map(ds, dtype, n_tokens)
-    _check_sidecar(side, side_path, tokens, doc_ends, str(index if doc_ends is not None else meta_path))
+    _check_sidecar(side, side_path, tokens, doc_ends, str(index if doc_ends is not None else meta_path), raw)
     paths = tuple(p for p in (ds, index, loss, meta_path) if p.exists())
     return StackFile("datatrove", paths, tokens, doc_ends, mask, side)
 

@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import zlib
 import time
 from pathlib import Path
 from typing import Any
@@ -569,3 +570,28 @@ def test_a_hostile_sidecar_is_a_format_error(tok: Tokenizer, tmp_path: Path, edi
         read_stack_file(tmp_path / output, fmt)
     r = subprocess.run([MNEMO, "info", str(tmp_path / shown)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "Traceback" not in r.stderr and sidecar in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("fmt, output, index, sidecar", [("megatron", "out", "out.idx", "out.mnemo.json"),
+                                                         ("datatrove", "out", "out.ds.index", "out.ds.mnemo.json")])
+def test_an_index_without_separators_is_under_the_sidecars_crc(tok: Tokenizer, tmp_path: Path, fmt: str, output: str,
+                                                                index: str, sidecar: str) -> None:
+    """No bos/eos (a marker found the boundaries, and is gone): no separator to check a boundary
+    by, so the sidecar keeps the index's CRC-32, and a moved boundary is refused by it.  A sidecar
+    without the field (mnemo before it) still reads."""
+    src = _jsonl(tmp_path / "in.jsonl", [f"document {i}" for i in range(20)])
+    tokenize_files([src], tok, tmp_path / output, workers=1, format=fmt, bos=None, eos=None)
+    side = json.loads((tmp_path / sidecar).read_text())
+    assert side["bos"] is None and side["eos"] is None
+    assert side["index_crc32"] == zlib.crc32((tmp_path / index).read_bytes())
+    docs = [d.tolist() for d in read_stack_file(tmp_path / output, fmt).documents()]
+    assert docs == [tok.encode_ordinary(f"document {i}") for i in range(20)]
+    good = (tmp_path / index).read_bytes()
+    at = len(good) - 8 * 12 if fmt == "megatron" else 8 * 5  # a document index / a document end
+    _flip(tmp_path / index, at)
+    with pytest.raises(FormatError, match=rf"{index}: its CRC-32 is 0x[0-9a-f]{{8}}, but .*{sidecar} says"):
+        read_stack_file(tmp_path / output, fmt)
+    (tmp_path / index).write_bytes(good)
+    del side["index_crc32"]
+    (tmp_path / sidecar).write_text(json.dumps(side))
+    assert [d.tolist() for d in read_stack_file(tmp_path / output, fmt).documents()] == docs
