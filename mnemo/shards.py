@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError
-from mnemo.fileio import read_file, write_atomic
+from mnemo.fileio import CHECKSUM_KEY, json_checksum, read_file, write_atomic
 from mnemo.location import PathArg, location
 from mnemo.sources import Task
 from mnemo.tokfile import TOK_HEADER, Stamp, TokFile, TokHeader, map_tok_file, read_tok_header, verify_tok
@@ -114,6 +114,7 @@ class Manifest:
                 for s in self.shards
             ],
         }
+        doc[CHECKSUM_KEY] = json_checksum(doc)
         return (json.dumps(doc, indent=1) + "\n").encode("utf-8")
 
 
@@ -201,6 +202,12 @@ def read_manifest(folder: str | os.PathLike[str]) -> Manifest:
             if field(doc, key, int) != total:
                 raise bad(f"{key!r} is {doc[key]}, but its shards hold {total} (a shard entry removed or changed?)")
     _check_coverage(manifest, bad)
+    # last: the checks above name what an edit broke; this one catches the edits they cannot
+    # see (another text field in `run`, a count moved between shards, ...)
+    if version >= 2:
+        stored, actual = doc.get(CHECKSUM_KEY), json_checksum(doc)
+        if stored != actual:
+            raise bad(f"{CHECKSUM_KEY!r} is {_short(stored)}, but its content has CRC-32 {actual} (it was edited or damaged)")
     return manifest
 
 

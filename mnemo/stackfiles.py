@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, FormatError, InputError
+from mnemo.fileio import CHECKSUM_KEY, json_checksum
 from mnemo.constants import VOCAB16, maskbit_for
 from mnemo.location import Location, PathArg, location
 from mnemo.tokfile import TokWriter
@@ -336,6 +337,7 @@ class StackWriter:
         }
         if self.index is not None:
             side["index_crc32"] = self.index.checksum()
+        side[CHECKSUM_KEY] = json_checksum(side)
         return side
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -614,6 +616,13 @@ def read_sidecar(path: Path) -> dict[str, Any] | None:
     dtype = data.get("dtype")
     if dtype is not None and dtype not in SIDECAR_DTYPES:
         raise FormatError(f"{path}: 'dtype' is {str(dtype)[:40]!r}, not one of {', '.join(SIDECAR_DTYPES)}")
+    # optional (mnemo before it wrote none): every field under a checksum, the fingerprint
+    # included, which no file of the set can check
+    if CHECKSUM_KEY in data and data[CHECKSUM_KEY] != json_checksum(data):
+        raise FormatError(
+            f"{path}: {CHECKSUM_KEY!r} is {repr(data[CHECKSUM_KEY])[:40]}, but its content has CRC-32 "
+            f"{json_checksum(data)} (it was edited or damaged); delete it or write the files again"
+        )
     return data
 
 

@@ -63,6 +63,14 @@ def _write_dir(tok: Tokenizer, folder: Path, inputs: list[Path], shard_bytes: in
     return manifest
 
 
+def _save_edited(folder: Path, doc: dict[str, object]) -> None:
+    """An edited manifest with its checksum made to match (as a careful editor, or another
+    tool, would): the checks behind the checksum are what a test reaches."""
+    from mnemo.fileio import json_checksum
+
+    (folder / MANIFEST_NAME).write_text(json.dumps({**doc, "checksum": json_checksum(doc)}))
+
+
 @pytest.fixture
 def corpus(tmp_path: Path) -> list[Path]:
     paths = []
@@ -202,7 +210,7 @@ def test_a_shard_with_the_same_counts_but_other_tokens_is_refused_on_open(tok: T
     doc = json.loads((d / MANIFEST_NAME).read_text())
     assert [s["crc32"] for s in doc["shards"]] == [s.crc for s in manifest.shards] and min(s.crc for s in manifest.shards) >= 0
     doc["shards"][2]["crc32"] ^= 1
-    (d / MANIFEST_NAME).write_text(json.dumps(doc))
+    _save_edited(d, doc)
     with pytest.raises(FormatError, match=f"{shard_name(2)}: its tokens' CRC-32 .* is not what the manifest says"):
         mnemo.open_tok(d, tok)
 
@@ -224,7 +232,7 @@ def test_manifest_edits_are_refused(tok: Tokenizer, corpus: list[Path], tmp_path
     d = tmp_path / "d"
     _write_dir(tok, d, corpus, 4096)
     doc = json.loads((d / MANIFEST_NAME).read_text())
-    (d / MANIFEST_NAME).write_text(json.dumps(edit(doc)))  # type: ignore[operator]
+    _save_edited(d, edit(doc))  # type: ignore[operator]
     with pytest.raises(FormatError, match=match):
         mnemo.open_tok(d, tok)
 
@@ -237,7 +245,7 @@ def test_last_shard_removed_with_its_totals_is_refused(tok: Tokenizer, corpus: l
     last = doc["shards"].pop()
     doc["documents"] -= last["documents"]
     doc["tokens"] -= last["tokens"]
-    (d / MANIFEST_NAME).write_text(json.dumps(doc))
+    _save_edited(d, doc)
     with pytest.raises(FormatError, match=r"do not read all of .*in1\.jsonl"):
         mnemo.open_tok(d, tok)
 
@@ -278,3 +286,23 @@ def test_version_1_manifest_still_opens(tok: Tokenizer, corpus: list[Path], tmp_
     (d / MANIFEST_NAME).write_text(json.dumps(doc))
     assert read_manifest(d).shards[0].crc == -1
     assert mnemo.open_tok(d, tok).header.n_docs == manifest.n_docs
+
+
+def test_every_field_of_the_manifest_is_under_its_checksum(tok: Tokenizer, corpus: list[Path], tmp_path: Path) -> None:
+    """An edit no other check can see -- another text field in `run` (a resumed run would keep
+    shards encoded from another field), or documents moved between two shards' counts -- is
+    refused by the manifest's checksum (docs/formats.md: canonical JSON's CRC-32)."""
+    from mnemo.fileio import json_checksum
+
+    d = tmp_path / "d"
+    _write_dir(tok, d, corpus, 4096)
+    doc = json.loads((d / MANIFEST_NAME).read_text())
+    assert doc["checksum"] == json_checksum(doc)
+    for edit in ({**doc, "run": {**doc["run"], "text_field": "body"}},
+                 {**doc, "shards": [{**doc["shards"][0], "documents": doc["shards"][0]["documents"] + 1},
+                                    {**doc["shards"][1], "documents": doc["shards"][1]["documents"] - 1}, *doc["shards"][2:]]}):
+        (d / MANIFEST_NAME).write_text(json.dumps(edit, indent=2))
+        with pytest.raises(FormatError, match=r"'checksum' is \d+, but its content has CRC-32 \d+ \(it was edited or damaged\)"):
+            read_manifest(d)
+    (d / MANIFEST_NAME).write_text(json.dumps(doc))  # indented otherwise, the same content: read
+    assert read_manifest(d).n_docs == 800

@@ -592,6 +592,22 @@ def test_an_index_without_separators_is_under_the_sidecars_crc(tok: Tokenizer, t
     with pytest.raises(FormatError, match=rf"{index}: its CRC-32 is 0x[0-9a-f]{{8}}, but .*{sidecar} says"):
         read_stack_file(tmp_path / output, fmt)
     (tmp_path / index).write_bytes(good)
-    del side["index_crc32"]
+    del side["index_crc32"], side["checksum"]  # as mnemo wrote sidecars before either
     (tmp_path / sidecar).write_text(json.dumps(side))
     assert [d.tolist() for d in read_stack_file(tmp_path / output, fmt).documents()] == docs
+
+
+@pytest.mark.parametrize("fmt, output, sidecar", [("megatron", "out", "out.mnemo.json"), ("datatrove", "out", "out.ds.mnemo.json"),
+                                                  ("nanogpt", "out.bin", "out.bin.mnemo.json")])
+def test_every_field_of_the_sidecar_is_under_its_checksum(tok: Tokenizer, tmp_path: Path, fmt: str, output: str, sidecar: str) -> None:
+    """The fingerprint (which no file of the set can check) changed by one digit: `mnemo info`
+    showed it as the tokenizer that wrote the set.  Now the sidecar's checksum refuses it."""
+    src = _jsonl(tmp_path / "in.jsonl", DOCS)
+    tokenize_files([src], tok, tmp_path / output, workers=1, format=fmt, bos="<|bos|>")
+    path = tmp_path / sidecar
+    side = json.loads(path.read_text())
+    fp = side["fingerprint"]
+    side["fingerprint"] = ("1" if fp[0] == "0" else "0") + fp[1:]
+    path.write_text(json.dumps(side, indent=1))
+    with pytest.raises(FormatError, match=rf"{sidecar}: 'checksum' is \d+, but its content has CRC-32 \d+ \(it was edited or damaged\)"):
+        read_stack_file(tmp_path / output, fmt)
