@@ -306,3 +306,17 @@ def test_every_field_of_the_manifest_is_under_its_checksum(tok: Tokenizer, corpu
             read_manifest(d)
     (d / MANIFEST_NAME).write_text(json.dumps(doc))  # indented otherwise, the same content: read
     assert read_manifest(d).n_docs == 800
+
+
+def test_a_parquet_input_of_no_row_groups_is_read_by_no_shard(tok: Tokenizer, corpus: list[Path], tmp_path: Path) -> None:
+    """A Parquet file with no row group (a writer closed with nothing written) makes no task:
+    the manifest's coverage check must not take it for a deleted shard entry."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    empty = tmp_path / "empty.parquet"
+    pq.ParquetWriter(empty, pa.schema([("text", pa.string())])).close()
+    assert pq.ParquetFile(empty).num_row_groups == 0
+    manifest = _write_dir(tok, tmp_path / "d", [empty, *corpus], 4096)
+    assert manifest.run["inputs"][0][0] == str(empty)  # type: ignore[index]
+    assert mnemo.open_tok(tmp_path / "d", tok).header.n_docs == 800
