@@ -218,35 +218,33 @@ def _short(value: object) -> str:
 
 
 def _check_coverage(manifest: Manifest, bad: Any) -> None:
-    """The shards' tasks read every input of `run`, each whole once, in order: bytes 0 to its
-    size in contiguous ranges, or row groups 0, 1, ..., or the whole file in one task."""
-    sizes = {path: size for path, size, _ in manifest.run["inputs"]}
-    order: list[str] = []
-    pieces: dict[str, list[Task]] = {}
-    for s in manifest.shards:
-        for t in s.tasks:
-            if t.path not in sizes:
-                raise bad(f"{s.name} reads {t.path!r}, which is not among the run's inputs")
-            if t.path not in pieces:
-                order.append(t.path)
-                pieces[t.path] = []
-            pieces[t.path].append(t)
-    # a Parquet file of no row groups is the one input that makes no task (plan_tasks)
-    missing = [p for p in sizes if p not in pieces and kind_of(p) != "parquet"]
-    if missing:
-        raise bad(f"the shards do not read all the run's inputs ({missing[0]!r} is read by none)")
-    if order != [p for p in sizes if p in pieces]:
-        raise bad("the shards do not read the run's inputs in order")
-    for path, tasks in pieces.items():
-        if len(tasks) == 1 and tasks[0].start == 0 and tasks[0].end == -1 and tasks[0].row_group == -1:
+    """The shards' tasks, in order, read each input of `run` (an input given twice: twice) once
+    and whole: the whole file in one task, or bytes 0 to its size in contiguous ranges, or row
+    groups 0, 1, ...  Only a Parquet file of no row groups makes no task (plan_tasks)."""
+    tasks = [t for s in manifest.shards for t in s.tasks]
+    j = 0
+    for path, size, _ in manifest.run["inputs"]:
+        if j >= len(tasks) or tasks[j].path != path:
+            if kind_of(path) != "parquet":
+                raise bad(f"the shards do not read all the run's inputs ({path!r} is read by none)")
             continue
-        if all(t.row_group >= 0 for t in tasks):
-            ok = [t.row_group for t in tasks] == list(range(len(tasks)))
+        first = tasks[j]
+        if first.row_group >= 0:
+            group = 0
+            while j < len(tasks) and tasks[j].path == path and tasks[j].row_group == group:
+                j, group = j + 1, group + 1
+        elif first.end == -1:
+            j += 1
         else:
-            ends = [0] + [t.end for t in tasks]
-            ok = all(t.end > t.start == ends[i] for i, t in enumerate(tasks)) and ends[-1] == sizes[path]
-        if not ok:
-            raise bad(f"the shards' tasks do not read all of {path!r} once, in order (a shard entry removed or changed?)")
+            at = 0
+            while j < len(tasks) and tasks[j].path == path and tasks[j].row_group == -1 and tasks[j].end > tasks[j].start == at:
+                at = tasks[j].end
+                j += 1
+            if at != size:
+                raise bad(f"the shards' tasks do not read all of {path!r} once, in order (a shard entry removed or changed?)")
+    if j != len(tasks):
+        raise bad(f"the shards' task {_short(tasks[j].describe())} is not the next piece of the run's inputs "
+                  f"(a shard entry removed or changed?)")
 
 
 # ---- writing ----------------------------------------------------------------------------------------
