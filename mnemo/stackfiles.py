@@ -296,6 +296,17 @@ class StackWriter:
                 raise InputError(f"{self.where}: token id {bad} is not an id of a {self.n_vocab}-id vocabulary")
         lengths = self._lengths(arr, n_docs)
         marker = self.separators.marker
+        if marker is None:
+            # the sidecar will say every document starts with bos / ends with eos, and the
+            # readers check it: ids that do not are the caller's, refused here
+            wrong = separator_mismatch(arr, np.cumsum(lengths), self.separators.bos, self.separators.eos)
+            if wrong is not None:
+                i, key, _, _ = wrong
+                raise InputError(
+                    f"{self.where}: document {i} of {len(lengths)} written here does not "
+                    f"{'start' if key == 'bos' else 'end'} with the {key} token {getattr(self.separators, key)} "
+                    f"this set was opened with: add it to each document, or open the writer without it"
+                )
         if marker is not None and arr.size:
             keep = arr != marker
             arr = arr[keep]
@@ -679,10 +690,26 @@ def _check_separators(
 ) -> None:
     """Every document `doc_ends` delimits starts with the sidecar's bos and ends with its eos,
     where it names them."""
+    wrong = separator_mismatch(tokens, doc_ends, side.get("bos"), side.get("eos"))
+    if wrong is not None:
+        i, key, start, end = wrong
+        raise FormatError(
+            f"{index}: document {i} (tokens {start} to {end}) does not {'start' if key == 'bos' else 'end'} "
+            f"with {key} {side.get(key)}, as {where} says every document does: the index is damaged; write the set again"
+        )
+
+
+def separator_mismatch(
+    tokens: npt.NDArray[np.integer], doc_ends: npt.NDArray[np.int64], bos: int | None, eos: int | None
+) -> tuple[int, str, int, int] | None:
+    """The first document (index, "bos" or "eos", its start and end) of those `doc_ends`
+    delimits in `tokens` that does not start with `bos` or end with `eos` (each when not None),
+    or None.  The writers check what they are given by this, and the readers what they read."""
+    if not doc_ends.size:
+        return None
     starts = np.concatenate([[0], doc_ends[:-1]]).astype(np.int64)
     empty = doc_ends <= starts
-    for key, at in (("bos", starts), ("eos", doc_ends - 1)):
-        sep = side.get(key)
+    for key, sep, at in (("bos", bos, starts), ("eos", eos, doc_ends - 1)):
         if sep is None:
             continue
         ok = ~empty  # an empty document has no separator
@@ -690,11 +717,8 @@ def _check_separators(
         wrong = np.flatnonzero(~ok)
         if wrong.size:
             i = int(wrong[0])
-            raise FormatError(
-                f"{index}: document {i} (tokens {int(starts[i])} to {int(doc_ends[i])}) does not "
-                f"{'start' if key == 'bos' else 'end'} with {key} {sep}, as {where} says every document does: "
-                f"the index is damaged; write the set again"
-            )
+            return i, key, int(starts[i]), int(doc_ends[i])
+    return None
 
 
 def read_megatron(path: str | os.PathLike[str]) -> StackFile:

@@ -611,3 +611,18 @@ def test_every_field_of_the_sidecar_is_under_its_checksum(tok: Tokenizer, tmp_pa
     path.write_text(json.dumps(side, indent=1))
     with pytest.raises(FormatError, match=rf"{sidecar}: 'checksum' is \d+, but its content has CRC-32 \d+ \(it was edited or damaged\)"):
         read_stack_file(tmp_path / output, fmt)
+
+
+@pytest.mark.parametrize("cls", [MegatronWriter, DatatroveWriter])
+def test_a_writer_refuses_documents_without_its_separators(cls: Any, tmp_path: Path) -> None:
+    """The sidecar says every document ends with eos (or starts with bos) and the readers now
+    check it: a document handed to write_doc without it was written, then the set was refused
+    on read.  The writer refuses it instead, and leaves no file."""
+    with pytest.raises(InputError, match=r"document 0 of 1 written here does not end with the eos token 999"):
+        with cls(tmp_path / "x", n_vocab=1000, separators=Separators(eos=999)) as w:
+            w.write_doc([1, 999])
+            w.write_doc([1, 2])
+    with pytest.raises(InputError, match=r"document 0 of 2 written here does not end with the eos token 7"):
+        with cls(tmp_path / "y", n_vocab=1000, separators=Separators(bos=7, eos=7)) as w:
+            w.write([7, 1, 7, 2, 7, 7], 2)  # the same token both sides: documents [7 1 7 2] [7 7]
+    assert _leftovers(tmp_path, set()) == []
