@@ -273,6 +273,11 @@ def test_hostile_manifest_is_a_format_error(tok: Tokenizer, corpus: list[Path], 
             call()
     r = subprocess.run([MNEMO, "info", str(d)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "Traceback" not in r.stderr and MANIFEST_NAME in r.stderr, r.stderr
+    # a resumed run reads the manifest before it connects to a cluster: no Ray is reached here
+    tok.save(tmp_path / "tok.bin")
+    r = subprocess.run([MNEMO, "tokenize", str(corpus[0]), "-t", str(tmp_path / "tok.bin"), "-o", str(d), "--ray", "127.0.0.1:1", "-q"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and f"{MANIFEST_NAME}: " in r.stderr, r.stderr
 
 
 def test_version_1_manifest_still_opens(tok: Tokenizer, corpus: list[Path], tmp_path: Path) -> None:
