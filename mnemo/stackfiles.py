@@ -22,6 +22,7 @@ import json
 import math
 import os
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.errors import ConfigError, FormatError, InputError
+from mnemo.fileio import CHECKSUM_KEY, json_checksum
 from mnemo.constants import VOCAB16, maskbit_for
 from mnemo.location import Location, PathArg, location
 from mnemo.tokfile import TokWriter
@@ -203,6 +205,16 @@ class _Part:
         os.fsync(self.file.fileno())
         self.file.close()
 
+    def checksum(self) -> int:
+        """The CRC-32 of what is written so far (read back: a header may have been written over
+        its placeholder)."""
+        self.file.flush()
+        crc = 0
+        with open(self.tmp, "rb") as f:
+            while block := f.read(1 << 22):
+                crc = zlib.crc32(block, crc)
+        return crc
+
     def discard(self) -> None:
         self.file.close()
         self.tmp.unlink(missing_ok=True)
@@ -236,6 +248,7 @@ class StackWriter:
         self.n_tokens = 0
         self.n_docs = 0
         self.parts: list[_Part] = []
+        self.index: _Part | None = None  # the part that says where documents end, if any
         self.dtype = np.dtype("<u2")
         # chat ids carry the vocabulary's mask bit (bit 15, or bit 31 from 32,768 ids: chat.py)
         self.maskbit = maskbit_for(n_vocab)
@@ -283,6 +296,17 @@ class StackWriter:
                 raise InputError(f"{self.where}: token id {bad} is not an id of a {self.n_vocab}-id vocabulary")
         lengths = self._lengths(arr, n_docs)
         marker = self.separators.marker
+        if marker is None:
+            # the sidecar will say every document starts with bos / ends with eos, and the
+            # readers check it: ids that do not are the caller's, refused here
+            wrong = separator_mismatch(arr, np.cumsum(lengths), self.separators.bos, self.separators.eos)
+            if wrong is not None:
+                i, key, _, _ = wrong
+                raise InputError(
+                    f"{self.where}: document {i} of {len(lengths)} written here does not "
+                    f"{'start' if key == 'bos' else 'end'} with the {key} token {getattr(self.separators, key)} "
+                    f"this set was opened with: add it to each document, or open the writer without it"
+                )
         if marker is not None and arr.size:
             keep = arr != marker
             arr = arr[keep]
@@ -307,7 +331,9 @@ class StackWriter:
         """Write what is known only at the end (headers, indexes) into the parts."""
 
     def sidecar(self) -> dict[str, Any]:
-        return {
+        """The sidecar's fields; `index_crc32` (the CRC-32 of the whole index file, Megatron's
+        .idx or datatrove's .ds.index) only in formats with an index, once it is complete."""
+        side: dict[str, Any] = {
             "kind": SIDECAR_KIND,
             "version": SIDECAR_VERSION,
             "format": self.format,
@@ -320,6 +346,10 @@ class StackWriter:
             "eos": self.separators.eos,
             "chat": self.chat,
         }
+        if self.index is not None:
+            side["index_crc32"] = self.index.checksum()
+        side[CHECKSUM_KEY] = json_checksum(side)
+        return side
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc_type is not None:
@@ -398,7 +428,7 @@ class MegatronWriter(StackWriter):
 
     def _open(self) -> None:
         self.bin = self._part(self.paths[1])
-        self.idx = self._part(self.paths[2])
+        self.idx = self.index = self._part(self.paths[2])
         self.idx.write(b"\0" * MEGATRON_HEADER.size)  # filled in at the end
         # the .idx holds lengths, then pointers, then document indices: the last two wait in
         # scratch parts of their own (removed, never renamed) and are appended at the end
@@ -445,14 +475,14 @@ class DatatroveWriter(StackWriter):
 
     def _open(self) -> None:
         names = self.paths
-        self.index = self._part(names[1])
+        self.ds_index = self.index = self._part(names[1])
         self.loss = self._part(names[2]) if self.chat else None
         self.metadata = self._part(names[-2])
         self.ds = self._part(names[-1])
 
     def _write(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_] | None, lengths: npt.NDArray[np.int64]) -> None:
         self.ds.write(ids.astype(self.dtype).tobytes())
-        self.index.write((self.n_tokens + np.cumsum(lengths)).astype("<u8").tobytes())
+        self.ds_index.write((self.n_tokens + np.cumsum(lengths)).astype("<u8").tobytes())
         if self.loss is not None and mask is not None:
             self.loss.write(mask.astype(np.uint8).tobytes())
 
@@ -573,29 +603,122 @@ def _read(path: Path) -> bytes:
 
 
 def read_sidecar(path: Path) -> dict[str, Any] | None:
-    """mnemo's sidecar of a set (its name), or None when there is none."""
+    """mnemo's sidecar of a set (its name), or None when there is none; each field it has is
+    of its type (FormatError naming the file and the field otherwise)."""
     if not path.exists():
         return None
     try:
         data = json.loads(_read(path))
     except ValueError as exc:
         raise FormatError(f"{path}: not valid JSON ({exc}); delete it or write the files again") from None
+    except RecursionError:  # json.loads recurses once per level: '[' * 100000
+        raise FormatError(f"{path}: not valid JSON (nested too deeply); delete it or write the files again") from None
     if not isinstance(data, dict) or data.get("kind") != SIDECAR_KIND:
         raise FormatError(f"{path}: not a mnemo sidecar (no \"kind\": {SIDECAR_KIND!r})")
     if data.get("version") != SIDECAR_VERSION:
-        raise FormatError(f"{path}: sidecar version {data.get('version')!r} is not supported (this mnemo reads {SIDECAR_VERSION})")
+        raise FormatError(f"{path}: sidecar version {str(data.get('version'))[:40]!r} is not supported (this mnemo reads {SIDECAR_VERSION})")
+    for key in ("n_vocab", "n_tokens", "n_docs", "bos", "eos"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise FormatError(f"{path}: {key!r} is {str(value)[:40]!r}, not a count or an id; delete it or write the files again")
+    crc = data.get("index_crc32")
+    if crc is not None and (not isinstance(crc, int) or isinstance(crc, bool) or not 0 <= crc < 1 << 32):
+        raise FormatError(f"{path}: 'index_crc32' is {str(crc)[:40]!r}, not a CRC-32; delete it or write the files again")
+    dtype = data.get("dtype")
+    if dtype is not None and dtype not in SIDECAR_DTYPES:
+        raise FormatError(f"{path}: 'dtype' is {str(dtype)[:40]!r}, not one of {', '.join(SIDECAR_DTYPES)}")
+    # optional (mnemo before it wrote none): every field under a checksum, the fingerprint
+    # included, which no file of the set can check
+    if CHECKSUM_KEY in data and data[CHECKSUM_KEY] != json_checksum(data):
+        raise FormatError(
+            f"{path}: {CHECKSUM_KEY!r} is {repr(data[CHECKSUM_KEY])[:40]}, but its content has CRC-32 "
+            f"{json_checksum(data)} (it was edited or damaged); delete it or write the files again"
+        )
     return data
 
 
-def _check_sidecar(side: dict[str, Any] | None, where: Path, n_tokens: int, n_docs: int | None) -> None:
+#: The token types mnemo's writers use, by numpy's name (the sidecar's "dtype").
+SIDECAR_DTYPES: Final = ("uint16", "uint32", "int32")
+
+
+def _check_dtype(side: dict[str, Any] | None, where: Path, dtype: np.dtype[Any], index: str) -> None:
+    """The token type the files say (`index`: where) against the one the sidecar `where` says."""
+    said = None if side is None else side.get("dtype")
+    if said is not None and said != dtype.name:
+        raise FormatError(
+            f"{index}: holds {dtype.name} tokens, but {where} says {said}: the file is damaged "
+            f"(or the sidecar belongs to other files); write the set again"
+        )
+
+
+def _check_sidecar(
+    side: dict[str, Any] | None,
+    where: Path,
+    tokens: npt.NDArray[np.integer],
+    doc_ends: npt.NDArray[np.int64] | None,
+    index: str,
+    index_bytes: bytes | None = None,
+) -> None:
+    """The files against mnemo's sidecar `where`, which says what was written: the token type,
+    the counts, and the separator each document starts (bos) or ends (eos) with -- so a changed
+    dtype code or a moved boundary in `index` (the file that says them) is an error, not other
+    ids or other documents (issue 28, item 5)."""
     if side is None:
         return
-    for key, actual in (("n_tokens", n_tokens), ("n_docs", n_docs)):
+    _check_dtype(side, where, tokens.dtype, index)
+    n_docs = None if doc_ends is None else int(doc_ends.size)
+    for key, actual in (("n_tokens", int(tokens.size)), ("n_docs", n_docs)):
         if actual is not None and side.get(key) != actual:
             raise FormatError(
                 f"{where}: says {key} {side.get(key)!r}, but the files hold {actual}: it belongs to "
                 f"other files (written again by another tool?); delete it or write the set again"
             )
+    if doc_ends is not None and doc_ends.size:
+        _check_separators(side, where, tokens, doc_ends, index)
+    # last: the checks above name what moved; this one catches what they cannot see (a set
+    # without separators, a changed byte that moves nothing)
+    crc = side.get("index_crc32")
+    if crc is not None and index_bytes is not None and zlib.crc32(index_bytes) != crc:
+        raise FormatError(
+            f"{index}: its CRC-32 is 0x{zlib.crc32(index_bytes):08x}, but {where} says 0x{crc:08x}: the index "
+            f"is damaged (or the sidecar belongs to other files); write the set again"
+        )
+
+
+def _check_separators(
+    side: dict[str, Any], where: Path, tokens: npt.NDArray[np.integer], doc_ends: npt.NDArray[np.int64], index: str
+) -> None:
+    """Every document `doc_ends` delimits starts with the sidecar's bos and ends with its eos,
+    where it names them."""
+    wrong = separator_mismatch(tokens, doc_ends, side.get("bos"), side.get("eos"))
+    if wrong is not None:
+        i, key, start, end = wrong
+        raise FormatError(
+            f"{index}: document {i} (tokens {start} to {end}) does not {'start' if key == 'bos' else 'end'} "
+            f"with {key} {side.get(key)}, as {where} says every document does: the index is damaged; write the set again"
+        )
+
+
+def separator_mismatch(
+    tokens: npt.NDArray[np.integer], doc_ends: npt.NDArray[np.int64], bos: int | None, eos: int | None
+) -> tuple[int, str, int, int] | None:
+    """The first document (index, "bos" or "eos", its start and end) of those `doc_ends`
+    delimits in `tokens` that does not start with `bos` or end with `eos` (each when not None),
+    or None.  The writers check what they are given by this, and the readers what they read."""
+    if not doc_ends.size:
+        return None
+    starts = np.concatenate([[0], doc_ends[:-1]]).astype(np.int64)
+    empty = doc_ends <= starts
+    for key, sep, at in (("bos", bos, starts), ("eos", eos, doc_ends - 1)):
+        if sep is None:
+            continue
+        ok = ~empty  # an empty document has no separator
+        ok[ok] = tokens[at[ok]] == sep
+        wrong = np.flatnonzero(~ok)
+        if wrong.size:
+            i = int(wrong[0])
+            return i, key, int(starts[i]), int(doc_ends[i])
+    return None
 
 
 def read_megatron(path: str | os.PathLike[str]) -> StackFile:
@@ -642,8 +765,9 @@ def read_megatron(path: str | os.PathLike[str]) -> StackFile:
                           f"it is truncated or belongs to another index")
     doc_ends = starts[doc_index[1:]].astype(np.int64)
     side = read_sidecar(_with(prefix, SIDECAR_SUFFIX))
-    _check_sidecar(side, _with(prefix, SIDECAR_SUFFIX), n_tokens, int(doc_ends.size))
-    return StackFile("megatron", (bin_path, idx_path), _map(bin_path, dtype, n_tokens), doc_ends, None, side)
+    tokens = _map(bin_path, dtype, n_tokens)
+    _check_sidecar(side, _with(prefix, SIDECAR_SUFFIX), tokens, doc_ends, str(idx_path), data)
+    return StackFile("megatron", (bin_path, idx_path), tokens, doc_ends, None, side)
 
 
 def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
@@ -662,8 +786,9 @@ def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
             token_size = int(tail)
         elif "|" in first:
             raise FormatError(f"{meta_path}: line 1 {first!r} should end with |2 or |4 (the token size)")
-    elif side is not None:
-        token_size = np.dtype(str(side.get("dtype"))).itemsize
+    elif side is not None and side.get("dtype") is not None:
+        token_size = np.dtype(str(side["dtype"])).itemsize
+    _check_dtype(side, side_path, np.dtype("<u2" if token_size == 2 else "<u4"), str(meta_path))
     size = _size(ds)
     if size % token_size:
         raise FormatError(f"{ds}: {size} bytes is not a whole number of {token_size}-byte tokens: it is truncated")
@@ -671,6 +796,7 @@ def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
     dtype = "<u2" if token_size == 2 else "<u4"
     doc_ends: npt.NDArray[np.int64] | None = None
     index = _with(ds, ".index")
+    raw: bytes | None = None
     if index.exists():
         raw = _read(index)
         if len(raw) % 8:
@@ -687,9 +813,10 @@ def read_datatrove(path: str | os.PathLike[str]) -> StackFile:
         if _size(loss) != n_tokens:
             raise FormatError(f"{loss}: {_size(loss)} bytes, but {ds} holds {n_tokens} tokens (one loss byte each)")
         mask = _map(loss, "u1", n_tokens)
-    _check_sidecar(side, side_path, n_tokens, None if doc_ends is None else int(doc_ends.size))
+    tokens = _map(ds, dtype, n_tokens)
+    _check_sidecar(side, side_path, tokens, doc_ends, str(index if doc_ends is not None else meta_path), raw)
     paths = tuple(p for p in (ds, index, loss, meta_path) if p.exists())
-    return StackFile("datatrove", paths, _map(ds, dtype, n_tokens), doc_ends, mask, side)
+    return StackFile("datatrove", paths, tokens, doc_ends, mask, side)
 
 
 def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
@@ -706,7 +833,7 @@ def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
     side = read_sidecar(side_path)
     doc_ends: npt.NDArray[np.int64] | None = None
     if side is not None:
-        _check_sidecar(side, side_path, n_tokens, None)
+        _check_sidecar(side, side_path, tokens, None, str(bin_path))
         bos, eos = side.get("bos"), side.get("eos")
         if isinstance(bos, int):
             found = np.flatnonzero(tokens == bos)
@@ -719,7 +846,7 @@ def read_nanogpt(path: str | os.PathLike[str]) -> StackFile:
             doc_ends = (np.flatnonzero(tokens == eos) + 1).astype(np.int64)
             if n_tokens and (not doc_ends.size or doc_ends[-1] != n_tokens):
                 raise FormatError(f"{bin_path}: does not end with the separator {eos} that {side_path} names")
-        _check_sidecar(side, side_path, n_tokens, None if doc_ends is None else int(doc_ends.size))
+        _check_sidecar(side, side_path, tokens, doc_ends, str(bin_path))
     paths = (bin_path, side_path) if side is not None else (bin_path,)
     return StackFile("nanogpt", paths, tokens, doc_ends, None, side)
 

@@ -52,7 +52,7 @@ from mnemo.sources import (
 )
 from mnemo import shards as sh
 from mnemo.stackfiles import open_writer, output_locations
-from mnemo.tokfile import TokWriter
+from mnemo.tokfile import TokHeader, TokWriter
 from mnemo.tokenizer import Tokenizer
 from mnemo.work import Progress, map_ordered, setup_of, shared_executor
 from mnemo.work_ray import RayOptions, absolute_inputs, check_ray_option, ray_executor, shared_paths
@@ -407,15 +407,18 @@ class ShardSettings:
     eos: int | None
 
 
-def write_shard(settings: ShardSettings, tok: Tokenizer, job: tuple[str, Sequence[Task]]) -> tuple[str, int, int, int]:
+def write_shard(
+    settings: ShardSettings, tok: Tokenizer, job: tuple[str, Sequence[Task], int]
+) -> tuple[str, int, int, int, int]:
     """The shard map (work.py: fn(state, task), the state a tokenizer): encode the tasks of `job`
-    (path, tasks) into the .tok `path`, through a temporary name renamed when complete; (its
-    name, documents, tokens, text bytes).  Runs where the task runs."""
-    path, tasks = job
+    (path, tasks, origin: shards.shard_origin) into the .tok `path`, through a temporary name
+    renamed when complete; (its name, documents, tokens, text bytes, tokens' CRC-32).  Runs
+    where the task runs."""
+    path, tasks, origin = job
     specials = list(tok.special_tokens)
     chat = settings.chat
     n_bytes = 0
-    with TokWriter(path, tok, chat=chat) as writer:
+    with TokWriter(path, tok, chat=chat, origin=origin) as writer:
         for task in tasks:
             docs_iter: Iterator[bytes]
             if chat:
@@ -432,7 +435,7 @@ def write_shard(settings: ShardSettings, tok: Tokenizer, job: tuple[str, Sequenc
             if block:
                 writer.write(encode_block(tok, block, chat, settings.bos, settings.eos), len(block))
                 n_bytes += sum(len(d) for d in block)
-    return Path(path).name, writer.n_docs, writer.n_tokens, n_bytes
+    return Path(path).name, writer.n_docs, writer.n_tokens, n_bytes, writer.data_crc
 
 
 # ---- tokenizing on Ray: one shard per task (mnemo/shards.py has the directory's format) ----
@@ -476,16 +479,17 @@ def tokenize_on_ray(
     shards = [sh.Shard(sh.shard_name(i), group) for i, group in enumerate(groups)]
     kept = _resume(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), False))
     stats = TokenizeStats(n_shards=len(shards), n_skipped_shards=len(kept))
-    for n_docs, n_tokens in kept.values():
-        stats.n_docs += n_docs
-        stats.n_tokens += n_tokens
-    shards = [sh.Shard(s.name, s.tasks, *kept[s.name]) if s.name in kept else s for s in shards]
+    for h in kept.values():
+        stats.n_docs += h.n_docs
+        stats.n_tokens += h.n_tokens
+    shards = [sh.Shard(s.name, s.tasks, kept[s.name].n_docs, kept[s.name].n_tokens, kept[s.name].data_crc) if s.name in kept else s
+              for s in shards]
     index = {s.name: i for i, s in enumerate(shards)}
 
-    def record(result: tuple[str, int, int, int]) -> None:
-        name, n_docs, n_tokens, n_bytes = result
+    def record(result: tuple[str, int, int, int, int]) -> None:
+        name, n_docs, n_tokens, n_bytes, crc = result
         i = index[name]
-        shards[i] = sh.Shard(name, shards[i].tasks, n_docs, n_tokens)
+        shards[i] = sh.Shard(name, shards[i].tasks, n_docs, n_tokens, crc)
         stats.n_docs += n_docs
         stats.n_tokens += n_tokens
         stats.n_bytes += n_bytes
@@ -498,7 +502,7 @@ def tokenize_on_ray(
         sh.write_manifest(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), False))
         if progress is not None:
             progress("tokenize", 0, 0)
-        jobs = [(str(folder / s.name), s.tasks) for s in shards if s.name not in kept]
+        jobs = [(str(folder / s.name), s.tasks, sh.shard_origin(run, s)) for s in shards if s.name not in kept]
         map_ordered(
             jobs,
             partial(write_shard, ShardSettings(chat, text_field, bos, eos)),
@@ -511,9 +515,11 @@ def tokenize_on_ray(
     return stats
 
 
-def _resume(folder: Path, manifest: Any) -> dict[str, tuple[int, int]]:
-    """The shards of `manifest` already complete in `folder`: {name: (documents, tokens)}.  A
-    folder holding another run (other inputs, options or tokenizer) is refused, never mixed."""
+def _resume(folder: Path, manifest: Any) -> dict[str, TokHeader]:
+    """The shards of `manifest` already complete in `folder`: {name: its header}.  A folder
+    holding another run (other inputs, options or tokenizer) is refused, never mixed; a file
+    under a shard's name is kept only when every byte of it checks and it is that shard
+    (shards.finished_shard), else it is written again."""
     if not folder.exists():
         return {}
     if not folder.is_dir():
@@ -530,16 +536,18 @@ def _resume(folder: Path, manifest: Any) -> dict[str, tuple[int, int]]:
         old.fingerprint == manifest.fingerprint
         and old.chat == manifest.chat
         and old.run == manifest.run
-        and [s.tasks for s in old.shards] == [s.tasks for s in manifest.shards]
+        # as stored: a planned Task carries a size and a sequential flag the manifest does not
+        # keep (the run's inputs record the sizes), so Tasks never compared equal (item 10)
+        and [s.task_rows for s in old.shards] == [s.task_rows for s in manifest.shards]
     )
     if not same:
         raise ConfigError(
             f"{folder}: holds the shards of another run (other inputs, options or tokenizer); remove it "
             f"or choose another output folder"
         )
-    kept: dict[str, tuple[int, int]] = {}
-    for s in manifest.shards:
-        header = sh.finished_shard(folder, s, manifest.fingerprint)
+    kept: dict[str, TokHeader] = {}
+    for s, recorded in zip(manifest.shards, old.shards):
+        header = sh.finished_shard(folder, s, manifest.fingerprint, sh.shard_origin(manifest.run, s), recorded)
         if header is not None:
-            kept[s.name] = (header.n_docs, header.n_tokens)
+            kept[s.name] = header
     return kept

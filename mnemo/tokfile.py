@@ -1,7 +1,9 @@
 """.tok: a token stream as one file (layout in docs/formats.md, little-endian).
 
-The reader validates the header and the size and raises FormatError naming the file, the offset and
-what to do.  `TokWriter` writes through a temporary name in the same folder, renamed at the end, so an
+The reader validates the header (its CRC-32, every field, and the fields against each other) and the
+size, and raises FormatError naming the file, the offset and what to do.  The header also holds the
+CRC-32 of the tokens: `verify_tok` reads the whole file to check it (a resumed run does, for each
+shard it keeps); opening a file does not, since it maps the tokens without reading them.  `TokWriter` writes through a temporary name in the same folder, renamed at the end, so an
 interrupted writer never leaves a partial file under the final name.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -34,8 +37,15 @@ class Stamp(Protocol):
 
 
 TOK_MAGIC: Final = b"MNEMOTOK"
-TOK_VERSION: Final = 1
-TOK_HEADER: Final = struct.Struct("<8sHHIQQ16sI12s")  # 64 bytes
+#: Version 2 puts the header's and the tokens' CRC-32 (and a shard's origin) in what version 1
+#: left reserved: a flipped bit in n_docs or n_vocab read silently (issue 28, item 3).  Version
+#: 1 files are still read, with no checksum to check.
+TOK_VERSION: Final = 2
+TOK_VERSIONS: Final = (1, 2)
+TOK_HEADER: Final = struct.Struct("<8sHHIQQ16sI12s")  # 64 bytes; the last 12: see TOK_TAIL
+TOK_TAIL: Final = struct.Struct("<III")  # version 2: tokens' CRC-32, origin, header's CRC-32
+#: The header's own CRC-32 covers its bytes before it.
+TOK_HEADER_CRC_AT: Final = 60
 TOK_FLAG_CHAT: Final = 1
 TOK_FLAG_MASKED: Final = 2
 
@@ -50,6 +60,9 @@ class TokHeader:
     n_docs: int
     fingerprint: str  # hex, as Tokenizer.fingerprint
     n_vocab: int
+    data_crc: int = 0  # CRC-32 of the token bytes (version 2; 0 in a version 1 file)
+    origin: int = 0  # a shard's origin (shards.shard_origin); 0 in any other file
+    version: int = TOK_VERSION
 
     @property
     def chat(self) -> bool:
@@ -67,17 +80,12 @@ class TokHeader:
         return MASKBIT if self.width == 2 else MASKBIT32
 
     def pack(self) -> bytes:
-        return TOK_HEADER.pack(
-            TOK_MAGIC,
-            TOK_VERSION,
-            self.width,
-            self.flags,
-            self.n_tokens,
-            self.n_docs,
-            bytes.fromhex(self.fingerprint),
-            self.n_vocab,
-            b"\0" * 12,
-        )
+        """The version 2 header (a writer writes no other), its CRC-32 last."""
+        tail = TOK_TAIL.pack(self.data_crc, self.origin, 0)
+        head = TOK_HEADER.pack(
+            TOK_MAGIC, 2, self.width, self.flags, self.n_tokens, self.n_docs, bytes.fromhex(self.fingerprint), self.n_vocab, tail
+        )[:TOK_HEADER_CRC_AT]
+        return head + zlib.crc32(head).to_bytes(4, "little")
 
 
 def parse_tok_header(data: bytes, source: str, file_size: int) -> TokHeader:
@@ -86,17 +94,40 @@ def parse_tok_header(data: bytes, source: str, file_size: int) -> TokHeader:
 
     if len(data) < TOK_HEADER.size:
         raise fail(len(data), f"truncated: the file has {len(data)} bytes, the header alone needs {TOK_HEADER.size}")
-    magic, version, width, flags, n_tokens, n_docs, fp, n_vocab, reserved = TOK_HEADER.unpack_from(data, 0)
+    magic, version, width, flags, n_tokens, n_docs, fp, n_vocab, tail = TOK_HEADER.unpack_from(data, 0)
     if magic != TOK_MAGIC:
         raise fail(0, f"bad magic {magic!r} (expected {TOK_MAGIC!r}): not a mnemo .tok file")
-    if version != TOK_VERSION:
-        raise fail(8, f"format version {version} is not supported (this mnemo reads version {TOK_VERSION})")
+    if version not in TOK_VERSIONS:
+        raise fail(8, f"format version {version} is not supported (this mnemo reads versions 1 and {TOK_VERSION})")
+    data_crc = origin = 0
+    if version == 1:
+        if tail != b"\0" * 12:
+            raise fail(52, "reserved bytes are not zero")
+    else:
+        data_crc, origin, crc = TOK_TAIL.unpack(tail)
+        if crc != zlib.crc32(data[:TOK_HEADER_CRC_AT]):
+            raise fail(
+                TOK_HEADER_CRC_AT,
+                f"header CRC-32 0x{crc:08x} does not match its bytes 0-{TOK_HEADER_CRC_AT - 1} "
+                f"(0x{zlib.crc32(data[:TOK_HEADER_CRC_AT]):08x}): the header is damaged; write the file again",
+            )
     if width not in (2, 4):
         raise fail(10, f"token width {width} bytes is not 2 or 4")
     if flags & ~(TOK_FLAG_CHAT | TOK_FLAG_MASKED):
         raise fail(12, f"unknown flags 0x{flags:08x} (a newer mnemo wrote this file?)")
-    if reserved != b"\0" * 12:
-        raise fail(52, "reserved bytes are not zero")
+    if flags & TOK_FLAG_MASKED and not flags & TOK_FLAG_CHAT:
+        # only a chat file has a loss mask: read as masked, a documents file's ids lose their
+        # top bit and every target reads as not trained on
+        raise fail(12, f"flags 0x{flags:08x}: masked (bit 1) without chat (bit 0); only chat files are masked")
+    # the width follows from n_vocab (TokWriter: tok_width), so each checks the other
+    if not 256 <= n_vocab <= MASKBIT32:
+        raise fail(48, f"n_vocab {n_vocab} is not a vocabulary size (256 to {MASKBIT32})")
+    if width != tok_width(n_vocab, bool(flags & TOK_FLAG_MASKED)):
+        raise fail(
+            48,
+            f"n_vocab {n_vocab} does not go with {width}-byte tokens ({'masked' if flags & TOK_FLAG_MASKED else 'unmasked'} "
+            f"files of {n_vocab} ids have {tok_width(n_vocab, bool(flags & TOK_FLAG_MASKED))}-byte tokens): the header is damaged",
+        )
     expected = TOK_HEADER.size + width * n_tokens
     if file_size != expected:
         raise fail(
@@ -104,7 +135,7 @@ def parse_tok_header(data: bytes, source: str, file_size: int) -> TokHeader:
             f"the header announces {n_tokens} tokens of {width} bytes ({expected} bytes in all), "
             f"but the file has {file_size} bytes: it is truncated or was not finished",
         )
-    return TokHeader(width, flags, n_tokens, n_docs, fp.hex(), n_vocab)
+    return TokHeader(width, flags, n_tokens, n_docs, fp.hex(), n_vocab, data_crc, origin, version)
 
 
 def tok_width(n_vocab: int, masked: bool) -> int:
@@ -123,10 +154,16 @@ class TokWriter:
     the object appears complete or not at all.
     """
 
-    def __init__(self, path: PathArg, tokenizer: Stamp, *, chat: bool = False, masked: bool | None = None) -> None:
+    def __init__(
+        self, path: PathArg, tokenizer: Stamp, *, chat: bool = False, masked: bool | None = None, origin: int = 0
+    ) -> None:
         self.staged = location(path).staging()
         self.path = self.staged.local
         self.masked = chat if masked is None else masked
+        if self.masked and not chat:
+            raise ConfigError("a masked .tok is a chat file: pass chat=True (documents have no loss mask)")
+        self.origin = origin
+        self.data_crc = 0
         self.flags = (TOK_FLAG_CHAT if chat else 0) | (TOK_FLAG_MASKED if self.masked else 0)
         self.fingerprint = tokenizer.fingerprint
         self.n_vocab = tokenizer.n_vocab
@@ -156,7 +193,9 @@ class TokWriter:
                     f"{self.path}: token id {bad} does not fit a {self.width}-byte .tok (ids 0..{limit - 1}); "
                     f"pass the ids the tokenizer gave (with MASKBIT only in a masked file)"
                 )
-            self.file.write(arr.astype(self.dtype, copy=False).tobytes())
+            data = arr.astype(self.dtype, copy=False).tobytes()
+            self.data_crc = zlib.crc32(data, self.data_crc)
+            self.file.write(data)
         self.n_tokens += int(arr.size)
         self.n_docs += n_docs
 
@@ -172,7 +211,9 @@ class TokWriter:
             return
         try:
             if exc_type is None:
-                header = TokHeader(self.width, self.flags, self.n_tokens, self.n_docs, self.fingerprint, self.n_vocab)
+                header = TokHeader(
+                    self.width, self.flags, self.n_tokens, self.n_docs, self.fingerprint, self.n_vocab, self.data_crc, self.origin
+                )
                 f.seek(0)
                 f.write(header.pack())
                 f.flush()
@@ -231,6 +272,11 @@ def map_tok_file(path: PathArg, tokenizer: Stamp) -> TokFile:
             f"{where} was made by the tokenizer with fingerprint {header.fingerprint}, "
             f"not by this one ({tokenizer.fingerprint}): open it with the tokenizer.bin that wrote it"
         )
+    if header.n_vocab != tokenizer.n_vocab:
+        raise FormatError(
+            f"{where}: offset 48: n_vocab {header.n_vocab}, but the tokenizer with its fingerprint has "
+            f"{tokenizer.n_vocab} ids: the header is damaged; write the file again"
+        )
     dtype = np.dtype("<u2" if header.width == 2 else "<u4")
     if header.n_tokens == 0:
         tokens: npt.NDArray[np.unsignedinteger] = np.zeros(0, dtype=dtype)
@@ -244,4 +290,32 @@ def map_tok_file(path: PathArg, tokenizer: Stamp) -> TokFile:
     return TokFile(where, header, tokens, (tokens,))
 
 
-assert TOK_HEADER.size == 64, "header layout changed"
+#: Bytes read at a time when a whole file is checked (verify_tok).
+VERIFY_BLOCK: Final = 8 << 20
+
+
+def verify_tok(path: PathArg) -> TokHeader:
+    """The header of the .tok file `path` once every byte is checked: the header as
+    read_tok_header does, then the CRC-32 of the tokens against the header's (a version 1
+    file has none: FormatError saying so, as its tokens cannot be checked)."""
+    where = location(path)
+    header = read_tok_header(where)
+    if header.version < 2:
+        raise FormatError(f"{where}: a version 1 .tok has no checksum of its tokens to verify; write it again")
+    crc = 0
+    with where.open(exact=True) as f:
+        try:
+            f.seek(TOK_HEADER.size)
+            while block := f.read(VERIFY_BLOCK):
+                crc = zlib.crc32(block, crc)
+        except Exception as exc:  # OSError, and a store's own errors
+            raise where.read_error(exc) from None
+    if crc != header.data_crc:
+        raise FormatError(
+            f"{where}: offset 52: the tokens' CRC-32 is 0x{crc:08x}, the header says 0x{header.data_crc:08x}: "
+            f"the tokens are damaged; write the file again"
+        )
+    return header
+
+
+assert TOK_HEADER.size == 64 and TOK_TAIL.size == 12, "header layout changed"

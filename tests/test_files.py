@@ -105,6 +105,12 @@ def legacy_crc(data: bytes) -> bytes:
     return data[:24] + struct.pack("<I", zlib.crc32(data[32:])) + data[28:]
 
 
+def tok_crc(data: bytes) -> bytes:
+    """A .tok image with its header CRC-32 (bytes 60-63, of bytes 0-59) computed again, so that
+    a test reaches the check of the field it changed."""
+    return data[:60] + zlib.crc32(data[:60]).to_bytes(4, "little") + data[64:]
+
+
 def patch(data: bytes, offset: int, new: bytes) -> bytes:
     return data[:offset] + new + data[offset + len(new) :]
 
@@ -472,10 +478,11 @@ def test_tok_round_trip_and_layout(tmp_path: Path, tok: Tokenizer) -> None:
     raw = path.read_bytes()
     assert len(raw) == 64 + 2 * 5
     assert raw[:8] == b"MNEMOTOK"
-    assert struct.unpack_from("<HHIQQ", raw, 8) == (1, 2, 0, 5, 2)  # version, width, flags, tokens, docs
+    assert struct.unpack_from("<HHIQQ", raw, 8) == (2, 2, 0, 5, 2)  # version, width, flags, tokens, docs
     assert raw[32:48].hex() == tok.fingerprint
     assert struct.unpack_from("<I", raw, 48) == (tok.n_vocab,)
-    assert raw[52:64] == bytes(12)
+    # version 2: the tokens' CRC-32, the origin (0: not a shard), the CRC-32 of bytes 0-59
+    assert struct.unpack_from("<III", raw, 52) == (zlib.crc32(raw[64:]), 0, zlib.crc32(raw[:60]))
     assert raw[64:] == struct.pack("<5H", 258, 257, 98, 258, 256)
     opened = open_tok(path, tok)
     assert opened.tokens.tolist() == [258, 257, 98, 258, 256]
@@ -526,10 +533,10 @@ def test_tok_foreign_fingerprint(tmp_path: Path, tok: Tokenizer) -> None:
         (lambda d: d[:40], r"offset 40: truncated: the file has 40 bytes"),
         (lambda d: b"MNEMOBPE" + d[8:], r"offset 0: bad magic b'MNEMOBPE'"),
         (lambda d: patch(d, 8, b"\x09\x00"), r"offset 8: format version 9"),
-        (lambda d: patch(d, 10, b"\x03\x00"), r"offset 10: token width 3 bytes"),
-        (lambda d: patch(d, 12, b"\x08"), r"offset 12: unknown flags 0x00000008"),
-        (lambda d: patch(d, 60, b"\x01"), r"offset 52: reserved bytes are not zero"),
-        (lambda d: patch(d, 16, struct.pack("<Q", 1 << 62)), r"announces 4611686018427387904 tokens"),
+        (lambda d: patch(d, 12, b"\x08"), r"offset 60: header CRC-32 .* does not match"),
+        (lambda d: tok_crc(patch(d, 10, b"\x03\x00")), r"offset 10: token width 3 bytes"),
+        (lambda d: tok_crc(patch(d, 12, b"\x08")), r"offset 12: unknown flags 0x00000008"),
+        (lambda d: tok_crc(patch(d, 16, struct.pack("<Q", 1 << 62))), r"announces 4611686018427387904 tokens"),
     ],
 )
 def test_bad_tok(edit: object, message: str, tmp_path: Path, tok: Tokenizer) -> None:

@@ -413,7 +413,7 @@ def test_stack_files_and_shard_directories_at_a_url(
 
     # a shard directory of `tokenize --ray` (written here by the function a Ray task runs),
     # uploaded as it is: its files under one prefix
-    from mnemo.shards import Manifest, Shard, shard_name, write_manifest
+    from mnemo.shards import Manifest, Shard, shard_name, shard_origin, write_manifest
     from mnemo.sources import plan_tasks
     from mnemo.tokenizing import ShardSettings, plan_shards, write_shard
 
@@ -421,12 +421,14 @@ def test_stack_files_and_shard_directories_at_a_url(
     folder.mkdir()
     tasks = plan_tasks([english_jsonl], n_workers=1, min_task_bytes=1 << 20, max_task_bytes=1 << 20, whole_documents=True)
     written = []
+    run = {"inputs": [[str(english_jsonl), english_jsonl.stat().st_size, english_jsonl.stat().st_mtime_ns]]}
     for i, group in enumerate(plan_shards(tasks, 1 << 20)):
-        _, n_docs, n_tokens, _ = write_shard(ShardSettings(False, "text", tok.special_tokens["<|bos|>"], None), tok,
-                                             (str(folder / shard_name(i)), group))
-        written.append(Shard(shard_name(i), group, n_docs, n_tokens))
+        origin = shard_origin(run, Shard(shard_name(i), group))
+        _, n_docs, n_tokens, _, crc = write_shard(ShardSettings(False, "text", tok.special_tokens["<|bos|>"], None), tok,
+                                                  (str(folder / shard_name(i)), group, origin))
+        written.append(Shard(shard_name(i), group, n_docs, n_tokens, crc))
     assert len(written) >= 2
-    write_manifest(folder, Manifest(tok.fingerprint, tok.n_vocab, False, {"inputs": [str(english_jsonl)]}, tuple(written), True))
+    write_manifest(folder, Manifest(tok.fingerprint, tok.n_vocab, False, run, tuple(written), True))
     for f in sorted(folder.iterdir()):
         _put(s3_endpoint, bucket, f"shards/{f.name}", f)
     url = f"s3://{bucket}/shards"

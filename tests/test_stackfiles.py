@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import zlib
 import time
 from pathlib import Path
 from typing import Any
@@ -484,3 +485,144 @@ def test_no_documents_at_all(tok: Tokenizer, tmp_path: Path, fmt: str) -> None:
     assert f.tokens.size == 0 and f.documents() == []
     if fmt == "megatron":
         assert (tmp_path / "o.idx").read_bytes() == _megatron_by_hand([], 8, "<u2")[1]
+
+
+# ---- issue 28 item 5: each index checked against mnemo's sidecar ------------------------------------
+
+
+def test_a_changed_megatron_dtype_code_is_refused(tok: Tokenizer, tmp_path: Path) -> None:
+    """dtype code 8 (uint16) changed to 3 (int16): GPT-2 ids above 32,767 read negative, and
+    `mnemo info` showed int16 while the sidecar says uint16."""
+    src = _jsonl(tmp_path / "in.jsonl", DOCS)
+    tokenize_files([src], tok, tmp_path / "out", workers=1, format="megatron", bos="<|bos|>")
+    idx = bytearray((tmp_path / "out.idx").read_bytes())
+    assert idx[17] == 8
+    idx[17] = 3
+    (tmp_path / "out.idx").write_bytes(bytes(idx))
+    with pytest.raises(FormatError, match=r"out\.idx: holds int16 tokens, but .*out\.mnemo\.json says uint16"):
+        read_megatron(tmp_path / "out")
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 1
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("sep", ["bos", "eos"])
+def test_a_moved_megatron_document_boundary_is_refused(tok: Tokenizer, tmp_path: Path, sep: str) -> None:
+    """One flipped low bit in the document index: a document starts one sequence later, so it
+    does not start with <|bos|> (or the one before does not end with eos) as the sidecar says."""
+    src = _jsonl(tmp_path / "in.jsonl", [f"document {i}" for i in range(20)])
+    tokenize_files([src], tok, tmp_path / "out", workers=1, format="megatron", **{sep: "<|bos|>"})
+    assert len(read_megatron(tmp_path / "out").documents()) == 20
+    n_seq = struct.unpack_from("<Q", (tmp_path / "out.idx").read_bytes(), 18)[0]
+    _flip(tmp_path / "out.idx", 34 + 12 * n_seq + 8 * 6)  # document index 6: 6 -> 7
+    with pytest.raises(FormatError, match=rf"out\.idx: document \d+ .* does not {'start' if sep == 'bos' else 'end'} with {sep}"):
+        read_megatron(tmp_path / "out")
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_a_moved_datatrove_document_end_is_refused(tok: Tokenizer, tmp_path: Path, chat: bool) -> None:
+    src = tmp_path / "in.jsonl"
+    if chat:
+        src.write_text("".join(json.dumps(c) + "\n" for c in CHATS * 5))
+    else:
+        _jsonl(src, [f"document {i}" for i in range(20)])
+    separator: dict[str, Any] = {} if chat else {"bos": "<|bos|>"}  # a chat starts with <|bos|> anyway
+    tokenize_files([src], tok, tmp_path / "out", workers=1, format="datatrove", chat=chat, **separator)
+    _flip(tmp_path / "out.ds.index", 8 * 5)  # the end of document 5, one token off
+    with pytest.raises(FormatError, match=r"out\.ds\.index: document [56] .* does not start with bos"):
+        read_datatrove(tmp_path / "out.ds")
+
+
+def test_a_datatrove_token_size_other_than_the_sidecar_is_refused(tok: Tokenizer, tmp_path: Path) -> None:
+    for n in range(1, len(DOCS) + 1):  # an even number of tokens: a whole number of 4-byte ones
+        src = _jsonl(tmp_path / "in.jsonl", DOCS[:n])
+        tokenize_files([src], tok, tmp_path / "out", workers=1, format="datatrove", bos="<|bos|>")
+        if (tmp_path / "out.ds").stat().st_size % 4 == 0:
+            break
+    meta = tmp_path / "out.ds.metadata"
+    meta.write_text(meta.read_text().replace("|2\n", "|4\n", 1))
+    with pytest.raises(FormatError, match=r"holds uint32 tokens, but .*out\.ds\.mnemo\.json says uint16"):
+        read_datatrove(tmp_path / "out.ds")
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda text: "[" * 100_000, "not valid JSON \\(nested too deeply\\)"),
+        (lambda text: text.replace('"n_docs": ', '"n_docs": "x", "was": '), "'n_docs' is 'x', not a count"),
+        (lambda text: text.replace('"dtype": "uint16"', '"dtype": ["uint16"]'), "'dtype' is .* not one of uint16"),
+    ],
+)
+@pytest.mark.parametrize("fmt, output, sidecar, shown", [("megatron", "out", "out.mnemo.json", "out.idx"),
+                                                         ("datatrove", "out", "out.ds.mnemo.json", "out.ds"),
+                                                         ("nanogpt", "out.bin", "out.bin.mnemo.json", "out.bin")])
+def test_a_hostile_sidecar_is_a_format_error(tok: Tokenizer, tmp_path: Path, edit: Any, match: str, fmt: str, output: str,
+                                             sidecar: str, shown: str) -> None:
+    """Issue 28 item 14: '[' * 100000 in a sidecar was a RecursionError traceback."""
+    src = _jsonl(tmp_path / "in.jsonl", DOCS)
+    tokenize_files([src], tok, tmp_path / output, workers=1, format=fmt, bos="<|bos|>")
+    side = tmp_path / sidecar
+    side.write_text(edit(side.read_text()))
+    with pytest.raises(FormatError, match=rf"{sidecar}: {match}"):
+        read_stack_file(tmp_path / output, fmt)
+    r = subprocess.run([MNEMO, "info", str(tmp_path / shown)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and sidecar in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("fmt, output, index, sidecar", [("megatron", "out", "out.idx", "out.mnemo.json"),
+                                                         ("datatrove", "out", "out.ds.index", "out.ds.mnemo.json")])
+def test_an_index_without_separators_is_under_the_sidecars_crc(tok: Tokenizer, tmp_path: Path, fmt: str, output: str,
+                                                                index: str, sidecar: str) -> None:
+    """No bos/eos (a marker found the boundaries, and is gone): no separator to check a boundary
+    by, so the sidecar keeps the index's CRC-32, and a moved boundary is refused by it.  A sidecar
+    without the field (mnemo before it) still reads."""
+    src = _jsonl(tmp_path / "in.jsonl", [f"document {i}" for i in range(20)])
+    tokenize_files([src], tok, tmp_path / output, workers=1, format=fmt, bos=None, eos=None)
+    side = json.loads((tmp_path / sidecar).read_text())
+    assert side["bos"] is None and side["eos"] is None
+    assert side["index_crc32"] == zlib.crc32((tmp_path / index).read_bytes())
+    docs = [d.tolist() for d in read_stack_file(tmp_path / output, fmt).documents()]
+    assert docs == [tok.encode_ordinary(f"document {i}") for i in range(20)]
+    good = (tmp_path / index).read_bytes()
+    at = len(good) - 8 * 12 if fmt == "megatron" else 8 * 5  # a document index / a document end
+    _flip(tmp_path / index, at)
+    with pytest.raises(FormatError, match=rf"{index}: its CRC-32 is 0x[0-9a-f]{{8}}, but .*{sidecar} says"):
+        read_stack_file(tmp_path / output, fmt)
+    (tmp_path / index).write_bytes(good)
+    del side["index_crc32"], side["checksum"]  # as mnemo wrote sidecars before either
+    (tmp_path / sidecar).write_text(json.dumps(side))
+    assert [d.tolist() for d in read_stack_file(tmp_path / output, fmt).documents()] == docs
+
+
+@pytest.mark.parametrize("fmt, output, sidecar", [("megatron", "out", "out.mnemo.json"), ("datatrove", "out", "out.ds.mnemo.json"),
+                                                  ("nanogpt", "out.bin", "out.bin.mnemo.json")])
+def test_every_field_of_the_sidecar_is_under_its_checksum(tok: Tokenizer, tmp_path: Path, fmt: str, output: str, sidecar: str) -> None:
+    """The fingerprint (which no file of the set can check) changed by one digit: `mnemo info`
+    showed it as the tokenizer that wrote the set.  Now the sidecar's checksum refuses it."""
+    src = _jsonl(tmp_path / "in.jsonl", DOCS)
+    tokenize_files([src], tok, tmp_path / output, workers=1, format=fmt, bos="<|bos|>")
+    path = tmp_path / sidecar
+    side = json.loads(path.read_text())
+    fp = side["fingerprint"]
+    side["fingerprint"] = ("1" if fp[0] == "0" else "0") + fp[1:]
+    path.write_text(json.dumps(side, indent=1))
+    with pytest.raises(FormatError, match=rf"{sidecar}: 'checksum' is \d+, but its content has CRC-32 \d+ \(it was edited or damaged\)"):
+        read_stack_file(tmp_path / output, fmt)
+
+
+@pytest.mark.parametrize("cls", [MegatronWriter, DatatroveWriter])
+def test_a_writer_refuses_documents_without_its_separators(cls: Any, tmp_path: Path) -> None:
+    """The sidecar says every document ends with eos (or starts with bos) and the readers now
+    check it: a document handed to write_doc without it was written, then the set was refused
+    on read.  The writer refuses it instead, and leaves no file."""
+    with pytest.raises(InputError, match=r"document 0 of 1 written here does not end with the eos token 999"):
+        with cls(tmp_path / "x", n_vocab=1000, separators=Separators(eos=999)) as w:
+            w.write_doc([1, 999])
+            w.write_doc([1, 2])
+    with pytest.raises(InputError, match=r"document 0 of 2 written here does not end with the eos token 7"):
+        with cls(tmp_path / "y", n_vocab=1000, separators=Separators(bos=7, eos=7)) as w:
+            w.write([7, 1, 7, 2, 7, 7], 2)  # the same token both sides: documents [7 1 7 2] [7 7]
+    assert _leftovers(tmp_path, set()) == []

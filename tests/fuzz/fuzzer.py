@@ -635,10 +635,23 @@ def mutate_tokenizer_bin(rng: random.Random, data: bytes, others: Sequence[bytes
     return fix_bin_crc(out) if rng.random() < 0.8 else out
 
 
+def fix_tok_crc(data: bytes) -> bytes:
+    """A version 2 .tok whose header CRC-32 (bytes 60-63, of bytes 0-59) matches, so that a
+    mutated field reaches the checks after the checksum."""
+    if len(data) < 64 or data[8:10] != b"\x02\x00":
+        return data
+    return data[:60] + zlib.crc32(data[:60]).to_bytes(4, "little") + data[64:]
+
+
 def mutate_tok(rng: random.Random, data: bytes, others: Sequence[bytes]) -> bytes:
+    out = _mutate_tok(rng, data, others)
+    return fix_tok_crc(out) if rng.random() < 0.8 else out
+
+
+def _mutate_tok(rng: random.Random, data: bytes, others: Sequence[bytes]) -> bytes:
     if rng.random() < 0.5 and len(data) >= 64:
         buf = bytearray(data)
-        at, width = rng.choice([(8, 2), (10, 2), (12, 4), (16, 8), (24, 8), (56, 4), (52, 4), (32, 16)])
+        at, width = rng.choice([(8, 2), (10, 2), (12, 4), (16, 8), (24, 8), (48, 4), (56, 4), (52, 4), (32, 16)])
         buf[at : at + width] = (rng.choice(INTERESTING_INTS) % (1 << (8 * width))).to_bytes(width, "little")
         out = bytes(buf)
         if rng.random() < 0.5:  # make the size agree with the header, to get past that check

@@ -248,6 +248,39 @@ def test_resume_after_a_killed_driver(cluster: str, samples: Samples, tokenizer_
     assert np.array_equal(np.asarray(mnemo.open_tok(out, tok).tokens), _local_tok([big], tok, tmp_path / "local.tok"))
 
 
+def test_a_second_run_keeps_its_shards_and_writes_a_foreign_one_again(
+    cluster: str, samples: Samples, tokenizer_path: Path, tmp_path: Path
+) -> None:
+    """Issue 28 items 10 and 1 on the cluster: the same command twice over inputs smaller than a
+    shard keeps every shard (it was refused as 'another run': a planned whole-file task carries
+    a size the manifest does not store); a shard of another run copied over one is written again,
+    and the result is the local .tok's ids."""
+    import shutil
+
+    inputs = []
+    for name in ("english", "code", "multilingual"):  # about 0.6 MB each: two shards of 1 MB
+        inputs.append(tmp_path / f"{name}.jsonl")
+        inputs[-1].write_bytes(samples.path(name).read_bytes() * 2)
+    out, other = tmp_path / "shards", tmp_path / "other"
+    first = subprocess.run(_tokenize_cmd(inputs, tokenizer_path, out), capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    manifest = read_manifest(out)
+    n = len(manifest.shards)
+    # each input smaller than a shard: one whole-file task each, the case that was refused
+    assert n >= 2 and all(t.end == -1 for s in manifest.shards for t in s.tasks), manifest.shards
+    again = subprocess.run(_tokenize_cmd(inputs, tokenizer_path, out), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"{n} kept from an earlier run" in again.stdout, again.stdout
+    r = subprocess.run(_tokenize_cmd(inputs[::-1], tokenizer_path, other), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    shutil.copyfile(other / "shard-000000.tok", out / "shard-000000.tok")  # the same tokenizer, other tokens
+    third = subprocess.run(_tokenize_cmd(inputs, tokenizer_path, out), capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stderr
+    assert f"{n - 1} kept from an earlier run" in third.stdout, third.stdout
+    tok = Tokenizer.load(tokenizer_path)
+    assert np.array_equal(np.asarray(mnemo.open_tok(out, tok).tokens), _local_tok(inputs, tok, tmp_path / "local.tok"))
+
+
 def test_killed_raylet_mid_run(cluster: str, samples: Samples, tokenizer_path: Path, tmp_path: Path) -> None:
     """A third node joins; its raylet is killed while one of its workers runs a shard task.  Ray
     retries that task on the other nodes: the run ends well and the shards are the local .tok's
