@@ -29,7 +29,28 @@ def seeds(seed_dir: Path) -> dict[str, list[bytes]]:
 
 
 @pytest.fixture(scope="module")
-def runner(seed_dir: Path) -> Iterator[fuzzer.Runner]:
+def s3_env() -> Iterator[None]:
+    """moto's S3 server for the `url` target (fuzzer.start_s3), for this module only: the
+    environment it sets (AWS_ENDPOINT_URL, test credentials) is put back afterwards."""
+    import os
+
+    pytest.importorskip("moto.server", reason="moto is not installed (pip install '.[test]')")
+    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
+    saved = {k: os.environ.get(k) for k in keys}
+    server = fuzzer.start_s3()
+    try:
+        yield
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def runner(seed_dir: Path, s3_env: None) -> Iterator[fuzzer.Runner]:
     """One worker for the module; a crash or hang restarts it (the runner does).  No second run
     to confirm a crash or hang: a regression case is judged on its one run."""
     r = fuzzer.Runner(seed_dir, confirm=False)

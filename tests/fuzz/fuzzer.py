@@ -49,7 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TARGETS = ("tokenizer_bin", "tok", "gpt2", "tiktoken", "hf", "api")
+TARGETS = ("tokenizer_bin", "tok", "gpt2", "tiktoken", "hf", "api", "shard_dir", "stack", "pickle", "tekken",
+           "tiktoken_ref", "hf_ref", "url", "stream", "offsets", "iterator")
+#: How often `make fuzz` picks each target, relative to 1 (the URL cases go through an S3 server:
+#: slow, so rare).
+TARGET_WEIGHTS = {"url": 0.1}
 #: A case that runs longer than this is a hang (every loader must be linear in its file, and the
 #: files here are small).
 CASE_TIMEOUT = 5.0
@@ -83,7 +87,17 @@ FILE_NAMES = {
     "tiktoken": ["input.tiktoken"],
     "hf": ["tokenizer.json"],
     "api": ["call.py"],
+    "pickle": ["expect", "image.bin", "state.py"],
+    "tekken": ["tekken.json"],
+    "tiktoken_ref": ["input.tiktoken"],
+    "hf_ref": ["tokenizer.json"],
+    "stream": ["case.py"],
+    "offsets": ["case.py"],
+    "iterator": ["case.py"],
 }
+#: Targets whose payload is a set of named files (pack_files): a reproducer folder holds them
+#: under files/, and `head` (the oracle's flags, a URL's tail).
+FILE_SETS = ("shard_dir", "stack", "url")
 
 #: Parameter names of the API functions: a TypeError/ValueError must name one of them.
 API_PARAMS: dict[str, tuple[str, ...]] = {
@@ -147,6 +161,44 @@ class _Env:
         self.tokenizer = Tokenizer.load(seed_dir / "tokenizer.bin")
         self.scratch = scratch
         self.cases = 0
+        self.seed_dir = seed_dir
+        self._s3: Any = None
+        self.bucket = f"mnemo-fuzz-{os.getpid()}"
+        self._references()
+
+    def _references(self) -> None:
+        """The unmutated seeds' answers, and the reference libraries (imported here: an import
+        inside a case would count against its time bound)."""
+        import numpy as np
+        import tokenizers  # noqa: F401
+        from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+        from mnemo import open_tok
+        from mnemo.formats.tiktoken import to_tiktoken
+        from mnemo.stackfiles import read_stack_file
+
+        f = open_tok(self.seed_dir / "shards", self.tokenizer)
+        self.ref_shards = (_tokens_of(f), f.header.n_docs, f.header.n_tokens, [len(p) for p in f.parts])
+        self.ref_stacks = {}
+        for fmt in STACK_FORMATS:
+            main = _safe_name(_stack_files(self.seed_dir / f"stack-{fmt}")[0][0])
+            s = read_stack_file(self.seed_dir / f"stack-{fmt}" / main, fmt)
+            self.ref_stacks[fmt] = (s.tokens.astype("int64").tolist(), None if s.doc_ends is None else s.doc_ends.tolist(),
+                                    s.tokens.dtype.name)
+        self.seed_image = (self.seed_dir / "tokenizer.bin").read_bytes()
+        self.tekkenizer = Tekkenizer
+        self.gpt2_pat = GPT2_PAT
+        self.tt = to_tiktoken(self.tokenizer)
+        self.iter_tokens = (np.arange(600, dtype=np.int64) * 7 % self.tokenizer.n_vocab).astype(np.uint16)
+
+    def s3fs(self) -> Any:
+        """The moto server's S3 (the parent started it: AWS_ENDPOINT_URL), and this worker's bucket."""
+        if self._s3 is None:
+            import s3fs
+
+            self._s3 = s3fs.S3FileSystem(anon=False, use_listings_cache=False)
+            self._s3.mkdir(self.bucket)
+        return self._s3
 
     def write(self, name: str, data: bytes) -> Path:
         path = self.scratch / name
@@ -226,8 +278,376 @@ def run_case(env: _Env, target: str, data: bytes) -> None:
         tok.decode(tok.encode_ordinary("Hello, world!"))
     elif target == "api":
         _run_api(env, data)
+    elif target in SURFACE_RUNS:
+        SURFACE_RUNS[target](env, data)
     else:
         raise RuntimeError(f"unknown fuzz target {target!r}")
+
+
+# ---- the surfaces of issue 28: several files, references, and differential oracles ------------
+#
+# A case of these targets may load; then its result must be the reference's (the unmutated
+# seed's, or another library's): a mutation that loads with a different answer raises Differs,
+# which is a finding like any stray exception.
+
+
+class Differs(AssertionError):
+    """A case loaded, or ran, with an answer other than the reference's: a silent wrong answer."""
+
+
+#: Texts the differential oracles encode (mixed scripts, a surrogate pair's character, specials).
+SAMPLES = ["Hello, world! 123 ÄÖÜ 😀", "don't stop 12345 naïve café; Привет", "你好世界 こんにちは",
+           "def f(x):\n    return x * 2\r\n\t", "<|bos|> hi <|eos|>", "   a  b   ", "ﬁ ＡＢＣ é\u0301"]
+
+
+def pack_files(files: Sequence[tuple[str, bytes]], head: bytes = b"") -> bytes:
+    """A payload of named files (a shard directory, a stack set, a URL case): `head` (the
+    oracle's flags or a URL's tail), then name, bytes, name, bytes..."""
+    return pack_parts([head] + [p for name, data in files for p in (name.encode(), data)])
+
+
+def unpack_files(data: bytes) -> tuple[bytes, list[tuple[str, bytes]]]:
+    parts = unpack_parts(data)
+    head, rest = (parts[0], parts[1:]) if parts else (b"", [])
+    return head, [(rest[i].decode("utf-8", "replace"), rest[i + 1]) for i in range(0, len(rest) - 1, 2)]
+
+
+def _safe_name(name: str) -> str:
+    """A payload's file name as a plain name in the case folder (never a path outside it)."""
+    name = name.replace("/", "_").replace("\\", "_").replace("\0", "_")
+    return name if name not in ("", ".", "..") else "_"
+
+
+def _case_folder(env: "_Env", files: Sequence[tuple[str, bytes]]) -> Path:
+    env.cases += 1
+    folder = env.scratch / f"case-{env.cases}"
+    folder.mkdir()
+    for name, body in files:
+        (folder / _safe_name(name)).write_bytes(body)
+    return folder
+
+
+def _check(cond: bool, what: str) -> None:
+    if not cond:
+        raise Differs(what)
+
+
+def _tokens_of(f: Any) -> list[int]:
+    import numpy as np
+
+    return np.asarray(f.tokens).astype(np.int64).tolist()
+
+
+def _run_shard_dir(env: "_Env", data: bytes) -> None:
+    """open_tok on a shard directory, then verify_tok of each shard the manifest lists: a
+    directory that opens and verifies holds the seed's documents and tokens, unless the manifest
+    was edited and signed again (head b"signed"), which may legitimately say other things."""
+    from mnemo import open_tok
+    from mnemo.shards import read_manifest
+    from mnemo.tokfile import verify_tok
+
+    head, files = unpack_files(data)
+    folder = _case_folder(env, files)
+    try:
+        f = open_tok(folder, env.tokenizer)
+        got = (_tokens_of(f), f.header.n_docs, f.header.n_tokens, [len(p) for p in f.parts])
+        del f
+        for s in read_manifest(folder).shards:
+            verify_tok(folder / s.name)
+        if head != b"signed":
+            _check(got == env.ref_shards, f"the shard directory opened and verified with other contents: "
+                   f"{got[1]} documents, {got[2]} tokens, parts {got[3]} (the seed's: {env.ref_shards[1:]})")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_stack(env: "_Env", data: bytes) -> None:
+    """read_stack_file on a Megatron, datatrove or nanoGPT set: a set that reads holds the seed's
+    documents; when the token file itself was changed (head b"body": its ids have no checksum,
+    by design) at least its document boundaries and type."""
+    from mnemo.stackfiles import read_stack_file
+
+    head, files = unpack_files(data)
+    fmt, _, body = head.decode().partition(":")
+    folder = _case_folder(env, files)
+    try:
+        main = folder / _safe_name(files[0][0])
+        s = read_stack_file(main, fmt)
+        ends = None if s.doc_ends is None else s.doc_ends.tolist()
+        ref_tokens, ref_ends, ref_dtype = env.ref_stacks[fmt]
+        # no boundaries at all is no wrong answer: documents() refuses (a nanoGPT file without its sidecar)
+        _check((ends is None or ends == ref_ends) and s.tokens.dtype.name == ref_dtype,
+               f"the {fmt} set read with other documents: ends {str(ends)[:120]}, dtype {s.tokens.dtype.name}")
+        if body != "body":
+            _check(s.tokens.astype("int64").tolist() == ref_tokens, f"the {fmt} set read with other ids")
+        if s.doc_ends is not None:
+            sum(len(d) for d in s.documents())
+        del s
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pickle_bytes(image: bytes, state: Any) -> bytes:
+    """The bytes pickle.dumps(tokenizer) would hold for this image and state (Tokenizer.__reduce__)."""
+    import pickle
+
+    from mnemo.tokenizer import Tokenizer
+
+    class Reduced:
+        def __reduce__(self) -> tuple[Any, ...]:
+            if state is None:
+                return (Tokenizer.from_bytes, (image, "<pickled Tokenizer>"))
+            return (Tokenizer.from_bytes, (image, "<pickled Tokenizer>"), state)
+
+    return pickle.dumps(Reduced())
+
+
+def _run_pickle(env: "_Env", data: bytes) -> None:
+    """pickle.loads of a pickled Tokenizer whose image and state are mutated.  An image whose
+    checksum was not made to match (head b"exact") must be refused or be the seed's tokenizer."""
+    import pickle
+
+    head, image, state_text = (unpack_parts(data) + [b"", b"", b""])[:3]
+    state = ast.literal_eval(state_text.decode("utf-8", "surrogatepass")) if state_text else None
+    tok = pickle.loads(_pickle_bytes(image, state))
+    ids = [tok.encode(t, allowed_special="all") for t in SAMPLES]
+    if head == b"exact":
+        # the reference: the seed's own image with the same state (a name, aliases)
+        ref, _ = _outcome(lambda: pickle.loads(_pickle_bytes(env.seed_image, state)))
+        _check(ref is not None and tok == ref and tok.pattern == ref.pattern and tok.name == ref.name
+               and ids == [ref.encode(t, allowed_special="all") for t in SAMPLES],
+               "a pickled Tokenizer whose image was damaged (checksum not fixed) loaded as another tokenizer")
+    tok.decode(ids[0])
+
+
+def _ref_compare(what: str, ours: Callable[[str], list[int]], theirs: Callable[[str], list[int]]) -> None:
+    for text in SAMPLES:
+        a, b = ours(text), theirs(text)
+        _check(a == b, f"{what}: {text[:30]!r} encodes to {a[:12]} here, {b[:12]} in the reference")
+
+
+def _run_tekken(env: "_Env", data: bytes) -> None:
+    """formats.tekken.load_tekken; a file that loads encodes as mistral-common's Tekkenizer of
+    the same file (when that accepts it)."""
+    from mnemo.formats.tekken import load_tekken
+
+    path = env.write("tekken.json", data)
+    tok = load_tekken(path)
+    try:
+        ref = env.tekkenizer.from_file(path)
+    except Exception:  # noqa: BLE001 -- the reference refused it: no answer to compare with
+        ref = None
+    if ref is not None:
+        _ref_compare("tekken", tok.encode_ordinary, lambda t: list(ref.encode(t, bos=False, eos=False)))
+    tok.decode(tok.encode_ordinary(SAMPLES[0]))
+
+
+def _tiktoken_reference(data: bytes, pat: str) -> Any:
+    """tiktoken's own reading of a rank file (tiktoken.load.load_tiktoken_bpe's parser), as
+    an Encoding; None when tiktoken refuses it."""
+    import tiktoken
+
+    try:
+        ranks = {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in data.splitlines() if line)}
+        return tiktoken.Encoding("fuzz", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+    except Exception:  # noqa: BLE001 -- a file tiktoken cannot read has no reference answer
+        return None
+
+
+def _run_tiktoken_ref(env: "_Env", data: bytes) -> None:
+    """interop.load_tiktoken with GPT-2's pattern; a file that loads encodes as tiktoken does."""
+    from mnemo import interop
+
+    tok = interop.load_tiktoken(env.write("input.tiktoken", data), "gpt2")
+    ref = _tiktoken_reference(data, env.gpt2_pat)
+    if ref is not None:
+        _ref_compare("tiktoken", tok.encode_ordinary, ref.encode_ordinary)
+
+
+def _run_hf_ref(env: "_Env", data: bytes) -> None:
+    """interop.load_hf; a tokenizer.json that loads encodes as `tokenizers` does (ids without
+    the post-processor's tokens)."""
+    from mnemo import interop
+    import tokenizers
+
+    tok = interop.load_hf(env.write("tokenizer.json", data))
+    try:
+        ref = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
+    except Exception:  # noqa: BLE001 -- tokenizers refuses it: no reference answer
+        ref = None
+    if ref is not None:
+        # tokenizers matches added tokens in any text: mnemo's encode with every special allowed
+        _ref_compare("tokenizer.json", lambda t: tok.encode(t, allowed_special="all"),
+                     lambda t: ref.encode(t, add_special_tokens=False).ids)
+
+
+def _outcome(fn: Callable[[], Any], strict: bool = False) -> tuple[Any, BaseException | None]:
+    """(result, None) or (None, the MnemoError raised); with `strict` (errors="strict") also a
+    UnicodeDecodeError, which decode(errors="strict") raises as bytes.decode does."""
+    from mnemo import MnemoError
+
+    try:
+        return fn(), None
+    except MnemoError as exc:
+        return None, exc
+    except UnicodeDecodeError as exc:
+        if not strict:
+            raise
+        return None, exc
+
+
+def _run_stream(env: "_Env", data: bytes) -> None:
+    """StreamDecoder: step/feed pieces (cut where the case says) and finish, joined, equal
+    decode of the whole sequence; an id decode refuses is refused by the stream too."""
+    case = ast.literal_eval(data.decode("utf-8"))
+    ids, cuts, errors, masked = case["ids"], case["cuts"], case["errors"], case["masked"]
+    tok = env.tokenizer
+    strict = errors == "strict"
+    whole, whole_err = _outcome(lambda: tok.decode(ids, errors, masked=masked), strict)
+
+    def streamed() -> str:
+        d = tok.stream_decoder(errors, masked=masked)
+        out, at = [], 0
+        for cut in list(cuts) + [len(ids)]:
+            chunk = ids[at:cut]
+            if len(chunk) == 1:
+                out.append(d.step(chunk[0]))
+            elif chunk:
+                out.append(d.feed(chunk))
+            at = max(at, cut)
+        out.append(d.finish())
+        return "".join(out)
+
+    got, got_err = _outcome(streamed, strict)
+    _check((whole_err is None) == (got_err is None),
+           f"decode {'raised ' + type(whole_err).__name__ if whole_err else 'succeeded'}, the stream "
+           f"{'raised ' + type(got_err).__name__ if got_err else 'succeeded'}")
+    _check(whole == got, f"the stream gave {str(got)[:60]!r}, decode {str(whole)[:60]!r}")
+    if got_err is not None and not isinstance(got_err, UnicodeDecodeError):  # strict's own error: both raised it
+        raise got_err
+
+
+def _joined_index(text: str) -> list[int]:
+    """For each character of text_bytes(text) decoded (pairs joined, lone surrogates as one
+    U+FFFD), where it starts in `text`, plus len(text) at the end."""
+    starts, i = [], 0
+    while i < len(text):
+        starts.append(i)
+        i += 2 if "\ud800" <= text[i] <= "\udbff" and i + 1 < len(text) and "\udc00" <= text[i + 1] <= "\udfff" else 1
+    return starts + [len(text)]
+
+
+def _run_offsets(env: "_Env", data: bytes) -> None:
+    """decode_with_offsets against tiktoken's; encode_with_offsets' spans index the caller's
+    string: each span covers exactly the characters holding the token's bytes."""
+    from mnemo.streaming import text_bytes
+
+    case = ast.literal_eval(data.decode("utf-8"))
+    tok = env.tokenizer
+    if "ids" in case:
+        ids = case["ids"]
+        try:
+            ref = env.tt.decode_with_offsets(ids)
+        except (UnicodeDecodeError, KeyError, ValueError, OverflowError, TypeError):
+            ref = None
+        got, err = _outcome(lambda: tok.decode_with_offsets(ids))
+        spans, _ = _outcome(lambda: tok.decode_with_offsets(ids, spans=True))
+        if ref is None:
+            if err is None:
+                raise Differs(f"tiktoken refuses {str(ids)[:80]}, mnemo gave {str(got)[:80]}")
+            raise err
+        _check(err is None and got == (ref[0], list(ref[1])), f"offsets {str(got)[:120]} vs tiktoken's {str(ref)[:120]}")
+        _check(spans is not None and [a for a, _ in spans[1]] == got[1], "spans=True starts differ from the offsets")
+        return
+    text = case["text"]
+    ids, spans = tok.encode_with_offsets(text, allowed_special="all")
+    _check(len(spans) == len(ids), f"{len(spans)} spans for {len(ids)} ids")
+    index = _joined_index(text)
+    parts = tok.decode_tokens_bytes(ids)
+    joined = text_bytes(text)
+    pos = 0  # byte offset of the token in the joined text's UTF-8
+    starts = [0]  # byte offset where each joined character starts
+    for ch in joined.decode("utf-8"):
+        starts.append(starts[-1] + len(ch.encode("utf-8")))
+    import bisect
+
+    for k, (raw, (s, e)) in enumerate(zip(parts, spans)):
+        first = bisect.bisect_right(starts, pos) - 1
+        last = bisect.bisect_right(starts, pos + max(len(raw), 1) - 1) - 1
+        want = (index[first], index[last + 1]) if raw else (index[first], index[first])
+        _check((s, e) == want, f"token {k} ({raw!r}) of {text[:40]!r}: span ({s}, {e}), the characters holding its bytes are {want}")
+        pos += len(raw)
+
+
+def _run_iterator(env: "_Env", data: bytes) -> None:
+    """BatchIterator.load_state_dict of an edited state (sent through JSON): refused, or the
+    next batch is the one a fresh iterator gives at the state's position."""
+    import numpy as np
+
+    from mnemo.batches import BatchIterator, TokenStream
+
+    case = ast.literal_eval(data.decode("utf-8"))
+    stream = TokenStream.from_arrays(env.iter_tokens)
+    cfg, steps, edit = case["cfg"], case["steps"], case["edit"]
+    it = BatchIterator(stream, **cfg)
+    for _ in range(steps):
+        next(it)
+    state = json.loads(json.dumps(it.state_dict()))
+    state.update(edit)
+    again = BatchIterator(stream, **cfg)
+    again.load_state_dict(state)
+    batch = next(again)
+    position = state.get("position")
+    if isinstance(position, int) and 0 <= position <= 2000:
+        one = BatchIterator(stream, **{**cfg, "batch_size": 1})
+        for _ in range(position):
+            next(one)
+        rows = [next(one) for _ in range(cfg["batch_size"])]
+        want = np.concatenate([r.inputs for r in rows])
+        _check(np.array_equal(batch.inputs, want), f"the batch after load_state_dict({state}) is not the one at position {position}")
+
+
+def _run_url(env: "_Env", data: bytes) -> None:
+    """mnemo.load / open_tok of files on the moto S3 server: the same outcome as the same files
+    on disk (both load and encode alike, or both raise a MnemoError)."""
+    import mnemo
+
+    head, files = unpack_files(data)
+    spec = head.decode("utf-8", "replace")
+    folder = _case_folder(env, files)
+    prefix = f"case-{env.cases}"
+    fs = env.s3fs()
+    for name, body in files:
+        fs.pipe(f"{env.bucket}/{prefix}/{_safe_name(name)}", body)
+    opts = {"pattern": "gpt2"} if spec.endswith(".tiktoken") else {}
+
+    def use(where: str) -> Any:
+        if spec.endswith(".tok") or not spec.strip("/"):  # a .tok, or the case's folder: a shard directory
+            f = mnemo.open_tok(where, env.tokenizer)
+            return (_tokens_of(f), f.header.n_docs)
+        tok = mnemo.load(where, **opts)
+        return [tok.encode_ordinary(t) for t in SAMPLES]
+
+    try:
+        local, local_err = _outcome(lambda: use(str(folder / spec) if spec else str(folder)))
+        remote, remote_err = _outcome(lambda: use(f"s3://{env.bucket}/{prefix}/{spec}"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if files:
+            fs.rm(f"{env.bucket}/{prefix}", recursive=True)
+    _check((local_err is None) == (remote_err is None),
+           f"on disk: {type(local_err).__name__ if local_err else 'loads'}; at the URL: "
+           f"{str(remote_err)[:200] if remote_err else 'loads'}")
+    _check(local == remote, "the URL's files load with another result than the same files on disk")
+    if remote_err is not None:
+        raise remote_err
+
+
+SURFACE_RUNS: dict[str, Callable[["_Env", bytes], None]] = {
+    "shard_dir": _run_shard_dir, "stack": _run_stack, "pickle": _run_pickle, "tekken": _run_tekken,
+    "tiktoken_ref": _run_tiktoken_ref, "hf_ref": _run_hf_ref, "url": _run_url, "stream": _run_stream,
+    "offsets": _run_offsets, "iterator": _run_iterator,
+}
 
 
 def _short(path: str) -> str:
@@ -440,6 +860,8 @@ class Runner:
         self.findings: dict[str, Finding] = {}
         self.cases = 0
         self.restarts = 0
+        #: target -> outcome kind -> cases (the per-surface counts `make fuzz` prints)
+        self.counts: dict[str, dict[str, int]] = {}
 
     def _worker(self) -> Worker:
         if self.worker is None or not self.worker.alive:
@@ -452,6 +874,8 @@ class Runner:
     def run(self, target: str, data: bytes) -> Outcome:
         self.cases += 1
         outcome = self._worker().run(target, data, self.timeout)
+        kinds = self.counts.setdefault(target, {})
+        kinds[outcome.kind] = kinds.get(outcome.kind, 0) + 1
         if outcome.passed:
             return outcome
         found = Finding(target, data, outcome, True)
@@ -479,6 +903,27 @@ class Runner:
             self.worker.close()
             self.worker = None
 
+    def count_lines(self) -> list[str]:
+        """One line per target: its cases, and how they ended (ok, error: both pass)."""
+        return [f"{t:14} {sum(k.values()):8} cases: " + ", ".join(f"{n} {kind}" for kind, n in sorted(k.items()))
+                for t, k in sorted(self.counts.items())]
+
+
+def start_s3() -> Any:
+    """moto's S3 server on a free port of 127.0.0.1 (as tests/test_remote.py starts it), its
+    endpoint and test credentials in the environment the workers inherit.  Returns the server."""
+    from moto.server import ThreadedMotoServer
+
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request on the fuzzer's output
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                      AWS_ENDPOINT_URL=f"http://{host}:{port}", AWS_DEFAULT_REGION="us-east-1")
+    return server
+
 
 def write_reproducer(folder: Path, finding: Finding) -> Path:
     """A folder per finding: the input file(s), `target` and `description.txt` (one line).  Copy
@@ -486,8 +931,14 @@ def write_reproducer(folder: Path, finding: Finding) -> Path:
     digest = hashlib.sha1(finding.target.encode() + finding.data).hexdigest()[:12]
     out = folder / f"{finding.target}-{digest}"
     out.mkdir(parents=True, exist_ok=True)
-    parts = unpack_parts(finding.data) if finding.target == "gpt2" else [finding.data]
-    for name, part in zip(FILE_NAMES[finding.target], parts):
+    if finding.target in FILE_SETS:
+        head, files = unpack_files(finding.data)
+        (out / "files").mkdir(exist_ok=True)
+        (out / "head").write_bytes(head)
+        for k, (name, part) in enumerate(files):
+            (out / "files" / f"{k:03d}-{_safe_name(name)}").write_bytes(part)
+    parts = unpack_parts(finding.data) if finding.target in ("gpt2", "pickle") else [finding.data]
+    for name, part in zip(FILE_NAMES.get(finding.target, []), parts):
         (out / name).write_bytes(part)
     (out / "target").write_text(finding.target + "\n")
     (out / "description.txt").write_text(f"{finding.describe()} (seen {finding.count} times)\n")
@@ -497,8 +948,11 @@ def write_reproducer(folder: Path, finding: Finding) -> Path:
 def read_reproducer(folder: Path) -> tuple[str, bytes]:
     """(target, payload) of a reproducer folder (a finding or a regression case)."""
     target = (folder / "target").read_text().strip()
+    if target in FILE_SETS:
+        files = [(p.name.split("-", 1)[1], p.read_bytes()) for p in sorted((folder / "files").iterdir())]
+        return target, pack_files(files, (folder / "head").read_bytes())
     parts = [(folder / name).read_bytes() for name in FILE_NAMES[target]]
-    return target, pack_parts(parts) if target == "gpt2" else parts[0]
+    return target, pack_parts(parts) if target in ("gpt2", "pickle") else parts[0]
 
 
 # ---- seeds: valid files made by mnemo itself ---------------------------------------------------
@@ -532,6 +986,7 @@ def make_seeds(seed_dir: Path) -> None:
     with tokfile.TokWriter(seed_dir / "chat.tok", tok, chat=True) as w:
         w.write_doc(tok.render_conversation([{"role": "user", "content": "hi"},
                                              {"role": "assistant", "content": "hello"}]))
+    make_surface_seeds(seed_dir, tok)
 
 
 def load_seeds(seed_dir: Path) -> dict[str, list[bytes]]:
@@ -542,6 +997,7 @@ def load_seeds(seed_dir: Path) -> dict[str, list[bytes]]:
         "gpt2": [pack_parts([read("vocab.json"), read("merges.txt")])],
         "tiktoken": [read("seed.tiktoken")],
         "hf": [read("tokenizer.json")],
+        **load_surface_seeds(seed_dir),
     }
 
 
@@ -789,7 +1245,348 @@ def mutate(rng: random.Random, target: str, data: bytes, others: Sequence[bytes]
         else:
             merges = mutate_lines(rng, merges, _merges_fields)
         return pack_parts([vocab, merges])
+    return mutate_surface(rng, target, data, others)
+
+
+# ---- seeds and mutators of the issue-28 surfaces ---------------------------------------------
+
+
+def make_surface_seeds(seed_dir: Path, tok: Any) -> None:
+    """A shard directory (as `tokenize --ray` writes it, its shards written in this process),
+    the three stack sets with their sidecars, and a tekken file, from the seed tokenizer."""
+    import base64 as b64
+
+    from mnemo.shards import Manifest, Shard, shard_name, shard_origin, write_manifest
+    from mnemo.sources import plan_tasks
+    from mnemo.tokenizing import ShardSettings, plan_shards, tokenize_files, write_shard
+
+    src = seed_dir / "docs.jsonl"
+    src.write_text("".join(json.dumps({"text": f"{doc} #{i}"}) + "\n" for i, doc in enumerate(SEED_DOCS * 3)))
+    shard_bytes = 2048
+    run = {"inputs": [[str(src), src.stat().st_size, src.stat().st_mtime_ns]], "text_field": "text", "chat": False,
+           "bos": None, "eos": None, "shard_bytes": shard_bytes}
+    tasks = plan_tasks([src], n_workers=1, min_task_bytes=shard_bytes, max_task_bytes=shard_bytes, whole_documents=True)
+    folder = seed_dir / "shards"
+    folder.mkdir()
+    shards = []
+    for i, group in enumerate(plan_shards(tasks, shard_bytes)):
+        s = Shard(shard_name(i), group)
+        job = (str(folder / s.name), s.tasks, shard_origin(run, s))
+        _, n_docs, n_tokens, _, crc = write_shard(ShardSettings(False, "text", tok.special_tokens["<|bos|>"], None), tok, job)
+        shards.append(Shard(s.name, s.tasks, n_docs, n_tokens, crc))
+    write_manifest(folder, Manifest(tok.fingerprint, tok.n_vocab, False, run, tuple(shards), True))
+    for fmt in STACK_FORMATS:
+        out = seed_dir / f"stack-{fmt}"
+        out.mkdir()
+        tokenize_files([src], tok, out / "data", format=fmt, workers=1)
+    n = 256 + len(tok.merges)
+    vocab = [{"rank": i, "token_bytes": b64.b64encode(tok.decode_single_token_bytes(i)).decode(),
+              "token_str": None} for i in range(n)]
+    from mnemo.patterns import TEKKEN
+
+    pat = TEKKEN[0] if isinstance(TEKKEN, tuple) and TEKKEN and isinstance(TEKKEN[0], str) else None
+    config = {"pattern": pat or GPT2_PAT, "num_vocab_tokens": n, "default_vocab_size": n + 40,
+              "default_num_special_tokens": 40, "version": "v7"}
+    specials = [{"rank": j, "token_str": name, "is_control": True}
+                for j, name in enumerate(["<unk>", "<s>", "</s>", "[INST]", "[/INST]"] + [f"<SPECIAL_{j}>" for j in range(5, 40)])]
+    (seed_dir / "tekken.json").write_text(json.dumps({"config": config, "vocab": vocab, "version": 1, "type": "Tekken",
+                                                      "special_tokens": specials}))
+
+
+#: GPT-2's split regex as tiktoken writes it (r50k_base): the tiktoken reference's pattern.
+GPT2_PAT = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+STACK_FORMATS = ("megatron", "datatrove", "nanogpt")
+
+
+def _folder_files(folder: Path) -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in sorted(folder.iterdir()) if p.is_file()]
+
+
+def _stack_files(folder: Path) -> list[tuple[str, bytes]]:
+    """The set's files, the one read_stack_file is given first (the token file)."""
+    files = _folder_files(folder)
+    main = [f for f in files if f[0].endswith((".bin", ".ds")) and not f[0].endswith(".index")]
+    main.sort(key=lambda f: len(f[0]))
+    return main[:1] + [f for f in files if f not in main[:1]]
+
+
+def load_surface_seeds(seed_dir: Path) -> dict[str, list[bytes]]:
+    read = lambda name: (seed_dir / name).read_bytes()  # noqa: E731
+    bin_image = read("tokenizer.bin")
+    return {
+        "shard_dir": [pack_files(_folder_files(seed_dir / "shards"))],
+        "stack": [pack_files(_stack_files(seed_dir / f"stack-{fmt}"), fmt.encode()) for fmt in STACK_FORMATS],
+        "pickle": [pack_parts([b"exact", bin_image, b""]), pack_parts([b"exact", bin_image, repr(("seed", {"<|start|>": "<|bos|>"})).encode()])],
+        "tekken": [read("tekken.json")],
+        "tiktoken_ref": [read("seed.tiktoken")],
+        "hf_ref": [read("tokenizer.json")],
+        "url": [pack_files([("tokenizer.bin", bin_image)], b"tokenizer.bin"),
+                pack_files([("seed.tiktoken", read("seed.tiktoken"))], b"seed.tiktoken"),
+                pack_files([("tokenizer.json", read("tokenizer.json"))], b"tokenizer.json"),
+                pack_files([("tekken.json", read("tekken.json"))], b"tekken.json"),
+                pack_files([("seed.tok", read("seed.tok"))], b"seed.tok"),
+                pack_files(_folder_files(seed_dir / "shards"), b"")],
+    }
+
+
+def _fix_json_checksum(data: bytes) -> bytes:
+    """A manifest or sidecar whose "checksum" is made to match its content again (what a careful
+    editor, or another tool, does): the checks behind the checksum are reached."""
+    from mnemo.fileio import json_checksum
+
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return data
+    if not isinstance(doc, dict) or "checksum" not in doc:
+        return data
+    doc.pop("checksum")
+    try:
+        return json.dumps({**doc, "checksum": json_checksum(doc)}).encode()
+    except (TypeError, ValueError):
+        return data
+
+
+def _mutate_file_set(rng: random.Random, files: list[tuple[str, bytes]]) -> tuple[list[tuple[str, bytes]], set[str], bool]:
+    """One mutation of a set of files: a file's bytes (a .tok's header CRC or a JSON file's
+    checksum fixed most times), a file dropped, copied over another, renamed or added.
+    Returns the files, the names whose bytes changed, and whether a JSON file was signed again."""
+    files = list(files)
+    changed: set[str] = set()
+    signed = False
+    op = rng.randrange(10)
+    i = rng.randrange(len(files)) if files else 0
+    if op < 7 and files:
+        name, body = files[i]
+        if name.endswith(".json"):
+            body = mutate_json(rng, body) if rng.random() < 0.7 else mutate_bytes(rng, body)
+            if rng.random() < 0.6:
+                fixed = _fix_json_checksum(body)
+                signed = fixed != body
+                body = fixed
+        elif name.endswith(".tok"):
+            body = mutate_tok(rng, body, [b for n, b in files if n.endswith(".tok")])
+        else:
+            body = mutate_bytes(rng, body, [b for _, b in files])
+        files[i] = (name, body)
+        changed.add(name)
+    elif op == 7 and files:
+        changed.add(files.pop(i)[0])
+    elif op == 8 and len(files) > 1:
+        j = rng.randrange(len(files))
+        files[i] = (files[i][0], files[j][1])
+        changed.add(files[i][0])
+    else:
+        extra = rng.choice([("manifest.json", b"{}"), ("shard-000099.tok", files[i][1] if files else b""),
+                            (files[i][0] + ".tmp" if files else "x.tmp", b"partial"), ("data.mnemo.json", b"[" * 100000)])
+        files.append(extra)
+        changed.add(extra[0])
+    return files, changed, signed
+
+
+def _hf_semantic(rng: random.Random, data: bytes) -> bytes:
+    """A tokenizer.json edited as a person would, one that `tokenizers` still reads: another
+    pre-tokenizer setting, a normalizer, a merge dropped or moved, an added token's flags, two
+    ids swapped.  mnemo must refuse it or encode as `tokenizers` does."""
+    try:
+        v = json.loads(data)
+        model, pre = v["model"], v["pre_tokenizer"]
+    except (ValueError, RecursionError, KeyError, TypeError):
+        return mutate_bytes(rng, data)
+    op = rng.randrange(8)
+    try:
+        if op == 0:
+            step = rng.choice(pre["pretokenizers"]) if isinstance(pre, dict) and "pretokenizers" in pre else pre
+            if step.get("type") == "ByteLevel":
+                key = rng.choice(["add_prefix_space", "use_regex", "trim_offsets"])
+                step[key] = not step.get(key)
+            else:
+                step["behavior"] = rng.choice(["Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"])
+                if rng.random() < 0.3:
+                    step["invert"] = not step.get("invert")
+                if rng.random() < 0.3:
+                    step["pattern"] = rng.choice([{"Regex": GPT2_PAT.replace("++", "+")}, {"Regex": r"\s+"}, {"String": " "},
+                                                  {"Regex": r" ?\p{L}+|\p{N}"}])
+        elif op == 1:
+            v["normalizer"] = rng.choice([{"type": "NFC"}, {"type": "NFKC"}, {"type": "Lowercase"}, {"type": "NFD"},
+                                          {"type": "Sequence", "normalizers": [{"type": "Strip", "strip_left": True, "strip_right": False}]},
+                                          {"type": "Prepend", "prepend": "▁"},
+                                          {"type": "Replace", "pattern": {"String": " "}, "content": "Ġ"}])
+        elif op == 2 and model["merges"]:
+            del model["merges"][rng.randrange(len(model["merges"]))]
+        elif op == 3 and len(model["merges"]) > 1:
+            i, j = rng.randrange(len(model["merges"])), rng.randrange(len(model["merges"]))
+            model["merges"][i], model["merges"][j] = model["merges"][j], model["merges"][i]
+        elif op == 4 and v.get("added_tokens"):
+            t = rng.choice(v["added_tokens"])
+            key = rng.choice(["lstrip", "rstrip", "single_word", "normalized", "special"])
+            t[key] = not t.get(key)
+        elif op == 5:
+            top = max(model["vocab"].values()) + len(v.get("added_tokens") or []) + 1
+            v.setdefault("added_tokens", []).append({"id": top, "content": rng.choice(["hello", " world", "ü", "é", "Hello", "<|new|>"]),
+                                                     "single_word": rng.random() < 0.3, "lstrip": rng.random() < 0.3,
+                                                     "rstrip": rng.random() < 0.3, "normalized": rng.random() < 0.5,
+                                                     "special": rng.random() < 0.5})
+        elif op == 6:
+            model[rng.choice(["ignore_merges", "byte_fallback", "fuse_unk"])] = True
+        else:
+            names = [k for k, i in model["vocab"].items() if i >= 256]
+            a, b = rng.choice(names), rng.choice(names)
+            model["vocab"][a], model["vocab"][b] = model["vocab"][b], model["vocab"][a]
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError):
+        return mutate_bytes(rng, data)
+    return json.dumps(v).encode()
+
+
+def _tekken_semantic(rng: random.Random, data: bytes) -> bytes:
+    """A tekken file edited so that mistral-common still reads it: two tokens' ranks swapped, the
+    last token dropped, fewer tokens in use, another pattern, fewer or more specials."""
+    try:
+        v = json.loads(data)
+        vocab, config = v["vocab"], v["config"]
+        op = rng.randrange(5)
+        if op == 0 and len(vocab) > 258:
+            i, j = rng.randrange(256, len(vocab)), rng.randrange(256, len(vocab))
+            vocab[i]["token_bytes"], vocab[j]["token_bytes"] = vocab[j]["token_bytes"], vocab[i]["token_bytes"]
+        elif op == 1 and len(vocab) > 256:
+            vocab.pop()
+            config["num_vocab_tokens"] = len(vocab)
+        elif op == 2:
+            config["default_vocab_size"] = rng.randint(config["default_num_special_tokens"] + 256, config["default_vocab_size"])
+        elif op == 3:
+            config["pattern"] = rng.choice([GPT2_PAT.replace("++", "+"), r"\s+|\S+", r"[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+"])
+        else:
+            n = rng.choice([5, 20, 39, 41, 60])
+            config["default_num_special_tokens"] = n
+            v["special_tokens"] = [{"rank": j, "token_str": t["token_str"] if j < len(v["special_tokens"]) else f"<SPECIAL_{j}>",
+                                    "is_control": True} for j, t in enumerate(v["special_tokens"][:n] + [{"token_str": ""}] * max(0, n - len(v["special_tokens"])))]
+        return json.dumps(v).encode()
+    except (ValueError, RecursionError, KeyError, TypeError, IndexError, AttributeError):
+        return mutate_bytes(rng, data)
+
+
+def _tiktoken_semantic(rng: random.Random, data: bytes) -> bytes:
+    """A rank file tiktoken still reads: two multi-byte tokens' ranks swapped, a line dropped, a
+    token appended that joins two others."""
+    lines = [line for line in data.split(b"\n") if line]
+    multi = [k for k, line in enumerate(lines) if len(base64.b64decode(line.split(b" ")[0] + b"==")) > 1] if lines else []
+    op = rng.randrange(3)
+    try:
+        if op == 0 and len(multi) > 1:
+            i, j = rng.choice(multi), rng.choice(multi)
+            (ti, ri), (tj, rj) = lines[i].split(b" "), lines[j].split(b" ")
+            lines[i], lines[j] = ti + b" " + rj, tj + b" " + ri
+        elif op == 1 and multi:
+            del lines[rng.choice(multi)]
+        elif lines:
+            a, b = (base64.b64decode(lines[rng.randrange(len(lines))].split(b" ")[0]) for _ in range(2))
+            top = max(int(line.split(b" ")[1]) for line in lines)
+            lines.append(base64.b64encode(a + b) + b" " + str(top + 1).encode())
+    except (ValueError, IndexError, base64.binascii.Error):
+        return mutate_bytes(rng, data)
+    return b"\n".join(lines) + b"\n"
+
+
+def mutate_surface(rng: random.Random, target: str, data: bytes, others: Sequence[bytes]) -> bytes:
+    if target == "shard_dir":
+        head, files = unpack_files(data)
+        files, changed, signed = _mutate_file_set(rng, files)
+        return pack_files(files, b"signed" if signed or head == b"signed" else b"")
+    if target == "stack":
+        head, files = unpack_files(data)
+        fmt, _, body = head.decode().partition(":")
+        main = files[0][0] if files else ""
+        files, changed, _ = _mutate_file_set(rng, files)
+        if not files or files[0][0] != main:
+            files = [(main, b"")] + files if main and all(n != main for n, _ in files) else files
+        touched = "body" if main in changed or body == "body" else ""
+        return pack_files(files, f"{fmt}:{touched}".encode())
+    if target == "pickle":
+        head, image, state = (unpack_parts(data) + [b"", b"", b""])[:3]
+        if rng.random() < 0.7:
+            image = mutate_bytes(rng, image)
+            if rng.random() < 0.5:
+                image, head = fix_bin_crc(image), b""
+        else:
+            state = repr(rng.choice([("seed", {"<|start|>": "<|bos|>"}), (None, {}), ("x", 5), 5, ("n", {"a": "<|nope|>"}),
+                                     (rng.choice(HOSTILE_VALUES), {rng.choice(["<|a|>", "", "\ud800"]): rng.choice(HOSTILE_VALUES)}),
+                                     ("seed", {"<|bos|>": "<|eos|>"}), ("a" * 300, {}), ("seed", {"<|x|>": "<|x|>"})])).encode()
+        return pack_parts([head, image, state])
+    # the reference targets: half the time an edit the reference still reads (what is compared)
+    if target == "tekken":
+        if rng.random() < 0.5:
+            return _tekken_semantic(rng, data)
+        return mutate_json(rng, data) if rng.random() < 0.8 else mutate_bytes(rng, data, others)
+    if target == "tiktoken_ref":
+        return _tiktoken_semantic(rng, data) if rng.random() < 0.5 else mutate_lines(rng, data, _tiktoken_fields)
+    if target == "hf_ref":
+        if rng.random() < 0.5:
+            return _hf_semantic(rng, data)
+        return mutate_json(rng, data) if rng.random() < 0.8 else mutate_bytes(rng, data, others)
+    if target == "url":
+        head, files = unpack_files(data)
+        if rng.random() < 0.3:
+            head = rng.choice([head + b"/", b"", b"missing.bin", head + b"x", b"nested/" + head, b"..", head.upper()])
+        elif files:
+            files, _, _ = _mutate_file_set(rng, files)
+        return pack_files(files, head)
     raise ValueError(f"no mutator for {target!r}")
+
+
+# ---- generated cases: stream decoders, offsets, iterator states --------------------------------
+
+#: Ids worth decoding: multi-byte characters' pieces, specials, the ends of the id space, the
+#: chat mask bits, and ids that are no token.
+def _interesting_ids(rng: random.Random, n_vocab: int) -> list[int]:
+    return [rng.randrange(n_vocab) for _ in range(8)] + list(range(0xC2, 0xC6)) + [0x80, 0xBF, 0xE4, 0xF0, 0x9F, 0xFF,
+            n_vocab - 1, n_vocab, n_vocab + 5, 0x7FFF, 0x8000, 0x8000 + 65, 65535, 65536, 2**31, -1, 2**63]
+
+
+def random_stream_case(rng: random.Random, n_vocab: int = 332) -> bytes:
+    pool = _interesting_ids(rng, n_vocab)
+    ids = [rng.choice(pool) if rng.random() < 0.3 else rng.randrange(256) for _ in range(rng.randint(0, 24))]
+    if rng.random() < 0.6:  # mostly valid ids, so that the joined text is what is compared
+        ids = [i % n_vocab if isinstance(i, int) and i >= 0 else 65 for i in ids]
+    cuts = sorted(rng.sample(range(len(ids) + 1), rng.randint(0, min(6, len(ids) + 1))))
+    errors = rng.choice(["replace", "replace", "strict", "ignore", "backslashreplace", "surrogateescape", "nope", 5])
+    masked = rng.random() < 0.2
+    if masked and rng.random() < 0.7:
+        ids = [i | 0x8000 if rng.random() < 0.5 else i for i in ids]
+    return repr({"ids": ids, "cuts": cuts, "errors": errors, "masked": masked}).encode()
+
+
+_TEXT_PIECES = ["hello", " world", "😀", "\ud83d\ude00", "\ud83d", "\ude00", "é", "e\u0301", "你好", " ", "  ", "\n",
+                "<|bos|>", "<|eos|>", "ﬁ", "𝔸", "'s", "123", "\x00", "\u2028", "Ä"]
+
+
+def random_offsets_case(rng: random.Random, n_vocab: int = 332) -> bytes:
+    if rng.random() < 0.5:
+        pool = _interesting_ids(rng, n_vocab)
+        ids = [rng.choice(pool) if rng.random() < 0.15 else rng.randrange(n_vocab) for _ in range(rng.randint(0, 20))]
+        return repr({"ids": ids}).encode()
+    return repr({"text": "".join(rng.choice(_TEXT_PIECES) for _ in range(rng.randint(0, 16)))}).encode()
+
+
+def random_iterator_case(rng: random.Random) -> bytes:
+    cfg = {"context": rng.choice([4, 8, 16]), "batch_size": rng.choice([1, 2, 3, 5]), "seed": rng.choice([0, 1, 7, 2**40])}
+    if rng.random() < 0.5:
+        cfg["stride"] = rng.choice([1, 3, cfg["context"]])
+    if rng.random() < 0.4:
+        cfg["world_size"] = rng.choice([1, 2, 3])
+        cfg["rank"] = rng.randrange(cfg["world_size"])
+    if rng.random() < 0.3:
+        cfg["num_workers"] = rng.choice([1, 2])
+        cfg["worker"] = rng.randrange(cfg["num_workers"])
+    edit: dict[str, Any] = {}
+    keys = ["version", "n_windows", "context", "stride", "batch_size", "seed", "shard", "n_shards", "position"]
+    for _ in range(rng.choice([0, 1, 1, 2])):
+        key = rng.choice(keys + ["position"] * 4 + ["extra"])
+        edit[key] = rng.choice(INTERESTING_INTS + [rng.randrange(200), None, "3", 1.5, True, [], {}])
+    return repr({"cfg": cfg, "steps": rng.randint(0, 30), "edit": edit}).encode()
+
+
+GENERATED = {"stream": random_stream_case, "offsets": random_offsets_case, "iterator": random_iterator_case}
 
 
 # ---- hostile API calls -------------------------------------------------------------------------
@@ -861,10 +1658,12 @@ def random_api_call(rng: random.Random) -> bytes:
     return api_payload(fn, args)
 
 
-def random_case(rng: random.Random, seeds: dict[str, list[bytes]]) -> tuple[str, bytes]:
-    target = rng.choice(TARGETS)
+def random_case(rng: random.Random, seeds: dict[str, list[bytes]], targets: Sequence[str] = TARGETS) -> tuple[str, bytes]:
+    target = rng.choices(targets, [TARGET_WEIGHTS.get(t, 1.0) for t in targets])[0]
     if target == "api":
         return target, random_api_call(rng)
+    if target in GENERATED:
+        return target, GENERATED[target](rng)
     pool = seeds[target]
     data = rng.choice(pool)
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
@@ -995,7 +1794,19 @@ def hypothesis_strategies(seeds: dict[str, list[bytes]]) -> dict[str, Any]:
         return pack_parts([json.dumps(vocab).encode(), seed_merges + text if draw(st.booleans()) else text])
 
     api = st.randoms(use_true_random=False).map(random_api_call)
-    return {"tokenizer_bin": tokenizer_bin(), "tok": tok(), "tiktoken": st.one_of(tiktoken, tiktoken_grown),
+
+    def mutated(target: str) -> Any:
+        """A seed of `target` through one to three mutations, the choices hypothesis's."""
+        def build(rng: random.Random) -> bytes:
+            data = rng.choice(seeds[target])
+            for _ in range(rng.choice([1, 1, 2, 3])):
+                data = mutate(rng, target, data, seeds[target])
+            return data
+        return st.randoms(use_true_random=False).map(build)
+
+    surfaces = {t: mutated(t) for t in ("shard_dir", "stack", "pickle", "tekken", "tiktoken_ref", "hf_ref", "url")}
+    surfaces |= {t: st.randoms(use_true_random=False).map(gen) for t, gen in GENERATED.items()}
+    return {**surfaces, "tokenizer_bin": tokenizer_bin(), "tok": tok(), "tiktoken": st.one_of(tiktoken, tiktoken_grown),
             "hf": hf(), "gpt2": gpt2(), "api": api}
 
 
@@ -1019,8 +1830,10 @@ def run_hypothesis(runner: Runner, seeds: dict[str, list[bytes]], target: str, e
 # ---- the time-bounded run (make fuzz) --------------------------------------------------------
 
 
-def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, log: Callable[[str], None]) -> Runner:
+def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, log: Callable[[str], None],
+             targets: Sequence[str] = TARGETS) -> Runner:
     seeds = load_seeds(seed_dir)
+    server = start_s3() if "url" in targets else None
     runner = Runner(seed_dir)
     rng = random.Random(rng_seed)
     end = time.monotonic() + seconds
@@ -1053,15 +1866,17 @@ def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, lo
             for _ in range(500):
                 if time.monotonic() >= end:
                     break
-                runner.run(*random_case(rng, seeds))
+                runner.run(*random_case(rng, seeds, targets))
                 tick()
-            for target in TARGETS:
+            for target in targets:
                 if time.monotonic() >= end:
                     break
-                run_hypothesis(runner, seeds, target, 40, derandomize=False)
+                run_hypothesis(runner, seeds, target, max(1, int(40 * TARGET_WEIGHTS.get(target, 1.0))), derandomize=False)
                 tick()
     finally:
         runner.close()
+        if server is not None:
+            server.stop()
         save()
     return runner
 
@@ -1073,6 +1888,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("fuzz-findings"), help="where reproducers go")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from the clock)")
     parser.add_argument("--replay", type=Path, nargs="*", help="run these reproducer folders once and report")
+    parser.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS), help="fuzz only these targets")
     args = parser.parse_args(argv)
     if args.worker:
         worker_main(args.worker[0], args.worker[1], int(args.worker[2]))
@@ -1085,6 +1901,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed_dir = Path(tmp)
         make_seeds(seed_dir)
         if args.replay is not None:
+            server = start_s3()
             runner = Runner(seed_dir)
             bad = 0
             for folder in args.replay:
@@ -1093,10 +1910,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bad += not outcome.passed
                 log(f"{folder}: {outcome.kind} in {outcome.seconds:.2f} s {outcome.detail[:300]}")
             runner.close()
+            server.stop()
             return 1 if bad else 0
         log(f"fuzzing for {args.seconds:g} s, seed {seed}, reproducers to {args.out}/")
-        runner = fuzz_for(args.seconds, seed_dir, seed, args.out, log)
+        runner = fuzz_for(args.seconds, seed_dir, seed, args.out, log, args.targets)
     log(f"done: {runner.cases} cases, {runner.restarts} worker restarts, {len(runner.findings)} distinct findings")
+    for line in runner.count_lines():
+        log(f"  {line}")
     for finding in runner.findings.values():
         log(f"  {finding.describe()[:400]} (seen {finding.count} times)")
     return 1 if runner.findings else 0

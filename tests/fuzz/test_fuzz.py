@@ -28,10 +28,13 @@ SLICE_MUTATIONS = 400
 SLICE_HYPOTHESIS = 60
 #: A hang costs the whole time bound; past this many in one target the slice stops and reports.
 SLICE_MAX_HANGS = 2
+#: Fewer cases for the slow surfaces (a few seconds each): URLs go through the S3 server, the
+#: references build a tiktoken or Tekkenizer per case.
+SLICE_SIZES = {"url": 12, "tekken": 60, "tiktoken_ref": 150, "hf_ref": 100, "shard_dir": 200, "stack": 200}
 
 
 @pytest.fixture
-def fresh_runner(seed_dir: Path) -> Iterator[fuzzer.Runner]:
+def fresh_runner(seed_dir: Path, s3_env: None) -> Iterator[fuzzer.Runner]:
     r = fuzzer.Runner(seed_dir, confirm=False)
     yield r
     r.close()
@@ -83,9 +86,11 @@ def test_mutation_slice(target: str, seeds: dict[str, list[bytes]], fresh_runner
     """SLICE_MUTATIONS mutated seed files (or hostile API calls) per target, seeded."""
     rng = random.Random(f"mnemo-fuzz-{target}")
     hangs = 0
-    for _ in range(SLICE_MUTATIONS):
+    for _ in range(SLICE_SIZES.get(target, SLICE_MUTATIONS)):
         if target == "api":
             data = fuzzer.random_api_call(rng)
+        elif target in fuzzer.GENERATED:
+            data = fuzzer.GENERATED[target](rng)
         else:
             data = rng.choice(seeds[target])
             for _ in range(rng.choice([1, 1, 2, 3])):
@@ -99,7 +104,8 @@ def test_mutation_slice(target: str, seeds: dict[str, list[bytes]], fresh_runner
 @pytest.mark.parametrize("target", fuzzer.TARGETS)
 def test_hypothesis_slice(target: str, seeds: dict[str, list[bytes]], fresh_runner: fuzzer.Runner) -> None:
     """SLICE_HYPOTHESIS structure-level hypothesis examples per target (derandomized)."""
-    fuzzer.run_hypothesis(fresh_runner, seeds, target, SLICE_HYPOTHESIS, derandomize=True)
+    examples = SLICE_HYPOTHESIS * SLICE_SIZES.get(target, SLICE_MUTATIONS) // SLICE_MUTATIONS
+    fuzzer.run_hypothesis(fresh_runner, seeds, target, max(examples, 4), derandomize=True)
     assert not fresh_runner.findings, f"{len(fresh_runner.findings)} distinct findings:\n{report(fresh_runner)}"
 
 
