@@ -301,6 +301,8 @@ class Vocabulary:
         h.update(self.fingerprint.encode("ascii"))
         for alias in names:
             target = aliases[alias]
+            if not isinstance(target, str):  # a pickle's state is anyone's bytes (the fuzz suite's pickle target)
+                raise type_error(f"aliases[{alias!r}]", "the name of a special token (a str)", target)
             if alias in self.special_tokens:
                 raise ConfigError(f"{alias!r} is already a special token (id {self.special_tokens[alias]})")
             if target not in self._internal_specials:

@@ -668,7 +668,8 @@ def classify(target: str, data: bytes, exc: BaseException | None) -> tuple[str, 
     where = ""
     tb = exc.__traceback__
     while tb is not None:
-        where = f"{_short(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        if tb.tb_frame.f_code.co_name != "_check":  # a Differs is where the oracle's check is
+            where = f"{_short(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
         tb = tb.tb_next
     text = f"{type(exc).__name__}: {str(exc)[:300]}"
     if isinstance(exc, MnemoError):
@@ -1455,7 +1456,9 @@ def _tekken_semantic(rng: random.Random, data: bytes) -> bytes:
         elif op == 2:
             config["default_vocab_size"] = rng.randint(config["default_num_special_tokens"] + 256, config["default_vocab_size"])
         elif op == 3:
-            config["pattern"] = rng.choice([GPT2_PAT.replace("++", "+"), r"\s+|\S+", r"[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+"])
+            config["pattern"] = rng.choice([GPT2_PAT.replace("++", "+"), r"\s+|\S+", r"[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+|\s+"])
+            # (patterns that match every character: where a pattern leaves text unmatched, tiktoken
+            # and so mistral-common drop that text, mnemo keeps it; reported, not fuzzed)
         else:
             n = rng.choice([5, 20, 39, 41, 60])
             config["default_num_special_tokens"] = n
@@ -1470,9 +1473,9 @@ def _tiktoken_semantic(rng: random.Random, data: bytes) -> bytes:
     """A rank file tiktoken still reads: two multi-byte tokens' ranks swapped, a line dropped, a
     token appended that joins two others."""
     lines = [line for line in data.split(b"\n") if line]
-    multi = [k for k, line in enumerate(lines) if len(base64.b64decode(line.split(b" ")[0] + b"==")) > 1] if lines else []
     op = rng.randrange(3)
     try:
+        multi = [k for k, line in enumerate(lines) if len(base64.b64decode(line.split(b" ")[0])) > 1]
         if op == 0 and len(multi) > 1:
             i, j = rng.choice(multi), rng.choice(multi)
             (ti, ri), (tj, rj) = lines[i].split(b" "), lines[j].split(b" ")
@@ -1483,7 +1486,7 @@ def _tiktoken_semantic(rng: random.Random, data: bytes) -> bytes:
             a, b = (base64.b64decode(lines[rng.randrange(len(lines))].split(b" ")[0]) for _ in range(2))
             top = max(int(line.split(b" ")[1]) for line in lines)
             lines.append(base64.b64encode(a + b) + b" " + str(top + 1).encode())
-    except (ValueError, IndexError, base64.binascii.Error):
+    except (ValueError, IndexError):  # binascii.Error is a ValueError: a line already mutated
         return mutate_bytes(rng, data)
     return b"\n".join(lines) + b"\n"
 
@@ -1527,7 +1530,7 @@ def mutate_surface(rng: random.Random, target: str, data: bytes, others: Sequenc
     if target == "url":
         head, files = unpack_files(data)
         if rng.random() < 0.3:
-            head = rng.choice([head + b"/", b"", b"missing.bin", head + b"x", b"nested/" + head, b"..", head.upper()])
+            head = rng.choice([head + b"/", b"", b"missing.bin", head + b"x", b"nested/" + head, head.upper()])
         elif files:
             files, _, _ = _mutate_file_set(rng, files)
         return pack_files(files, head)

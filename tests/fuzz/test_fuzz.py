@@ -244,6 +244,10 @@ REGRESSIONS: dict[str, Case] = {
     "encode-disallowed_special-lone-surrogate": ("api", lambda s: fuzzer.api_payload(
         "encode", ["hi"], {"disallowed_special": ["\ud800"]})),
     "hf-added-tokens-float": ("hf", lambda s: json.dumps({**hf_json(s), "added_tokens": 1.5}).encode()),
+    # found by the pickle target (issue 28's fuzz surfaces): an alias naming a dict in a pickled
+    # Tokenizer's state was a TypeError (unhashable type) from Vocabulary._add_aliases
+    "pickle-state-alias-target-dict": ("pickle", lambda s: fuzzer.pack_parts(
+        [b"", s["tokenizer_bin"][0], repr(("n", {"<|a|>": {"x": 1}})).encode()])),
 }
 
 
