@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import fuzzer
+import mnemo
 from mnemo import vocabfile
 
 pytestmark = pytest.mark.fuzz
@@ -76,6 +77,37 @@ def test_reproducer_round_trip(tmp_path: Path, seeds: dict[str, list[bytes]]) ->
         folder = fuzzer.write_reproducer(tmp_path, finding)
         assert fuzzer.read_reproducer(folder) == (target, data)
         assert (folder / "description.txt").read_text().count("\n") == 1
+
+
+def test_oracles_flag_a_silently_different_answer(seed_dir: Path, seeds: dict[str, list[bytes]],
+                                                  fresh_runner: fuzzer.Runner) -> None:
+    """The differential oracles compare answers, not just exceptions: an input that loads as
+    something else while its flag says it must not is a `Differs` finding.  (The flags lie here
+    on purpose: the fuzzer sets them from what it mutated.)"""
+    import zlib
+
+    other = mnemo.train_from_iterator(["a different corpus entirely, zzz"] * 20, vocab_size=280, workers=1)
+    pickled = fuzzer.pack_parts([b"exact", other.to_bytes(), b""])
+    outcome = fresh_runner.run("pickle", pickled)
+    assert outcome.kind == "bad" and "Differs" in outcome.detail, outcome
+    # a shard whose tokens, their CRC, the header's CRC and the signed manifest all agree, but
+    # with other ids: opens and verifies, so only the comparison with the seed can see it
+    head, files = fuzzer.unpack_files(seeds["shard_dir"][0])
+    names = [n for n, _ in files]
+    k = names.index("shard-000000.tok")
+    tok = bytearray(files[k][1])
+    tok[64] ^= 1
+    tok[52:56] = zlib.crc32(bytes(tok[64:])).to_bytes(4, "little")
+    tok = bytearray(fuzzer.fix_tok_crc(bytes(tok)))
+    manifest = json.loads(dict(files)["manifest.json"])
+    for shard in manifest["shards"]:
+        if shard["name"] == "shard-000000.tok":
+            shard["crc32"] = zlib.crc32(bytes(tok[64:]))
+    files[k] = ("shard-000000.tok", bytes(tok))
+    files[names.index("manifest.json")] = ("manifest.json", fuzzer._fix_json_checksum(json.dumps(manifest).encode()))
+    outcome = fresh_runner.run("shard_dir", fuzzer.pack_files(files))
+    assert outcome.kind == "bad" and "Differs" in outcome.detail, outcome
+    assert fresh_runner.run("shard_dir", fuzzer.pack_files(files, b"signed")).kind == "ok"
 
 
 # ---- the seeded slice ----------------------------------------------------------------------------
