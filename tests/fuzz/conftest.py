@@ -31,22 +31,16 @@ def seeds(seed_dir: Path) -> dict[str, list[bytes]]:
 @pytest.fixture(scope="module")
 def s3_env() -> Iterator[None]:
     """moto's S3 server for the `url` target (fuzzer.start_s3), for this module only: the
-    environment it sets (AWS_ENDPOINT_URL, test credentials) is put back afterwards."""
-    import os
-
+    environment it needs (AWS_ENDPOINT_URL, test credentials) is put back afterwards."""
     pytest.importorskip("moto.server", reason="moto is not installed (pip install '.[test]')")
-    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
-    saved = {k: os.environ.get(k) for k in keys}
-    server = fuzzer.start_s3()
-    try:
-        yield
-    finally:
-        server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    server, env = fuzzer.start_s3()
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        try:
+            yield
+        finally:
+            server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -910,9 +910,10 @@ class Runner:
                 for t, k in sorted(self.counts.items())]
 
 
-def start_s3() -> Any:
-    """moto's S3 server on a free port of 127.0.0.1 (as tests/test_remote.py starts it), its
-    endpoint and test credentials in the environment the workers inherit.  Returns the server."""
+def start_s3() -> tuple[Any, dict[str, str]]:
+    """moto's S3 server on a free port of 127.0.0.1 (as tests/test_remote.py starts it), and the
+    environment its clients need (endpoint, test credentials), which the caller puts where the
+    workers inherit it."""
     from moto.server import ThreadedMotoServer
 
     import logging
@@ -921,8 +922,14 @@ def start_s3() -> Any:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
-                      AWS_ENDPOINT_URL=f"http://{host}:{port}", AWS_DEFAULT_REGION="us-east-1")
+    return server, {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                    "AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def start_s3_here() -> Any:
+    """start_s3 for this process (the fuzzer script): its environment set for good."""
+    server, env = start_s3()
+    os.environ.update(env)
     return server
 
 
@@ -1836,7 +1843,7 @@ def run_hypothesis(runner: Runner, seeds: dict[str, list[bytes]], target: str, e
 def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, log: Callable[[str], None],
              targets: Sequence[str] = TARGETS) -> Runner:
     seeds = load_seeds(seed_dir)
-    server = start_s3() if "url" in targets else None
+    server = start_s3_here() if "url" in targets else None
     runner = Runner(seed_dir)
     rng = random.Random(rng_seed)
     end = time.monotonic() + seconds
@@ -1904,7 +1911,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed_dir = Path(tmp)
         make_seeds(seed_dir)
         if args.replay is not None:
-            server = start_s3()
+            server = start_s3_here()
             runner = Runner(seed_dir)
             bad = 0
             for folder in args.replay:
