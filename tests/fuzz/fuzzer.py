@@ -190,6 +190,8 @@ class _Env:
         self.gpt2_pat = GPT2_PAT
         self.tt = to_tiktoken(self.tokenizer)
         self.iter_tokens = (np.arange(600, dtype=np.int64) * 7 % self.tokenizer.n_vocab).astype(np.uint16)
+        if os.environ.get("AWS_ENDPOINT_URL"):  # the parent started the S3 server: connect before the first case
+            self.s3fs()
 
     def s3fs(self) -> Any:
         """The moto server's S3 (the parent started it: AWS_ENDPOINT_URL), and this worker's bucket."""
@@ -629,7 +631,8 @@ def _run_url(env: "_Env", data: bytes) -> None:
         return [tok.encode_ordinary(t) for t in SAMPLES]
 
     try:
-        local, local_err = _outcome(lambda: use(str(folder / spec) if spec else str(folder)))
+        # joined as text, as the URL is: Path's "/" would make a tail "/" the root folder
+        local, local_err = _outcome(lambda: use(f"{folder}/{spec}"))
         remote, remote_err = _outcome(lambda: use(f"s3://{env.bucket}/{prefix}/{spec}"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
