@@ -15,7 +15,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
   mnemo/chat.py             a loop over a conversation's messages around the compiled encoder
   mnemo/checks.py           argument checks, once per call
-  mnemo/cli.py              argument parsing and printing; plain Python keeps tracebacks readable
+  mnemo/cli/__init__.py     argument parsing and printing; plain Python keeps tracebacks readable
   mnemo/constants.py        shared names and limits only
   mnemo/decoding.py         streaming decode: one dict lookup and Python's incremental UTF-8 decoder
                             per id, as a model produces them; nothing for mypyc to speed up
