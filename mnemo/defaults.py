@@ -23,6 +23,17 @@ DEFAULT_MAX_CHUNK_BYTES: Final = 256
 DEFAULT_TEXT_FIELD: Final = "text"
 #: The token files `mnemo tokenize` writes (tokenizing.tokenize_files' `format`).
 DEFAULT_TOKEN_FORMAT: Final = "tok"
+#: Input bytes per tokenize shard on Ray (RayOptions.shard_bytes, `mnemo tokenize --shard-mb`):
+#: big enough that a shard's start-up (a task, a tokenizer from the object store) is noise,
+#: small enough that a retried shard costs seconds.
+DEFAULT_SHARD_BYTES: Final = 64 << 20
+
+# ---- inspecting and comparing (`mnemo inspect`, `mnemo eval`) ----
+
+#: Rows `mnemo inspect` shows per list (inspect_vocab.format_report's `limit`).
+DEFAULT_INSPECT_LIMIT: Final = 20
+#: About how much of each corpus `mnemo eval` reads (evaluate.run's `max_bytes`).
+DEFAULT_EVAL_MAX_BYTES: Final = 2_000_000
 
 # ---- pretraining the bigram model (bigram.pretrain, `mnemo pretrain`); docs/pretraining.md has
 #      the measurements behind them: they beat the unigram baseline on the demo's data and on
