@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mnemo.cli.common import Inputs, check_output, interactive, tokenizer_arg
 from mnemo.cli.options import Subcommands, no_color_option, path_arg, positive, tokenizer_option, whole
 from mnemo.defaults import (
-    DEFAULT_BATCH,
-    DEFAULT_CONTEXT,
-    DEFAULT_DIM,
-    DEFAULT_EVAL_EVERY,
-    DEFAULT_GENERATE,
-    DEFAULT_LR,
-    DEFAULT_OPTIMIZER,
-    DEFAULT_SEED,
-    DEFAULT_STEPS,
-    DEFAULT_VAL_FRACTION,
-    DEFAULT_VOCAB_SIZE,
+    DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_DIM, DEFAULT_EVAL_EVERY, DEFAULT_GENERATE, DEFAULT_LR,
+    DEFAULT_OPTIMIZER, DEFAULT_SEED, DEFAULT_STEPS, DEFAULT_VAL_FRACTION, DEFAULT_VOCAB_SIZE,
     DEMO_PRETRAIN_STEPS,
 )
 from mnemo.errors import ConfigError
@@ -81,16 +73,15 @@ def add_pretrain(sub: Subcommands) -> None:
     p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
     p.add_argument("--val-fraction", type=float, default=DEFAULT_VAL_FRACTION,
                    help=f"tail of each file held out when there is no --val (default {DEFAULT_VAL_FRACTION})")
-    p.add_argument("--steps", type=positive, default=DEFAULT_STEPS,
-                   help=f"training steps, one batch each (default {DEFAULT_STEPS})")
-    p.add_argument("--batch", type=positive, default=DEFAULT_BATCH,
-                   help=f"windows per step (default {DEFAULT_BATCH})")
-    p.add_argument("--context", type=positive, default=DEFAULT_CONTEXT,
-                   help=f"tokens per window (default {DEFAULT_CONTEXT})")
-    p.add_argument("--dim", type=positive, default=DEFAULT_DIM,
-                   help=f"embedding size (default {DEFAULT_DIM})")
-    p.add_argument("--lr", type=float, default=DEFAULT_LR,
-                   help=f"learning rate (default {DEFAULT_LR})")
+    sizes: tuple[tuple[str, Callable[[str], float], float, str], ...] = (
+        ("--steps", positive, DEFAULT_STEPS, "training steps, one batch each"),
+        ("--batch", positive, DEFAULT_BATCH, "windows per step"),
+        ("--context", positive, DEFAULT_CONTEXT, "tokens per window"),
+        ("--dim", positive, DEFAULT_DIM, "embedding size"),
+        ("--lr", float, DEFAULT_LR, "learning rate"),
+    )
+    for flag, kind, default, what in sizes:
+        p.add_argument(flag, type=kind, default=default, help=f"{what} (default {default})")
     p.add_argument("--optimizer", choices=["adam", "sgd"], default=DEFAULT_OPTIMIZER,
                    help=f"adam (rows of E not in a batch keep their weights and state) or plain sgd (default {DEFAULT_OPTIMIZER})")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the initial weights and the batch order (default {DEFAULT_SEED})")

@@ -6,19 +6,8 @@ import argparse
 import time
 
 from mnemo.cli.common import (
-    Inputs,
-    PhaseProgress,
-    amount,
-    check_output,
-    interactive,
-    past_the_point_of_no_return,
-    peak_rss_mib,
-    plural,
-    rate,
-    ray_choice,
-    read_as,
-    shared_with_nodes,
-    tokenizer_arg,
+    Inputs, PhaseProgress, amount, check_output, interactive, past_the_point_of_no_return, peak_rss_mib, plural,
+    rate, ray_choice, read_as, shared_with_nodes, tokenizer_arg,
 )
 from mnemo.cli.options import Subcommands, input_options, path_arg, positive, quiet_option, ray_option, whole
 from mnemo.constants import TIES
