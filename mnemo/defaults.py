@@ -15,6 +15,9 @@ from typing import Final
 DEFAULT_VOCAB_SIZE: Final = 32768
 #: The split pattern of a new vocabulary (one of constants.PATTERNS).
 DEFAULT_PATTERN: Final = "mnemonic"
+#: The split pattern of a GPT-2 vocabulary read without one (vocab.json + merges.txt, CS336's
+#: vocab and merges; formats.gpt2.load_gpt2, Tokenizer.from_vocab_merges, `mnemo convert`).
+DEFAULT_GPT2_PATTERN: Final = "gpt2"
 #: The tie rule of a new vocabulary (one of constants.TIES).
 DEFAULT_TIE: Final = "id"
 #: Chunks longer than this are left out of the word counts.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from mnemo.cli.common import Inputs, check_output
 from mnemo.cli.options import Subcommands, path_arg
 from mnemo.constants import GPT2_FILE_NAMES, PATTERNS
+from mnemo.defaults import DEFAULT_GPT2_PATTERN
 from mnemo.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         loaded = Tokenizer.load(src)
     elif args.from_format == "gpt2":
         vocab_path, merges_path = _gpt2_paths(src, merges, reading=True)
-        loaded = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or "gpt2")
+        loaded = interop.load_gpt2(vocab_path, merges_path, pattern=args.pattern or DEFAULT_GPT2_PATTERN)
     elif args.from_format == "tiktoken":
         if args.preset is not None:
             if args.preset not in interop.TIKTOKEN_PRESETS:
@@ -158,7 +159,7 @@ def add_convert(sub: Subcommands) -> None:
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
     p.add_argument("--pattern", default=None, metavar="PATTERN",
                    help="split pattern of a .tiktoken input (or --preset) or a gpt2 input: a preset name or a split "
-                        "regex (default gpt2)")
+                        f"regex (default {DEFAULT_GPT2_PATTERN})")
     p.add_argument("--preset", default=None, metavar="NAME",
                    help="--from tiktoken: OpenAI's encoding the file holds, cl100k_base or o200k_base: sets the pattern "
                         "and special tokens as tiktoken does, and checks the file's SHA-256 (the file may be gzipped)")

@@ -1,6 +1,7 @@
 """The argument types and the options several commands share, with their help texts (one
-spelling each).  Every default an option shows comes from mnemo/defaults.py, the table the
-library's signatures read."""
+spelling each).  Every default an option shares with the library comes from mnemo/defaults.py,
+the table the library's signatures read; a default only the command line has (`--index 0`,
+`--prompt The`, `demo --out mnemo-demo`) stays beside its option."""
 
 from __future__ import annotations
 
