@@ -80,10 +80,9 @@ def ray_argv(argv: Sequence[str]) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="mnemo", description="Fast, verifiable byte-level BPE tokenizer.",
-                                     epilog="`mnemo COMMAND --help` describes each command.")
+                    epilog="`mnemo COMMAND --help` describes each command.")
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
     for add in COMMANDS:
         add(sub)
     return parser

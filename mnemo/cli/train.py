@@ -14,6 +14,8 @@ from mnemo.constants import TIES
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES, DEFAULT_PATTERN, DEFAULT_TIE, DEFAULT_VOCAB_SIZE
 from mnemo.errors import ConfigError
 from mnemo.patterns import PRESETS
+from mnemo.sources import MIN_TASK_BYTES, TASKS_PER_WORKER
+from mnemo.vocab import DEFAULT_SPECIAL_TOKENS
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -115,10 +117,11 @@ def add_train(sub: Subcommands) -> None:
     p.add_argument("--workers", type=positive, default=None, help="counting processes (default: all cores)")
     p.add_argument("--max-chunk-bytes", type=positive, default=DEFAULT_MAX_CHUNK_BYTES, help=f"leave longer chunks out (default {DEFAULT_MAX_CHUNK_BYTES})")
     input_options(p)
-    p.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeat; default: mnemo's 16)")
+    p.add_argument("--special", action="append", metavar="TOKEN", help=f"a special token (repeat; default: mnemo's {len(DEFAULT_SPECIAL_TOKENS)})")
     p.add_argument("--no-verify", action="store_true", help="skip the final recount of every pair (default: verify)")
     ray_option(p, "count")
     p.add_argument("--tasks-per-node", type=positive, default=None, metavar="N",
-                   help="with --ray: counting tasks per node (default: about 16 per CPU, at least 16 MB each)")
+                   help=f"with --ray: counting tasks per node (default: about {TASKS_PER_WORKER} per CPU, at least "
+                        f"{MIN_TASK_BYTES >> 20} MB each)")
     quiet_option(p)
     p.set_defaults(handler=cmd_train, check_paths=check_train_paths)
