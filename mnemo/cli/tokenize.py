@@ -14,6 +14,7 @@ from mnemo.cli.common import (
 from mnemo.cli.options import Subcommands, input_options, path_arg, positive, quiet_option, ray_option, tokenizer_option
 from mnemo.defaults import DEFAULT_SHARD_BYTES, DEFAULT_TOKEN_FORMAT
 from mnemo.errors import ConfigError
+from mnemo.stackfiles import FORMATS
 
 if TYPE_CHECKING:
     from mnemo.location import Location
@@ -122,7 +123,7 @@ def add_tokenize(sub: Subcommands) -> None:
     p.add_argument("--eos", metavar="TOKEN", default=None,
                    help="special token after each document, or 'none' (default: <|endoftext|> when the vocabulary "
                         "has it and no <|bos|>); giving either option turns the default off")
-    p.add_argument("--format", choices=("tok", "megatron", "datatrove", "nanogpt"), default=DEFAULT_TOKEN_FORMAT,
+    p.add_argument("--format", choices=FORMATS, default=DEFAULT_TOKEN_FORMAT,
                    help="tok (mnemo's .tok, default); megatron (OUT.bin + OUT.idx); datatrove (OUT.ds + "
                         ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")
     p.add_argument("--workers", type=positive, default=None, help="encoding processes (default: all cores)")
