@@ -32,7 +32,7 @@ HOW = (
 
 
 def module_name(path: Path) -> str:
-    """mnemo/cli.py -> "cli"; mnemo/formats/gpt2.py -> "formats.gpt2"; mnemo/formats/__init__.py ->
+    """mnemo/tokenizer.py -> "tokenizer"; mnemo/formats/gpt2.py -> "formats.gpt2"; mnemo/formats/__init__.py ->
     "formats" (the package's own module); mnemo/__init__.py stays "__init__"."""
     parts = path.relative_to(PACKAGE).with_suffix("").parts
     if len(parts) > 1 and parts[-1] == "__init__":
