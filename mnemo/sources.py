@@ -414,7 +414,9 @@ def _parquet_stream_message(name: str) -> str:
 # ---- planning ---------------------------------------------------------------------------------
 
 
+#: A worker's share of the input is cut into about this many tasks, each at least MIN_TASK_BYTES.
 TASKS_PER_WORKER: Final = 16
+MIN_TASK_BYTES: Final = 16 << 20
 
 
 def plan_tasks(
@@ -422,7 +424,7 @@ def plan_tasks(
     *,
     n_workers: int,
     specials: Sequence[str] = (),
-    min_task_bytes: int = 16 << 20,
+    min_task_bytes: int = MIN_TASK_BYTES,
     max_task_bytes: int | None = None,
     whole_documents: bool = False,
 ) -> list[Task]:
