@@ -29,8 +29,12 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
+import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -178,26 +182,127 @@ def upload_atomic(local: str | os.PathLike[str], url: str) -> None:
     """Copy the local file to `url` so that the object appears only complete.  The copy runs in
     an fsspec transaction: files opened in one are not published until it ends without an
     exception (S3: the multipart upload is completed -- one atomic step -- only then), and an
-    exception, Ctrl-C included, discards them (S3: the upload is aborted and its parts deleted;
-    memory://: nothing is stored; file://: the temporary file is removed).  A process killed
+    exception discards them (S3: the upload is aborted and its parts deleted; memory://: nothing
+    is stored; file://: the temporary file is removed).
+
+    Ctrl-C and SIGTERM take effect between the store's requests, not inside one (`_Signals`):
+    interrupted inside a request, fsspec stops waiting for its answer, and when that request
+    starts the multipart upload, the answer -- the upload's id, which the abort needs -- is lost
+    while the store goes on to create the upload, which was then left behind (billed, with
+    nothing to abort it).  A second Ctrl-C stops at once (and may leave it).  A process killed
     outright leaves at most an incomplete multipart upload, never an object (docs/remote.md:
     the bucket rule that cleans those up)."""
     fs, path = filesystem(url)
-    try:
-        with fs.transaction:
-            out = fs.open(path, "wb", block_size=UPLOAD_BLOCK)
-            with open(local, "rb") as src:
-                while block := src.read(UPLOAD_BLOCK):
-                    out.write(block)
-            out.close()  # the last part goes up; the transaction's end completes the upload
-    except (InputError, KeyboardInterrupt, SystemExit, MemoryError):
-        raise
-    except OSError as exc:
-        if getattr(exc, "filename", None) == os.fspath(local):  # the staged file, not the store
+    with _Signals(url) as signals:
+        try:
+            with fs.transaction:  # its end (the completion, or the abort) is held too
+                out = fs.open(path, "wb", block_size=UPLOAD_BLOCK)
+                try:
+                    with open(local, "rb") as src:
+                        while True:
+                            with signals.released():  # a local read: no request in flight
+                                block = src.read(UPLOAD_BLOCK)
+                            if not block:
+                                break
+                            out.write(block)  # a part goes up for each UPLOAD_BLOCK written
+                    out.close()  # the last part goes up; the transaction's end completes the upload
+                    signals.check()  # not completed when interrupted before this point
+                except BaseException:
+                    _forget(out)
+                    raise
+        except (InputError, KeyboardInterrupt, SystemExit, MemoryError):
             raise
-        raise _write_error(url, exc) from None
-    except Exception as exc:  # the store's own errors (botocore's, aiohttp's)
-        raise _write_error(url, exc) from None
+        except OSError as exc:
+            if getattr(exc, "filename", None) == os.fspath(local):  # the staged file, not the store
+                raise
+            raise _write_error(url, exc) from None
+        except Exception as exc:  # the store's own errors (botocore's, aiohttp's)
+            raise _write_error(url, exc) from None
+
+
+def _forget(f: Any) -> None:
+    """Mark a file the transaction is about to discard as closed: otherwise its `__del__`, at
+    the latest when the interpreter exits, closes it -- flushing a buffer the discard has
+    dropped, through an event loop that may be gone -- and Python prints "Exception ignored in
+    AbstractBufferedFile.__del__"."""
+    try:
+        f.closed = True
+    except AttributeError:  # a file whose `closed` is read-only (file://): its own close is safe
+        pass
+
+
+class _Signals:
+    """SIGINT and SIGTERM during an upload: held while a request to the store is in flight,
+    acted on (as the handler before would: Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM
+    exception) at the next point between requests -- `released()` -- or at the end.  One that
+    arrives while released, or a second one, acts at once.  Only the main thread receives
+    signals: elsewhere, and for a signal that is ignored, nothing changes."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.previous: dict[int, Any] = {}
+        self.caught: list[int] = []
+        self.delivered = False
+        self.holding = False
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                handler = signal.getsignal(signum)
+                if handler not in (signal.SIG_IGN, None):
+                    self.previous[signum] = handler
+                    signal.signal(signum, self._catch)
+        self.holding = True
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        self.holding = False
+        self._restore()
+        if exc_type is None and self.caught and not self.delivered:
+            # it came while the completion was in flight: the object is published, the run stops
+            self.delivered = True
+            self._act(self.caught[0], None)
+
+    def check(self) -> None:
+        """A point between requests: act on a signal held during the last one."""
+        if self.caught and not self.delivered:
+            self.delivered = True
+            self._act(self.caught[0], None)
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """A block that sends no request (a local read): signals act at once in it."""
+        self.check()
+        self.holding = False
+        try:
+            yield
+        finally:
+            self.holding = True
+
+    def _catch(self, signum: int, frame: Any) -> None:
+        if not self.holding or self.caught:  # between requests, or the second: the user will not wait
+            self._act(signum, frame)
+            return
+        self.caught.append(signum)
+        print(
+            f"mnemo: stopping once the store answers, to abort the upload of {self.url} "
+            f"(press Ctrl-C again to stop now, which can leave an incomplete multipart upload)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _act(self, signum: int, frame: Any) -> None:
+        handler = self.previous.get(signum, signal.getsignal(signum))
+        if callable(handler):
+            handler(signum, frame)
+        elif handler == signal.SIG_DFL:
+            self._restore()
+            os.kill(os.getpid(), signum)  # its default action: the process ends
+
+    def _restore(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous = {}
 
 
 def _write_error(u: str, exc: BaseException) -> InputError:

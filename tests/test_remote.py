@@ -237,6 +237,130 @@ def test_an_interrupted_upload_leaves_no_object_under_the_final_key(
         assert not [u for u in uploads if u["Key"] == key]  # aborted, parts deleted
 
 
+class _StallingStore:
+    """A TCP relay on 127.0.0.1 between a client and moto's server that holds back the store's
+    answer to one request: the store stalls at that moment.  Real sockets and requests: moto
+    serves the request when it arrives (a multipart upload it starts exists), and only its answer
+    waits until `release` is set.  `pattern` matches the request line that stalls."""
+
+    def __init__(self, endpoint: str, pattern: bytes) -> None:
+        import re
+        import socket
+        import threading
+
+        self.target = ("127.0.0.1", int(endpoint.rsplit(":", 1)[1]))
+        self.pattern = re.compile(pattern, re.MULTILINE)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held = threading.Event()
+        self.release = threading.Event()
+        self._socket = socket
+        self._thread = threading.Thread
+        self._thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = self._socket.create_connection(self.target)
+            hold: list[bool] = []
+            self._thread(target=self._requests, args=(client, server, hold), daemon=True).start()
+            self._thread(target=self._answers, args=(server, client, hold), daemon=True).start()
+
+    def _requests(self, src: Any, dst: Any, hold: list[bool]) -> None:
+        try:
+            while data := src.recv(1 << 16):
+                if not self.held.is_set() and self.pattern.search(data):
+                    hold.append(True)  # before the request reaches the store: its answer waits
+                    self.held.set()
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            dst.close()
+
+    def _answers(self, src: Any, dst: Any, hold: list[bool]) -> None:
+        try:
+            while data := src.recv(1 << 16):
+                if hold:
+                    self.release.wait()
+                    hold.clear()
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            dst.close()
+
+    def close(self) -> None:
+        self.release.set()
+        self.listener.close()
+
+
+#: Request lines of a multipart upload: the one that starts it, and a part's.
+_STARTING, _PART = rb"^POST [^ ]*\?uploads[ =&]", rb"^PUT [^ ]*\?[^ ]*partNumber="
+
+
+def _interrupt_while_stalled(argv: list[str], store: _StallingStore, cwd: Path) -> tuple[int, str]:
+    """Run `argv` with the S3 endpoint behind `store`; once the store has received the stalling
+    request (and started the multipart upload), send SIGINT, let the child handle it, then let
+    the store answer.  The exit status and standard error."""
+    env = dict(os.environ, AWS_ENDPOINT_URL=store.url)
+    try:
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd) as child:
+            try:
+                assert store.held.wait(120), "the upload never reached the stalling request"
+                child.send_signal(signal.SIGINT)
+                time.sleep(1.5)  # the child has handled the signal (fsspec waits in 1 s steps)
+                store.release.set()  # the store answers, late
+                _, stderr = child.communicate(timeout=120)
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+    finally:
+        store.close()
+    return child.returncode, stderr
+
+
+@pytest.mark.parametrize("stall", [_STARTING, _PART], ids=["starting-the-upload", "uploading-a-part"])
+def test_ctrl_c_while_the_store_stalls_aborts_the_upload(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, tmp_path: Path, stall: bytes
+) -> None:
+    """Issue 28 item 15: Ctrl-C reaches `mnemo tokenize -o s3://...` while the store has not yet
+    answered a request of the output's multipart upload -- the one that starts it (whose answer
+    is the upload id the abort needs: before the fix the upload was left behind) or a part's.
+    The run ends as interrupted, with no multipart upload left in the bucket, no object, and no
+    "Exception ignored" noise."""
+    tok = mnemo.train([english_jsonl], vocab_size=300, workers=1)
+    tok.save(tmp_path / "tok.bin")
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(english_jsonl.read_text(encoding="utf-8").splitlines(keepends=True)[:50]), encoding="utf-8")
+    exe = str(Path(sys.executable).with_name("mnemo"))
+    argv = [exe, "tokenize", str(small), "-t", str(tmp_path / "tok.bin"), "-o", f"s3://{bucket}/out.tok", "--workers", "1", "-q"]
+    code, stderr = _interrupt_while_stalled(argv, _StallingStore(s3_endpoint, stall), tmp_path)
+    assert code == 128 + signal.SIGINT, stderr
+    assert "mnemo: interrupted" in stderr
+    assert "Exception ignored" not in stderr and "Traceback" not in stderr, stderr
+    assert _s3(s3_endpoint).list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert _keys(s3_endpoint, bucket) == []
+
+
+def test_ctrl_c_while_a_part_of_a_large_upload_stalls_aborts_it_quietly(s3_endpoint: str, bucket: str, tmp_path: Path) -> None:
+    """The same for the first of three 8 MiB parts of an upload (sent while the file is still
+    being written, not when it is closed): before the fix the discarded file's `__del__` printed
+    "Exception ignored in AbstractBufferedFile.__del__" at exit."""
+    data = tmp_path / "big.tok"
+    data.write_bytes(os.urandom(20 << 20))
+    argv = [sys.executable, "-c", _UPLOADER, str(data), f"s3://{bucket}/big.tok"]
+    code, stderr = _interrupt_while_stalled(argv, _StallingStore(s3_endpoint, _PART), tmp_path)
+    assert code != 0 and "KeyboardInterrupt" in stderr, stderr
+    assert "Exception ignored" not in stderr, stderr
+    assert _s3(s3_endpoint).list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert _keys(s3_endpoint, bucket) == []
+
+
 def test_a_failed_tokenize_run_leaves_no_object(s3_endpoint: str, bucket: str, english_jsonl: Path, tmp_path: Path) -> None:
     """A run that fails on its input (a bad JSON line at the end) publishes nothing."""
     bad = tmp_path / "bad.jsonl"
