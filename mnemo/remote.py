@@ -27,6 +27,7 @@ AWS CLI finds them), or set once through ``fsspec.config.conf``.
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import shutil
 import signal
@@ -126,6 +127,8 @@ def read_error(u: str, exc: BaseException, doing: str = "read") -> InputError:
         return InputError(f"{u}: is a folder (a prefix); pass the objects inside it")
     if _no_credentials(exc):
         return InputError(f"{u}: {NO_CREDENTIALS}")
+    if _replaced(exc):
+        return changed_error(u, "one version when it was opened", "another")
     return InputError(f"{u}: cannot be {doing} ({type(exc).__name__}: {exc})")
 
 
@@ -147,20 +150,109 @@ def check_file(url: str) -> int:
     return int(found.get("size") or 0)
 
 
-def open_read(url: str, *, exact: bool = False) -> Any:
+#: The fields of an fsspec `info` that change when an object is replaced: S3's ETag and
+#: VersionId, Google Cloud Storage's generation and etag, a local file's mtime.
+VERSION_FIELDS: Final = ("ETag", "VersionId", "generation", "etag", "mtime")
+
+
+def version_of(found: dict[str, Any]) -> str:
+    """What identifies this content of an object (its size and VERSION_FIELDS): two infos of
+    one object differ in it when the object was replaced in between; "" when the filesystem
+    gives none of them."""
+    parts = [f"{k}={found[k]}" for k in VERSION_FIELDS if found.get(k) not in (None, "")]
+    return " ".join([f"size={found.get('size')}", *parts]) if parts else ""
+
+
+def changed_error(url: str, planned: str, now: str) -> InputError:
+    return InputError(
+        f"{url}: the object changed while mnemo read it (it was replaced or rewritten: {planned} when the run "
+        f"was planned, {now} now); run again once it is no longer being written"
+    )
+
+
+def _replaced(exc: BaseException) -> bool:
+    """Whether a read failed because the object is no longer the one opened: s3fs reads with
+    If-Match of the ETag it found at the open, which S3 answers with 412 Precondition Failed
+    (s3fs raises it as an OSError), or, checking locally, raises FileExpired."""
+    text = str(exc)
+    return type(exc).__name__ == "FileExpired" or "PreconditionFailed" in text or "Precondition Failed" in text
+
+
+class _Reading(io.RawIOBase):
+    """An object open for reading (fsspec's file `inner`): its reads and seeks, with a read that
+    fails because the object was replaced since it was opened reported as that (changed_error),
+    not as a bare OSError that names no file.  Anything else is the inner file's (`cache`...)."""
+
+    def __init__(self, url: str, inner: Any) -> None:
+        super().__init__()
+        self.url = url
+        self.inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            data: bytes = self.inner.read(-1 if size is None else size)
+        except Exception as exc:
+            if _replaced(exc):
+                raise changed_error(self.url, "one version when it was opened", "another") from None
+            raise
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self.inner.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self.inner.tell())
+
+    def close(self) -> None:
+        if not self.closed:
+            self.inner.close()
+        super().close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def open_read(url: str, *, exact: bool = False, version: str = "") -> Any:
     """The object as a seekable binary file that fetches READ_BLOCK-byte ranges ahead of what
     is read (fsspec's read-ahead cache: for a stream read in small pieces, as a decompressor
     reads).  `exact`: each read is one request of its own size -- for a few small reads (magic
     bytes, the search for a document boundary at a planned cut) and for a byte-range task read
     in large blocks, where reading ahead would fetch a block past the task's end for each (the
-    4 MiB tasks of a tokenize run fetched 12 MiB each)."""
+    4 MiB tasks of a tokenize run fetched 12 MiB each).
+
+    `version` (version_of the info found when the run was planned): an object that is no
+    longer that one is refused (changed_error), for a byte range planned in one version and
+    read in another is garbage; "" checks nothing.  Once open, s3fs reads only the version it
+    opened (If-Match), and a read that finds it replaced is that error too."""
     fs, path = filesystem(url)
     try:
         if exact:
-            return fs.open(path, "rb", block_size=1 << 16, cache_type="none")
-        return fs.open(path, "rb", block_size=READ_BLOCK)
+            inner = fs.open(path, "rb", block_size=1 << 16, cache_type="none")
+        else:
+            inner = fs.open(path, "rb", block_size=READ_BLOCK)
     except Exception as exc:
         raise read_error(url, exc) from None
+    details = getattr(inner, "details", None)
+    if version and isinstance(details, dict):
+        now = version_of(details)
+        if now and now != version:
+            inner.close()
+            raise changed_error(url, version, now)
+    return _Reading(url, inner)
 
 
 def read_file(url: str, limit: int, what: str = "file") -> bytes:

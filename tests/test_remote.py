@@ -241,9 +241,10 @@ class _StallingStore:
     """A TCP relay on 127.0.0.1 between a client and moto's server that holds back the store's
     answer to one request: the store stalls at that moment.  Real sockets and requests: moto
     serves the request when it arrives (a multipart upload it starts exists), and only its answer
-    waits until `release` is set.  `pattern` matches the request line that stalls."""
+    waits until `release` is set.  `pattern` matches the request (its line and headers) that
+    stalls.  `late`: the request itself waits, and reaches moto only once released."""
 
-    def __init__(self, endpoint: str, pattern: bytes) -> None:
+    def __init__(self, endpoint: str, pattern: bytes, *, late: bool = False) -> None:
         import re
         import socket
         import threading
@@ -254,6 +255,7 @@ class _StallingStore:
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.held = threading.Event()
         self.release = threading.Event()
+        self.late = late
         self._socket = socket
         self._thread = threading.Thread
         self._thread(target=self._accept, daemon=True).start()
@@ -273,8 +275,11 @@ class _StallingStore:
         try:
             while data := src.recv(1 << 16):
                 if not self.held.is_set() and self.pattern.search(data):
-                    hold.append(True)  # before the request reaches the store: its answer waits
+                    if not self.late:
+                        hold.append(True)  # before the request reaches the store: its answer waits
                     self.held.set()
+                    if self.late:
+                        self.release.wait()
                 dst.sendall(data)
         except OSError:
             pass
@@ -371,6 +376,70 @@ def test_a_failed_tokenize_run_leaves_no_object(s3_endpoint: str, bucket: str, e
     assert out.returncode == 1
     assert "mnemo: error:" in out.stderr and "not valid JSON" in out.stderr
     assert _keys(s3_endpoint, bucket) == []
+
+
+# ---- an input replaced while it is read -------------------------------------------------------------
+
+
+def test_an_input_object_replaced_after_planning_is_named_as_changed(s3_endpoint: str, bucket: str, english_jsonl: Path) -> None:
+    """Issue 28 item 16: the byte ranges of a run are planned on one version of an object; a task
+    that finds another one there (replaced in between: here a line added at the front, so each
+    planned cut falls inside a line) says the input changed -- before, the task read its range
+    of the new object and said "not valid JSON".  A read of an object replaced since it was
+    opened says so too (s3fs reads with If-Match: before, a bare OSError that named no file)."""
+    from mnemo.location import location
+    from mnemo.sources import check_inputs, iter_task_documents, plan_tasks
+
+    url = _put(s3_endpoint, bucket, "english.jsonl", english_jsonl)
+    tasks = plan_tasks(check_inputs([url]), n_workers=2, min_task_bytes=1 << 20, max_task_bytes=1 << 20)
+    assert len(tasks) >= 3
+    assert list(iter_task_documents(tasks[1]))  # the planned version reads
+    new = b'{"text": "a line added at the front"}\n' + english_jsonl.read_bytes()
+    _s3(s3_endpoint).put_object(Bucket=bucket, Key="english.jsonl", Body=new)
+    for task in tasks:
+        with pytest.raises(InputError, match=f"^{url}: the object changed while mnemo read it"):
+            list(iter_task_documents(task))
+
+    with location(url).open(exact=True) as f:
+        assert f.read(100) == new[:100]
+        _s3(s3_endpoint).put_object(Bucket=bucket, Key="english.jsonl", Body=english_jsonl.read_bytes())
+        f.seek(1 << 20)
+        with pytest.raises(InputError, match=f"^{url}: the object changed while mnemo read it"):
+            f.read(100)
+
+
+def test_tokenize_names_an_input_replaced_mid_run(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
+) -> None:
+    """The same through `mnemo tokenize`: the input is replaced while a worker reads it (its
+    first large ranged read -- a task's, not the planning's small ones -- reaches the store only
+    after the test has replaced the object).  The error names the URL and says it changed;
+    before, the run read the new object as if it were the one planned and exited 0."""
+    url = _put(s3_endpoint, bucket, "english.jsonl", english_jsonl)
+    task_read = rb"^GET /" + bucket.encode() + rb"/english\.jsonl [^\n]*\r\n(?:[^\r\n]+\r\n)*?[Rr]ange: bytes=\d+-\d{7,}\r\n"
+    store = _StallingStore(s3_endpoint, task_read, late=True)
+    env = dict(os.environ, AWS_ENDPOINT_URL=store.url)
+    exe = str(Path(sys.executable).with_name("mnemo"))
+    try:
+        with subprocess.Popen(
+            [exe, "tokenize", url, "-t", str(small_tok[1]), "-o", str(tmp_path / "out.tok"), "--workers", "2", "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        ) as child:
+            try:
+                assert store.held.wait(120), "the run never read its input"
+                new = b'{"text": "a line added at the front"}\n' + english_jsonl.read_bytes()
+                _s3(s3_endpoint).put_object(Bucket=bucket, Key="english.jsonl", Body=new)
+                store.release.set()
+                _, stderr = child.communicate(timeout=300)
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+    finally:
+        store.close()
+    assert child.returncode == 1, stderr
+    assert stderr.startswith(f"mnemo: error: {url}: the object changed while mnemo read it"), stderr
+    assert not (tmp_path / "out.tok").exists()
 
 
 # ---- errors -----------------------------------------------------------------------------------------
