@@ -49,6 +49,10 @@ _URL: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
 STDIN: Final = "-"
 #: How standard input is named in messages.
 STDIN_NAME: Final = "<stdin>"
+#: The manifest of a shard directory (mnemo/shards.py), the one kind of folder mnemo reads from
+#: a local copy (`local_path` of a folder): a URL's prefix is copied only once this is found
+#: under it, so that a prefix of anything else is refused by name, not downloaded whole first.
+SHARD_MANIFEST: Final = "manifest.json"
 
 
 def location(path: PathArg) -> Location:
@@ -528,7 +532,8 @@ class UrlPath(Location):
         return remote.read_file(self.url, limit, what)
 
     def local_path(self, what: str = "file") -> Path:
-        return remote.local_copy(self.url, what)
+        """A folder is copied only when it holds SHARD_MANIFEST (a shard directory)."""
+        return remote.local_copy(self.url, what, holding=SHARD_MANIFEST)
 
     def local_set(self, names: Sequence[str], what: str = "file set") -> Path:
         if not self.isfile():

@@ -521,12 +521,16 @@ def _copy_folder() -> Path:
     return _copy_root[0]
 
 
-def local_copy(url: str, what: str = "file") -> Path:
+def local_copy(url: str, what: str = "file", holding: str = "") -> Path:
     """A local copy of the object (or folder) at `url`, for readers that need a local file: a
     memory map (.tok files, the training stacks' files).  The bounded local cache of
     docs/remote.md: each URL is downloaded once per process, streamed in UPLOAD_BLOCK pieces,
     into a private folder in TMPDIR that is removed when the process exits; a copy that would
-    leave less than COPY_RESERVE bytes free there is refused before anything is downloaded."""
+    leave less than COPY_RESERVE bytes free there is refused before anything is downloaded.
+
+    `holding`: a folder is copied only when it holds an object of that name (a shard
+    directory's manifest), looked for first: a prefix of anything else is an InputError naming
+    the URL, before anything is listed or downloaded."""
     u = url
     key = url.rstrip("/")
     if key in _copies and _copies[key].exists():
@@ -535,9 +539,13 @@ def local_copy(url: str, what: str = "file") -> Path:
     try:
         found = fs.info(path)
         if found.get("type") == "directory":
+            if holding and not fs.isfile(f"{str(path).rstrip('/')}/{holding}"):
+                raise InputError(f"{key}: no {holding} under this prefix: not a mnemo {what}; check the URL")
             files = {str(p): int(i.get("size") or 0) for p, i in fs.find(path, detail=True).items()}
         else:
             files = {str(path): int(found.get("size") or 0)}
+    except InputError:
+        raise
     except Exception as exc:
         raise read_error(u, exc) from None
     folder = Path(tempfile.mkdtemp(prefix="copy-", dir=_copy_folder()))

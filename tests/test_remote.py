@@ -256,6 +256,7 @@ class _StallingStore:
         self.held = threading.Event()
         self.release = threading.Event()
         self.late = late
+        self.requests: list[bytes] = []  # the request lines seen, in order
         self._socket = socket
         self._thread = threading.Thread
         self._thread(target=self._accept, daemon=True).start()
@@ -272,8 +273,11 @@ class _StallingStore:
             self._thread(target=self._answers, args=(server, client, hold), daemon=True).start()
 
     def _requests(self, src: Any, dst: Any, hold: list[bool]) -> None:
+        import re
+
         try:
             while data := src.recv(1 << 16):
+                self.requests += re.findall(rb"^(?:GET|HEAD|PUT|POST|DELETE) [^\r\n]*", data, re.MULTILINE)
                 if not self.held.is_set() and self.pattern.search(data):
                     if not self.late:
                         hold.append(True)  # before the request reaches the store: its answer waits
@@ -467,6 +471,78 @@ def test_missing_bucket_or_key_is_a_mnemo_error_naming_the_url(s3_endpoint: str,
     assert out.returncode == 1 and f"{same}: the output is also an input" in out.stderr, out.stderr
     out = _mnemo("train", english_jsonl, "-o", f"s3://{bucket}/", "--vocab-size", "300", "-q")
     assert out.returncode == 1 and "give the output a key" in out.stderr, out.stderr
+
+
+def test_a_folder_given_as_the_tokenizer_is_named(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
+) -> None:
+    """Issue 28 item 16: `-t s3://bucket/folder` -- a prefix holding no tokenizer, or the empty
+    object an S3 console makes for a folder -- said "truncated: 0 bytes".  Every TOKENIZER
+    argument (through mnemo.load) names the URL and says what a tokenizer folder holds."""
+    s3 = _s3(s3_endpoint)
+    s3.put_object(Bucket=bucket, Key="folder/notes.txt", Body=b"not a tokenizer")
+    s3.put_object(Bucket=bucket, Key="console/", Body=b"")
+    data = _put(s3_endpoint, bucket, "english.jsonl", english_jsonl)
+    tok_file = tmp_path / "data.tok"
+    from mnemo.tokenizing import tokenize_files
+
+    tokenize_files([english_jsonl], small_tok[0], tok_file, workers=1)
+    for url in (f"s3://{bucket}/folder", f"s3://{bucket}/folder/", f"s3://{bucket}/console/"):
+        for argv in (
+            ["tokenize", data, "-t", url, "-o", tmp_path / "out.tok"],
+            ["tokshow", "-t", url, "hello"],
+            ["eval", url, "--corpus", english_jsonl],
+            ["inspect", url],
+            ["train", english_jsonl, "--from", url, "-o", tmp_path / "t.bin", "--vocab-size", "700"],
+            ["pretrain", tok_file, "-t", url, "-o", tmp_path / "w.npz"],
+            ["convert", url, tmp_path / "c.json", "--to", "hf"],
+        ):
+            out = _mnemo(*argv)
+            assert out.returncode == 1, (argv, out.stderr)
+            assert out.stderr.startswith(f"mnemo: error: {url}: a folder (a prefix) without tokenizer.json"), (argv, out.stderr)
+            assert "truncated" not in out.stderr and "Traceback" not in out.stderr
+        with pytest.raises(InputError, match="pass a tokenizer file, or a folder that holds one"):
+            mnemo.load(url)
+
+
+def test_info_of_a_prefix_without_a_manifest_names_the_url_and_copies_nothing(
+    s3_endpoint: str, bucket: str, small_tok: tuple[mnemo.Tokenizer, Path]
+) -> None:
+    """Issue 28 item 16: `mnemo info s3://bucket/prefix` (and open_tok) of a prefix that is not a
+    shard directory looks for its manifest first: the error names the URL, and no object under
+    the prefix is downloaded (before, the whole prefix was copied, and the error named the
+    temporary copy)."""
+    s3 = _s3(s3_endpoint)
+    s3.put_object(Bucket=bucket, Key="prefix/big.bin", Body=os.urandom(12 << 20))
+    s3.put_object(Bucket=bucket, Key="prefix/sub/other.jsonl", Body=b'{"text": "x"}\n')
+    url = f"s3://{bucket}/prefix"
+    store = _StallingStore(s3_endpoint, rb"(?!)")  # stalls nothing: it records the requests
+    try:
+        out = _mnemo("info", url, env=dict(os.environ, AWS_ENDPOINT_URL=store.url))
+    finally:
+        store.close()
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.startswith(f"mnemo: error: {url}: no manifest.json under this prefix: not a mnemo shard directory"), out.stderr
+    assert "mnemo-copies-" not in out.stderr
+    fetched = [r for r in store.requests if r.startswith(b"GET /" + bucket.encode() + b"/prefix/")]
+    assert fetched == [], fetched
+    with pytest.raises(InputError, match=f"^{url}: no manifest.json"):
+        mnemo.open_tok(url, small_tok[0])
+
+
+def test_a_damaged_shard_directory_at_a_url_is_named_by_its_url(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
+) -> None:
+    """open_tok of a shard directory whose manifest is damaged: the error names the manifest
+    at the URL, not the temporary copy it was read from."""
+    s3 = _s3(s3_endpoint)
+    s3.put_object(Bucket=bucket, Key="shards/manifest.json", Body=b'{"format": "mnemo-shards", "version": 2}')
+    s3.put_object(Bucket=bucket, Key="shards/shard-000000.tok", Body=b"x")
+    url = f"s3://{bucket}/shards"
+    with pytest.raises(mnemo.errors.MnemoError) as caught:
+        mnemo.open_tok(url, small_tok[0])
+    assert str(caught.value).startswith(f"{url}/manifest.json"), caught.value
+    assert "mnemo-copies-" not in str(caught.value)
 
 
 def test_a_missing_extra_is_named(tmp_path: Path) -> None:
