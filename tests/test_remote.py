@@ -311,19 +311,19 @@ class _StallingStore:
 _STARTING, _PART = rb"^POST [^ ]*\?uploads[ =&]", rb"^PUT [^ ]*\?[^ ]*partNumber="
 
 
-def _interrupt_while_stalled(argv: list[str], store: _StallingStore, cwd: Path) -> tuple[int, str]:
+def _run_while_stalled(
+    argv: list[str], store: _StallingStore, cwd: Path, meanwhile: Callable[[subprocess.Popen[str]], None]
+) -> tuple[int, str]:
     """Run `argv` with the S3 endpoint behind `store`; once the store has received the stalling
-    request (and started the multipart upload), send SIGINT, let the child handle it, then let
-    the store answer.  The exit status and standard error."""
+    request, do `meanwhile(child)`, then let the store go on.  The exit status and standard error."""
     env = dict(os.environ, AWS_ENDPOINT_URL=store.url)
     try:
         with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd) as child:
             try:
-                assert store.held.wait(120), "the upload never reached the stalling request"
-                child.send_signal(signal.SIGINT)
-                time.sleep(1.5)  # the child has handled the signal (fsspec waits in 1 s steps)
+                assert store.held.wait(120), "the child never reached the stalling request"
+                meanwhile(child)
                 store.release.set()  # the store answers, late
-                _, stderr = child.communicate(timeout=120)
+                _, stderr = child.communicate(timeout=300)
             finally:
                 if child.poll() is None:
                     child.kill()
@@ -331,6 +331,16 @@ def _interrupt_while_stalled(argv: list[str], store: _StallingStore, cwd: Path) 
     finally:
         store.close()
     return child.returncode, stderr
+
+
+def _interrupt_while_stalled(argv: list[str], store: _StallingStore, cwd: Path) -> tuple[int, str]:
+    """SIGINT to the child while the store stalls (the multipart upload it starts exists)."""
+
+    def interrupt(child: subprocess.Popen[str]) -> None:
+        child.send_signal(signal.SIGINT)
+        time.sleep(1.5)  # the child has handled the signal (fsspec waits in 1 s steps)
+
+    return _run_while_stalled(argv, store, cwd, interrupt)
 
 
 @pytest.mark.parametrize("stall", [_STARTING, _PART], ids=["starting-the-upload", "uploading-a-part"])
@@ -422,26 +432,15 @@ def test_tokenize_names_an_input_replaced_mid_run(
     url = _put(s3_endpoint, bucket, "english.jsonl", english_jsonl)
     task_read = rb"^GET /" + bucket.encode() + rb"/english\.jsonl [^\n]*\r\n(?:[^\r\n]+\r\n)*?[Rr]ange: bytes=\d+-\d{7,}\r\n"
     store = _StallingStore(s3_endpoint, task_read, late=True)
-    env = dict(os.environ, AWS_ENDPOINT_URL=store.url)
     exe = str(Path(sys.executable).with_name("mnemo"))
-    try:
-        with subprocess.Popen(
-            [exe, "tokenize", url, "-t", str(small_tok[1]), "-o", str(tmp_path / "out.tok"), "--workers", "2", "-q"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-        ) as child:
-            try:
-                assert store.held.wait(120), "the run never read its input"
-                new = b'{"text": "a line added at the front"}\n' + english_jsonl.read_bytes()
-                _s3(s3_endpoint).put_object(Bucket=bucket, Key="english.jsonl", Body=new)
-                store.release.set()
-                _, stderr = child.communicate(timeout=300)
-            finally:
-                if child.poll() is None:
-                    child.kill()
-                    child.wait()
-    finally:
-        store.close()
-    assert child.returncode == 1, stderr
+    argv = [exe, "tokenize", url, "-t", str(small_tok[1]), "-o", str(tmp_path / "out.tok"), "--workers", "2", "-q"]
+    new = b'{"text": "a line added at the front"}\n' + english_jsonl.read_bytes()
+
+    def replace(child: subprocess.Popen[str]) -> None:
+        _s3(s3_endpoint).put_object(Bucket=bucket, Key="english.jsonl", Body=new)
+
+    code, stderr = _run_while_stalled(argv, store, tmp_path, replace)
+    assert code == 1, stderr
     assert stderr.startswith(f"mnemo: error: {url}: the object changed while mnemo read it"), stderr
     assert not (tmp_path / "out.tok").exists()
 
