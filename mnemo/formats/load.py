@@ -161,9 +161,10 @@ def _folder(where: str, options: dict[str, Any]) -> AnyTokenizer:
     for name in ("tekken.json", "tokenizer.model"):
         if _isfile(_join(where, name)):
             return _file(_join(where, name), options)
+    prefix = " (a prefix)" if location(where).remote else ""
     raise InputError(
-        f"{where}: a folder without tokenizer.json (a transformers folder), vocab.json + merges.txt (GPT-2), "
-        f"tekken.json or tokenizer.model"
+        f"{where}: a folder{prefix} without tokenizer.json (a transformers folder), vocab.json + merges.txt (GPT-2), "
+        f"tekken.json or tokenizer.model: pass a tokenizer file, or a folder that holds one"
     )
 
 
