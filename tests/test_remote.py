@@ -532,8 +532,8 @@ def test_info_of_a_prefix_without_a_manifest_names_the_url_and_copies_nothing(
 def test_a_damaged_shard_directory_at_a_url_is_named_by_its_url(
     s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
 ) -> None:
-    """open_tok of a shard directory whose manifest is damaged: the error names the manifest
-    at the URL, not the temporary copy it was read from."""
+    """open_tok and `mnemo info` of a shard directory whose manifest is damaged: the error names
+    the manifest at the URL, not the temporary copy it was read from."""
     s3 = _s3(s3_endpoint)
     s3.put_object(Bucket=bucket, Key="shards/manifest.json", Body=b'{"format": "mnemo-shards", "version": 2}')
     s3.put_object(Bucket=bucket, Key="shards/shard-000000.tok", Body=b"x")
@@ -542,6 +542,9 @@ def test_a_damaged_shard_directory_at_a_url_is_named_by_its_url(
         mnemo.open_tok(url, small_tok[0])
     assert str(caught.value).startswith(f"{url}/manifest.json"), caught.value
     assert "mnemo-copies-" not in str(caught.value)
+    out = _mnemo("info", url)
+    assert out.returncode == 1 and out.stderr.startswith(f"mnemo: error: {url}/manifest.json"), out.stderr
+    assert "mnemo-copies-" not in out.stderr
 
 
 def test_a_missing_extra_is_named(tmp_path: Path) -> None:

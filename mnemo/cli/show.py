@@ -116,7 +116,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     for path in args.files:
         where = location(path)
         if where.isdir():  # a shard directory (at a URL: read from a local copy)
-            _info_shard_dir(where.local_path("shard directory"), shown=path)
+            _info_shard_dir(where, shown=path)
             continue
         with where.open(exact=True) as f:  # a URL: 8 bytes by one ranged read (a stack file set is copied)
             try:
@@ -163,10 +163,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _info_shard_dir(path: Path, shown: str) -> None:
-    from mnemo.shards import combined_header, shard_headers
+def _info_shard_dir(where: Location, shown: str) -> None:
+    from mnemo.shards import combined_header, shard_dir_headers
 
-    manifest, headers = shard_headers(path)
+    path, manifest, headers = shard_dir_headers(where)  # errors name the URL, not a copy
     h = combined_header(manifest, headers)
     kind = "chat, masked" if h.chat and h.masked else "chat" if h.chat else "documents"
     size = sum(os.path.getsize(os.path.join(path, s.name)) for s in manifest.shards)
