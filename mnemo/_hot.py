@@ -15,7 +15,16 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/buildinfo.py        reports on the build itself; must work whatever got compiled
   mnemo/chat.py             a loop over a conversation's messages around the compiled encoder
   mnemo/checks.py           argument checks, once per call
-  mnemo/cli.py              argument parsing and printing; plain Python keeps tracebacks readable
+  mnemo/cli/__init__.py     `mnemo`'s main: signals, the error line; plain Python keeps tracebacks readable
+  mnemo/cli/common.py       progress and summaries, argument resolving and path checks, once per command
+  mnemo/cli/convert.py      `mnemo convert`: calls the format modules once and prints
+  mnemo/cli/evaluate.py     `mnemo inspect` and `mnemo eval`: call the library once and print
+  mnemo/cli/options.py      argument types and shared options: parsing, once per run
+  mnemo/cli/parser.py       builds the argument parser, once per run
+  mnemo/cli/pretrain.py     `mnemo pretrain` and `mnemo demo`: call the library once and print
+  mnemo/cli/show.py         `mnemo tokshow` and `mnemo info`: call the library once and print
+  mnemo/cli/tokenize.py     `mnemo tokenize`: calls the library once and prints
+  mnemo/cli/train.py        `mnemo train`: calls the library once and prints
   mnemo/constants.py        shared names and limits only
   mnemo/decoding.py         streaming decode: one dict lookup and Python's incremental UTF-8 decoder
                             per id, as a model produces them; nothing for mypyc to speed up

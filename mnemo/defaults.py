@@ -15,6 +15,9 @@ from typing import Final
 DEFAULT_VOCAB_SIZE: Final = 32768
 #: The split pattern of a new vocabulary (one of constants.PATTERNS).
 DEFAULT_PATTERN: Final = "mnemonic"
+#: The split pattern of a GPT-2 vocabulary read without one (vocab.json + merges.txt, CS336's
+#: vocab and merges; formats.gpt2.load_gpt2, Tokenizer.from_vocab_merges, `mnemo convert`).
+DEFAULT_GPT2_PATTERN: Final = "gpt2"
 #: The tie rule of a new vocabulary (one of constants.TIES).
 DEFAULT_TIE: Final = "id"
 #: Chunks longer than this are left out of the word counts.
@@ -23,6 +26,17 @@ DEFAULT_MAX_CHUNK_BYTES: Final = 256
 DEFAULT_TEXT_FIELD: Final = "text"
 #: The token files `mnemo tokenize` writes (tokenizing.tokenize_files' `format`).
 DEFAULT_TOKEN_FORMAT: Final = "tok"
+#: Input bytes per tokenize shard on Ray (RayOptions.shard_bytes, `mnemo tokenize --shard-mb`):
+#: big enough that a shard's start-up (a task, a tokenizer from the object store) is noise,
+#: small enough that a retried shard costs seconds.
+DEFAULT_SHARD_BYTES: Final = 64 << 20
+
+# ---- inspecting and comparing (`mnemo inspect`, `mnemo eval`) ----
+
+#: Rows `mnemo inspect` shows per list (inspect_vocab.format_report's `limit`).
+DEFAULT_INSPECT_LIMIT: Final = 20
+#: About how much of each corpus `mnemo eval` reads (evaluate.run's `max_bytes`).
+DEFAULT_EVAL_MAX_BYTES: Final = 2_000_000
 
 # ---- pretraining the bigram model (bigram.pretrain, `mnemo pretrain`); docs/pretraining.md has
 #      the measurements behind them: they beat the unigram baseline on the demo's data and on

@@ -49,6 +49,10 @@ _URL: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
 STDIN: Final = "-"
 #: How standard input is named in messages.
 STDIN_NAME: Final = "<stdin>"
+#: The manifest of a shard directory (mnemo/shards.py), the one kind of folder mnemo reads from
+#: a local copy (`local_path` of a folder): a URL's prefix is copied only once this is found
+#: under it, so that a prefix of anything else is refused by name, not downloaded whole first.
+SHARD_MANIFEST: Final = "manifest.json"
 
 
 def location(path: PathArg) -> Location:
@@ -118,6 +122,12 @@ class Location(os.PathLike[str]):
             return self.info().stream
         except InputError:
             return False
+
+    def expecting(self, version: str) -> Location:
+        """This location, read only as long as it holds what `info().version` said when the
+        run was planned: an object replaced since is an InputError saying so (a URL; a local
+        file is read as it is)."""
+        return self
 
     def read_as(self, input_format: str | None) -> Location:
         """This location, with the input format the user named for it (None: none)."""
@@ -197,10 +207,13 @@ class Location(os.PathLike[str]):
 class Info:
     """What a location holds: `type` "file", "directory", or "stream" -- something to open once
     and read once from its start (standard input, a pipe, a FIFO, a device), which nothing may
-    look at before its one reader does; and the size in bytes of a file (-1 otherwise)."""
+    look at before its one reader does; the size in bytes of a file (-1 otherwise); and for an
+    object at a URL its `version` (remote.version_of: size and ETag, generation...; "" when
+    unknown), which changes when the object is replaced (Location.expecting)."""
 
     type: str
     size: int = -1
+    version: str = ""
     stream: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -466,6 +479,9 @@ class UrlPath(Location):
     url: str
     name: str = field(init=False)
     private: bool = field(init=False)
+    #: remote.version_of the object when the run was planned ("": not checked); not part of
+    #: what the location is.
+    version: str = field(default="", compare=False)
 
     remote: ClassVar[bool] = True
     FOLDER: ClassVar[str] = "folder (a prefix)"
@@ -490,7 +506,12 @@ class UrlPath(Location):
         found = remote.info(self.url)
         if found.get("type") == "directory":
             return Info("directory")
-        return Info("file", int(found.get("size") or 0))
+        return Info("file", int(found.get("size") or 0), remote.version_of(found))
+
+    def expecting(self, version: str) -> Location:
+        checked = copy.copy(self)
+        object.__setattr__(checked, "version", version)
+        return checked
 
     def is_stream(self) -> bool:
         return False  # an object is read by ranges, never once from its start: no request to ask
@@ -502,7 +523,7 @@ class UrlPath(Location):
         return remote.isfile(self.url)
 
     def open(self, *, exact: bool = False) -> Any:
-        return remote.open_read(self.url, exact=exact)
+        return remote.open_read(self.url, exact=exact, version=self.version)
 
     def read_error(self, exc: BaseException) -> InputError:
         return remote.read_error(self.url, exc)
@@ -511,7 +532,8 @@ class UrlPath(Location):
         return remote.read_file(self.url, limit, what)
 
     def local_path(self, what: str = "file") -> Path:
-        return remote.local_copy(self.url, what)
+        """A folder is copied only when it holds SHARD_MANIFEST (a shard directory)."""
+        return remote.local_copy(self.url, what, holding=SHARD_MANIFEST)
 
     def local_set(self, names: Sequence[str], what: str = "file set") -> Path:
         if not self.isfile():

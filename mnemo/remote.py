@@ -27,10 +27,15 @@ AWS CLI finds them), or set once through ``fsspec.config.conf``.
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import shutil
+import signal
+import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -122,6 +127,8 @@ def read_error(u: str, exc: BaseException, doing: str = "read") -> InputError:
         return InputError(f"{u}: is a folder (a prefix); pass the objects inside it")
     if _no_credentials(exc):
         return InputError(f"{u}: {NO_CREDENTIALS}")
+    if _replaced(exc):
+        return changed_error(u, "one version when it was opened", "another")
     return InputError(f"{u}: cannot be {doing} ({type(exc).__name__}: {exc})")
 
 
@@ -143,20 +150,109 @@ def check_file(url: str) -> int:
     return int(found.get("size") or 0)
 
 
-def open_read(url: str, *, exact: bool = False) -> Any:
+#: The fields of an fsspec `info` that change when an object is replaced: S3's ETag and
+#: VersionId, Google Cloud Storage's generation and etag, a local file's mtime.
+VERSION_FIELDS: Final = ("ETag", "VersionId", "generation", "etag", "mtime")
+
+
+def version_of(found: dict[str, Any]) -> str:
+    """What identifies this content of an object (its size and VERSION_FIELDS): two infos of
+    one object differ in it when the object was replaced in between; "" when the filesystem
+    gives none of them."""
+    parts = [f"{k}={found[k]}" for k in VERSION_FIELDS if found.get(k) not in (None, "")]
+    return " ".join([f"size={found.get('size')}", *parts]) if parts else ""
+
+
+def changed_error(url: str, planned: str, now: str) -> InputError:
+    return InputError(
+        f"{url}: the object changed while mnemo read it (it was replaced or rewritten: {planned} when the run "
+        f"was planned, {now} now); run again once it is no longer being written"
+    )
+
+
+def _replaced(exc: BaseException) -> bool:
+    """Whether a read failed because the object is no longer the one opened: s3fs reads with
+    If-Match of the ETag it found at the open, which S3 answers with 412 Precondition Failed
+    (s3fs raises it as an OSError), or, checking locally, raises FileExpired."""
+    text = str(exc)
+    return type(exc).__name__ == "FileExpired" or "PreconditionFailed" in text or "Precondition Failed" in text
+
+
+class _Reading(io.RawIOBase):
+    """An object open for reading (fsspec's file `inner`): its reads and seeks, with a read that
+    fails because the object was replaced since it was opened reported as that (changed_error),
+    not as a bare OSError that names no file.  Anything else is the inner file's (`cache`...)."""
+
+    def __init__(self, url: str, inner: Any) -> None:
+        super().__init__()
+        self.url = url
+        self.inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            data: bytes = self.inner.read(-1 if size is None else size)
+        except Exception as exc:
+            if _replaced(exc):
+                raise changed_error(self.url, "one version when it was opened", "another") from None
+            raise
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self.inner.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self.inner.tell())
+
+    def close(self) -> None:
+        if not self.closed:
+            self.inner.close()
+        super().close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def open_read(url: str, *, exact: bool = False, version: str = "") -> Any:
     """The object as a seekable binary file that fetches READ_BLOCK-byte ranges ahead of what
     is read (fsspec's read-ahead cache: for a stream read in small pieces, as a decompressor
     reads).  `exact`: each read is one request of its own size -- for a few small reads (magic
     bytes, the search for a document boundary at a planned cut) and for a byte-range task read
     in large blocks, where reading ahead would fetch a block past the task's end for each (the
-    4 MiB tasks of a tokenize run fetched 12 MiB each)."""
+    4 MiB tasks of a tokenize run fetched 12 MiB each).
+
+    `version` (version_of the info found when the run was planned): an object that is no
+    longer that one is refused (changed_error), for a byte range planned in one version and
+    read in another is garbage; "" checks nothing.  Once open, s3fs reads only the version it
+    opened (If-Match), and a read that finds it replaced is that error too."""
     fs, path = filesystem(url)
     try:
         if exact:
-            return fs.open(path, "rb", block_size=1 << 16, cache_type="none")
-        return fs.open(path, "rb", block_size=READ_BLOCK)
+            inner = fs.open(path, "rb", block_size=1 << 16, cache_type="none")
+        else:
+            inner = fs.open(path, "rb", block_size=READ_BLOCK)
     except Exception as exc:
         raise read_error(url, exc) from None
+    details = getattr(inner, "details", None)
+    if version and isinstance(details, dict):
+        now = version_of(details)
+        if now and now != version:
+            inner.close()
+            raise changed_error(url, version, now)
+    return _Reading(url, inner)
 
 
 def read_file(url: str, limit: int, what: str = "file") -> bytes:
@@ -178,26 +274,127 @@ def upload_atomic(local: str | os.PathLike[str], url: str) -> None:
     """Copy the local file to `url` so that the object appears only complete.  The copy runs in
     an fsspec transaction: files opened in one are not published until it ends without an
     exception (S3: the multipart upload is completed -- one atomic step -- only then), and an
-    exception, Ctrl-C included, discards them (S3: the upload is aborted and its parts deleted;
-    memory://: nothing is stored; file://: the temporary file is removed).  A process killed
+    exception discards them (S3: the upload is aborted and its parts deleted; memory://: nothing
+    is stored; file://: the temporary file is removed).
+
+    Ctrl-C and SIGTERM take effect between the store's requests, not inside one (`_Signals`):
+    interrupted inside a request, fsspec stops waiting for its answer, and when that request
+    starts the multipart upload, the answer -- the upload's id, which the abort needs -- is lost
+    while the store goes on to create the upload, which was then left behind (billed, with
+    nothing to abort it).  A second Ctrl-C stops at once (and may leave it).  A process killed
     outright leaves at most an incomplete multipart upload, never an object (docs/remote.md:
     the bucket rule that cleans those up)."""
     fs, path = filesystem(url)
-    try:
-        with fs.transaction:
-            out = fs.open(path, "wb", block_size=UPLOAD_BLOCK)
-            with open(local, "rb") as src:
-                while block := src.read(UPLOAD_BLOCK):
-                    out.write(block)
-            out.close()  # the last part goes up; the transaction's end completes the upload
-    except (InputError, KeyboardInterrupt, SystemExit, MemoryError):
-        raise
-    except OSError as exc:
-        if getattr(exc, "filename", None) == os.fspath(local):  # the staged file, not the store
+    with _Signals(url) as signals:
+        try:
+            with fs.transaction:  # its end (the completion, or the abort) is held too
+                out = fs.open(path, "wb", block_size=UPLOAD_BLOCK)
+                try:
+                    with open(local, "rb") as src:
+                        while True:
+                            with signals.released():  # a local read: no request in flight
+                                block = src.read(UPLOAD_BLOCK)
+                            if not block:
+                                break
+                            out.write(block)  # a part goes up for each UPLOAD_BLOCK written
+                    out.close()  # the last part goes up; the transaction's end completes the upload
+                    signals.check()  # not completed when interrupted before this point
+                except BaseException:
+                    _forget(out)
+                    raise
+        except (InputError, KeyboardInterrupt, SystemExit, MemoryError):
             raise
-        raise _write_error(url, exc) from None
-    except Exception as exc:  # the store's own errors (botocore's, aiohttp's)
-        raise _write_error(url, exc) from None
+        except OSError as exc:
+            if getattr(exc, "filename", None) == os.fspath(local):  # the staged file, not the store
+                raise
+            raise _write_error(url, exc) from None
+        except Exception as exc:  # the store's own errors (botocore's, aiohttp's)
+            raise _write_error(url, exc) from None
+
+
+def _forget(f: Any) -> None:
+    """Mark a file the transaction is about to discard as closed: otherwise its `__del__`, at
+    the latest when the interpreter exits, closes it -- flushing a buffer the discard has
+    dropped, through an event loop that may be gone -- and Python prints "Exception ignored in
+    AbstractBufferedFile.__del__"."""
+    try:
+        f.closed = True
+    except AttributeError:  # a file whose `closed` is read-only (file://): its own close is safe
+        pass
+
+
+class _Signals:
+    """SIGINT and SIGTERM during an upload: held while a request to the store is in flight,
+    acted on (as the handler before would: Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM
+    exception) at the next point between requests -- `released()` -- or at the end.  One that
+    arrives while released, or a second one, acts at once.  Only the main thread receives
+    signals: elsewhere, and for a signal that is ignored, nothing changes."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.previous: dict[int, Any] = {}
+        self.caught: list[int] = []
+        self.delivered = False
+        self.holding = False
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                handler = signal.getsignal(signum)
+                if handler not in (signal.SIG_IGN, None):
+                    self.previous[signum] = handler
+                    signal.signal(signum, self._catch)
+        self.holding = True
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        self.holding = False
+        self._restore()
+        if exc_type is None and self.caught and not self.delivered:
+            # it came while the completion was in flight: the object is published, the run stops
+            self.delivered = True
+            self._act(self.caught[0], None)
+
+    def check(self) -> None:
+        """A point between requests: act on a signal held during the last one."""
+        if self.caught and not self.delivered:
+            self.delivered = True
+            self._act(self.caught[0], None)
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """A block that sends no request (a local read): signals act at once in it."""
+        self.check()
+        self.holding = False
+        try:
+            yield
+        finally:
+            self.holding = True
+
+    def _catch(self, signum: int, frame: Any) -> None:
+        if not self.holding or self.caught:  # between requests, or the second: the user will not wait
+            self._act(signum, frame)
+            return
+        self.caught.append(signum)
+        print(
+            f"mnemo: stopping once the store answers, to abort the upload of {self.url} "
+            f"(press Ctrl-C again to stop now, which can leave an incomplete multipart upload)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _act(self, signum: int, frame: Any) -> None:
+        handler = self.previous.get(signum, signal.getsignal(signum))
+        if callable(handler):
+            handler(signum, frame)
+        elif handler == signal.SIG_DFL:
+            self._restore()
+            os.kill(os.getpid(), signum)  # its default action: the process ends
+
+    def _restore(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous = {}
 
 
 def _write_error(u: str, exc: BaseException) -> InputError:
@@ -324,12 +521,16 @@ def _copy_folder() -> Path:
     return _copy_root[0]
 
 
-def local_copy(url: str, what: str = "file") -> Path:
+def local_copy(url: str, what: str = "file", holding: str = "") -> Path:
     """A local copy of the object (or folder) at `url`, for readers that need a local file: a
     memory map (.tok files, the training stacks' files).  The bounded local cache of
     docs/remote.md: each URL is downloaded once per process, streamed in UPLOAD_BLOCK pieces,
     into a private folder in TMPDIR that is removed when the process exits; a copy that would
-    leave less than COPY_RESERVE bytes free there is refused before anything is downloaded."""
+    leave less than COPY_RESERVE bytes free there is refused before anything is downloaded.
+
+    `holding`: a folder is copied only when it holds an object of that name (a shard
+    directory's manifest), looked for first: a prefix of anything else is an InputError naming
+    the URL, before anything is listed or downloaded."""
     u = url
     key = url.rstrip("/")
     if key in _copies and _copies[key].exists():
@@ -338,9 +539,13 @@ def local_copy(url: str, what: str = "file") -> Path:
     try:
         found = fs.info(path)
         if found.get("type") == "directory":
+            if holding and not fs.isfile(f"{str(path).rstrip('/')}/{holding}"):
+                raise InputError(f"{key}: no {holding} under this prefix: not a mnemo {what}; check the URL")
             files = {str(p): int(i.get("size") or 0) for p, i in fs.find(path, detail=True).items()}
         else:
             files = {str(path): int(found.get("size") or 0)}
+    except InputError:
+        raise
     except Exception as exc:
         raise read_error(u, exc) from None
     folder = Path(tempfile.mkdtemp(prefix="copy-", dir=_copy_folder()))

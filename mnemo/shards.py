@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError
+from mnemo.errors import ConfigError, FingerprintError, FormatError, InputError, MnemoError
 from mnemo.fileio import CHECKSUM_KEY, json_checksum, read_file, write_atomic
-from mnemo.location import PathArg, location
+from mnemo.location import SHARD_MANIFEST, Location, PathArg, location
 from mnemo.sources import Task, kind_of
 from mnemo.tokfile import TOK_HEADER, Stamp, TokFile, TokHeader, map_tok_file, read_tok_header, verify_tok
 
 
-MANIFEST_NAME: Final = "manifest.json"
+MANIFEST_NAME: Final = SHARD_MANIFEST  # location.py: a URL's folder is copied only when it holds one
 MANIFEST_FORMAT: Final = "mnemo-shards"
 #: Version 2 records each shard's CRC-32 (of its tokens, as its .tok header has it): a shard of
 #: another run with the same counts is found (issue 28, item 1).  Version 1 is still read.
@@ -321,6 +321,21 @@ def shard_headers(folder: str | os.PathLike[str], fingerprint: str | None = None
     return manifest, headers
 
 
+def shard_dir_headers(where: Location, fingerprint: str | None = None) -> tuple[Path, Manifest, list[TokHeader]]:
+    """shard_headers of the shard directory `where`, and the local folder it is read from: a
+    URL's prefix is copied (once its manifest is found: Location.local_path), and an error about
+    the copy names the URL, not the temporary folder."""
+    folder = where.local_path("shard directory")
+    try:
+        manifest, headers = shard_headers(folder, fingerprint)
+    except MnemoError as exc:
+        shown = os.fspath(where).rstrip("/")
+        if os.fspath(folder) == shown:
+            raise
+        raise type(exc)(str(exc).replace(os.fspath(folder), shown)) from None
+    return folder, manifest, headers
+
+
 def combined_header(manifest: Manifest, headers: Sequence[TokHeader]) -> TokHeader:
     """One header for the whole directory, as a single .tok of the same run would have it."""
     if headers:
@@ -357,8 +372,7 @@ def open_tok(path: PathArg, tokenizer: Stamp) -> TokFile:
     where = location(path)
     if not where.isdir():
         return map_tok_file(where, tokenizer)
-    folder = where.local_path("shard directory")
-    manifest, headers = shard_headers(folder, tokenizer.fingerprint)
+    folder, manifest, headers = shard_dir_headers(where, tokenizer.fingerprint)
     header = combined_header(manifest, headers)
     parts = tuple(shard_arrays(folder, manifest, headers))
     dtype = np.dtype("<u2" if header.width == 2 else "<u4")

@@ -97,6 +97,10 @@ class Task:
     row_group: int = -1  # -1: every row group
     sequential: bool = False
     size: int = -1  # bytes of the whole file on disk, for a whole-file task (-1: unknown, or a range)
+    # The object's version when planned (Info.version: a URL's size and ETag...; "" for a local
+    # file): a task reads only that version (Location.expecting), for a byte range planned in
+    # one and read in another would be garbage.  Not part of what the task is (shards.py).
+    version: str = ""
 
     def describe(self) -> str:
         """The task as an error message names it (work.describe)."""
@@ -414,7 +418,9 @@ def _parquet_stream_message(name: str) -> str:
 # ---- planning ---------------------------------------------------------------------------------
 
 
+#: A worker's share of the input is cut into about this many tasks, each at least MIN_TASK_BYTES.
 TASKS_PER_WORKER: Final = 16
+MIN_TASK_BYTES: Final = 16 << 20
 
 
 def plan_tasks(
@@ -422,7 +428,7 @@ def plan_tasks(
     *,
     n_workers: int,
     specials: Sequence[str] = (),
-    min_task_bytes: int = 16 << 20,
+    min_task_bytes: int = MIN_TASK_BYTES,
     max_task_bytes: int | None = None,
     whole_documents: bool = False,
 ) -> list[Task]:
@@ -439,27 +445,29 @@ def plan_tasks(
     target = max(min_task_bytes, total // max(1, TASKS_PER_WORKER * n_workers))
     if max_task_bytes is not None:
         target = min(target, max_task_bytes)
-    for p, info in inputs:
+    for given, info in inputs:
+        p = given.expecting(info.version)  # what is planned here is what the tasks read
         kind = kind_of(p)
+        v = info.version
         where = os.fspath(p)  # as given: a task names its input so that location() finds it again
         if info.stream:  # never opened here: the reader opens it once
             if kind == "parquet":
                 raise InputError(_parquet_stream_message(str(p)))
             if kind == "arrow":
                 raise InputError(_arrow_stream_message(str(p)))
-            tasks.append(Task(where, kind, sequential=True))
+            tasks.append(Task(where, kind, sequential=True, version=v))
         elif p.private:  # memory://: only this process sees it
-            tasks.append(Task(where, kind, sequential=True))
+            tasks.append(Task(where, kind, sequential=True, version=v))
         elif kind == "parquet":
-            tasks += [Task(where, kind, row_group=g) for g in range(_parquet_row_groups(p))]
+            tasks += [Task(where, kind, row_group=g, version=v) for g in range(_parquet_row_groups(p))]
         elif kind == "arrow":  # one task per file (datasets shards big datasets into files)
-            tasks.append(Task(where, kind, size=info.size))
+            tasks.append(Task(where, kind, size=info.size, version=v))
         elif compression_of(p):
-            tasks.append(Task(where, kind, sequential=True))
+            tasks.append(Task(where, kind, sequential=True, version=v))
         elif info.size <= target:
-            tasks.append(Task(where, kind, size=info.size))
+            tasks.append(Task(where, kind, size=info.size, version=v))
         else:
-            tasks += [Task(where, kind, s, e) for s, e in _cut_points(p, info.size, kind, target, specials, whole_documents)]
+            tasks += [Task(where, kind, s, e, version=v) for s, e in _cut_points(p, info.size, kind, target, specials, whole_documents)]
     return tasks
 
 
@@ -590,7 +598,7 @@ def read_errors() -> tuple[type[BaseException], ...]:
 
 
 def _task_documents(task: Task, text_field: str, specials: Sequence[str], whole_documents: bool) -> Iterator[bytes]:
-    path = location(task.path)
+    path = location(task.path).expecting(task.version)
     if task.kind == "parquet":
         yield from _parquet_documents(path, task.row_group, text_field, specials)
         return

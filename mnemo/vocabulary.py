@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16
-from mnemo.defaults import DEFAULT_PATTERN, DEFAULT_TIE
+from mnemo.defaults import DEFAULT_GPT2_PATTERN, DEFAULT_PATTERN, DEFAULT_TIE
 from mnemo.encode_chunk import Encoder, export_tables
 from mnemo.errors import ArgumentTypeError, ConfigError, FormatError, UnknownTokenError
 from mnemo.fileio import read_file, write_atomic
@@ -391,7 +391,7 @@ class Vocabulary:
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Sequence[str] | None = None,
         *,
-        pattern: str = "gpt2",
+        pattern: str = DEFAULT_GPT2_PATTERN,
     ) -> Self:
         """A Tokenizer from CS336's `vocab` (id -> bytes), `merges` and special tokens (mnemo/vocab.py).
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
+from mnemo.defaults import DEFAULT_SHARD_BYTES
 from mnemo.errors import ArgumentTypeError, ClusterError, ConfigError, InputError, MnemoError, VerificationError, WorkerError
 from mnemo.location import PathArg, location
 from mnemo.sources import Task, check_inputs, kind_of, plan_tasks
@@ -56,9 +57,6 @@ RAY_EXTRA: Final = "pip install 'mnemo[ray]'"
 #: Tables added up by one combine task: depth log_4(tasks) (64 tasks: 3 levels), and each combine
 #: holds at most 4 tables and their sum.
 DEFAULT_FAN_IN: Final = 4
-#: Input bytes per tokenize shard: big enough that a shard's start-up (a task, a tokenizer from
-#: the object store) is noise, small enough that a retried shard costs seconds.
-DEFAULT_SHARD_BYTES: Final = 64 << 20
 #: Tasks a run keeps submitted per cluster CPU: enough that no CPU waits for the driver, few
 #: enough that a run of millions of tasks does not queue them all at once.
 IN_FLIGHT_PER_CPU: Final = 2

@@ -32,7 +32,7 @@ HOW = (
 
 
 def module_name(path: Path) -> str:
-    """mnemo/cli.py -> "cli"; mnemo/formats/gpt2.py -> "formats.gpt2"; mnemo/formats/__init__.py ->
+    """mnemo/tokenizer.py -> "tokenizer"; mnemo/formats/gpt2.py -> "formats.gpt2"; mnemo/formats/__init__.py ->
     "formats" (the package's own module); mnemo/__init__.py stays "__init__"."""
     parts = path.relative_to(PACKAGE).with_suffix("").parts
     if len(parts) > 1 and parts[-1] == "__init__":
@@ -105,11 +105,21 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def imports_of(path: Path, known: set[str]) -> dict[str, int]:
-    """The mnemo modules `path` imports (module-level and function-level, not TYPE_CHECKING),
-    each with the line of its first import.  Importing `mnemo.formats.gpt2` runs the package
-    `mnemo.formats` first, so it is an arrow to both."""
+def imports_of(path: Path, known: set[str], module: str | None = None) -> dict[str, int]:
+    """The mnemo modules `path` (the module named `module`; default: its name under mnemo/)
+    imports (module-level and function-level, not TYPE_CHECKING), each with the line of its
+    first import.  Importing `mnemo.formats.gpt2` runs the package `mnemo.formats` first, so it
+    is an arrow to both -- except from a module inside that package: Python has started the
+    package's __init__.py before any of its modules runs, so `mnemo/cli/train.py` importing
+    `mnemo.cli.common` is an arrow to `cli.common` only.  (Importing a name of the package
+    itself, `from mnemo.cli import main`, is still an arrow to it.)"""
     found: dict[str, int] = {}
+    if module is None and path.is_relative_to(PACKAGE):
+        module = module_name(path)
+    own = module.split(".") if module else []
+    if path.name == "__init__.py":
+        own.append("__init__")  # mnemo/cli/__init__.py is inside the package cli as well
+    enclosing = {".".join(own[:k]) for k in range(1, len(own))}
 
     def add_one(name: str, line: int) -> None:
         found.setdefault(name, line)
@@ -120,6 +130,8 @@ def imports_of(path: Path, known: set[str]) -> dict[str, int]:
         while len(parts) > 1 and ".".join(parts) not in known:
             parts.pop()
         for k in range(1, len(parts) + 1):
+            if k < len(parts) and ".".join(parts[:k]) in enclosing:
+                continue  # the package this module is in has run already
             add_one(".".join(parts[:k]), line)
 
     def visit(node: ast.AST) -> None:
@@ -246,6 +258,12 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
     )
     known = {"formats", "formats.gpt2", "formats.hf", "formats.tiktoken", "tokenizer"}
     assert set(imports_of(src, known)) == {"formats", "formats.gpt2", "formats.hf", "formats.tiktoken", "__init__"}
+    # the same imports from a module of that package: the package has run before it, but a name
+    # imported from the package itself (`from mnemo.formats import x`, x no module) is an arrow to it
+    inside = set(imports_of(src, known, module="formats.other"))
+    assert inside == {"formats.gpt2", "formats.hf", "formats.tiktoken", "__init__"}
+    src.write_text("from mnemo.formats import load\n")
+    assert set(imports_of(src, known, module="formats.other")) == {"formats"}
     assert find_cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b": 1}, "b": {}}) is None
 

@@ -163,6 +163,22 @@ def test_every_subcommand_is_covered() -> None:
     assert set(getattr(sub, "choices")) == {c for c, _, _, _ in CASES}
 
 
+def test_every_command_that_writes_checks_its_paths() -> None:
+    """Each command names its own path check (mnemo/cli/<command>.py sets `check_paths` on its
+    subparser, and cli.check_paths runs it): a command with an output option and no check would
+    write over its input, or fail after the work, with no word before."""
+    from mnemo.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    writers = set()
+    for name, command in getattr(sub, "choices").items():
+        if {a.dest for a in command._actions} & {"output", "out", "plot"}:
+            writers.add(name)
+            assert callable(command.get_default("check_paths")), f"mnemo {name} writes files but checks no path"
+    assert writers == {"train", "tokenize", "convert", "pretrain", "demo", "eval"}
+
+
 @pytest.mark.parametrize("argv", [["info", "tok.bin"], ["tokshow", "-t", "tok.bin", "hello"]])
 def test_full_standard_output(files: Path, argv: list[str]) -> None:
     """Output to a full disk (or a closed pipe's cousin, /dev/full) is an error line, not an

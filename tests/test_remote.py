@@ -237,6 +237,149 @@ def test_an_interrupted_upload_leaves_no_object_under_the_final_key(
         assert not [u for u in uploads if u["Key"] == key]  # aborted, parts deleted
 
 
+class _StallingStore:
+    """A TCP relay on 127.0.0.1 between a client and moto's server that holds back the store's
+    answer to one request: the store stalls at that moment.  Real sockets and requests: moto
+    serves the request when it arrives (a multipart upload it starts exists), and only its answer
+    waits until `release` is set.  `pattern` matches the request (its line and headers) that
+    stalls.  `late`: the request itself waits, and reaches moto only once released."""
+
+    def __init__(self, endpoint: str, pattern: bytes, *, late: bool = False) -> None:
+        import re
+        import socket
+        import threading
+
+        self.target = ("127.0.0.1", int(endpoint.rsplit(":", 1)[1]))
+        self.pattern = re.compile(pattern, re.MULTILINE)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held = threading.Event()
+        self.release = threading.Event()
+        self.late = late
+        self.requests: list[bytes] = []  # the request lines seen, in order
+        self._socket = socket
+        self._thread = threading.Thread
+        self._thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = self._socket.create_connection(self.target)
+            hold: list[bool] = []
+            self._thread(target=self._requests, args=(client, server, hold), daemon=True).start()
+            self._thread(target=self._answers, args=(server, client, hold), daemon=True).start()
+
+    def _requests(self, src: Any, dst: Any, hold: list[bool]) -> None:
+        import re
+
+        try:
+            while data := src.recv(1 << 16):
+                self.requests += re.findall(rb"^(?:GET|HEAD|PUT|POST|DELETE) [^\r\n]*", data, re.MULTILINE)
+                if not self.held.is_set() and self.pattern.search(data):
+                    if not self.late:
+                        hold.append(True)  # before the request reaches the store: its answer waits
+                    self.held.set()
+                    if self.late:
+                        self.release.wait()
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            dst.close()
+
+    def _answers(self, src: Any, dst: Any, hold: list[bool]) -> None:
+        try:
+            while data := src.recv(1 << 16):
+                if hold:
+                    self.release.wait()
+                    hold.clear()
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            dst.close()
+
+    def close(self) -> None:
+        self.release.set()
+        self.listener.close()
+
+
+#: Request lines of a multipart upload: the one that starts it, and a part's.
+_STARTING, _PART = rb"^POST [^ ]*\?uploads[ =&]", rb"^PUT [^ ]*\?[^ ]*partNumber="
+
+
+def _run_while_stalled(
+    argv: list[str], store: _StallingStore, cwd: Path, meanwhile: Callable[[subprocess.Popen[str]], None]
+) -> tuple[int, str]:
+    """Run `argv` with the S3 endpoint behind `store`; once the store has received the stalling
+    request, do `meanwhile(child)`, then let the store go on.  The exit status and standard error."""
+    env = dict(os.environ, AWS_ENDPOINT_URL=store.url)
+    try:
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd) as child:
+            try:
+                assert store.held.wait(120), "the child never reached the stalling request"
+                meanwhile(child)
+                store.release.set()  # the store answers, late
+                _, stderr = child.communicate(timeout=300)
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+    finally:
+        store.close()
+    return child.returncode, stderr
+
+
+def _interrupt_while_stalled(argv: list[str], store: _StallingStore, cwd: Path) -> tuple[int, str]:
+    """SIGINT to the child while the store stalls (the multipart upload it starts exists)."""
+
+    def interrupt(child: subprocess.Popen[str]) -> None:
+        child.send_signal(signal.SIGINT)
+        time.sleep(1.5)  # the child has handled the signal (fsspec waits in 1 s steps)
+
+    return _run_while_stalled(argv, store, cwd, interrupt)
+
+
+@pytest.mark.parametrize("stall", [_STARTING, _PART], ids=["starting-the-upload", "uploading-a-part"])
+def test_ctrl_c_while_the_store_stalls_aborts_the_upload(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, tmp_path: Path, stall: bytes
+) -> None:
+    """Issue 28 item 15: Ctrl-C reaches `mnemo tokenize -o s3://...` while the store has not yet
+    answered a request of the output's multipart upload -- the one that starts it (whose answer
+    is the upload id the abort needs: before the fix the upload was left behind) or a part's.
+    The run ends as interrupted, with no multipart upload left in the bucket, no object, and no
+    "Exception ignored" noise."""
+    tok = mnemo.train([english_jsonl], vocab_size=300, workers=1)
+    tok.save(tmp_path / "tok.bin")
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(english_jsonl.read_text(encoding="utf-8").splitlines(keepends=True)[:50]), encoding="utf-8")
+    exe = str(Path(sys.executable).with_name("mnemo"))
+    argv = [exe, "tokenize", str(small), "-t", str(tmp_path / "tok.bin"), "-o", f"s3://{bucket}/out.tok", "--workers", "1", "-q"]
+    code, stderr = _interrupt_while_stalled(argv, _StallingStore(s3_endpoint, stall), tmp_path)
+    assert code == 128 + signal.SIGINT, stderr
+    assert "mnemo: interrupted" in stderr
+    assert "Exception ignored" not in stderr and "Traceback" not in stderr, stderr
+    assert _s3(s3_endpoint).list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert _keys(s3_endpoint, bucket) == []
+
+
+def test_ctrl_c_while_a_part_of_a_large_upload_stalls_aborts_it_quietly(s3_endpoint: str, bucket: str, tmp_path: Path) -> None:
+    """The same for the first of three 8 MiB parts of an upload (sent while the file is still
+    being written, not when it is closed): before the fix the discarded file's `__del__` printed
+    "Exception ignored in AbstractBufferedFile.__del__" at exit."""
+    data = tmp_path / "big.tok"
+    data.write_bytes(os.urandom(20 << 20))
+    argv = [sys.executable, "-c", _UPLOADER, str(data), f"s3://{bucket}/big.tok"]
+    code, stderr = _interrupt_while_stalled(argv, _StallingStore(s3_endpoint, _PART), tmp_path)
+    assert code != 0 and "KeyboardInterrupt" in stderr, stderr
+    assert "Exception ignored" not in stderr, stderr
+    assert _s3(s3_endpoint).list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert _keys(s3_endpoint, bucket) == []
+
+
 def test_a_failed_tokenize_run_leaves_no_object(s3_endpoint: str, bucket: str, english_jsonl: Path, tmp_path: Path) -> None:
     """A run that fails on its input (a bad JSON line at the end) publishes nothing."""
     bad = tmp_path / "bad.jsonl"
@@ -247,6 +390,59 @@ def test_a_failed_tokenize_run_leaves_no_object(s3_endpoint: str, bucket: str, e
     assert out.returncode == 1
     assert "mnemo: error:" in out.stderr and "not valid JSON" in out.stderr
     assert _keys(s3_endpoint, bucket) == []
+
+
+# ---- an input replaced while it is read -------------------------------------------------------------
+
+
+def test_an_input_object_replaced_after_planning_is_named_as_changed(s3_endpoint: str, bucket: str, english_jsonl: Path) -> None:
+    """Issue 28 item 16: the byte ranges of a run are planned on one version of an object; a task
+    that finds another one there (replaced in between: here a line added at the front, so each
+    planned cut falls inside a line) says the input changed -- before, the task read its range
+    of the new object and said "not valid JSON".  A read of an object replaced since it was
+    opened says so too (s3fs reads with If-Match: before, a bare OSError that named no file)."""
+    from mnemo.location import location
+    from mnemo.sources import check_inputs, iter_task_documents, plan_tasks
+
+    url = _put(s3_endpoint, bucket, "english.jsonl", english_jsonl)
+    tasks = plan_tasks(check_inputs([url]), n_workers=2, min_task_bytes=1 << 20, max_task_bytes=1 << 20)
+    assert len(tasks) >= 3
+    assert list(iter_task_documents(tasks[1]))  # the planned version reads
+    new = b'{"text": "a line added at the front"}\n' + english_jsonl.read_bytes()
+    _s3(s3_endpoint).put_object(Bucket=bucket, Key="english.jsonl", Body=new)
+    for task in tasks:
+        with pytest.raises(InputError, match=f"^{url}: the object changed while mnemo read it"):
+            list(iter_task_documents(task))
+
+    with location(url).open(exact=True) as f:
+        assert f.read(100) == new[:100]
+        _s3(s3_endpoint).put_object(Bucket=bucket, Key="english.jsonl", Body=english_jsonl.read_bytes())
+        f.seek(1 << 20)
+        with pytest.raises(InputError, match=f"^{url}: the object changed while mnemo read it"):
+            f.read(100)
+
+
+def test_tokenize_names_an_input_replaced_mid_run(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
+) -> None:
+    """The same through `mnemo tokenize`: the input is replaced while a worker reads it (its
+    first large ranged read -- a task's, not the planning's small ones -- reaches the store only
+    after the test has replaced the object).  The error names the URL and says it changed;
+    before, the run read the new object as if it were the one planned and exited 0."""
+    url = _put(s3_endpoint, bucket, "english.jsonl", english_jsonl)
+    task_read = rb"^GET /" + bucket.encode() + rb"/english\.jsonl [^\n]*\r\n(?:[^\r\n]+\r\n)*?[Rr]ange: bytes=\d+-\d{7,}\r\n"
+    store = _StallingStore(s3_endpoint, task_read, late=True)
+    exe = str(Path(sys.executable).with_name("mnemo"))
+    argv = [exe, "tokenize", url, "-t", str(small_tok[1]), "-o", str(tmp_path / "out.tok"), "--workers", "2", "-q"]
+    new = b'{"text": "a line added at the front"}\n' + english_jsonl.read_bytes()
+
+    def replace(child: subprocess.Popen[str]) -> None:
+        _s3(s3_endpoint).put_object(Bucket=bucket, Key="english.jsonl", Body=new)
+
+    code, stderr = _run_while_stalled(argv, store, tmp_path, replace)
+    assert code == 1, stderr
+    assert stderr.startswith(f"mnemo: error: {url}: the object changed while mnemo read it"), stderr
+    assert not (tmp_path / "out.tok").exists()
 
 
 # ---- errors -----------------------------------------------------------------------------------------
@@ -274,6 +470,81 @@ def test_missing_bucket_or_key_is_a_mnemo_error_naming_the_url(s3_endpoint: str,
     assert out.returncode == 1 and f"{same}: the output is also an input" in out.stderr, out.stderr
     out = _mnemo("train", english_jsonl, "-o", f"s3://{bucket}/", "--vocab-size", "300", "-q")
     assert out.returncode == 1 and "give the output a key" in out.stderr, out.stderr
+
+
+def test_a_folder_given_as_the_tokenizer_is_named(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
+) -> None:
+    """Issue 28 item 16: `-t s3://bucket/folder` -- a prefix holding no tokenizer, or the empty
+    object an S3 console makes for a folder -- said "truncated: 0 bytes".  Every TOKENIZER
+    argument (through mnemo.load) names the URL and says what a tokenizer folder holds."""
+    s3 = _s3(s3_endpoint)
+    s3.put_object(Bucket=bucket, Key="folder/notes.txt", Body=b"not a tokenizer")
+    s3.put_object(Bucket=bucket, Key="console/", Body=b"")
+    data = _put(s3_endpoint, bucket, "english.jsonl", english_jsonl)
+    tok_file = tmp_path / "data.tok"
+    from mnemo.tokenizing import tokenize_files
+
+    tokenize_files([english_jsonl], small_tok[0], tok_file, workers=1)
+    for url in (f"s3://{bucket}/folder", f"s3://{bucket}/folder/", f"s3://{bucket}/console/"):
+        for argv in (
+            ["tokenize", data, "-t", url, "-o", tmp_path / "out.tok"],
+            ["tokshow", "-t", url, "hello"],
+            ["eval", url, "--corpus", english_jsonl],
+            ["inspect", url],
+            ["train", english_jsonl, "--from", url, "-o", tmp_path / "t.bin", "--vocab-size", "700"],
+            ["pretrain", tok_file, "-t", url, "-o", tmp_path / "w.npz"],
+            ["convert", url, tmp_path / "c.json", "--to", "hf"],
+        ):
+            out = _mnemo(*argv)
+            assert out.returncode == 1, (argv, out.stderr)
+            assert out.stderr.startswith(f"mnemo: error: {url}: a folder (a prefix) without tokenizer.json"), (argv, out.stderr)
+            assert "truncated" not in out.stderr and "Traceback" not in out.stderr
+        with pytest.raises(InputError, match="pass a tokenizer file, or a folder that holds one"):
+            mnemo.load(url)
+
+
+def test_info_of_a_prefix_without_a_manifest_names_the_url_and_copies_nothing(
+    s3_endpoint: str, bucket: str, small_tok: tuple[mnemo.Tokenizer, Path]
+) -> None:
+    """Issue 28 item 16: `mnemo info s3://bucket/prefix` (and open_tok) of a prefix that is not a
+    shard directory looks for its manifest first: the error names the URL, and no object under
+    the prefix is downloaded (before, the whole prefix was copied, and the error named the
+    temporary copy)."""
+    s3 = _s3(s3_endpoint)
+    s3.put_object(Bucket=bucket, Key="prefix/big.bin", Body=os.urandom(12 << 20))
+    s3.put_object(Bucket=bucket, Key="prefix/sub/other.jsonl", Body=b'{"text": "x"}\n')
+    url = f"s3://{bucket}/prefix"
+    store = _StallingStore(s3_endpoint, rb"(?!)")  # stalls nothing: it records the requests
+    try:
+        out = _mnemo("info", url, env=dict(os.environ, AWS_ENDPOINT_URL=store.url))
+    finally:
+        store.close()
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.startswith(f"mnemo: error: {url}: no manifest.json under this prefix: not a mnemo shard directory"), out.stderr
+    assert "mnemo-copies-" not in out.stderr
+    fetched = [r for r in store.requests if r.startswith(b"GET /" + bucket.encode() + b"/prefix/")]
+    assert fetched == [], fetched
+    with pytest.raises(InputError, match=f"^{url}: no manifest.json"):
+        mnemo.open_tok(url, small_tok[0])
+
+
+def test_a_damaged_shard_directory_at_a_url_is_named_by_its_url(
+    s3_endpoint: str, bucket: str, english_jsonl: Path, small_tok: tuple[mnemo.Tokenizer, Path], tmp_path: Path
+) -> None:
+    """open_tok and `mnemo info` of a shard directory whose manifest is damaged: the error names
+    the manifest at the URL, not the temporary copy it was read from."""
+    s3 = _s3(s3_endpoint)
+    s3.put_object(Bucket=bucket, Key="shards/manifest.json", Body=b'{"format": "mnemo-shards", "version": 2}')
+    s3.put_object(Bucket=bucket, Key="shards/shard-000000.tok", Body=b"x")
+    url = f"s3://{bucket}/shards"
+    with pytest.raises(mnemo.errors.MnemoError) as caught:
+        mnemo.open_tok(url, small_tok[0])
+    assert str(caught.value).startswith(f"{url}/manifest.json"), caught.value
+    assert "mnemo-copies-" not in str(caught.value)
+    out = _mnemo("info", url)
+    assert out.returncode == 1 and out.stderr.startswith(f"mnemo: error: {url}/manifest.json"), out.stderr
+    assert "mnemo-copies-" not in out.stderr
 
 
 def test_a_missing_extra_is_named(tmp_path: Path) -> None:

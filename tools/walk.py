@@ -40,7 +40,10 @@ GENERATOR = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENER
 
 
 def _module(frame: FrameType | None) -> str:
-    return str(frame.f_globals.get("__name__", "")) if frame is not None else ""
+    """The frame's module; the command line's modules (mnemo/cli/, one per command) are one
+    room, `mnemo.cli`, as when they were one file: the walk counts the rooms below it."""
+    name = str(frame.f_globals.get("__name__", "")) if frame is not None else ""
+    return "mnemo.cli" if name.startswith("mnemo.cli.") else name
 
 
 def _mnemo_frame(frame: FrameType | None) -> FrameType | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from mnemo.defaults import DEFAULT_GPT2_PATTERN
 from mnemo.tokenizer import Tokenizer
 
 
@@ -16,7 +17,7 @@ def from_vocab_merges(
     merges: Sequence[tuple[bytes, bytes]],
     special_tokens: Sequence[str] | None = None,
     *,
-    pattern: str = "gpt2",
+    pattern: str = DEFAULT_GPT2_PATTERN,
 ) -> Tokenizer:
     """`Tokenizer.from_vocab_merges` as a function (the rules: vocab.from_vocab_merges)."""
     return Tokenizer.from_vocab_merges(vocab, merges, special_tokens, pattern=pattern)

@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any
 
+from mnemo.defaults import DEFAULT_GPT2_PATTERN
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import write_atomic
 from mnemo.checks import check_pattern
@@ -48,7 +49,7 @@ def parse_merges_txt(text: str, source: str) -> tuple[list[tuple[bytes, bytes]],
 
 
 def load_gpt2(
-    vocab_path: PathLike, merges_path: PathLike, *, pattern: str = "gpt2", unicode: str | None = None
+    vocab_path: PathLike, merges_path: PathLike, *, pattern: str = DEFAULT_GPT2_PATTERN, unicode: str | None = None
 ) -> Tokenizer:
     """A Tokenizer from GPT-2's `vocab.json` (encoder.json) and `merges.txt` (vocab.bpe).
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from mnemo.constants import GPT2_FILE_NAMES
+from mnemo.defaults import DEFAULT_GPT2_PATTERN
 from mnemo.errors import ConfigError, FormatError, InputError
 from mnemo.fileio import read_file
 from mnemo.location import location
@@ -156,13 +157,14 @@ def _folder(where: str, options: dict[str, Any]) -> AnyTokenizer:
     for vocab_name, merges_name in GPT2_FILE_NAMES:
         vocab, merges = _join(where, vocab_name), _join(where, merges_name)
         if _isfile(vocab) and _isfile(merges):
-            return load_gpt2(vocab, merges, pattern=options["pattern"] or "gpt2")
+            return load_gpt2(vocab, merges, pattern=options["pattern"] or DEFAULT_GPT2_PATTERN)
     for name in ("tekken.json", "tokenizer.model"):
         if _isfile(_join(where, name)):
             return _file(_join(where, name), options)
+    prefix = " (a prefix)" if location(where).remote else ""
     raise InputError(
-        f"{where}: a folder without tokenizer.json (a transformers folder), vocab.json + merges.txt (GPT-2), "
-        f"tekken.json or tokenizer.model"
+        f"{where}: a folder{prefix} without tokenizer.json (a transformers folder), vocab.json + merges.txt (GPT-2), "
+        f"tekken.json or tokenizer.model: pass a tokenizer file, or a folder that holds one"
     )
 
 
@@ -311,7 +313,7 @@ def _json_file(where: str, options: dict[str, Any]) -> AnyTokenizer:
                 f"{where}: a GPT-2 vocab.json: give its merges.txt too (load(vocab, merges=...), or VOCAB,MERGES on the "
                 f"command line, or the folder holding both)"
             )
-        return load_gpt2(where, merges, pattern=options["pattern"] or "gpt2")
+        return load_gpt2(where, merges, pattern=options["pattern"] or DEFAULT_GPT2_PATTERN)
     raise FormatError(
         f"{where}: JSON that is no tokenizer mnemo knows (a tokenizer.json has a \"model\" object, a tekken file "
         f"\"config\" and \"vocab\", a GPT-2 vocab.json token -> id pairs)"

@@ -208,4 +208,9 @@ def test_every_pattern_exported_gives_mnemos_ids_in_tokenizers(
         differ = sum(1 for t in code if as_before.encode(t, add_special_tokens=False).ids != tok.encode(t, allowed_special="all"))
         assert differ > 30  # the issue counted 89 of 300
     back = load_hf(tmp_path / "tokenizer.json")
-    assert isinstance(back, Tokenizer) and back.fingerprint == tok.fingerprint
+    # a tokenizer.json holds the regex, not its Unicode tables: cl100k and o200k, loaded by name,
+    # run on tiktoken's (docs/tiktoken.md) and come back on mnemo's own, the same merges and steps
+    assert isinstance(back, Tokenizer) and back.merges == tok.merges and back.id_map == tok.id_map
+    assert back.split_pattern.steps == tok.split_pattern.steps
+    if tok.split_pattern.unicode == back.split_pattern.unicode:
+        assert back.fingerprint == tok.fingerprint

@@ -1,0 +1,228 @@
+"""What the commands share: progress and the summary lines' figures, the TOKENIZER argument,
+--input-format and --ray as the library takes them, the signal block once the output is being
+written, and the path checks run before any work (each command names its own inputs and
+outputs: `set_defaults(check_paths=...)` in its module)."""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TypeAlias
+
+from mnemo.defaults import DEFAULT_SHARD_BYTES
+from mnemo.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mnemo.location import Location
+    from mnemo.tokenizer import Tokenizer
+    from mnemo.work_ray import RayOptions
+
+#: (label, path) of a file a command reads that an output could overwrite.
+Inputs: TypeAlias = "list[tuple[str, str | Location]]"
+
+
+# ---- progress ----------------------------------------------------------------------------------
+
+
+def interactive() -> bool:
+    return sys.stderr.isatty()
+
+
+#: Each progress phase (mnemo.work.Progress): its label and what it counts.  Bytes are
+#: shown in MB and MB/s, like the summary lines.
+PHASES: dict[str, tuple[str, str]] = {
+    "count": ("counting", "B"),
+    "tokenize": ("tokenizing", "B"),
+    "merge": ("merging", " merges"),
+}
+
+
+class PhaseProgress:
+    """Named phases on one terminal line each: counting and tokenizing show MB and MB/s,
+    merging shows merges/s and an ETA.  Disabled (no output at all) when stderr is not a
+    terminal.
+
+    A phase's line ends with its own figures: the time from its first report (the library
+    reports 0 when a phase starts) to its last, and the average rate over that time -- the
+    same interval the summary line measures.  (tqdm's own last line used the time until the
+    bar was closed, after merging: the counting rate of a training run came out half the
+    summary's.)"""
+
+    def __init__(self, enabled: bool, file: IO[str] | None = None) -> None:
+        self.enabled = enabled
+        self.file = file
+        self.bars: dict[str, Any] = {}
+        self.first: dict[str, float] = {}
+        self.last: dict[str, float] = {}
+        self.finished: set[str] = set()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        bar = self.bars.get(phase)
+        if bar is None:
+            from tqdm import tqdm
+
+            for other in self.bars:  # phases run one after the other
+                self._finish(other)
+            label, unit = PHASES.get(phase, (phase, ""))
+            if unit == "B":
+                bar = tqdm(desc=label, unit="B", unit_scale=True, unit_divisor=1000, leave=True, file=self.file)
+            else:
+                bar = tqdm(desc=label, unit=unit, total=total or None, leave=True, file=self.file)
+            self.bars[phase] = bar
+            self.first[phase] = now
+        self.last[phase] = now
+        bar.update(done - bar.n)
+
+    def _finish(self, phase: str) -> None:
+        """Replace the phase's line by its final figures (see the class docstring)."""
+        if phase in self.finished:
+            return
+        self.finished.add(phase)
+        bar = self.bars[phase]
+        final = dict(bar.format_dict)
+        elapsed = self.last[phase] - self.first[phase]
+        final["elapsed"] = elapsed
+        final["rate"] = bar.n / elapsed if elapsed > 0 else None
+        if (final.get("ncols") or 0) < 1:  # a terminal of unknown width reports -1: do not trim
+            final["ncols"] = None
+        bar.leave = False
+        bar.close()
+        print(bar.format_meter(**final), file=self.file if self.file is not None else sys.stderr, flush=True)
+
+    def close(self) -> None:
+        for phase in self.bars:
+            self._finish(phase)
+
+
+def plural(n: int, noun: str) -> str:
+    """"1 document", "2 documents": the summaries' counts."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def amount(n_bytes: float) -> str:
+    """Bytes in the largest unit that keeps a digit before the point: "3.2 MB", "41.0 kB",
+    "512 bytes" (a small input said "0.0 MB")."""
+    if n_bytes >= 1e6:
+        return f"{n_bytes / 1e6:.1f} MB"
+    if n_bytes >= 1e3:
+        return f"{n_bytes / 1e3:.1f} kB"
+    return f"{n_bytes:.0f} bytes"
+
+
+def rate(n_bytes: int, seconds: float) -> str:
+    """A speed in amount's units per second ("0.0 MB/s" for a small input before); none for a
+    run too short to time."""
+    if seconds <= 0:
+        return "too fast to time"
+    return amount(n_bytes / seconds).replace(" bytes", " B") + "/s"
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process and of its (finished) workers, in MiB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) / 1024
+
+
+# ---- arguments as the library takes them -------------------------------------------------------
+
+
+def tokenizer_arg(spec: Path | str, command: str) -> Tokenizer:
+    """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
+    Tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
+    normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) encodes
+    with the plain-Python pipeline only: refused here by name rather than encoded otherwise."""
+    from mnemo.formats.hf_pipeline import HFTokenizer
+    from mnemo.formats.load import resolve
+
+    _, tok = resolve(str(spec))
+    if isinstance(tok, HFTokenizer):
+        extras = tok.extras()
+        if extras:
+            raise ConfigError(
+                f"{spec}: `mnemo {command}` runs mnemo's compiled encoder, which does not apply this tokenizer.json's "
+                f"{'; '.join(extras)} yet; encode with mnemo.load({str(spec)!r}).encode(...) in Python, which gives "
+                f"tokenizers' ids"
+            )
+        return tok.core
+    return tok
+
+
+def read_as(inputs: Sequence[str | Location], input_format: str | None, ray: str | None) -> list[str | Location]:
+    """The inputs, each read as `input_format` (--input-format) whatever its name or first bytes."""
+    from mnemo.location import location
+
+    if input_format not in (None, "chat") and ray is not None:
+        # the Ray runs plan by absolute path (work_ray.shared_paths), where the format is lost
+        raise ConfigError(
+            f"--input-format {input_format} does not reach the nodes of a Ray run yet; give the files "
+            f"names that say their format (.txt, .jsonl, .parquet, .arrow), or run without --ray"
+        )
+    return [location(p).read_as(input_format) for p in inputs] if input_format is not None else list(inputs)
+
+
+def ray_choice(args: argparse.Namespace, tasks_per_node: int | None = None, shard_mb: int | None = None) -> RayOptions | None:
+    """The library's `ray=` for --ray: None (not given), or RayOptions with what was given."""
+    from mnemo.work_ray import RayOptions
+
+    if args.ray is None:
+        for flag, value in (("--tasks-per-node", tasks_per_node), ("--shard-mb", shard_mb)):
+            if value is not None:
+                raise ConfigError(f"{flag} is for runs on a Ray cluster; add --ray [ADDRESS]")
+        return None
+    return RayOptions(
+        address=None if args.ray in ("", "auto") else args.ray,
+        tasks_per_node=tasks_per_node,
+        shard_bytes=DEFAULT_SHARD_BYTES if shard_mb is None else shard_mb << 20,
+    )
+
+
+# ---- outputs, checked before any work -----------------------------------------------------------
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Refuse, before the command does any work, an output that cannot be written or that is
+    one of the command's inputs, however spelled (Location.check_output: a missing folder or
+    bucket, a folder given as a file, the input itself).  Without this,
+    `train -o /no/such/dir/x.bin` trained to the end and then died, and
+    `tokenize -t tok.bin IN -o tok.bin` replaced the tokenizer with the token file.
+
+    Each command's module says what it reads and writes: the function its parser sets as
+    `check_paths` (none for a command that writes no file)."""
+    check: Callable[[argparse.Namespace], None] | None = getattr(args, "check_paths", None)
+    if check is not None:
+        check(args)
+
+
+def check_output(output: Location | None, inputs: Inputs) -> None:
+    """The usual case: one output file (None: not asked for), which is none of the inputs."""
+    if output is not None:
+        output.check_output(inputs)
+
+
+def shared_with_nodes(args: argparse.Namespace, paths: Sequence[str | Location]) -> None:
+    """--ray: the nodes read the inputs (and write the shards) by path: refused now, before the
+    cluster starts, when they are not on storage every node sees."""
+    if args.ray is not None:
+        from mnemo.work_ray import shared_paths
+
+        shared_paths(list(paths))
+
+
+def past_the_point_of_no_return() -> None:
+    """The work is done and its output (being) written: a Ctrl-C or SIGTERM from here on would
+    only make a run whose output is complete exit as interrupted, so both stay blocked for the
+    rest of the command (saving a tokenizer.bin and printing the summary: bounded).  A blocked
+    signal is dropped when the process ends; the run exits 0 with its output."""
+    if threading.current_thread() is threading.main_thread():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+

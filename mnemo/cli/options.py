@@ -1,0 +1,87 @@
+"""The argument types and the options several commands share, with their help texts (one
+spelling each).  Every default an option shares with the library comes from mnemo/defaults.py,
+the table the library's signatures read; a default only the command line has (`--index 0`,
+`--prompt The`, `demo --out mnemo-demo`) stays beside its option."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
+
+from mnemo.constants import INPUT_FORMATS
+from mnemo.defaults import DEFAULT_TEXT_FIELD
+
+if TYPE_CHECKING:
+    from mnemo.location import Location
+
+#: What a TOKENIZER argument may be (mnemo/formats/load.py).
+LOADABLE = "anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with mnemo's error line: `mnemo: error: ...` after the usage, whichever
+    subcommand's option was wrong (argparse's own is `mnemo train: error: ...`)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"mnemo: error: {message} (see `{self.prog} --help`)\n")
+
+
+#: The subcommands' parsers, each a Parser: every command module adds its own (`add_<command>`).
+Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+
+def path_arg(text: str) -> Location:
+    """A path argument: its Location (a local path, or a URL, which a Path would fold)."""
+    from mnemo.location import location
+
+    return location(text)
+
+
+def whole(text: str) -> int:
+    """A whole number whose bounds the library checks, with the one message it gives for every
+    value out of them: --vocab-size 0 said ">= 1" here while 100 said ">= 272" there."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def positive(text: str) -> int:
+    value = whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def ray_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help=f"{what} on a Ray cluster: ADDRESS (HOST:PORT), else the one RAY_ADDRESS names, else a new "
+                        f"local one; needs pip install 'mnemo[ray]'")
+
+
+def tokenizer_option(p: argparse.ArgumentParser, what: str, note: str = "") -> None:
+    """-t/--tokenizer, required: WHAT: what it may be (LOADABLE), then NOTE."""
+    p.add_argument("-t", "--tokenizer", required=True, type=path_arg, help=f"{what}: {LOADABLE}{note}")
+
+
+def input_options(p: argparse.ArgumentParser) -> None:
+    """--text-field and --input-format of the commands that read datasets (train, tokenize)."""
+    p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field / Parquet or Arrow column holding the text (default {DEFAULT_TEXT_FIELD})")
+    p.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                   help="read every input as this, whatever its name (default: from the name; a stream whose name says none, "
+                        "such as - or /dev/stdin: from its first bytes, said on stderr)")
+
+
+def corpus_text_field(p: argparse.ArgumentParser) -> None:
+    """--text-field of the commands that read corpora (eval, inspect)."""
+    p.add_argument("--text-field", default=DEFAULT_TEXT_FIELD, help=f"JSONL field holding the text (default {DEFAULT_TEXT_FIELD}; chat records: their messages)")
+
+
+def quiet_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: progress on a terminal)")
+
+
+def no_color_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-color", action="store_true", help="plain output even on a terminal (default: colour on a terminal)")
