@@ -14,7 +14,7 @@ from numbers import Integral
 
 import numpy as np
 
-from mnemo.constants import MASKBIT, MASKBIT32, MAX_PAIR_TOTAL, MAX_VOCAB, TIES
+from mnemo.constants import MASKBIT, MASKBIT32, MAX_PAIR_TOTAL, MAX_PATTERN_BYTES, MAX_VOCAB, TIES
 from mnemo.errors import ArgumentTypeError, ConfigError
 
 
@@ -70,6 +70,12 @@ def check_pattern(pattern: object) -> str:
     valid one, mnemo.patterns.compile_pattern says)."""
     if not isinstance(pattern, str):
         raise type_error("pattern", "a str (a preset name or a split regex)", pattern)
+    size = len(pattern.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATTERN_BYTES:
+        raise ConfigError(
+            f"the split regex is {size:,} bytes long, more than the {MAX_PATTERN_BYTES:,} a tokenizer.bin holds: "
+            f"give a shorter one ({pattern[:40]!r}...)"
+        )
     return pattern
 
 

@@ -36,6 +36,9 @@ PATTERN_PROPERTIES: Final = ("ascii_fast_path", "cut_before_space_letter")
 #: with the rest of the pattern (tests/test_pretokenize.py).  A name here is a branch in chunk_end.
 OWN_ASCII_SHORTCUTS: Final = ("o200k",)
 
+#: The longest split regex mnemo takes, in UTF-8 bytes: what tokenizer.bin's PATN section holds
+#: (a u16 length); a longer one is no pattern anyone writes, and compiling it costs seconds.
+MAX_PATTERN_BYTES: Final = 0xFFFF
 TIES: Final = ("id", "bytes")  # index = tie id; the rules in words: reference.TIE_RULE_DOC
 
 #: The most tokens (bytes + merges + specials) one vocabulary holds, trained or loaded.  The encoder

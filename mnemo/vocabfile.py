@@ -161,6 +161,8 @@ def encode_tokenizer_bin(
     sp = compile_pattern(pattern)
     raw_pattern = label(sp).encode("utf-8")
     engine = b"" if stored_id(sp) is not None else key_of(sp).encode("utf-8")
+    if len(raw_pattern) > 0xFFFF or len(engine) > 0xFFFF:  # PATN's u16 lengths
+        raise ConfigError(f"the pattern {sp.describe()} takes more than the 65,535 bytes tokenizer.bin's PATN holds")
     sections: list[tuple[bytes, bytes]] = [
         (MERGES, struct.pack("<II", width, len(merges)) + np.asarray(merges, dtype=id_type).reshape(-1).tobytes()),
         (SPECIALS, struct.pack("<I", len(names)) + b"".join(bytes([len(n)]) + n for n in names)),

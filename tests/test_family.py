@@ -668,3 +668,30 @@ def test_mnemo_info_names_the_engine_and_unicode(tmp_path: Path, capsys: pytest.
     mnemo.Tokenizer([], pattern="o200k", special_tokens=[]).save(tmp_path / "t.bin")
     main(["info", str(tmp_path / "t.bin")])
     assert f"pattern      o200k: mnemo's scanner, Unicode {udata.DEFAULT}" in capsys.readouterr().out
+
+
+def test_a_split_regex_longer_than_tokenizer_bin_holds_is_refused_at_once(tmp_path: Path) -> None:
+    """A split regex of more than MAX_PATTERN_BYTES (PATN's u16 length) is refused before it is
+    compiled, as a pattern argument and in a tokenizer.json (the fuzzer's 872 KB regex took ~7.5 s
+    to translate and compile before)."""
+    import json
+    import time
+
+    import mnemo
+    from mnemo.constants import MAX_PATTERN_BYTES
+    from mnemo.errors import FormatError
+
+    huge = "|".join([r"\p{L}+"] * (MAX_PATTERN_BYTES // 6 + 1))
+    assert len(huge) > MAX_PATTERN_BYTES
+    t0 = time.process_time()
+    with pytest.raises(ConfigError, match="more than the 65,535 a tokenizer.bin holds"):
+        mnemo.Tokenizer([], pattern=huge, special_tokens=[])
+    obj = {
+        "model": {"type": "BPE", "vocab": {chr(0x100 + i) if i < 33 else chr(i): i for i in range(256)}, "merges": []},
+        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": huge}, "behavior": "Isolated", "invert": False},
+    }
+    (tmp_path / "tokenizer.json").write_text(json.dumps(obj))
+    with pytest.raises(FormatError, match="pre_tokenizer.pattern.Regex' is a regex of"):
+        mnemo.load(tmp_path / "tokenizer.json")
+    assert time.process_time() - t0 < 5, "refused before compiling"
+    assert mnemo.Tokenizer([], pattern=huge[: MAX_PATTERN_BYTES - 20].rsplit("|", 1)[0], special_tokens=[])

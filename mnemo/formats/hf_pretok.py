@@ -36,6 +36,7 @@ import regex
 
 from mnemo.errors import FormatError
 from mnemo.formats.common import excerpt
+from mnemo.constants import MAX_PATTERN_BYTES
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex
 
 #: tokenizers' ByteLevel regex (pre_tokenizers/byte_level.rs), which Oniguruma and `regex` read alike
@@ -156,6 +157,11 @@ def _split(item: dict[str, Any], key: str, source: str) -> Step:
         raise _not_byte_level(source, f"{key}.pattern", pattern, 'not {"Regex": "..."} or {"String": "..."}')
     onig = pattern["Regex"]
     where = f"{key}.pattern.Regex"
+    if len(onig.encode("utf-8", "surrogatepass")) > MAX_PATTERN_BYTES:  # before seconds of translating
+        raise FormatError(
+            f"{source}: key '{where}' is a regex of {len(onig):,} characters, more than the {MAX_PATTERN_BYTES:,} bytes "
+            f"mnemo takes: not read"
+        )
     try:
         translated = onig_to_regex(onig)
         regex.compile(translated)
