@@ -145,7 +145,9 @@ def family_regex(draw: st.DrawFn) -> str:
         branches.append(body)
     if draw(st.booleans()):
         branches.append(draw(st.sampled_from(TAILS)))
-    return "|".join(branches)
+    spec = "|".join(branches)
+    # a bare word ('x') is read as a misspelt preset name, by design: spell it as a group
+    return f"(?:{spec})" if P.looks_like_a_name(spec) else spec
 
 
 def _in_family(spec: str) -> bool:
