@@ -41,7 +41,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/formats/gpt2.py     vocab.json + merges.txt: JSON parsing and checks once per file
   mnemo/formats/hf.py       tokenizer.json: JSON parsing and checks once per file
   mnemo/formats/_hf_unicode.py  generated data only (tools/gen_hf_normalize_table.py)
-  mnemo/formats/hf_added.py  a tokenizer.json's added tokens: one regex search per text
+  mnemo/formats/hf_added.py  a tokenizer.json's added tokens: a regex search per candidate start
   mnemo/formats/hf_encoding.py  tokenizers' Encoding (offsets, masks, padding): list building
                             per text for the transformers drop-in
   mnemo/formats/hf_folder.py  an export folder: three small JSON files written once

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, overload
 
 import regex
@@ -55,13 +55,17 @@ class SplitStep:
     """One split of a pattern.  kind "regex": the pieces are the regex's matches and the gaps
     between them (Hugging Face's Split pre-tokenizer); kind "digits": tokenizers' Digits
     pre-tokenizer, which splits at Rust's char::is_numeric (behavior "isolated" for
-    individual_digits, "contiguous" for runs).  `unicode` None: the pattern's table."""
+    individual_digits, "contiguous" for runs).  `unicode` None: the pattern's table.
+    `unmatched` "refuse" (an isolated, not inverted regex step only): text no match covers is an
+    InputError instead of a piece of its own -- tiktoken's rule is to drop it, which mnemo will
+    not do silently (refusing() below; docs/pretokenizer.md, "Text the pattern does not match")."""
 
     regex: str
     behavior: str = "isolated"
     invert: bool = False
     kind: str = "regex"
     unicode: str | None = None
+    unmatched: str = "keep"
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,8 @@ class SplitPattern:
             d: dict[str, object] = {"regex": step.regex, "behavior": step.behavior, "invert": step.invert, "kind": step.kind}
             if step.unicode is not None:
                 d["unicode"] = step.unicode
+            if step.unmatched != "keep":
+                d["unmatched"] = step.unmatched
             steps.append(d)
         return {"name": self.name, "unicode": self.unicode, "steps": steps}
 
@@ -248,14 +254,21 @@ def _build(spec: str, name: str | None, steps: tuple[SplitStep, ...], table: str
             raise ConfigError(f"unknown split behavior {step.behavior!r}; use one of {', '.join(BEHAVIORS)}")
         if step.kind not in ("regex", "digits"):
             raise ConfigError(f"unknown split step kind {step.kind!r}; use 'regex' or 'digits'")
+        if step.unmatched not in ("keep", "refuse"):
+            raise ConfigError(f"unknown unmatched-text rule {step.unmatched!r}; use 'keep' or 'refuse'")
+        if step.unmatched == "refuse" and (step.kind != "regex" or step.behavior != "isolated" or step.invert):
+            raise ConfigError("unmatched='refuse' is for an isolated, not inverted regex step (a match is a piece)")
         prog, engine, reason = _step_program(step, step.unicode or table, explicit)
         programs.append(prog)
         engines.append(engine)
         reasons.append(reason)
-    if len(programs) == 1 and steps[0].behavior == "isolated" and not steps[0].invert:
+    if len(programs) == 1 and steps[0].behavior == "isolated" and not steps[0].invert and steps[0].unmatched == "keep":
         program = programs[0]
     else:
-        behaviors = [BEHAVIORS[s.behavior] | (pt.INVERT if s.invert else 0) for s in steps]
+        behaviors = [
+            BEHAVIORS[s.behavior] | (pt.INVERT if s.invert else 0) | (pt.REFUSE_UNMATCHED if s.unmatched == "refuse" else 0)
+            for s in steps
+        ]
         program = pt.sequence_program(programs, behaviors)
     named = name in PATTERNS and table == udata.DEFAULT and steps == PRESETS[name].steps
     with _LOCK:
@@ -319,6 +332,23 @@ def compile_steps(
             raise ConfigError(f"a split step is a SplitStep, not {type(step).__name__}")
     spec = steps[0].regex if len(steps) == 1 and steps[0].kind == "regex" else f"<{len(steps)} split steps>"
     return _build(name or spec, name, steps, unicode_version(unicode), strict)
+
+
+def refusing(sp: SplitPattern) -> SplitPattern:
+    """The pattern for a tokenizer that follows tiktoken's rules (a .tiktoken file with a regex, a
+    tekken file, tiktoken's Encoding constructor): where its regex leaves text unmatched tiktoken
+    drops that text, so mnemo's ids could only equal tiktoken's by losing it; this pattern makes
+    such text an InputError instead (SplitStep.unmatched).  The presets match every character,
+    so they stay as they are (tests/test_patterns.py checks that), as does a sequence of steps
+    (Hugging Face's Split, which keeps such text)."""
+    if sp.name in PRESETS and sp.steps == PRESETS[sp.name].steps or len(sp.steps) != 1:
+        return sp
+    step = sp.steps[0]
+    if step.kind != "regex" or step.behavior != "isolated" or step.invert or step.unmatched == "refuse":
+        return sp
+    if any(step.regex == p.steps[0].regex and len(p.steps) == 1 for p in PRESETS.values()):
+        return sp  # a preset's regex, spelt out (a tekken file's own pattern is the tekken preset's)
+    return compile_steps((replace(step, unmatched="refuse"),), sp.unicode, sp.name)
 
 
 def program_of(pid: int) -> pt.SplitProgram:
@@ -432,11 +462,14 @@ def pattern_from_dict(d: object, where: str = "pattern") -> SplitPattern:
         invert = item.get("invert", False)
         kind = item.get("kind", "regex")
         step_unicode = item.get("unicode")
+        unmatched = item.get("unmatched", "keep")
         if not isinstance(regex_text, str) or not isinstance(behavior, str) or not isinstance(kind, str):
             raise bad(f"steps[{k}] needs string 'regex', 'behavior' and 'kind', got {item!r}")
+        if unmatched not in ("keep", "refuse"):
+            raise bad(f"steps[{k}]: 'unmatched' must be \"keep\" or \"refuse\", not {unmatched!r}")
         if not isinstance(invert, bool) or (step_unicode is not None and not isinstance(step_unicode, str)):
             raise bad(f"steps[{k}]: 'invert' must be true or false and 'unicode' a string, got {item!r}")
-        steps.append(SplitStep(regex_text, behavior, invert, kind, step_unicode))
+        steps.append(SplitStep(regex_text, behavior, invert, kind, step_unicode, str(unmatched)))
     try:
         if name in PRESETS and tuple(steps) == PRESETS[name].steps:
             return compile_pattern(name, unicode)

@@ -57,7 +57,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from mnemo.constants import PATTERNS
-from mnemo.errors import ConfigError
+from mnemo.errors import ConfigError, InputError
 
 KIND_SCAN: Final[i64] = 0
 KIND_REGEX: Final[i64] = 1
@@ -102,6 +102,8 @@ CONTIGUOUS: Final[i64] = 1
 MERGED_WITH_PREVIOUS: Final[i64] = 2
 MERGED_WITH_NEXT: Final[i64] = 3
 INVERT: Final[i64] = 16
+# An isolated step whose gaps are an error (patterns.SplitStep.unmatched "refuse").
+REFUSE_UNMATCHED: Final[i64] = 32
 
 # A segment (match or gap) of a step is returned as its end, with this bit set for a match.
 _MATCH: Final[i64] = 1 << 60
@@ -1223,6 +1225,11 @@ def _step_segment(step: SplitProgram, c: _SeqCursor, k: i64, data: bytes, pos: i
 def _piece_end(step: SplitProgram, behavior: i64, c: _SeqCursor, k: i64, data: bytes, pos: i64, lim: i64) -> i64:
     """The end of step k's piece that starts at pos (the segments joined as its behavior says)."""
     how = behavior & 15
+    if (behavior & REFUSE_UNMATCHED) != 0:
+        w = _step_segment(step, c, k, data, pos, lim)
+        if (w & _MATCH) == 0:
+            raise InputError(_unmatched(data, pos, w & _END_BITS))
+        return w & _END_BITS
     if how == ISOLATED and step.kind == KIND_SCAN:
         return scan(step, data, pos, lim)
     inv: i64 = 0
@@ -1255,6 +1262,18 @@ def _piece_end(step: SplitProgram, behavior: i64, c: _SeqCursor, k: i64, data: b
         if how != CONTIGUOUS:
             return e
     return e
+
+
+def _unmatched(data: bytes, pos: i64, e: i64) -> str:
+    what = data[pos : min(e, pos + 40)]
+    more = "..." if e > pos + 40 else ""
+    return (
+        f"the split pattern matches none of the text at byte {pos} of this piece ({what!r}{more}, {e - pos} bytes): "
+        "this tokenizer follows tiktoken's rules, which drop such text, so its ids would not be the reference's, "
+        "and mnemo does not drop text silently; load it with mnemo.load(..., unmatched='keep') to keep such text as pieces of "
+        "their own (as Hugging Face's Split does), or use a pattern that matches every character "
+        "(docs/pretokenizer.md, 'Text the pattern does not match')"
+    )
 
 
 def _scan_sequence(p: SplitProgram, c: _SeqCursor, data: bytes, pos: i64, end: i64) -> i64:

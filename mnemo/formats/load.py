@@ -62,6 +62,7 @@ def load(
     special_tokens: Mapping[str, int] | None = None,
     merges: PathLike | None = None,
     add_special_tokens: bool = False,
+    unmatched: str = "refuse",
 ) -> AnyTokenizer:
     """The tokenizer at a path or URL (module docstring).
 
@@ -69,16 +70,22 @@ def load(
     with the specials' ids, or one of OpenAI's encodings ("cl100k_base", "o200k_base"); by
     default the encoding the file name starts with.  `merges`: GPT-2's merges.txt beside a
     vocab.json given as `source`.  `add_special_tokens`: a tokenizer.json's encode adds its
-    post-processor template's tokens (tokenizers' add_special_tokens=True).
+    post-processor template's tokens (tokenizers' add_special_tokens=True).  `unmatched`: for a
+    .tiktoken or tekken file whose split regex leaves some text unmatched (tiktoken drops such
+    text): "refuse" (encoding it is an InputError) or "keep" (pieces of their own, as Hugging
+    Face's Split keeps them); see docs/pretokenizer.md, "Text the pattern does not match".
     """
     if not isinstance(source, (str, os.PathLike)):
         raise ConfigError(f"load takes a path or URL (str or os.PathLike), got {type(source).__name__}")
     where = os.fspath(source)
+    if unmatched not in ("refuse", "keep"):
+        raise ConfigError(f"unmatched={unmatched!r}: use 'refuse' (the default) or 'keep'")
     options: dict[str, Any] = {
         "pattern": pattern,
         "special_tokens": special_tokens,
         "merges": None if merges is None else os.fspath(merges),
         "add_special_tokens": add_special_tokens,
+        "unmatched": unmatched,
     }
     if _isdir(where):
         return _folder(where, options)
@@ -285,7 +292,7 @@ def _tiktoken(where: str, name: str, options: dict[str, Any]) -> Tokenizer:
     if pattern is None:
         preset = next((p for p in TIKTOKEN_PRESETS if name.startswith(p)), None)
         if preset is not None:
-            return load_tiktoken(where, preset)
+            return load_tiktoken(where, preset, unmatched=options["unmatched"])
         named = next((p for p in NAME_PRESETS if name.startswith(p)), None)
         if named is not None:
             pattern, specials = NAME_PRESETS[named]
@@ -296,7 +303,7 @@ def _tiktoken(where: str, name: str, options: dict[str, Any]) -> Tokenizer:
                 f"{', '.join(PRESETS)}, with special_tokens=; or {' or '.join(TIKTOKEN_PRESETS)}; on the command "
                 f"line, convert it with `mnemo convert --pattern ...`)"
             )
-    return load_tiktoken(where, pattern, specials)
+    return load_tiktoken(where, pattern, specials, unmatched=options["unmatched"])
 
 
 def _json_file(where: str, options: dict[str, Any]) -> AnyTokenizer:
@@ -305,7 +312,8 @@ def _json_file(where: str, options: dict[str, Any]) -> AnyTokenizer:
         return from_json(obj, where, add_special_tokens=options["add_special_tokens"])
     if isinstance(obj, dict) and isinstance(obj.get("config"), dict) and isinstance(obj.get("vocab"), list):
         stem = _name(where)
-        return from_tekken_json(obj, where, name=stem[: -len(".json")] if stem.endswith(".json") else stem)
+        stem = stem[: -len(".json")] if stem.endswith(".json") else stem
+        return from_tekken_json(obj, where, name=stem, unmatched=options["unmatched"])
     if isinstance(obj, dict) and obj and all(isinstance(v, int) for v in obj.values()):
         merges = options["merges"]
         if merges is None:

@@ -144,8 +144,10 @@ def _specials(obj: dict[str, Any], version: int, count: int, source: str) -> lis
     return names
 
 
-def from_tekken_json(obj: Any, source: str = "<tekken>", *, name: str | None = None) -> Tokenizer:
-    """A Tokenizer from a parsed tekken file (the module docstring's ids), named `name`."""
+def from_tekken_json(obj: Any, source: str = "<tekken>", *, name: str | None = None, unmatched: str = "refuse") -> Tokenizer:
+    """A Tokenizer from a parsed tekken file (the module docstring's ids), named `name`.
+    `unmatched`: text the file's pattern does not match (formats.tiktoken.from_mergeable_ranks):
+    mistral-common drops it, mnemo refuses it by default, or keeps it with "keep"."""
     if not isinstance(obj, dict):
         raise FormatError(f"{source}: a tekken file is a JSON object, not {excerpt(obj, 40)}")
     config = obj.get("config")
@@ -171,19 +173,20 @@ def from_tekken_json(obj: Any, source: str = "<tekken>", *, name: str | None = N
     try:
         tok = from_mergeable_ranks(
             public, pattern_for_regex(pattern), {n: j for j, n in enumerate(names)}, source,
-            lambda raw: f"vocab[{ranks[raw]}]", "tiktoken", name=name,
+            lambda raw: f"vocab[{ranks[raw]}]", "tiktoken", name=name, unmatched=unmatched,
         )  # fmt: skip  (mistral-common splits with tiktoken: its Unicode tables)
     except ConfigError as exc:
         raise FormatError(f"{source}: config.pattern: {exc}") from None
     return tok
 
 
-def load_tekken(path: PathLike) -> Tokenizer:
+def load_tekken(path: PathLike, *, unmatched: str = "refuse") -> Tokenizer:
     """A Tokenizer from a tekken JSON file, named as mistral-common names it (the file's name
     without .json).  A SentencePiece model (Mistral's older tokenizer.model.v1-v3) is a
-    FormatError that says so."""
+    FormatError that says so.  `unmatched` as from_tekken_json says."""
     source = os.fspath(path)
     if is_sentencepiece(read_file(path, MAX_TEXT_FILE_BYTES, "tekken file")):
         raise sentencepiece_error(source, "a tekken JSON file")
     stem = os.path.basename(source)
-    return from_tekken_json(load_json(path, "tekken file"), source, name=stem[: -len(".json")] if stem.endswith(".json") else stem)
+    stem = stem[: -len(".json")] if stem.endswith(".json") else stem
+    return from_tekken_json(load_json(path, "tekken file"), source, name=stem, unmatched=unmatched)

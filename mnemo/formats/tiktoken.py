@@ -30,7 +30,7 @@ from mnemo.formats.common import (
     sentencepiece_error,
     tokenizer_of,
 )
-from mnemo.patterns import PRESETS, SplitPattern, compile_pattern, looks_like_a_name, regex_of
+from mnemo.patterns import PRESETS, SplitPattern, compile_pattern, looks_like_a_name, refusing, regex_of
 from mnemo.ranks import merges_of_ranks, parse_rank_lines
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import TokenizerFields, check_size, check_special_tokens, from_ranks, ranked_pairs, split_by_ranks
@@ -168,6 +168,7 @@ def from_mergeable_ranks(
     unicode: str | None = None,
     *,
     name: str | None = None,
+    unmatched: str = "refuse",
 ) -> Tokenizer:
     """A Tokenizer from tiktoken's mergeable ranks (rank = id), a pattern (a preset name or a
     split regex) and specials, that encodes as tiktoken does (vocab.from_ranks: a ranked
@@ -176,14 +177,30 @@ def from_mergeable_ranks(
     point); None: the pattern's default (docs/pretokenizer.md, 'Unicode versions').  An ordinary
     vocabulary (every token the merge of two lower-ranked ones, ranks 0..n-1) takes the compiled
     path, mnemo/ranks.py.  Two special-token names may share an id, as in tiktoken
-    (split_aliases); named `name` when given."""
+    (split_aliases); named `name` when given.
+
+    `unmatched`: what becomes of text a split regex of one's own does not match.  tiktoken drops
+    it; mnemo does not drop text, so by default ("refuse") encoding such text is an InputError
+    that names it; "keep" keeps it as pieces of their own, as Hugging Face's Split does (ids then
+    differ from tiktoken's there).  The presets match every character (docs/pretokenizer.md,
+    "Text the pattern does not match")."""
     split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern), unicode)
+    split_pattern = _unmatched_rule(split_pattern, unmatched)
     primary, aliases = split_aliases(special_tokens)
     by_rank = _tokens_by_rank(ranks)
     tok = None if by_rank is None else _from_tokens_by_rank(by_rank, split_pattern, primary)
     if tok is None:
         tok = tokenizer_of(source, from_ranks(source, ranks, pattern=split_pattern, specials=primary, where=where))
     return _named(tok, aliases, name, source)
+
+
+def _unmatched_rule(sp: SplitPattern, unmatched: str) -> SplitPattern:
+    """The pattern with from_mergeable_ranks' rule for text its regex does not match."""
+    if unmatched == "refuse":
+        return refusing(sp)
+    if unmatched != "keep":
+        raise ConfigError(f"unmatched={unmatched!r}: use 'refuse' (the default) or 'keep'")
+    return sp
 
 
 def _named(tok: Tokenizer, aliases: Mapping[str, str], name: str | None, source: str) -> Tokenizer:
@@ -315,7 +332,12 @@ def read_tiktoken_bytes(path: PathLike) -> tuple[bytes, str]:
 
 
 def load_tiktoken(
-    path: PathLike, pattern: str, special_tokens: Mapping[str, int] | None = None, *, unicode: str | None = None
+    path: PathLike,
+    pattern: str,
+    special_tokens: Mapping[str, int] | None = None,
+    *,
+    unicode: str | None = None,
+    unmatched: str = "refuse",
 ) -> Tokenizer:
     """A Tokenizer from a `.tiktoken` rank file (gzip-compressed or not).
 
@@ -328,7 +350,8 @@ def load_tiktoken(
     encoding by name takes the Unicode tables tiktoken's regex engine holds ("tiktoken"), and
     tokenizer.bin records them.  `unicode`: the tables the pattern's classes follow (a version,
     "tiktoken" or "tokenizers"); None: "tiktoken" for an encoding by name, else the pattern's
-    default, mnemo's own tables (docs/pretokenizer.md, 'Unicode versions').
+    default, mnemo's own tables (docs/pretokenizer.md, 'Unicode versions').  `unmatched`: text a
+    split regex of one's own does not match, as from_mergeable_ranks says.
     """
     preset = TIKTOKEN_PRESETS.get(pattern)
     if preset is None:
@@ -337,7 +360,7 @@ def load_tiktoken(
                 f"unknown pattern or preset {pattern!r}: give a split pattern (a preset: {', '.join(PRESETS)}; or a "
                 f"split regex) with the special tokens, or one of OpenAI's encodings ({', '.join(TIKTOKEN_PRESETS)})"
             )
-        compile_pattern(check_pattern(pattern), unicode)  # a bad regex fails before the file is read
+        _unmatched_rule(compile_pattern(check_pattern(pattern), unicode), unmatched)  # fails before the file is read
     elif special_tokens is not None:
         raise ConfigError(
             f"the preset {pattern!r} sets the special tokens; to choose others, give its pattern instead: "
@@ -359,7 +382,7 @@ def load_tiktoken(
     if is_sentencepiece(data):  # Llama 2's and Mistral's tokenizer.model are; Llama 3's is tiktoken's
         raise sentencepiece_error(source, "a .tiktoken rank file")
     by_rank = parse_rank_lines(data)  # compiled; None: the Python parser below words what is wrong
-    split_pattern = compile_pattern(pattern, unicode)
+    split_pattern = _unmatched_rule(compile_pattern(pattern, unicode), unmatched)
     primary, aliases = split_aliases(special_tokens)
     fast = None if by_rank is None else _from_tokens_by_rank(by_rank, split_pattern, primary)
     if fast is not None:
@@ -369,4 +392,6 @@ def load_tiktoken(
     except UnicodeDecodeError as exc:
         raise FormatError(f"{source}: offset {exc.start}: not valid UTF-8") from None
     ranks, lines = parse_tiktoken(text, source)
-    return from_mergeable_ranks(ranks, split_pattern, special_tokens, source, lambda raw: f"line {lines[raw]}", name=name)
+    return from_mergeable_ranks(
+        ranks, split_pattern, special_tokens, source, lambda raw: f"line {lines[raw]}", name=name, unmatched=unmatched
+    )
