@@ -49,7 +49,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/formats/hf_pipeline.py  policy around the compiled encoder (tokenizers' pipeline), once
                             per text; its reference pre-tokenizer is the `regex` module's
   mnemo/formats/hf_post.py  a post-processor's template, once per text
-  mnemo/formats/hf_pretok.py  split steps run with the `regex` module, once per text stretch
+  mnemo/formats/hf_pretok.py  split steps: the compiled scanner's, or run with the `regex` module
   mnemo/formats/hf_regex.py  regex syntax rewritten once per pattern
   mnemo/formats/load.py     mnemo.load: what a path holds, once per file
   mnemo/formats/openai.py   OpenAI's encodings by name: files found and checked once per encoding

@@ -255,6 +255,16 @@ class LocalPath(Location):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", self.path.name)
+        text = os.fspath(self.path)
+        try:  # a path no file can have (a manifest's, a sidecar's) is named here, not as a traceback
+            os.fsencode(text)
+        except UnicodeEncodeError as exc:
+            raise InputError(
+                f"path {text!r} holds U+{ord(text[exc.start]):04X} at index {exc.start}, which no file name on this "
+                "system can hold; check where the path came from"
+            ) from None
+        if "\0" in text:
+            raise InputError(f"path {text!r} holds a NUL character, which no file name can hold; check where it came from")
 
     def __fspath__(self) -> str:
         return os.fspath(self.path)

@@ -190,16 +190,29 @@ class _RegexCursor(_Cursor):
     cpos: i64  # character offset in text of `next`
     pend_s: i64  # a match found after a gap, waiting: its character span (-1: none)
     pend_e: i64
+    # When the matches tile the text (no gaps, the common case), findall's strings are the
+    # segments, taken in order from `k`: no match object per chunk (about 1.5x faster).
+    tiles: list[str] | None
+    k: i64
 
     def __init__(self, rx: Any, data: bytes, start: i64, end: i64) -> None:
         super().__init__(data, start, end)
         raw = data[start:end]
         self.text = raw.decode("utf-8", "surrogateescape")
         self.is_ascii = len(self.text) == len(raw)
-        self.it = rx.finditer(self.text)
         self.cpos = 0
         self.pend_s = -1
         self.pend_e = -1
+        self.tiles = None
+        self.k = 0
+        if rx.groups == 0:  # findall gives the matches themselves (not groups)
+            found: list[str] = rx.findall(self.text)
+            total: i64 = 0
+            for piece in found:
+                total += len(piece)
+            if total == len(self.text):  # in order and not overlapping: they tile the text
+                self.tiles = found
+        self.it = None if self.tiles is not None else rx.finditer(self.text)
 
     def _bytes(self, a: i64, b: i64) -> i64:
         if self.is_ascii:
@@ -208,6 +221,19 @@ class _RegexCursor(_Cursor):
 
     def segment(self) -> i64:
         """The next segment's end, with _MATCH set for a match (the cursor moves past it)."""
+        tiles = self.tiles
+        if tiles is not None:
+            while self.k < len(tiles):
+                piece = tiles[self.k]
+                self.k += 1
+                if piece:
+                    if self.is_ascii or piece.isascii():
+                        self.next += len(piece)
+                    else:
+                        self.next += len(piece.encode("utf-8", "surrogateescape"))
+                    return self.next | _MATCH
+            self.next = self.end
+            return self.end
         if self.pend_s >= 0:
             s = self.pend_s
             e = self.pend_e

@@ -198,3 +198,14 @@ def test_local_paths_and_standard_input_work_without_fsspec(tmp_path: Path) -> N
     """)
     done = subprocess.run([sys.executable, "-c", code], input=text.read_bytes(), capture_output=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.splitlines()[-1] == b"ok", done.stderr.decode()
+
+
+@pytest.mark.parametrize("text, what", [("\ud800", r"U\+D800 at index 0"), ("a/b\udfffc", r"U\+DFFF at index 3"), ("x\0y", "NUL")])
+def test_a_path_no_file_can_have_is_named(text: str, what: str) -> None:
+    """A path from a manifest or sidecar (JSON can spell a lone surrogate) that no file name can
+    hold is an InputError naming it, not a UnicodeEncodeError from os.stat (the fuzz suite's
+    shard-dir-run-input-lone-surrogate case); a name of undecodable bytes (surrogateescape's
+    U+DC80..U+DCFF, which is what Python makes of them) stays a path."""
+    with pytest.raises(InputError, match=what):
+        location(text)
+    assert isinstance(location(os.fsdecode(b"caf\xe9.txt")), LocalPath)

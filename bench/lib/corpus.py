@@ -18,14 +18,17 @@ SHARED = Path(__file__).resolve().parents[3] / "shared"
 def documents(mb: float, name: str = "english", *, count: Literal["bytes", "chars"] = "bytes") -> list[str]:
     """The first documents of ../shared/corpus/NAME.jsonl.xz, up to the first that reaches
     `mb` million UTF-8 bytes in all (`count="chars"`: characters, what pickle_round_trip.py's figures
-    in docs/pipelines.md were measured on)."""
+    in docs/pipelines.md were measured on).  For `chat`, each message's content is a document
+    (as the tests' corpus_docs has it)."""
     docs: list[str] = []
     size = 0
     with lzma.open(SHARED / "corpus" / f"{name}.jsonl.xz", "rt", encoding="utf-8") as f:
         for line in f:
-            text = json.loads(line)["text"]
-            docs.append(text)
-            size += len(text.encode("utf-8")) if count == "bytes" else len(text)
-            if size >= mb * 1e6:
-                break
+            record = json.loads(line)
+            texts = [m["content"] for m in record["messages"]] if "messages" in record else [record["text"]]
+            for text in texts:
+                docs.append(text)
+                size += len(text.encode("utf-8")) if count == "bytes" else len(text)
+                if size >= mb * 1e6:
+                    return docs
     return docs

@@ -38,8 +38,9 @@ from mnemo.formats.gpt2 import vocab_from_json
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
 from mnemo.formats.hf_post import PostProcessor, parse_post_processor
-from mnemo.formats.hf_pretok import PreTokenizer, Runner, parse_pre_tokenizer
+from mnemo.formats.hf_pretok import PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex, regex_to_onig
+from mnemo.patterns import compile_pattern
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.streaming import text_bytes
 from mnemo.tokenizer import Tokenizer
@@ -119,6 +120,10 @@ class HFTokenizer:
         self._obj = obj
         self._runner = Runner(pre)
         self._fast = fast_pattern(pre) if whole is None else None
+        # the core encodes whole stretches when its pattern is the compiled pre-tokenizer
+        self._whole_stretch = whole is None and (
+            self._fast is not None or (self._runner.pattern is not None and core.split_pattern is self._runner.pattern)
+        )
         self._added = AddedVocabulary(added, self.normalize)
         self.special_tokens: dict[str, int] = {t.content: t.id for t in added if t.special}
         #: decode skips these with skip_special_tokens
@@ -144,10 +149,11 @@ class HFTokenizer:
     def pattern_description(self) -> str:
         if self._fast is not None:
             return f"{self._fast} (compiled)"
+        compiled = self._runner.pattern
         return " -> ".join(
             "space in front" if s.kind == "prefix" else f"Split({s.source!r}, {s.behavior}{', invert' if s.invert else ''})"
             for s in self.pre.steps
-        ) + " (the regex module)"
+        ) + (f" (compiled, Unicode {compiled.unicode})" if compiled is not None else " (the regex module)")
 
     # ---- the pipeline ----
 
@@ -161,7 +167,7 @@ class HFTokenizer:
 
     def _stretch(self, text: str, out: list[int]) -> None:
         """Append the ids of one normalized stretch between added tokens."""
-        if self._fast is not None:
+        if self._whole_stretch:
             out.extend(self.core.encode_ordinary(text))
             return
         whole = self.whole
@@ -513,11 +519,13 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
                 )
             specials[name] = ident
     fast = fast_pattern(pre)
+    # the pattern on tokenizers' own Unicode tables (its ids on letters new since Unicode 16)
+    compiled = compile_pattern(fast, "tokenizers") if fast is not None else compiled_pattern(pre)
     fields = from_byte_tokens(
         source,
         vocab,
         merges,
-        pattern=fast or "gpt2",
+        pattern=compiled if compiled is not None else "gpt2",
         specials=specials,
         show=lambda raw: repr(token_to_string(raw)),
         merge_where=lambda k: f"key 'model.merges[{k}]'",

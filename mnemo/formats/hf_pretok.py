@@ -16,9 +16,12 @@ Any other pre-tokenizer (Metaspace, Whitespace, BertPreTokenizer, Punctuation, .
 with a FormatError naming the key: the byte-level family has ByteLevel last, and mnemo's
 encoder works on bytes.
 
-`split_pieces` is the plain-Python run of the steps on one stretch of text (what `tokenizers`
-gives its model): the reference the tests compare with `tokenizers`, and the path
-HFTokenizer takes for steps mnemo's compiled pre-tokenizer does not run (hf_pipeline).
+`Runner` runs the steps on one stretch of text (what `tokenizers` gives its model).  When every
+step can be -- no space put in front (ByteLevel's add_prefix_space), no Removed behavior, each
+regex in the family mnemo compiles -- it runs them as one pattern in mnemo's scanner, on the
+Unicode tables tokenizers itself holds (`compiled_pattern`; the `regex` module's are newer, and
+would split letters new since Unicode 16 otherwise than tokenizers).  Otherwise it runs them in
+plain Python with the `regex` module: the reference the tests compare with `tokenizers`.
 Semantics, as tokenizers' pre_tokenizers/*.rs and normalizer.rs have them: a step runs on each
 piece the previous steps left; a regex is searched as Oniguruma's find_iter does (an empty
 match right where the previous match ended is skipped); behaviors fold the (piece, is-match)
@@ -34,9 +37,10 @@ from typing import Any, Final
 
 import regex
 
-from mnemo.errors import FormatError
-from mnemo.formats.common import excerpt
+from mnemo import patterns as P
 from mnemo.constants import MAX_PATTERN_BYTES
+from mnemo.errors import ConfigError, FormatError
+from mnemo.formats.common import excerpt
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex
 
 #: tokenizers' ByteLevel regex (pre_tokenizers/byte_level.rs), which Oniguruma and `regex` read alike
@@ -63,6 +67,7 @@ class Step:
     invert: bool = False
     source: str = ""
     key: str = ""
+    digits: bool = False  # a Digits pre-tokenizer (Rust's char::is_numeric, not the regex's \p{N})
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,7 @@ def parse_pre_tokenizer(obj: Any, source: str) -> PreTokenizer:
             individual = item.get("individual_digits", False)
             if not isinstance(individual, bool):
                 raise _not_byte_level(source, f"{key}.individual_digits", individual, "not true or false")
-            steps.append(Step("split", r"\p{N}", "isolated" if individual else "contiguous", False, r"\p{N}", key))
+            steps.append(Step("split", r"\p{N}", "isolated" if individual else "contiguous", False, r"\p{N}", key, True))
         elif kind == "ByteLevel":
             byte_level_at = n
             prefix = item.get("add_prefix_space", True)
@@ -284,17 +289,38 @@ def _fold(matches: list[tuple[int, int, bool]], behavior: str) -> list[tuple[int
     return [(a, b) for a, b in reversed(acc)]
 
 
+def compiled_pattern(pre: PreTokenizer) -> P.SplitPattern | None:
+    """The steps as one pattern of mnemo's scanner on tokenizers' Unicode tables, or None when
+    one cannot be (module docstring)."""
+    steps: list[P.SplitStep] = []
+    for s in pre.steps:
+        if s.kind != "split" or s.behavior not in P.BEHAVIORS:
+            return None
+        steps.append(P.SplitStep(s.regex, s.behavior, s.invert, "digits" if s.digits else "regex"))
+    try:  # strict: a step outside the family (which `regex` would run on its own tables) is None
+        return P.compile_steps(steps, "tokenizers")
+    except ConfigError:
+        return None
+
+
 class Runner:
-    """The compiled regexes of a PreTokenizer, and its plain-Python run."""
+    """The steps of a PreTokenizer, compiled into mnemo's scanner or run in plain Python."""
 
     def __init__(self, pre: PreTokenizer) -> None:
         self.pre = pre
+        self.pattern = compiled_pattern(pre)
         self.compiled = [regex.compile(s.regex) if s.kind == "split" else None for s in pre.steps]
 
     def split(self, text: str) -> list[str]:
         """The pieces of one stretch of text, as `tokenizers` hands them to its model (before
         the byte mapping): a prefixed piece starts with the space put in front of it.  The
         same pieces as `spans`, made faster (no offsets kept)."""
+        if self.pattern is not None:
+            return P.split(text, self.pattern)
+        return self.split_in_python(text)
+
+    def split_in_python(self, text: str) -> list[str]:
+        """`split` by the `regex` module, step by step (the plain-Python reference)."""
         pieces = [text] if text else []
         for step, rx in zip(self.pre.steps, self.compiled):
             out: list[str] = []
@@ -318,6 +344,13 @@ class Runner:
     def spans(self, text: str) -> list[Span]:
         """The pieces as (start, end, prefixed): text[start:end], with a space in front when
         `prefixed` (ByteLevel's add_prefix_space put it there)."""
+        if self.pattern is not None:
+            spans: list[Span] = []
+            at = 0
+            for piece in P.split(text, self.pattern):
+                spans.append((at, at + len(piece), False))
+                at += len(piece)
+            return spans
         pieces: list[Span] = [(0, len(text), False)] if text else []
         for step, rx in zip(self.pre.steps, self.compiled):
             out: list[Span] = []

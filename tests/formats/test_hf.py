@@ -45,7 +45,12 @@ def test_hf_export_encodes_identically(
             assert hf.decode(ids, skip_special_tokens=False) == tok.decode(ids)
             n += 1
     back = load_hf(tmp_path / "tokenizer.json")
-    assert back.fingerprint == tok.fingerprint
+    # the same vocabulary and pattern, on the Unicode tables tokenizers runs the file with (so
+    # another fingerprint: the two split letters new since Unicode 16 otherwise)
+    assert isinstance(back, Tokenizer)
+    assert (back.merges, back.special_tokens, back.id_map) == (tok.merges, tok.special_tokens, tok.id_map)
+    assert back.split_pattern.steps == tok.split_pattern.steps and back.pattern == tok.pattern
+    assert back.split_pattern.unicode == "16.0.0" != tok.split_pattern.unicode
 
 
 def test_hf_special_tokens(gpt2: Tokenizer, special_fixtures: dict[str, str], tmp_path: Path) -> None:
@@ -57,11 +62,15 @@ def test_hf_special_tokens(gpt2: Tokenizer, special_fixtures: dict[str, str], tm
 
 
 def test_hf_gpt2_style_byte_level(gpt2: Tokenizer) -> None:
-    """HF's own GPT-2 layout (ByteLevel with its built-in regex, merges as "a b") imports as gpt2."""
+    """HF's own GPT-2 layout (ByteLevel with its built-in regex, merges as "a b") imports as gpt2,
+    on tokenizers' Unicode tables."""
     obj = to_hf_json(gpt2)
     obj["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
     obj["model"]["merges"] = [f"{a} {b}" for a, b in obj["model"]["merges"]]
-    assert from_hf_json(obj) == gpt2
+    back = from_hf_json(obj)
+    assert isinstance(back, Tokenizer)
+    assert (back.merges, back.special_tokens, back.pattern) == (gpt2.merges, gpt2.special_tokens, "gpt2")
+    assert back.split_pattern.unicode == "16.0.0"
 
 
 def test_hf_not_byte_level(gpt2: Tokenizer, tmp_path: Path) -> None:

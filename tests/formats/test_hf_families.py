@@ -286,3 +286,40 @@ def test_added_tokens_take_the_ids_tokenizers_gives_them(hf_families: dict[str, 
     vocab[token_to_string(b"zzzzzz")] = len(vocab) + 2  # where tokenizers will number an added token
     with pytest.raises(FormatError, match=r"tokenizers gives .* the id \d+ .*one id for two tokens"):
         from_hf_json(obj, "t.json")
+
+
+def contexts(cps: range) -> str:
+    """Each code point alone between line breaks, after a letter, before a space and a letter
+    (as tests/test_unicode_engines.py walks them)."""
+    return "".join(f"\n{chr(c)}\na{chr(c)} x" for c in cps if not 0xD800 <= c <= 0xDFFF)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_letters_new_since_unicode_16_take_tokenizers_ids(family: str, hf_families: dict[str, Path]) -> None:
+    """Issue 26 item 7 for imports: a tokenizer.json's pre-tokenizer runs compiled on the
+    Unicode tables tokenizers holds (16.0), so every code point gets tokenizers' ids -- checked
+    on each block of 16,384 code points where those tables and the `regex` module's (18.0,
+    which the plain-Python run uses) split the family's pattern otherwise, and on the first
+    block.  The plain-Python run differs there: the walk can fail."""
+    from mnemo import patterns as P
+
+    path = hf_families[family]
+    hf = hf_of(path)
+    tok = load_hf(path)
+    assert isinstance(tok, HFTokenizer)
+    compiled = tok._runner.pattern
+    assert compiled is not None and compiled.unicode == "16.0.0", tok.pattern_description()
+    assert "(compiled, Unicode 16.0.0)" in tok.pattern_description()
+    newer = P.compile_steps(compiled.steps, "regex")
+    blocks = [range(s, min(s + (1 << 14), 0x110000)) for s in range(0, 0x110000, 1 << 14)]
+    differing = [b for b in blocks if P.split(contexts(b), compiled) != P.split(contexts(b), newer)]
+    assert differing, "the two tables split alike everywhere: this walk would prove nothing"
+    python_differs = False
+    for cps in [blocks[0], *differing]:
+        text = contexts(cps)
+        want = hf.encode(text, add_special_tokens=False).ids
+        got = tok.encode(text, allowed_special="all")
+        assert got == want, f"{family}, U+{cps.start:04X}..U+{cps.stop - 1:04X}: {first_difference(want, got)}"
+        python_differs |= tok._runner.split_in_python(text) != tok._runner.split(text)
+    assert python_differs

@@ -377,8 +377,12 @@ def _run_stack(env: "_Env", data: bytes) -> None:
         s = read_stack_file(main, fmt)
         ends = None if s.doc_ends is None else s.doc_ends.tolist()
         ref_tokens, ref_ends, ref_dtype = env.ref_stacks[fmt]
-        # no boundaries at all is no wrong answer: documents() refuses (a nanoGPT file without its sidecar)
-        _check((ends is None or ends == ref_ends) and s.tokens.dtype.name == ref_dtype,
+        # no boundaries at all is no wrong answer: documents() refuses (a nanoGPT file without its
+        # sidecar).  A nanoGPT file's boundaries are its BOS ids, in the token body itself: a
+        # changed body may move one (its ids have no checksum, by design), so there only the
+        # count, which the sidecar holds, must hold
+        same = ends == ref_ends or (fmt == "nanogpt" and body == "body" and ends is not None and len(ends) == len(ref_ends))
+        _check((ends is None or same) and s.tokens.dtype.name == ref_dtype,
                f"the {fmt} set read with other documents: ends {str(ends)[:120]}, dtype {s.tokens.dtype.name}")
         if body != "body":
             _check(s.tokens.astype("int64").tolist() == ref_tokens, f"the {fmt} set read with other ids")
