@@ -120,10 +120,12 @@ class HFTokenizer:
         self._obj = obj
         self._runner = Runner(pre)
         self._fast = fast_pattern(pre) if whole is None else None
-        # the core encodes whole stretches when its pattern is the compiled pre-tokenizer
-        self._whole_stretch = whole is None and (
-            self._fast is not None or (self._runner.pattern is not None and core.split_pattern is self._runner.pattern)
+        # the core's own pattern splits as the pre-tokenizer does: it encodes whole stretches
+        # (without ignore_merges), and the pre-tokenizer is nothing a Tokenizer cannot hold
+        self._core_splits = self._fast is not None or (
+            self._runner.pattern is not None and core.split_pattern is self._runner.pattern
         )
+        self._whole_stretch = whole is None and self._core_splits
         self._added = AddedVocabulary(added, self.normalize)
         self.special_tokens: dict[str, int] = {t.content: t.id for t in added if t.special}
         #: decode skips these with skip_special_tokens
@@ -378,7 +380,7 @@ class HFTokenizer:
         out: list[str] = []
         if self.forms:
             out.append(f"normalizer {'+'.join(self.forms)}")
-        if self._fast is None:
+        if not self._core_splits:
             out.append(f"pre_tokenizer {self.pattern_description()}")
         if self.whole is not None:
             out.append("model.ignore_merges")
@@ -551,7 +553,7 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
         t.special and not (t.lstrip or t.rstrip or t.single_word) and t.id not in bpe_ids for t in added
     ) and (len({t.normalized for t in added}) <= 1 or not forms)
     template_adds = post.template is not None and add_special_tokens and post.template.added(False) > 0
-    if plain_ok and plain_added and not forms and fast is not None and whole is None and not template_adds and not unreachable:
+    if plain_ok and plain_added and not forms and compiled is not None and whole is None and not template_adds and not unreachable:
         return core
     return HFTokenizer(
         core,

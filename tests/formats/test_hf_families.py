@@ -200,7 +200,10 @@ def test_a_plain_file_is_a_plain_tokenizer(gpt2: mnemo.Tokenizer, hf_families: d
     extras = {name: tok.extras() for name, tok in loaded.items() if isinstance(tok, HFTokenizer)}
     assert any("normalizer NFC" in e for e in extras["qwen2"])
     assert "model.ignore_merges" in extras["llama3"]
-    assert any(e.startswith("pre_tokenizer") for e in extras["deepseek-v3"])
+    # DeepSeek-V3's three Splits compile (on tokenizers' Unicode tables): only its added tokens
+    # (lstrip, rstrip, single_word) keep it from being a Tokenizer
+    assert not any(e.startswith("pre_tokenizer") for e in extras["deepseek-v3"])
+    assert any(e.startswith("added_tokens") for e in extras["deepseek-v3"])
 
 
 REFUSED: list[tuple[str, Any, str]] = [
@@ -323,3 +326,28 @@ def test_letters_new_since_unicode_16_take_tokenizers_ids(family: str, hf_famili
         assert got == want, f"{family}, U+{cps.start:04X}..U+{cps.stop - 1:04X}: {first_difference(want, got)}"
         python_differs |= tok._runner.split_in_python(text) != tok._runner.split(text)
     assert python_differs
+
+
+def test_a_compiled_sequence_loads_as_a_tokenizer(
+    hf_families: dict[str, Path], tmp_path: Path, corpus_docs: Callable[..., list[str]]
+) -> None:
+    """A DeepSeek-V3-style file with plain special tokens only (its three Splits compile on
+    tokenizers' tables) loads as a plain Tokenizer: tokenizers' ids, tokenizer.bin round trip,
+    and the command line's TOKENIZER argument takes it."""
+    from mnemo.cli.common import tokenizer_arg
+
+    obj = json.loads(hf_families["deepseek-v3"].read_text(encoding="utf-8"))
+    obj["added_tokens"] = [t for t in obj["added_tokens"] if t["special"] and not (t["lstrip"] or t["rstrip"] or t["single_word"])]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+    hf = hf_of(path)
+    tok = mnemo.load(path)
+    assert isinstance(tok, mnemo.Tokenizer) and len(tok.split_pattern.steps) == 3
+    assert tok.split_pattern.unicode == "16.0.0" and tok.split_pattern.engine == "scanner"
+    docs = [d for c in CORPORA for d in corpus_docs(c, 100_000)] + ["\u058b/U 12345 \u4e2d\u6587", "x\U00031350 y"]
+    for doc in docs:
+        assert tok.encode(doc, allowed_special="all") == hf.encode(doc, add_special_tokens=False).ids, doc[:60]
+    tok.save(tmp_path / "tokenizer.bin")
+    back = mnemo.Tokenizer.load(tmp_path / "tokenizer.bin")
+    assert back == tok and back.split_pattern is tok.split_pattern
+    assert tokenizer_arg(path, "tokenize") == tok
