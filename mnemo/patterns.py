@@ -339,9 +339,9 @@ def refusing(sp: SplitPattern) -> SplitPattern:
     tekken file, tiktoken's Encoding constructor): where its regex leaves text unmatched tiktoken
     drops that text, so mnemo's ids could only equal tiktoken's by losing it; this pattern makes
     such text an InputError instead (SplitStep.unmatched).  The presets match every character,
-    so they stay as they are (tests/test_patterns.py checks that), as does a sequence of steps
-    (Hugging Face's Split, which keeps such text)."""
-    if sp.name in PRESETS and sp.steps == PRESETS[sp.name].steps or len(sp.steps) != 1:
+    so they stay as they are (tests/test_unmatched_text.py checks that), as does a sequence of
+    steps (Hugging Face's Split, which keeps such text)."""
+    if (sp.name in PRESETS and sp.steps == PRESETS[sp.name].steps) or len(sp.steps) != 1:
         return sp
     step = sp.steps[0]
     if step.kind != "regex" or step.behavior != "isolated" or step.invert or step.unmatched == "refuse":
