@@ -70,13 +70,20 @@ def check_pattern(pattern: object) -> str:
     valid one, mnemo.patterns.compile_pattern says)."""
     if not isinstance(pattern, str):
         raise type_error("pattern", "a str (a preset name or a split regex)", pattern)
-    size = len(pattern.encode("utf-8", "surrogatepass"))
-    if size > MAX_PATTERN_BYTES:
-        raise ConfigError(
-            f"the split regex is {size:,} bytes long, more than the {MAX_PATTERN_BYTES:,} a tokenizer.bin holds: "
-            f"give a shorter one ({pattern[:40]!r}...)"
-        )
+    why = pattern_too_long(pattern)
+    if why is not None:
+        raise ConfigError(f"the split regex is {why}: give a shorter one ({pattern[:40]!r}...)")
     return pattern
+
+
+def pattern_too_long(pattern: str) -> str | None:
+    """Why a split regex cannot be stored (its UTF-8 is longer than PATN's u16 length holds), or
+    None; the caller raises its own error around it (a ConfigError for an argument, a
+    FormatError naming a file's key)."""
+    size = len(pattern.encode("utf-8", "surrogatepass"))
+    if size <= MAX_PATTERN_BYTES:
+        return None
+    return f"{size:,} bytes long, more than the {MAX_PATTERN_BYTES:,} a tokenizer.bin holds"
 
 
 def check_tie(tie: object) -> str:

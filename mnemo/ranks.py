@@ -7,15 +7,16 @@ candidate pair) loaded o200k_base many times slower than tiktoken builds its Enc
 (docs/speed.md, "Loading a vocabulary").
 
 The fast path never words an error: on anything but the plain case (a line that is not
-`BASE64 RANK`, a repeated token or rank, a gap, a token that is not the merge of two
-lower-ranked ones, a missing byte) it returns None and the Python path runs on the same input
-and raises the error it always raised, with its line number.
+`BASE64 RANK`, a repeated token or rank, a gap, a missing byte) it returns None and the Python
+path runs on the same input and raises the error it always raised, with its line number.  A
+ranked vocabulary (Llama 3's: tokens no merge makes, parts ranked after their token) is a plain
+case: merges_of_ranks builds it as vocab.from_ranks does.
 
-Finding the merge behind token t of rank r is tiktoken's own merge of t's bytes using only ranks
-below r: repeatedly glue the adjacent pair whose concatenation has the lowest rank, the leftmost
-of equals, which must end in exactly two parts.  The concatenations looked up are substrings of
-t, so each is found by its polynomial hash (prefix hashes of t: O(1) a lookup) in an
-open-addressing table of every token, and confirmed byte by byte: no bytes object is made per
+Finding the merge behind token t is tiktoken's own merge of t's bytes (vocab.ranked_pairs): repeatedly
+glue the adjacent pair whose concatenation has the lowest rank, the leftmost of equals; when it
+ends in two parts, they are t's merge, else t is whole.  The concatenations looked up are
+substrings of t, so each is found by its polynomial hash (prefix hashes of t: O(1) a lookup) in
+an open-addressing table of every token, and confirmed byte by byte: no bytes object is made per
 lookup.  Tokens under LONG_TOKEN bytes use an array of pair ranks (a scan per step); longer ones
 a binary heap of (rank, position) with stale entries skipped, as `_split_by_ranks` does, so a
 49,152-byte token stays O(n log n).
@@ -58,21 +59,30 @@ MIX: Final = 0x2545F4914F6CDD1D
 
 
 class RankVocab:
-    """A rank file's vocabulary in mnemo's numbering: bytes are ids 0..255, the k-th token of
-    two or more bytes (by rank) is id 256 + k, made by merges[k]; public[i] is the rank of id i
-    (the id tiktoken gives it).  `proper`: every step of tiktoken's merge of every token's
-    bytes glued two parts into a token whose own merge they are -- then mnemo's BPE of each
-    token's bytes takes the same steps and ends in the token itself
-    (encode_chunk.tables_all_spelled); cl100k_base and o200k_base both are."""
+    """A rank file's vocabulary in mnemo's numbering (vocab.from_ranks'): bytes are ids 0..255,
+    the k-th token with a pair (by rank) is id 256 + k, made by merges[k], and the tokens without
+    one (`whole`, by rank) follow; public[i] is the rank of id i (the id tiktoken gives it).
+    `ranked`: the vocabulary needs tiktoken's rule (a whole token, or a merge of a part that
+    comes after it; docs/formats.md, "Rank semantics").  `proper`: every step of tiktoken's
+    merge of every token's bytes glued two parts into a token whose own merge they are -- then
+    mnemo's BPE of each token's bytes takes the same steps and ends in the token itself
+    (encode_chunk.tables_all_spelled); cl100k_base and o200k_base both are.  Only an ordinary
+    vocabulary is ever called proper."""
 
     merges: list[tuple[int, int]]
     public: list[int]
     proper: bool
+    whole: list[bytes]
+    ranked: bool
 
-    def __init__(self, merges: list[tuple[int, int]], public: list[int], proper: bool) -> None:
+    def __init__(
+        self, merges: list[tuple[int, int]], public: list[int], proper: bool, whole: list[bytes], ranked: bool
+    ) -> None:
         self.merges = merges
         self.public = public
         self.proper = proper
+        self.whole = whole
+        self.ranked = ranked
 
 
 def parse_rank_lines(data: bytes) -> list[bytes] | None:
@@ -263,22 +273,27 @@ def packed(data: bytes, start: i64, size: i64) -> i64:
 
 
 def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
-    """The merges behind tokens given by rank (tokens[r] has rank r), in mnemo's numbering, or
-    None when they are not the plain case: a repeated or empty token, a byte with no token, or a
-    token that tiktoken's merge of its bytes (ranks below its own) does not bring to two parts."""
+    """The merges behind tokens given by rank (tokens[r] has rank r), in mnemo's numbering --
+    vocab.ranked_pairs' rule: the last pair tiktoken's merge of a token's bytes glues, every rank
+    allowed, or none (a whole token) when that merge never comes down to two parts -- or None
+    when they are not the plain case: a repeated or empty token, or a byte with no token.
+
+    An ordinary vocabulary (each token's pair of lower rank) comes out as it did when only
+    ranks below the token's own were allowed: while more than two parts are left, the merge of
+    the token's bytes always had a pair below its rank to glue, which the lowest of all pairs
+    then is too."""
     count: i64 = len(tokens)
     if count >= FIELD:
         return None
     table = TokenTable(tokens)
     byte_rank: vec[i64] = vec[i64]([NONE] * 256)
     own: vec[i64] = vec[i64]([NONE] * count)  # mnemo's id of each rank
-    merges: list[tuple[int, int]] = []
-    public: list[int] = []
     prefix: vec[i64] = vec[i64]([0] * (len(table.powers)))
     starts: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     pair_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     part_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     left_of: vec[i64] = vec[i64]([NONE] * count)  # each token's left part (its merge), by rank
+    splits: vec[i64] = vec[i64]([NONE] * count)  # each token's pair, as split_short gives it
     proper: bool = True
     r: i64 = 0
     while r < count:
@@ -290,6 +305,11 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
             byte_rank[raw[0]] = r
             own[r] = raw[0]
         r += 1
+    b: i64 = 0
+    while b < 256:
+        if byte_rank[b] == NONE:
+            return None
+        b += 1
     r = 0
     while r < count:
         raw = tokens[r]
@@ -300,49 +320,60 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
                 prefix[i + 1] = (prefix[i] * HASH_MUL + i64(raw[i]) + 1) & M62
                 i += 1
             if size < LONG_TOKEN:
-                split = split_short(table, raw, prefix, r, byte_rank, left_of, starts, pair_ranks, part_ranks)
+                split = split_short(table, raw, prefix, byte_rank, left_of, starts, pair_ranks, part_ranks)
             else:
-                split = split_long(table, raw, prefix, r, byte_rank, left_of)
-            if split == NONE:
-                return None
-            if split & IMPROPER:
-                proper = False
-            left_of[r] = (split >> ID_BITS) & M21
-            left: i64 = (split >> ID_BITS) & M21
-            right: i64 = split & M21
-            if own[left] == NONE or own[right] == NONE:
-                return None  # cannot be: both parts have lower ranks (a byte's is set above)
-            own[r] = 256 + len(merges)
-            merges.append((own[left], own[right]))
-            public.append(r)
+                split = split_long(table, raw, prefix, byte_rank, left_of)
+            if split != NONE:
+                if split & IMPROPER:
+                    proper = False
+                splits[r] = split & ~IMPROPER
+                left_of[r] = (split >> ID_BITS) & M21
         r += 1
-    b: i64 = 0
-    while b < 256:
-        if byte_rank[b] == NONE:
-            return None
-        b += 1
-    ids: list[int] = [int(byte_rank[b]) for b in range(256)]
-    ids.extend(public)
-    return RankVocab(merges, ids, proper)
+    # ids: the tokens with a pair by rank, then the whole ones; merges name their parts' ids
+    merges: list[tuple[int, int]] = []
+    public: list[int] = [int(byte_rank[b]) for b in range(256)]
+    whole: list[bytes] = []
+    whole_ranks: list[int] = []
+    r = 0
+    while r < count:
+        if len(tokens[r]) > 1:
+            if splits[r] == NONE:
+                whole.append(tokens[r])
+                whole_ranks.append(int(r))
+            else:
+                own[r] = len(public)  # 256 bytes, then one entry per token with a pair so far
+                public.append(int(r))
+        r += 1
+    ranked: bool = len(whole) > 0
+    for k in range(256, len(public)):
+        split = splits[public[k]]
+        left: i64 = own[(split >> ID_BITS) & M21]
+        right: i64 = own[split & M21]
+        if left == NONE or right == NONE:
+            return None  # cannot be: a part that is glued has a pair of its own (vocab.ranked_pairs)
+        if left >= k or right >= k:
+            ranked = True
+        merges.append((left, right))
+    public.extend(whole_ranks)
+    return RankVocab(merges, public, proper and not ranked, whole, ranked)
 
 
 def split_short(
     table: TokenTable,
     raw: bytes,
     prefix: vec[i64],
-    limit: i64,
     byte_rank: vec[i64],
     left_of: vec[i64],
     starts: vec[i64],
     pair_ranks: vec[i64],
     part_ranks: vec[i64],
 ) -> i64:
-    """tiktoken's merge of raw (fewer than LONG_TOKEN bytes) with ranks below `limit`: the ranks
+    """tiktoken's merge of raw (fewer than LONG_TOKEN bytes), every rank allowed: the ranks
     of the two parts it ends in, as left << 21 | right, with IMPROPER set when a step glued two
     parts that are not the glued token's own merge (left_of[rank]: its left part), or NONE when
     it does not end in two parts that are tokens.  starts[i] is where part i starts,
-    part_ranks[i] its rank; pair_ranks[i] the rank of parts i and i + 1 glued (NONE: no token
-    below the limit)."""
+    part_ranks[i] its rank; pair_ranks[i] the rank of parts i and i + 1 glued (NONE: no
+    token)."""
     n: i64 = len(raw)
     i: i64 = 0
     while i < n:
@@ -351,7 +382,7 @@ def split_short(
         i += 1
     i = 0
     while i < n - 1:
-        pair_ranks[i] = below(table.find(raw, prefix, i, i + 2), limit)
+        pair_ranks[i] = table.find(raw, prefix, i, i + 2)
         i += 1
     parts: i64 = n
     improper: i64 = 0
@@ -379,16 +410,16 @@ def split_short(
             i += 1
         if at < parts - 1:
             end2: i64 = starts[at + 2] if at + 2 < parts else n
-            pair_ranks[at] = below(table.find(raw, prefix, starts[at], end2), limit)
+            pair_ranks[at] = table.find(raw, prefix, starts[at], end2)
         if at > 0:
             end: i64 = starts[at + 1] if at + 1 < parts else n
-            pair_ranks[at - 1] = below(table.find(raw, prefix, starts[at - 1], end), limit)
+            pair_ranks[at - 1] = table.find(raw, prefix, starts[at - 1], end)
     if parts != 2 or part_ranks[0] == NONE or part_ranks[1] == NONE:
         return NONE
     return improper | (part_ranks[0] << ID_BITS) | part_ranks[1]
 
 
-def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte_rank: vec[i64], left_of: vec[i64]) -> i64:
+def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], byte_rank: vec[i64], left_of: vec[i64]) -> i64:
     """split_short for a token of any length: a linked list of parts (nxt[i]: where the part
     starting at i ends, ranks[i] its rank) and a binary min-heap of keys rank << 42 | start << 21
     | end of the right part, stale ones skipped when popped -- the algorithm of
@@ -409,13 +440,13 @@ def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte
     size: i64 = 0
     i = 0
     while i < n - 1:
-        key: i64 = pair_key(table, raw, prefix, limit, nxt, i)
+        key: i64 = pair_key(table, raw, prefix, nxt, i)
         if key != NONE:
             heap, size = heap_push(heap, size, key)
         i += 1
     parts: i64 = n
     improper: i64 = 0
-    while size > 0:
+    while size > 0 and parts > 2:  # two parts left: their pair is the token itself
         top: i64 = heap[0]
         size -= 1
         if size > 0:
@@ -436,11 +467,11 @@ def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte
         if end < n:
             prv[end] = a
         parts -= 1
-        key = pair_key(table, raw, prefix, limit, nxt, a)
+        key = pair_key(table, raw, prefix, nxt, a)
         if key != NONE:
             heap, size = heap_push(heap, size, key)
         if prv[a] >= 0:
-            key = pair_key(table, raw, prefix, limit, nxt, prv[a])
+            key = pair_key(table, raw, prefix, nxt, prv[a])
             if key != NONE:
                 heap, size = heap_push(heap, size, key)
     second: i64 = nxt[0]
@@ -449,18 +480,14 @@ def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, byte
     return improper | (ranks[0] << ID_BITS) | ranks[second]
 
 
-def below(rank: i64, limit: i64) -> i64:
-    return rank if rank != NONE and rank < limit else NONE
-
-
-def pair_key(table: TokenTable, raw: bytes, prefix: vec[i64], limit: i64, nxt: vec[i64], a: i64) -> i64:
+def pair_key(table: TokenTable, raw: bytes, prefix: vec[i64], nxt: vec[i64], a: i64) -> i64:
     """The heap key of the pair of parts starting at a, or NONE when it has no right neighbour
-    or no rank below the limit."""
+    or is no token."""
     b: i64 = nxt[a]
     if b >= len(raw):
         return NONE
     end: i64 = nxt[b]
-    rank: i64 = below(table.find(raw, prefix, a, end), limit)
+    rank: i64 = table.find(raw, prefix, a, end)
     if rank == NONE:
         return NONE
     return (rank << 42) | (a << ID_BITS) | end

@@ -1,10 +1,10 @@
 """mnemo/ranks.py, the compiled rank-file path, against its Python twins (formats/tiktoken.py's
 parse_tiktoken, vocab.py's from_ranks).
 
-The rule: the compiled path covers the ordinary vocabularies (ranks 0..n-1, every token the
-merge of two lower-ranked ones: GPT-2, cl100k_base, o200k_base) and gives exactly what the
-Python path gives for them; on anything else -- a ranked vocabulary (docs/formats.md, "Rank
-semantics"), an error -- it returns None and the Python path builds it or words the error.
+The rule: the compiled path covers every vocabulary of ranks 0..n-1 with each byte a token --
+ordinary ones (every token the merge of two lower-ranked ones: GPT-2, cl100k_base, o200k_base)
+and ranked ones (docs/formats.md, "Rank semantics": Llama 3's) -- and gives exactly what the
+Python path gives for them; on an error it returns None and the Python path words it.
 """
 
 from __future__ import annotations
@@ -40,17 +40,20 @@ def python_tokens(data: bytes) -> list[bytes] | None:
     return [raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])]
 
 
-def python_vocab(tokens: list[bytes]) -> tuple[list[tuple[int, int]], list[int]] | None:
-    """The Python path's merges and id map for tokens by rank when it makes an ordinary
-    vocabulary; None when it raises or makes a ranked one."""
+def python_vocab(tokens: list[bytes]) -> tuple[list[tuple[int, int]], list[int], list[bytes], bool] | None:
+    """The Python path's merges, id map, whole tokens and ranked flag for tokens by rank; None
+    when it raises."""
     try:
         fields = from_ranks("t", {raw: r for r, raw in enumerate(tokens)}, pattern="gpt2")
     except FormatError:
         return None
-    if fields.ranked:
-        return None
     tok = tokenizer_of("t", fields)
-    return tok.merges, tok.id_map if tok.id_map is not None else list(range(tok.n_vocab))
+    return tok.merges, tok.id_map if tok.id_map is not None else list(range(tok.n_vocab)), tok.whole_tokens, tok.ranked
+
+
+def compiled_vocab(tokens: list[bytes]) -> tuple[list[tuple[int, int]], list[int], list[bytes], bool] | None:
+    fast = merges_of_ranks(tokens)
+    return None if fast is None else (fast.merges, fast.public, fast.whole, fast.ranked)
 
 
 def byte_lines() -> list[bytes]:
@@ -144,22 +147,22 @@ def random_vocab(rng: random.Random, long: bool = False) -> list[bytes]:
 @pytest.mark.parametrize("long", [False, True])
 def test_merges_of_ranks_is_the_python_path(long: bool) -> None:
     """Random vocabularies, most of which are ranked (a token that is not the merge of two
-    lower-ranked ones): the same merges and ids where the Python path makes an ordinary
-    vocabulary, None where it makes a ranked one or raises."""
+    lower-ranked ones): the same merges, ids, whole tokens and ranked flag as the Python path;
+    every ordinary one proper (its encoder tables taken unbuilt, which verify() checks)."""
     rng = random.Random(11 + long)
-    agreed = refused = 0
+    ordinary = ranked = 0
     for _ in range(400):
         tokens = random_vocab(rng, long)
         fast = merges_of_ranks(tokens)
-        slow = python_vocab(tokens)
-        if slow is None:
-            assert fast is None
-            refused += 1
+        assert fast is not None and compiled_vocab(tokens) == python_vocab(tokens)
+        if fast.ranked:
+            ranked += 1
+            assert not fast.proper
         else:
-            assert fast is not None and (fast.merges, fast.public) == slow and fast.proper
+            ordinary += 1
+            assert fast.proper
             from_mergeable_ranks({t: r for r, t in enumerate(tokens)}, "gpt2").verify()
-            agreed += 1
-    assert agreed > 5 and refused > 50, (agreed, refused)  # test_merges_of_ranks_on_grown_vocabularies: more that load
+    assert ordinary > 5 and ranked > 50, (ordinary, ranked)  # test_merges_of_ranks_on_grown_vocabularies: more ordinary
 
 
 def test_merges_of_ranks_on_grown_vocabularies() -> None:
@@ -181,7 +184,7 @@ def test_merges_of_ranks_on_grown_vocabularies() -> None:
                 ranks[new] = len(ranks)
                 tokens.append(new)
         fast = merges_of_ranks(tokens)
-        assert fast is not None and (fast.merges, fast.public) == python_vocab(tokens)
+        assert fast is not None and compiled_vocab(tokens) == python_vocab(tokens) and not fast.ranked
         # A proper vocabulary (every one found so far: these, the accepted random ones above,
         # cl100k_base, o200k_base) loads with every word-table bit set, unchecked; verify()
         # rebuilds the encoder's tables by a BPE of every token and must find the same bits.
@@ -194,9 +197,20 @@ def test_missing_bytes_and_repeats_are_declined() -> None:
     assert merges_of_ranks(tokens[:-1]) is None  # byte 255 has no token
     assert merges_of_ranks([*tokens, b"a"]) is None  # listed twice
     assert merges_of_ranks([*tokens, b""]) is None
-    assert merges_of_ranks([*tokens, b"abc"]) is None  # not the merge of two lower-ranked tokens
     vocab = merges_of_ranks([*tokens, b"ab", b"abc"])
     assert vocab is not None and vocab.merges == [(97, 98), (256, 99)] and vocab.public == list(range(258))
+    assert not vocab.ranked and vocab.whole == [] and vocab.proper
+
+
+def test_ranked_vocabularies_take_the_compiled_path() -> None:
+    """A token no merge makes is whole; a token whose pair ranks after it is merged from it."""
+    tokens = [bytes([b]) for b in range(256)]
+    whole = merges_of_ranks([*tokens, b"abc"])  # tiktoken's merge of b"abc" never glues a pair
+    assert whole is not None and whole.ranked and not whole.proper
+    assert (whole.merges, whole.whole, whole.public) == ([], [b"abc"], list(range(257)))
+    later = merges_of_ranks([*tokens, b"abc", b"ab"])  # b"abc" (rank 256) is made of b"ab" (rank 257)
+    assert later is not None and later.ranked and later.whole == []
+    assert later.merges == [(257, 99), (97, 98)] and later.public == [*range(256), 256, 257]
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
@@ -229,7 +243,35 @@ def test_from_mergeable_ranks_takes_the_compiled_path_and_leaves_the_rest_to_pyt
     assert isinstance(tok, Tokenizer) and tok.n_vocab == 301 and tok.merges == [(97, 98)] and not tok.ranked
     with pytest.raises(FormatError, match=r"id 100 is given to both"):
         from_mergeable_ranks(ranks, "gpt2", {"<|x|>": 100})
-    ranks[b"xyz"] = 257  # no merge makes it: the compiled path declines, the Python path keeps it whole
-    assert merges_of_ranks([raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])]) is None
+    ranks[b"xyz"] = 257  # no merge makes it: kept whole, by the compiled path as by the Python one
+    fast = merges_of_ranks([raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])])
+    assert fast is not None and fast.whole == [b"xyz"]
     ranked = from_mergeable_ranks(ranks, "gpt2")
     assert ranked.ranked and ranked.whole_tokens == [b"xyz"]
+    slow = tokenizer_of("r", from_ranks("r", ranks, pattern="gpt2"))
+    assert (ranked.merges, ranked.id_map, ranked.fingerprint) == (slow.merges, slow.id_map, slow.fingerprint)
+
+
+def test_a_llama3_like_rank_file_through_both_paths(tmp_path: Path) -> None:
+    """cl100k_base's first 30,000 ranks, then 6,000 of o200k_base's other tokens in o200k's order
+    (as Llama 3 appended its tokens to cl100k's): ranked, with whole tokens and parts ranked
+    after their token.  load_tiktoken (compiled) builds the Tokenizer the Python path builds."""
+    cl100k, o200k = (FIXTURES / f"{name}.tiktoken.gz" for name in ("cl100k_base", "o200k_base"))
+    if not cl100k.exists() or not o200k.exists():
+        pytest.skip(f"{FIXTURES} is absent")
+    tokens = parse_rank_lines(gzip.decompress(cl100k.read_bytes()))
+    theirs = parse_rank_lines(gzip.decompress(o200k.read_bytes()))
+    assert tokens is not None and theirs is not None
+    tokens = tokens[:30_000]
+    known = set(tokens)
+    tokens += [raw for raw in theirs if raw not in known][:6_000]
+    path = tmp_path / "tokenizer.model"
+    path.write_bytes(b"".join(base64.b64encode(raw) + b" %d\n" % r for r, raw in enumerate(tokens)))
+    specials = {"<|begin_of_text|>": 36_000, "<|end_of_text|>": 36_001}
+    fast = load_tiktoken(path, "cl100k", special_tokens=specials)
+    slow = tokenizer_of("s", from_ranks("s", {raw: r for r, raw in enumerate(tokens)}, pattern="cl100k", specials=specials))
+    assert fast.ranked and len(fast.whole_tokens) >= 10, len(fast.whole_tokens)  # 23
+    assert any(a >= 256 + k or b >= 256 + k for k, (a, b) in enumerate(fast.merges))  # a part after its token
+    assert (fast.merges, fast.id_map, fast.whole_tokens) == (slow.merges, slow.id_map, slow.whole_tokens)
+    assert fast.fingerprint == slow.fingerprint and fast.special_tokens == slow.special_tokens
+    fast.verify()

@@ -22,10 +22,11 @@ The result is a list of pieces: the text of each, and the token's id for a match
 text in between).  Offsets into the original text are kept for the first pass; a match of the
 second pass lies in normalized text.
 
-Plain Python (not compiled): once per text, with _Literals standing in for the automaton: a
-`regex` class of the tokens' first characters finds where one may start, a set lookup per length
-(longest first) decides.  (An alternation of the escaped tokens, longest first, finds the same;
-with 40,000 added tokens it took seconds to compile.)
+Plain Python (not compiled), once per text; the search itself is the compiled byte trie of
+special-token names (mnemo/special_match.py: leftmost, then longest, non-overlapping, as the
+automaton), run on the text's UTF-8 with its byte offsets mapped back to characters.  (An
+alternation of the escaped tokens, longest first, finds the same; with 40,000 added tokens it
+took seconds to compile.)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import regex
 
 from mnemo.errors import FormatError
 from mnemo.formats.common import excerpt
+from mnemo.special_match import SpecialMatcher
 
 #: `tokenizers` tests a neighbour with Rust's regex crate (`\w$`, `^\w`, `\s*$`, `^\s*`), whose
 #: `\w` and `\s` are Unicode's word and White_Space characters, as the `regex` module's are.
@@ -142,8 +144,8 @@ class AddedVocabulary:
             if t.normalized:
                 # two tokens that normalize alike: tokenizers' automaton keeps the later one
                 self._normalized[normalize_content(t.content)] = t
-        self._raw_re = _Literals.of(self._raw)
-        self._norm_re = _Literals.of(self._normalized)
+        self._raw_re = _matcher(self._raw)
+        self._norm_re = _matcher(self._normalized)
 
     def split(
         self, text: str, normalize: Any, skip: Collection[int] = ()
@@ -189,7 +191,7 @@ class AddedVocabulary:
         return out
 
     def _find(
-        self, text: str, pattern: _Literals | None, by_content: dict[str, AddedToken], skip: Collection[int]
+        self, text: str, pattern: SpecialMatcher | None, by_content: dict[str, AddedToken], skip: Collection[int]
     ) -> list[tuple[int, int, int | None]]:
         """tokenizers' find_matches: (start, end, id or None) covering `text` (an empty text
         gives one empty piece, as there)."""
@@ -199,7 +201,7 @@ class AddedVocabulary:
             return [(0, len(text), None)]
         out: list[tuple[int, int, int | None]] = []
         offset = 0
-        for start, stop in pattern.finditer(text):
+        for start, stop in char_spans(pattern, text):
             token = by_content[text[start:stop]]
             if token.id in skip:
                 continue
@@ -226,45 +228,29 @@ class AddedVocabulary:
         return out
 
 
-class _Literals:
-    """The leftmost, then longest, non-overlapping matches of a set of non-empty strings."""
+def _matcher(by_content: Mapping[str, AddedToken]) -> SpecialMatcher | None:
+    """The trie of the contents' UTF-8 (lone surrogates, which JSON can spell, kept as
+    surrogatepass writes them), or None when there are none."""
+    if not by_content:
+        return None
+    return SpecialMatcher([c.encode("utf-8", "surrogatepass") for c in by_content])
 
-    def __init__(self, contents: Collection[str]) -> None:
-        self.contents = frozenset(contents)
-        lengths: dict[str, set[int]] = {}
-        for s in self.contents:
-            lengths.setdefault(s[0], set()).add(len(s))
-        self.lengths = {c: sorted(ls, reverse=True) for c, ls in lengths.items()}
-        # the first characters as a class of ranges (a few items, however many tokens)
-        points = sorted(ord(c) for c in lengths)
-        ranges: list[str] = []
-        k = 0
-        while k < len(points):
-            j = k
-            while j + 1 < len(points) and points[j + 1] == points[j] + 1:
-                j += 1
-            ranges.append(f"\\U{points[k]:08x}" + (f"-\\U{points[j]:08x}" if j > k else ""))
-            k = j + 1
-        self.first = regex.compile("[" + "".join(ranges) + "]")
 
-    @classmethod
-    def of(cls, by_content: Mapping[str, AddedToken]) -> _Literals | None:
-        return cls(by_content) if by_content else None
-
-    def finditer(self, text: str) -> Iterator[tuple[int, int]]:
-        """(start, end) of each match, in order."""
-        search = self.first.search
-        contents, lengths = self.contents, self.lengths
-        n = len(text)
-        pos = 0
-        while pos < n:
-            m = search(text, pos)
-            if m is None:
-                return
-            i = m.start()
-            pos = i + 1
-            for length in lengths[text[i]]:
-                if i + length <= n and text[i : i + length] in contents:
-                    yield i, i + length
-                    pos = i + length
-                    break
+def char_spans(matcher: SpecialMatcher, text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) in characters of each match of `matcher` in `text`, in order.  A match
+    starts and ends on a character boundary (a content is whole characters), so its byte offsets
+    map onto character offsets: counted forward once, from match to match."""
+    data = text.encode("utf-8", "surrogatepass")
+    found = matcher.find_all(data)
+    if len(data) == len(text):  # ASCII: the offsets are the same
+        for start, end, _ in found:
+            yield start, end
+        return
+    chars = 0
+    at = 0
+    for start, end, _ in found:
+        chars += len(data[at:start].decode("utf-8", "surrogatepass"))
+        first = chars
+        chars += len(data[start:end].decode("utf-8", "surrogatepass"))
+        at = end
+        yield first, chars

@@ -33,12 +33,13 @@ Plain Python (not compiled).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final
 
 import regex
 
 from mnemo import patterns as P
-from mnemo.constants import MAX_PATTERN_BYTES
+from mnemo.checks import pattern_too_long
 from mnemo.errors import ConfigError, FormatError
 from mnemo.formats.common import excerpt
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex
@@ -162,11 +163,9 @@ def _split(item: dict[str, Any], key: str, source: str) -> Step:
         raise _not_byte_level(source, f"{key}.pattern", pattern, 'not {"Regex": "..."} or {"String": "..."}')
     onig = pattern["Regex"]
     where = f"{key}.pattern.Regex"
-    if len(onig.encode("utf-8", "surrogatepass")) > MAX_PATTERN_BYTES:  # before seconds of translating
-        raise FormatError(
-            f"{source}: key '{where}' is a regex of {len(onig):,} characters, more than the {MAX_PATTERN_BYTES:,} bytes "
-            f"mnemo takes: not read"
-        )
+    too_long = pattern_too_long(onig)  # before seconds of translating
+    if too_long is not None:
+        raise FormatError(f"{source}: key '{where}' is a regex {too_long}: not read")
     try:
         translated = onig_to_regex(onig)
         regex.compile(translated)
@@ -309,7 +308,12 @@ class Runner:
     def __init__(self, pre: PreTokenizer) -> None:
         self.pre = pre
         self.pattern = compiled_pattern(pre)
-        self.compiled = [regex.compile(s.regex) if s.kind == "split" else None for s in pre.steps]
+
+    @cached_property
+    def compiled(self) -> list[regex.Pattern[str] | None]:
+        """Each step's regex (None for the prefix step), compiled when first asked for: a
+        pre-tokenizer that compiles into the scanner runs none of them."""
+        return [regex.compile(s.regex) if s.kind == "split" else None for s in self.pre.steps]
 
     def split(self, text: str) -> list[str]:
         """The pieces of one stretch of text, as `tokenizers` hands them to its model (before

@@ -174,9 +174,8 @@ def from_mergeable_ranks(
     split regex) and specials, that encodes as tiktoken does (vocab.from_ranks: a ranked
     vocabulary when the ranks need one, docs/formats.md "Rank semantics").  `unicode`: the Unicode
     version the pattern's classes follow ("tiktoken": tiktoken's, for its ids on every code
-    point); None: the pattern's default (docs/pretokenizer.md, 'Unicode versions').  An ordinary
-    vocabulary (every token the merge of two lower-ranked ones, ranks 0..n-1) takes the compiled
-    path, mnemo/ranks.py.  Two special-token names may share an id, as in tiktoken
+    point); None: the pattern's default (docs/pretokenizer.md, 'Unicode versions').  Ranks
+    0..n-1 take the compiled path, mnemo/ranks.py, ordinary or ranked.  Two special-token names may share an id, as in tiktoken
     (split_aliases); named `name` when given.
 
     `unmatched`: what becomes of text a split regex of one's own does not match.  tiktoken drops
@@ -227,9 +226,8 @@ def _tokens_by_rank(ranks: Mapping[bytes, int]) -> list[bytes] | None:
 
 def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tokens: Mapping[str, int] | None) -> Tokenizer | None:
     """The compiled path (mnemo/ranks.py): the Tokenizer the Python path (vocab.from_ranks)
-    builds from the same ranks when it is an ordinary vocabulary, or None for anything else --
-    a ranked vocabulary, or an error -- which the Python path then builds or words.  Specials
-    take the ids given, above every rank."""
+    builds from the same ranks -- ordinary or ranked -- or None when the Python path is to word
+    an error.  Specials take the ids given, above every rank."""
     vocab = merges_of_ranks(tokens)
     if vocab is None:
         return None
@@ -243,13 +241,15 @@ def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tok
     ):
         return None
     try:
-        check_size(len(vocab.merges), len(names), ConfigError)
+        check_size(len(vocab.merges) + len(vocab.whole), len(names), ConfigError)
         check_special_tokens(names)
     except ConfigError:
         return None
     tables = tables_all_spelled(vocab.merges) if vocab.proper else None
     return Tokenizer._from_checked(
-        TokenizerFields(vocab.merges, pattern, names, "id", None, vocab.public + ids, encoder_tables=tables)
+        TokenizerFields(
+            vocab.merges, pattern, names, "id", None, vocab.public + ids, vocab.whole, vocab.ranked, encoder_tables=tables
+        )
     )
 
 

@@ -237,10 +237,13 @@ ADDED_ALPHABET = "ab<|>é \U0001f600\ud800"
 )
 def test_added_token_finder_is_the_longest_first_alternation(tokens: set[str], text: str) -> None:
     """formats/hf_added.py finds added tokens without compiling an alternation of them (40,000
-    of them took seconds): its matches are exactly the alternation's, longest first."""
+    of them took seconds): the byte trie's matches, mapped back to characters, are exactly the
+    alternation's, longest first -- lone surrogates and 4-byte characters included."""
     import regex
 
-    from mnemo.formats.hf_added import _Literals
+    from mnemo.formats.hf_added import AddedToken, _matcher, char_spans
 
     alternation = regex.compile("|".join(regex.escape(s) for s in sorted(tokens, key=lambda s: (-len(s), s))))
-    assert list(_Literals(tokens).finditer(text)) == [m.span() for m in alternation.finditer(text)]
+    matcher = _matcher({s: AddedToken(k, s) for k, s in enumerate(sorted(tokens))})
+    assert matcher is not None
+    assert list(char_spans(matcher, text)) == [m.span() for m in alternation.finditer(text)]
