@@ -22,7 +22,7 @@ from mnemo import reference as naive_bpe
 from mnemo import reference_superword as naive
 from mnemo import superbpe
 from mnemo.constants import PATTERNS
-from mnemo.count import WordCounter, pack_words
+from mnemo.count import WordCounter, pack_words, packed_to_dict
 from mnemo.errors import ConfigError, FormatError
 from mnemo.patterns import split
 from mnemo.pretokenize import pattern_id
@@ -200,8 +200,10 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
         small = Stage2Words(enc, blob, meta, pid, slots=64)
         assert small.pmask + 1 >= 2 * small.n_pairs > 64
         pairs: Counter[int] = Counter()
+        seqs: list[tuple[list[int], int]] = []
         for word, count in table.items():
             ids = [t for c in naive.stage1_chunks(word, "mnemonic") for t in naive_bpe.encode_chunk_naive(c, ranks1)]
+            seqs.append((ids, count))
             for a, b in zip(ids, ids[1:]):
                 pairs[(a << 21) | b] += count
         assert words.n_pairs == small.n_pairs == len(pairs)
@@ -215,6 +217,14 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
             words.frequent(theta)
             assert all(words.is_frequent(k) == (c >= theta) for k, c in pairs.items()), theta
             assert not words.is_frequent((1 << 42) - 1)
+            # the pieces: the words cut before every pair below theta, equal ones added up
+            want: Counter[bytes] = Counter()
+            for ids, count in seqs:
+                cuts = [0] + [i for i in range(1, len(ids)) if pairs[(ids[i - 1] << 21) | ids[i]] < theta] + [len(ids)]
+                for a, b in zip(cuts, cuts[1:]):
+                    if b - a >= 2:
+                        want[b"".join(t.to_bytes(4, "little") for t in ids[a:b])] += count
+            assert packed_to_dict(*words.pieces(theta)) == dict(want), theta
     # the pair counts' bound: a word of three tokens or more counted 2**62 times passes it
     blob, meta = pack_words({b" the cat sat": 1, b" on the mat and": 2**62})
     with pytest.raises(ConfigError, match="would pass"):
