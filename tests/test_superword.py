@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,14 +18,18 @@ from hypothesis import strategies as st
 
 import mnemo
 from mnemo import Tokenizer
+from mnemo import reference as naive_bpe
 from mnemo import reference_superword as naive
 from mnemo import superbpe
 from mnemo.constants import PATTERNS
-from mnemo.count import WordCounter
+from mnemo.count import WordCounter, pack_words, packed_to_dict
 from mnemo.errors import ConfigError, FormatError
 from mnemo.patterns import split
 from mnemo.pretokenize import pattern_id
-from mnemo.superword import KIND_END, KIND_HARD, KIND_JOIN, add_both, add_coarse, chunk_kind, kind_in, split_coarse
+from mnemo.superword import (
+    KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
+    kind_in, split_coarse,
+)
 from mnemo.training import CountStats, TrainStats
 
 MNEMO = str(Path(sys.executable).parent / "mnemo")
@@ -173,6 +178,57 @@ def test_the_cut_of_stage_two_is_exact(english: list[str]) -> None:
     assert s0 is not None and s2 is not None and sh is not None
     assert s0.theta >= 2 and not s0.fell_back and s0.piece_tokens < s0.tokens
     assert sh.fell_back and sh.theta == 2 and not s2.fell_back
+
+
+def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
+    """Stage2Words' pair counts, count_at_rank (its histogram and, with counts scaled past
+    RANK_CAP, its sorted part) and the frequent set the cut reads, against the pairs of the
+    words built from the definition (regex split, naive BPE)."""
+    docs = [d.encode() for d in english[:60]]
+    merges = mnemo.train_from_iterator(english[:60], vocab_size=700 + 16, workers=1).merges
+    ranks1 = naive_bpe.merge_ranks(merges)
+    pid = pattern_id("mnemonic")
+    counter = WordCounter(pid)
+    for doc in docs:
+        add_coarse(counter, doc, pid)
+    for scale in (1, 997):
+        table = {w: c * scale for w, c in counter.to_dict().items()}
+        blob, meta = pack_words(table)
+        enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
+        words = Stage2Words(enc, blob, meta, pid)
+        # a table that starts small and grows on the way counts the same
+        small = Stage2Words(enc, blob, meta, pid, slots=64)
+        assert small.pmask + 1 >= 2 * small.n_pairs > 64
+        pairs: Counter[int] = Counter()
+        seqs: list[tuple[list[int], int]] = []
+        for word, count in table.items():
+            ids = [t for c in naive.stage1_chunks(word, "mnemonic") for t in naive_bpe.encode_chunk_naive(c, ranks1)]
+            seqs.append((ids, count))
+            for a, b in zip(ids, ids[1:]):
+                pairs[(a << 21) | b] += count
+        assert words.n_pairs == small.n_pairs == len(pairs)
+        assert all(words.pair_count(k) == small.pair_count(k) == c for k, c in pairs.items())
+        ranked = sorted(pairs.values(), reverse=True)
+        assert scale == 1 or ranked[0] >= RANK_CAP > ranked[-1]
+        for k in (1, 2, 10, 100, len(ranked) // 2, len(ranked)):
+            assert words.count_at_rank(k) == ranked[k - 1], k
+        assert words.count_at_rank(0) == words.count_at_rank(len(ranked) + 1) == 0
+        for theta in (2, ranked[100], ranked[0], ranked[0] + 1):
+            words.frequent(theta)
+            assert all(words.is_frequent(k) == (c >= theta) for k, c in pairs.items()), theta
+            assert not words.is_frequent((1 << 42) - 1)
+            # the pieces: the words cut before every pair below theta, equal ones added up
+            want: Counter[bytes] = Counter()
+            for ids, count in seqs:
+                cuts = [0] + [i for i in range(1, len(ids)) if pairs[(ids[i - 1] << 21) | ids[i]] < theta] + [len(ids)]
+                for a, b in zip(cuts, cuts[1:]):
+                    if b - a >= 2:
+                        want[b"".join(t.to_bytes(4, "little") for t in ids[a:b])] += count
+            assert packed_to_dict(*words.pieces(theta)) == dict(want), theta
+    # the pair counts' bound: a word of three tokens or more counted 2**62 times passes it
+    blob, meta = pack_words({b" the cat sat": 1, b" on the mat and": 2**62})
+    with pytest.raises(ConfigError, match="would pass"):
+        Stage2Words(SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD), blob, meta, pid)
 
 
 def test_four_word_limit_and_superwords_exist(trained: Tokenizer) -> None:
