@@ -63,7 +63,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     for r in range(args.rounds):
         for mode in modes:
             out = Path(args.out) / f"{mode}_{args.vocab}.bin"
-            p = subprocess.run([sys.executable, "-c", CHILD, args.path, str(args.vocab), mode, str(args.superword),
+            # -P: the checkout's mnemo/ (the current folder) does not shadow the installed, compiled one
+            p = subprocess.run([sys.executable, "-P", "-c", CHILD, args.path, str(args.vocab), mode, str(args.superword),
                                 str(args.workers), str(out)], capture_output=True, text=True, check=True)
             res = json.loads(p.stdout.strip().splitlines()[-1])
             results[mode].append(res)
@@ -78,7 +79,6 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def _docs(path: str, max_bytes: int) -> list[bytes]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from mnemo.evaluate import corpus_documents
 
     return list(corpus_documents(path, max_bytes))

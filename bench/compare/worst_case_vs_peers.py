@@ -128,7 +128,8 @@ def peer_encoder(tool: str, vocab: str, tmp: str) -> Callable[[str], object]:
 def run_peer(tool: str, kind: str, sizes: list[int], vocab: str, tmp: str, cap: float) -> dict[int, str | float]:
     """Seconds per size, or a reason ("> cap", "crashed", "refused") when the child did not finish."""
     code = CHILD.format(bench=str(Path(__file__).resolve().parent), vocab=vocab, tmp=tmp)
-    proc = subprocess.Popen([sys.executable, "-c", code, tool, kind, *map(str, sizes)],
+    # -P: the checkout's mnemo/ (the current folder) does not shadow the installed, compiled one
+    proc = subprocess.Popen([sys.executable, "-P", "-c", code, tool, kind, *map(str, sizes)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=cap)
@@ -147,7 +148,7 @@ def run_peer(tool: str, kind: str, sizes: list[int], vocab: str, tmp: str, cap: 
 
 def available(tool: str) -> bool:
     module = {"tiktoken": "tiktoken", "bpe-openai": "bpe_openai"}[tool]
-    return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode == 0
+    return subprocess.run([sys.executable, "-P", "-c", f"import {module}"], capture_output=True).returncode == 0
 
 
 # ---- mnemo, in this process -------------------------------------------------------------------

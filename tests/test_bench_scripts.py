@@ -1,0 +1,28 @@
+"""The side-by-side scripts run the way bench/README.md and the README say --
+`.venv/bin/python bench/compare/NAME.py ...` from the checkout -- against the installed, compiled
+mnemo.  A child a script starts with `python -c` has the current folder first on sys.path, so
+from the checkout it imported the uncompiled mnemo/ source instead and failed (no _kernels);
+the scripts start such children with -P."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_superword_bench_trains_in_children_from_the_checkout(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    lines = [json.dumps({"text": f"By the way, the cat sat on the mat {i % 7}. " * 4}) for i in range(300)]
+    corpus.write_text("\n".join(lines) + "\n")
+    run = subprocess.run(
+        [sys.executable, "bench/compare/superword_vs_plain.py", "train", str(corpus), "--vocab", "320",
+         "--superword", "290", "--rounds", "1", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "superword / plain: cpu" in run.stdout, run.stdout
+    assert (tmp_path / "superword_320.bin").is_file()
