@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,3 +28,19 @@ def test_superword_bench_trains_in_children_from_the_checkout(tmp_path: Path) ->
     assert run.returncode == 0, run.stderr[-3000:]
     assert "superword / plain: cpu" in run.stdout, run.stdout
     assert (tmp_path / "superword_320.bin").is_file()
+
+
+SCRIPTS = sorted(p.relative_to(ROOT).as_posix() for folder in ("compare", "measure") for p in (ROOT / "bench" / folder).glob("*.py"))
+
+
+def test_every_script_is_listed() -> None:
+    assert len(SCRIPTS) > 20, SCRIPTS  # the glob found the folders
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_each_script_answers_help_from_the_checkout(script: str) -> None:
+    """bench/README.md's `.venv/bin/python bench/compare/NAME.py --help`: every script says what it
+    compares without running it (merge_loop_100mb.py took --help for its byte count)."""
+    run = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "usage:" in run.stdout

@@ -8,6 +8,7 @@ Run: .venv/bin/python bench/measure/merge_loop_100mb.py [MAX_BYTES] [N_MERGES] [
 
 from __future__ import annotations
 
+import argparse
 import resource
 import sys
 import time
@@ -20,9 +21,12 @@ from mnemo.merge_loop import train_merges  # noqa: E402
 
 
 def main() -> None:
-    max_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000_000
-    n_merges = int(sys.argv[2]) if len(sys.argv) > 2 else 32_496
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("max_bytes", nargs="?", type=int, default=100_000_000, help="bytes of English (default 100 MB)")
+    parser.add_argument("n_merges", nargs="?", type=int, default=32_496, help="merges to learn (default 32,496)")
+    parser.add_argument("rounds", nargs="?", type=int, default=3, help="runs of each kind (default 3)")
+    args = parser.parse_args()
+    max_bytes, n_merges, rounds = args.max_bytes, args.n_merges, args.rounds
     t = time.perf_counter()
     words = corpus_words("english", max_bytes, "gpt4")
     print(f"words: {len(words):,} unique, {sum(len(w) for w in words):,} bytes, "
