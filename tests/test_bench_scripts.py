@@ -30,7 +30,9 @@ def test_superword_bench_trains_in_children_from_the_checkout(tmp_path: Path) ->
     assert (tmp_path / "superword_320.bin").is_file()
 
 
-SCRIPTS = sorted(p.relative_to(ROOT).as_posix() for folder in ("compare", "measure") for p in (ROOT / "bench" / folder).glob("*.py"))
+SCRIPTS = sorted(
+    p.relative_to(ROOT).as_posix() for folder in ("compare", "measure") for p in (ROOT / "bench" / folder).glob("*.py")
+)
 
 
 def test_every_script_is_listed() -> None:

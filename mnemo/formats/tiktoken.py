@@ -175,8 +175,8 @@ def from_mergeable_ranks(
     vocabulary when the ranks need one, docs/formats.md "Rank semantics").  `unicode`: the Unicode
     version the pattern's classes follow ("tiktoken": tiktoken's, for its ids on every code
     point); None: the pattern's default (docs/pretokenizer.md, 'Unicode versions').  Ranks
-    0..n-1 take the compiled path, mnemo/ranks.py, ordinary or ranked.  Two special-token names may share an id, as in tiktoken
-    (split_aliases); named `name` when given.
+    0..n-1 take the compiled path, mnemo/ranks.py, ordinary or ranked.  Two special-token names
+    may share an id, as in tiktoken (split_aliases); named `name` when given.
 
     `unmatched`: what becomes of text a split regex of one's own does not match.  tiktoken drops
     it; mnemo does not drop text, so by default ("refuse") encoding such text is an InputError
