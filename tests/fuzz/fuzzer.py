@@ -367,7 +367,7 @@ def _run_stack(env: "_Env", data: bytes) -> None:
     """read_stack_file on a Megatron, datatrove or nanoGPT set: a set that reads holds the seed's
     documents; when the token file itself was changed (head b"body": its ids have no checksum,
     by design) at least its document boundaries and type."""
-    from mnemo.stackfiles import read_stack_file
+    from mnemo.stackfiles import SIDECAR_SUFFIX, read_stack_file
 
     head, files = unpack_files(data)
     fmt, _, body = head.decode().partition(":")
@@ -382,6 +382,12 @@ def _run_stack(env: "_Env", data: bytes) -> None:
         # changed body may move one (its ids have no checksum, by design), so there only the
         # count, which the sidecar holds, must hold
         same = ends == ref_ends or (fmt == "nanogpt" and body == "body" and ends is not None and len(ends) == len(ref_ends))
+        if not same and fmt == "datatrove" and ends is not None and not any(n.endswith(SIDECAR_SUFFIX) for n, _ in files):
+            # without mnemo's sidecar the .ds.index is the only record of the boundaries, and
+            # datatrove's own reader takes its numbers as they are: another index that still rises
+            # to the token count is another set, not a wrong answer -- the ends must be its numbers
+            index = next((b for n, b in files if _safe_name(n) == main.name + ".index"), b"")
+            same = len(index) % 8 == 0 and ends == [int.from_bytes(index[i : i + 8], "little") for i in range(0, len(index), 8)]
         _check((ends is None or same) and s.tokens.dtype.name == ref_dtype,
                f"the {fmt} set read with other documents: ends {str(ends)[:120]}, dtype {s.tokens.dtype.name}")
         if body != "body":
