@@ -18,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import itertools
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -28,16 +30,19 @@ from mnemo.checks import text_type_error, type_error
 from mnemo.constants import VOCAB16
 from mnemo.errors import ArgumentTypeError, ConfigError
 from mnemo.encode_chunk import lists_of
-from mnemo.packing import encode_flat
+from mnemo.packing import encode_flat, encode_flat_block
 from mnemo.workers import resolve_workers
 from mnemo.streaming import text_bytes
 
 if TYPE_CHECKING:
     from mnemo.tokenizer import AllOr, Tokenizer
+    from mnemo.work import Shared
 
 # batches with more text than this go to worker processes, in blocks of this many.
 BATCH_PARALLEL_BYTES: Final = 4_000_000
 BATCH_BLOCK: Final = 256
+#: Blocks queued per worker: one it works on, one waiting in its socket.
+BATCH_DEPTH: Final = 2
 
 
 def encode_batch(
@@ -64,9 +69,7 @@ def encode_batch(
                  part[0].astype("<i8", copy=False).tobytes(), result)
 
     with _collector_paused():
-        # The caller only unpacks: encoding a block itself (caller_helps) kept the blocks
-        # that the workers had finished waiting.
-        _batch_in_workers(tok, checked, allowed, disallowed, n_workers, unpack, caller_helps=False)
+        _batch_in_workers(tok, checked, allowed, disallowed, n_workers, unpack)
     return result
 
 
@@ -113,17 +116,27 @@ def _batch_in_workers(
     disallowed: set[str],
     n_workers: int,
     sink: Callable[[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
-    caller_helps: bool = True,
 ) -> None:
-    """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers."""
+    """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers.
+
+    Each block's UTF-8 is appended to bytes the workers share (Executor.share) as the engine
+    reads the block's task, and the task is the block's byte offsets: small enough that each
+    worker keeps BATCH_DEPTH of them queued and never waits for the caller between blocks
+    (docs/speed.md, "Batches on two threads")."""
     from mnemo.work import map_ordered, setup_of, shared_executor
 
-    blocks = (list(texts[i : i + BATCH_BLOCK]) for i in range(0, len(texts), BATCH_BLOCK))
-    fn = functools.partial(_encode_texts, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
+    fn = functools.partial(_encode_block, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
     # the class's own loader rebuilds the tokenizer in each worker (shipped by name, as the map)
     setup = setup_of(type(tok).from_bytes, tok.to_bytes(), tok)
-    with shared_executor(n_workers, caller_helps=caller_helps) as executor:
-        map_ordered(blocks, fn, sink, executor=executor, setup=setup)
+    with shared_executor(n_workers, depth=BATCH_DEPTH) as executor, executor.share() as shared:
+
+        def blocks() -> Iterator[TextBlock]:
+            for first in range(0, len(texts), BATCH_BLOCK):
+                datas = [text_bytes(t) for t in texts[first : first + BATCH_BLOCK]]
+                start = shared.append(b"".join(datas))
+                yield TextBlock(shared.ref, first, tuple(itertools.accumulate(map(len, datas), initial=start)))
+
+        map_ordered(blocks(), fn, sink, executor=executor, setup=setup)
 
 
 @contextlib.contextmanager
@@ -146,12 +159,30 @@ def _collector_paused() -> Iterator[None]:
 # ---- encode_batch's map (module level: the work engine ships it to worker processes by name) ----
 
 
-def _encode_texts(
-    specials: tuple[tuple[str, ...], tuple[str, ...]], tok: Tokenizer, texts: list[str]
+@dataclass(frozen=True)
+class TextBlock:
+    """A task of encode_batch: texts first .. first + len(bounds) - 2 of the batch, text k's
+    UTF-8 at bytes bounds[k] .. bounds[k + 1] of the shared batch."""
+
+    shared: Shared
+    first: int
+    bounds: tuple[int, ...]
+
+    def describe(self) -> str:
+        return f"texts {self.first}-{self.first + len(self.bounds) - 2} of the batch"
+
+
+def _encode_block(
+    specials: tuple[tuple[str, ...], tuple[str, ...]], tok: Tokenizer, block: TextBlock
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
-    """encode_batch's map: (lengths, ids back to back) of a block of texts, two arrays, one
-    message each way."""
-    return encode_flat(tok, texts, set(specials[0]), set(specials[1]))
+    """encode_batch's map: (lengths, ids back to back) of a block of texts, two arrays in one
+    message back."""
+    from mnemo.work import read_shared
+
+    start = block.bounds[0]
+    data = read_shared(block.shared, start, block.bounds[-1])
+    ends = [b - start for b in block.bounds[1:]]
+    return encode_flat_block(tok, data, ends, set(specials[0]), set(specials[1]))
 
 
 def threads_as_workers(workers: int | None, num_threads: object) -> int | None:

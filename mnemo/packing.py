@@ -17,6 +17,7 @@ types only.  Plain Python: numpy and the compiled encoder do the work.
 
 from __future__ import annotations
 
+import itertools
 import signal
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -27,7 +28,7 @@ from librt.strings import BytesWriter
 
 from mnemo.checks import check_int, text_type_error, type_error
 from mnemo.encode_chunk import Encoder, emit
-from mnemo.encode_text import encode_documents_packed, encode_some_packed
+from mnemo.encode_text import encode_documents_packed, encode_range_packed, encode_some_packed
 from mnemo.errors import ConfigError
 from mnemo.constants import VOCAB16
 from mnemo.streaming import text_bytes
@@ -128,32 +129,59 @@ def encode_to_numpy(
 def encode_flat(
     tok: Tokenizer, texts: Sequence[str], allowed: set[str], disallowed: set[str]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
-    """(lengths, ids back to back) of the texts.  A text with no allowed special token in it
-    and at most PIECE_BYTES long is encoded straight into packed ids by the compiled encoder
-    (encode_documents_packed: no Python int per id; converting lists of ids cost more than the
-    encoding of short documents); others go through _encode_data and are packed here.  Ids
-    are uint16, or uint32 when the vocabulary needs it (cl100k, o200k)."""
-    out_type = "<u4" if tok.n_vocab > VOCAB16 else "<u2"
-    width = 4 if tok.n_vocab > VOCAB16 else 2
-    raw_type = "<u4" if tok._encoder.wide else "<u2"  # mnemo's ids: their width may differ with a map
-    packed: list[bytes] = []
+    """(lengths, ids back to back) of the texts: encode_flat_block of their UTF-8."""
+    datas = [text_bytes(t) for t in texts]
+    return encode_flat_block(tok, b"".join(datas), list(itertools.accumulate(map(len, datas))), allowed, disallowed)
+
+
+def encode_flat_block(
+    tok: Tokenizer, block: bytes, ends: Sequence[int], allowed: set[str], disallowed: set[str]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
+    """(lengths, ids back to back) of the texts block[0:ends[0]], block[ends[0]:ends[1]], ...
+    (UTF-8, as text_bytes gives it).  Each text is encoded on its own, as `encode` would: the
+    compiled encoder writes its packed ids straight into one buffer (no Python int per id), and
+    the public ids of an imported vocabulary are gathered once for the whole block.  The special
+    tokens are looked for in the whole block first: a token in no text is in no match there (a
+    match across two texts only sends each text to its own search).  A text with an allowed
+    special token in it goes through _encode_data; a disallowed one raises SpecialTokenError
+    there.  Ids are uint16, or uint32 when the vocabulary needs it (cl100k, o200k)."""
+    out_type = np.uint32 if tok.n_vocab > VOCAB16 else np.uint16
+    enc, pattern = tok._encoder, tok._pattern_id
+    raw_type, raw_width = ("<u4", 4) if enc.wide else ("<u2", 2)
     public = tok._public_array  # of out_type
-    for t in texts:
-        data = text_bytes(t)
-        if len(data) > PIECE_BYTES or (allowed and tok._find_special(allowed, data) is not None):
-            ids = tok._encode_data(data, allowed, disallowed)  # public ids already
-            packed.append(np.asarray(ids, dtype=out_type).tobytes())
-            continue
-        if disallowed:
-            m = tok._find_special(disallowed, data)
-            if m is not None:
+    search_allowed = bool(allowed) and tok._find_special(allowed, block) is not None
+    search_disallowed = bool(disallowed) and tok._find_special(disallowed, block) is not None
+    in_pieces = python_handles_signals()
+    lengths = np.empty(len(ends), dtype=np.int64)
+    parts: list[npt.NDArray[np.unsignedinteger]] = []
+    dst = BytesWriter()
+
+    def flush() -> None:  # the raw ids so far, as public ids
+        if len(dst):
+            raw = np.frombuffer(dst.getvalue(), dtype=raw_type)
+            parts.append(public[raw] if public is not None else raw.astype(out_type))
+            dst.truncate(0)
+
+    start = 0
+    for i, end in enumerate(ends):
+        if search_allowed or search_disallowed:
+            data = block[start:end]
+            if search_allowed and tok._find_special(allowed, data) is not None:
+                ids = tok._encode_data(data, allowed, disallowed)  # public ids already
+                flush()
+                parts.append(np.asarray(ids, dtype=out_type))
+                lengths[i] = len(ids)
+                start = end
+                continue
+            if search_disallowed and tok._find_special(disallowed, data) is not None:
                 tok._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
-        raw = encode_documents_packed(tok._encoder, [data], tok._pattern_id, -1, -1)
-        if public is not None:
-            raw = public[np.frombuffer(raw, dtype=raw_type)].tobytes()
-        packed.append(raw)  # without a map mnemo's ids are the public ones, at the same width
-    lengths = np.fromiter((len(p) // width for p in packed), dtype=np.int64, count=len(packed))
-    flat: npt.NDArray[np.unsignedinteger] = np.frombuffer(b"".join(packed), dtype=out_type).astype(
-        np.uint32 if width == 4 else np.uint16
-    )
+        before = len(dst)
+        if end - start > PIECE_BYTES and in_pieces:
+            pack_pieces(enc, block, start, end, pattern, dst)
+        else:
+            encode_range_packed(enc, block, start, end, pattern, dst)
+        lengths[i] = (len(dst) - before) // raw_width
+        start = end
+    flush()
+    flat: npt.NDArray[np.unsignedinteger] = np.concatenate(parts) if parts else np.zeros(0, dtype=out_type)
     return lengths, flat

@@ -31,7 +31,9 @@ See docs/engine.md for the executors, cleanup and how to add an executor.
 from __future__ import annotations
 
 import atexit
+import collections
 import hashlib
+import itertools
 import json
 import os
 import signal
@@ -43,6 +45,7 @@ import traceback
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
+import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
@@ -96,6 +99,95 @@ def setup_of(build: Callable[[bytes], Any], image: bytes, state: Any = None) -> 
     """A Setup keyed by its builder and the digest of its image (equal images: one state)."""
     digest = hashlib.blake2b(image, digest_size=16).hexdigest()
     return Setup(f"{getattr(build, '__module__', '')}.{getattr(build, '__qualname__', '')}:{digest}", build, image, state)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """Bytes that every call of a run can read (`read_shared`) without their going into each
+    task's message: written by the caller through `Executor.share`'s SharedWriter, for the
+    length of a run.  Plain data (a key), so tasks may name it.  encode_batch appends each
+    block's UTF-8 there just before it submits the block, and sends the worker only offsets: a
+    task message is then small enough that a worker can hold a second one queued (a large
+    message would block its sender until the worker read it)."""
+
+    key: str
+
+
+class SharedWriter(ABC):
+    """The caller's end of shared bytes: `append` adds bytes at the end and returns where they
+    start.  Bytes appended before a call is submitted can be read by that call."""
+
+    def __init__(self, ref: Shared) -> None:
+        self.ref = ref
+        self.size = 0
+
+    @abstractmethod
+    def append(self, data: bytes) -> int: ...
+
+
+def read_shared(ref: Shared, start: int, end: int) -> bytes:
+    """Bytes start..end of `ref`, in the process that runs the call (in a worker, read from the
+    shared-memory file; in process, from the caller's buffer)."""
+    found = _SHARES.get(ref.key)
+    if found is None:
+        raise RuntimeError(f"shared bytes {ref.key} are not here: a task outlived its run's Executor.share")
+    if isinstance(found, BaseException):
+        raise found
+    if isinstance(found, bytearray):
+        return bytes(found[start:end])
+    parts: list[bytes] = []
+    while start < end:
+        part = os.pread(found, end - start, start)
+        if not part:
+            raise RuntimeError(f"shared bytes {ref.key} end before byte {start} (asked for {start} to {end})")
+        parts.append(part)
+        start += len(part)
+    return b"".join(parts)
+
+
+#: What `read_shared` finds, by key: the caller's buffer (in process), a worker's descriptor of
+#: the shared-memory file, or why the worker could not take it.
+_SHARES: dict[str, bytearray | int | BaseException] = {}
+_SHARE_KEYS = itertools.count()
+
+
+def _share_key() -> str:
+    return f"{os.getpid()}-{next(_SHARE_KEYS)}"
+
+
+class _HereWriter(SharedWriter):
+    def append(self, data: bytes) -> int:
+        buffer = _SHARES[self.ref.key]
+        assert isinstance(buffer, bytearray)
+        at = len(buffer)
+        buffer += data
+        self.size = len(buffer)
+        return at
+
+
+@contextmanager
+def _share_here() -> Iterator[SharedWriter]:
+    """Executor.share for calls that run in this process: a buffer here."""
+    ref = Shared(_share_key())
+    _SHARES[ref.key] = bytearray()
+    try:
+        yield _HereWriter(ref)
+    finally:
+        del _SHARES[ref.key]
+
+
+class _FileWriter(SharedWriter):
+    def __init__(self, ref: Shared, fd: int) -> None:
+        super().__init__(ref)
+        self.fd = fd
+
+    def append(self, data: bytes) -> int:
+        at = self.size
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+        self.size += len(data)
+        return at
 
 
 class Combiner(Protocol[R]):
@@ -158,6 +250,10 @@ class Executor(ABC):
     executor may override them, for example to combine count tables in a tree on a cluster
     instead of in the caller.  tests/test_work.py runs the engine's contract against every
     executor; add yours to its list.
+
+    `share()` gives a SharedWriter: bytes appended there every call can read (`read_shared`).
+    The default keeps them in this process, which serves executors that run calls here; an
+    executor whose calls run in other processes overrides it, or raises NotImplementedError.
     """
 
     @property
@@ -172,6 +268,10 @@ class Executor(ABC):
 
     @abstractmethod
     def abort(self) -> None: ...
+
+    def share(self) -> contextlib.AbstractContextManager[SharedWriter]:
+        """Shared bytes for the calls submitted inside the block (see SharedWriter)."""
+        return _share_here()
 
     def map_combine(
         self,
@@ -233,17 +333,30 @@ class InProcess(Executor):
 _INHERITED: dict[str, Any] = {}
 
 
+class _Job:
+    """A call sent to a worker and not yet answered."""
+
+    __slots__ = ("index", "payload", "fn", "setup")
+
+    def __init__(self, index: int, payload: Any, fn: Callable[[Any, Any], Any], setup: Setup | None) -> None:
+        self.index = index
+        self.payload = payload
+        self.fn = fn
+        self.setup = setup
+
+
 class _Worker:
     """One worker process as the caller sees it: its pid, its end of the socket pair, the setup
-    keys it already holds and the call it is working on (index, payload), if any."""
+    keys and shared bytes it already holds, and the calls sent to it and not yet answered, in
+    the order it answers them (it works on the first; the others wait in its socket)."""
 
     def __init__(self, pid: int, conn: Connection, popen: subprocess.Popen[bytes] | None, known: set[str]) -> None:
         self.pid = pid
         self.conn = conn
         self.popen = popen
         self.known = known
-        self.job: tuple[int, Any] | None = None
-        self.call: tuple[Callable[[Any, Any], Any], Setup | None] = (_nothing, None)
+        self.shares: set[str] = set()
+        self.jobs: collections.deque[_Job] = collections.deque()
         self.status: int | None = None
 
     def reap(self, block: bool) -> bool:
@@ -288,9 +401,9 @@ class _Worker:
 
 class LocalProcesses(Executor):
     """Worker processes on this machine, started when first needed and kept for the next runs
-    (one set per process: shared_executor).  Each worker has its own socket pair and works on
-    one call at a time, so the caller always knows which task a worker holds; the caller reads
-    results in its own thread (multiprocessing.connection.wait), with no helper thread that
+    (one set per process: shared_executor).  Each worker has its own socket pair and answers
+    its calls in the order they were sent (one, or `depth` with Queued), so the caller always
+    knows which task a reply is for; the caller reads results in its own thread (multiprocessing.connection.wait), with no helper thread that
     could block on a half-sent message.
 
     Start method: fork where worker_context allows it (no other thread runs: a forked child
@@ -301,6 +414,7 @@ class LocalProcesses(Executor):
     def __init__(self, workers: int) -> None:
         self._width = workers
         self._workers: list[_Worker] = []
+        self._shares: dict[str, int] = {}  # key -> memfd, while a share block runs
         self.surroundings = _surroundings()
         _EXECUTORS.add(self)
 
@@ -345,17 +459,20 @@ class LocalProcesses(Executor):
             child_end.close()
         return _Worker(pid, Connection(parent_end.detach()), popen, known)
 
-    def _idle_worker(self) -> _Worker:
-        """A worker that is alive and has no call: a kept one (one that died while idle --
-        killed by someone -- is replaced silently), or a new one."""
+    def _worker_for_call(self) -> _Worker:
+        """Where the next call goes: a kept worker that is alive and has no call (one that died
+        while idle -- killed by someone -- is replaced silently); else a new one while there are
+        fewer than `workers`; else the worker with the fewest calls queued (Queued's depth)."""
         for w in list(self._workers):
-            if w.job is not None:
+            if w.jobs:
                 continue
             if w.reap(block=False):
                 w.conn.close()
                 self._workers.remove(w)
                 continue
             return w
+        if len(self._workers) >= self._width:
+            return min(self._workers, key=lambda w: len(w.jobs))
         # Ctrl-C or SIGTERM between the start and the append would leave a worker nobody stops
         # (until this process ends): the two signals wait until the worker is on the list.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -381,108 +498,138 @@ class LocalProcesses(Executor):
             if w.popen is not None:
                 w.popen.returncode = 0  # not ours to wait for
         self._workers = []
+        for fd in self._shares.values():  # a worker forked inside a share block would keep the file
+            os.close(fd)
+        self._shares = {}
 
     # -- the four operations --
 
     def submit(self, index: int, fn: Callable[[Any, Any], Any], payload: Any, setup: Setup | None) -> None:
         if setup is not None and setup.state is not None:
             _remember(setup)
-        w = self._idle_worker()
-        w.job = (index, payload)  # before sending: an interrupted send leaves it busy, so abort kills it
-        w.call = (fn, setup)
+        job = _Job(index, payload, fn, setup)
+        w = self._worker_for_call()
+        w.jobs.append(job)  # before sending: an interrupted send leaves it busy, so abort kills it
         try:
-            w.conn.send(_message(w, fn, payload, setup))
+            self._send(w, job)
         except (BrokenPipeError, ConnectionResetError):
+            if len(w.jobs) > 1:  # calls were lost with it: wait() reports the first
+                return
             # it died between the check and the send (idle, so nothing was lost): once more, anew
-            w.job = None
+            w.jobs.clear()
             w.kill()
             self._workers.remove(w)
-            w = self._idle_worker()
-            w.job = (index, payload)
-            w.call = (fn, setup)
-            w.conn.send(_message(w, fn, payload, setup))
+            w = self._worker_for_call()
+            w.jobs.append(job)
+            self._send(w, job)
+
+    def _send(self, w: _Worker, job: _Job) -> None:
+        """The call's message, after the shared bytes the worker does not hold yet."""
+        for key, fd in self._shares.items():
+            if key not in w.shares:
+                w.shares.add(key)
+                w.conn.send(("share", key))
+                _send_fd(w.conn, fd)
+        w.conn.send(_message(w, job.fn, job.payload, job.setup))
 
     def wait(self) -> tuple[int, Any]:
-        busy = [w for w in self._workers if w.job is not None]
+        busy = [w for w in self._workers if w.jobs]
         if not busy:
             raise RuntimeError("wait() with no call in flight")
         ready = wait([w.conn for w in busy])
         w = next(w for w in busy if w.conn in ready)
-        assert w.job is not None
-        index, payload = w.job
+        job = w.jobs[0]
         try:
             reply = w.conn.recv()
         except (EOFError, OSError):
             w.reap(block=True)
-            w.job = None
+            w.jobs.clear()
             w.conn.close()
             self._workers.remove(w)
             raise WorkerError(
-                f"a worker process (pid {w.pid}) {w.how_it_ended()} while working on {describe(payload)}; "
+                f"a worker process (pid {w.pid}) {w.how_it_ended()} while working on {describe(job.payload)}; "
                 f"if the system ran out of memory, use fewer workers"
             ) from None
+        w.jobs.popleft()
         if reply[0] == "need":  # it no longer keeps that setup's state: the image, and again
-            fn, setup = w.call
-            assert setup is not None
-            w.known.discard(setup.key)
-            w.conn.send(_message(w, fn, payload, setup))
+            assert job.setup is not None
+            w.known.discard(job.setup.key)
+            w.jobs.append(job)  # answered after the calls queued before it
+            self._send(w, job)
             return self.wait()
-        w.job = None
         if reply[0] == "ok":
-            return index, reply[1]
+            return job.index, reply[1]
         raise _rebuild(reply)
 
     def abort(self) -> None:
-        for w in [w for w in self._workers if w.job is not None]:
+        for w in [w for w in self._workers if w.jobs]:
             w.kill()
             self._workers.remove(w)
 
-    def ready(self) -> bool:
-        """Whether wait() would return (or raise) without blocking."""
-        return bool(wait([w.conn for w in self._workers if w.job is not None], timeout=0))
+    @contextmanager
+    def share(self) -> Iterator[SharedWriter]:
+        """Shared bytes in an anonymous shared-memory file (memfd): its descriptor goes to each
+        worker over its socket before the worker's first call of the block, and the worker reads
+        from it (pread) as the caller appends.  Nothing is left behind by any way out: the file
+        has no name, and it is gone once this process and the workers have closed it (at the
+        block's end, or as they die)."""
+        fd = os.memfd_create("mnemo-shared", os.MFD_CLOEXEC)
+        key = _share_key()
+        try:
+            self._shares[key] = fd
+            yield _FileWriter(Shared(key), fd)
+        finally:
+            self._shares.pop(key, None)
+            os.close(fd)
+            for w in list(self._workers):
+                if key in w.shares:
+                    w.shares.discard(key)
+                    try:
+                        w.conn.send(("unshare", key))
+                    except OSError:  # it died: wait() or the next call finds out
+                        pass
 
 
-class CallerHelps(Executor):
-    """Local workers plus the caller itself: while every worker is busy and no result is ready,
-    the caller runs one call instead of sleeping in wait().  For encode_batch, whose caller
-    would otherwise only wait: on a busy machine an extra process gets an extra share of the
-    CPUs, and on an idle one the caller's own time is used; a worker that finishes meanwhile
-    waits at most one call (a block of texts) for its next task."""
+class Queued(Executor):
+    """Local workers that each hold `depth` calls: the next call waits in the worker's socket,
+    so the worker starts it as soon as it has sent a result, instead of waiting for the caller
+    to read that result and send more.  For tasks with small messages only (a large one blocks
+    its sender until the worker reads it -- while the worker may be blocked sending its result):
+    encode_batch's offsets into shared bytes."""
 
-    def __init__(self, workers: LocalProcesses) -> None:
+    def __init__(self, workers: LocalProcesses, depth: int) -> None:
         self._workers = workers
-        self._own = InProcess()
-        self._in_workers = 0
-        self._held = 0
+        self._depth = depth
 
     @property
     def width(self) -> int:
-        return self._workers.width + 1
+        return self._workers.width * self._depth
 
     def submit(self, index: int, fn: Callable[[Any, Any], Any], payload: Any, setup: Setup | None) -> None:
-        if self._in_workers < self._workers.width:
-            self._workers.submit(index, fn, payload, setup)
-            self._in_workers += 1
-        else:
-            self._own.submit(index, fn, payload, setup)
-            self._held += 1
+        self._workers.submit(index, fn, payload, setup)
 
     def wait(self) -> tuple[int, Any]:
-        if self._held and (self._in_workers == 0 or not self._workers.ready()):
-            self._held -= 1
-            return self._own.wait()
-        self._in_workers -= 1
         return self._workers.wait()
 
     def abort(self) -> None:
-        self._own.abort()
-        self._held = 0
         self._workers.abort()
-        self._in_workers = 0
+
+    def share(self) -> contextlib.AbstractContextManager[SharedWriter]:
+        return self._workers.share()
 
 
-def _nothing(state: object, payload: object) -> None:
-    return None
+def _send_fd(conn: Connection, fd: int) -> None:
+    """One byte carrying a copy of `fd` (SCM_RIGHTS), right after a ("share", ...) message."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=os.dup(conn.fileno())) as sock:
+        socket.send_fds(sock, [b"s"], [fd])
+
+
+def _receive_share(conn: Connection, key: str) -> None:
+    """The worker's side of a ("share", key) message: the descriptor that follows it, kept for
+    `read_shared` until ("unshare", key)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=os.dup(conn.fileno())) as sock:
+        _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    _SHARES[key] = fds[0] if fds else RuntimeError(f"shared bytes {key}: no descriptor came with the message")
 
 
 def _message(w: _Worker, fn: Callable[[Any, Any], Any], payload: Any, setup: Setup | None) -> tuple[Any, ...]:
@@ -518,6 +665,15 @@ def serve(conn: Connection) -> None:
             return
         except BaseException as exc:  # a message that cannot be unpickled here: a bug, reported
             conn.send(_pack(exc))
+            continue
+        if isinstance(message[0], str):  # ("share" | "unshare", key): no reply
+            kind, key = message
+            if kind == "share":
+                _receive_share(conn, key)
+            else:
+                old = _SHARES.pop(key, None)
+                if isinstance(old, int):
+                    os.close(old)
             continue
         fn, payload, key, build, image = message
         try:
@@ -656,12 +812,12 @@ atexit.register(_shutdown_at_exit)
 
 
 @contextmanager
-def shared_executor(workers: int, *, caller_helps: bool = False) -> Iterator[Executor]:
+def shared_executor(workers: int, *, depth: int = 1) -> Iterator[Executor]:
     """The executor for `workers` (an int, resolve_workers'): this process for 1, else the
     process's persistent local workers, started on first use and kept for the next calls (a
     different width, working folder or environment replaces them).  A second thread asking while they are in use gets workers
-    of its own for the call, stopped at its end.  `caller_helps`: the caller runs calls too
-    while it would only wait (CallerHelps)."""
+    of its own for the call, stopped at its end.  `depth`: calls queued per worker (Queued; for
+    tasks with small messages)."""
     global _SHARED
     if workers == 1:
         yield InProcess()
@@ -670,7 +826,7 @@ def shared_executor(workers: int, *, caller_helps: bool = False) -> Iterator[Exe
     if not lock.acquire(blocking=False):
         own = LocalProcesses(workers)
         try:
-            yield CallerHelps(own) if caller_helps else own
+            yield _arranged(own, depth)
         finally:
             own.shutdown()
         return
@@ -679,9 +835,13 @@ def shared_executor(workers: int, *, caller_helps: bool = False) -> Iterator[Exe
             if _SHARED is not None:
                 _SHARED.shutdown()
             _SHARED = LocalProcesses(workers)
-        yield CallerHelps(_SHARED) if caller_helps else _SHARED
+        yield _arranged(_SHARED, depth)
     finally:
         lock.release()
+
+
+def _arranged(workers: LocalProcesses, depth: int) -> Executor:
+    return Queued(workers, depth) if depth > 1 else workers
 
 
 # ---- the engine -----------------------------------------------------------------------------------

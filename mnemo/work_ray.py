@@ -18,6 +18,7 @@ same absolute path (paths are made absolute on the driver).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -44,6 +45,7 @@ from mnemo.work import (
     R,
     RemoteTraceback,
     Setup,
+    SharedWriter,
     describe,
     map_ordered,
     setup_of,
@@ -355,6 +357,11 @@ class RayExecutor(Executor):
     def abort(self) -> None:
         self.session.cancel(list(self._in_flight))
         self._in_flight.clear()
+
+    def share(self) -> contextlib.AbstractContextManager[SharedWriter]:
+        """Not offered: the calls may run on other machines (ship the bytes in the tasks, or
+        through the object store)."""
+        raise NotImplementedError("RayExecutor does not share bytes between calls")
 
     def map_combine(
         self,

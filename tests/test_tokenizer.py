@@ -645,6 +645,31 @@ def test_encode_batch_in_process_equals_loop(cs336_dir: Path) -> None:
         gpt2.encode_batch(texts, workers=1)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_encode_batch_special_tokens_are_per_text(cs336_dir: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The texts of a block are searched for special tokens together first (packing.
+    encode_flat_block): a token's text split across two texts is in neither, and a special token
+    in one text among plain ones is found there, allowed or refused, with an id map (GPT-2's)
+    and in the workers' blocks as in this process."""
+    from mnemo import batch_encode as module
+    from mnemo.interop import load_gpt2
+
+    monkeypatch.setattr(module, "BATCH_PARALLEL_BYTES", 0)  # workers for any batch over a block
+    gpt2 = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt")
+    texts = [f"text {i} <|endof" if i % 2 == 0 else "text|> more" for i in range(module.BATCH_BLOCK * 2 + 5)]
+    plain = [gpt2.encode_ordinary(t) for t in texts]
+    assert gpt2.encode_batch(texts, workers=workers) == plain
+    flat, offsets = gpt2.encode_batch_to_numpy(texts, workers=workers)
+    assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == plain
+    texts[300] = "a <|endoftext|> b"
+    with pytest.raises(SpecialTokenError, match="endoftext"):
+        gpt2.encode_batch(texts, workers=workers)
+    with pytest.raises(SpecialTokenError, match="endoftext"):
+        gpt2.encode_batch_to_numpy(texts, workers=workers)
+    allowed = gpt2.encode_batch(texts, allowed_special="all", workers=workers)
+    assert allowed == [gpt2.encode(t, allowed_special="all") for t in texts] and 50256 in allowed[300]
+
+
 def test_default_special_arguments_fast_path(small: Tokenizer) -> None:
     """encode and encode_to_numpy with the default special-token arguments skip building the
     name sets (Tokenizer._plain_default): they still raise on any special token's text, also for

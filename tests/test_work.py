@@ -94,24 +94,33 @@ class Sum:
         return self.total
 
 
-def _helped() -> work.Executor:
-    return work.CallerHelps(work.LocalProcesses(2))
+def _queued() -> work.Executor:
+    return work.Queued(work.LocalProcesses(2), 2)
 
 
 def executors() -> list[Callable[[], work.Executor]]:
-    return [work.InProcess, functools.partial(work.LocalProcesses, 2), functools.partial(work.LocalProcesses, 3), _helped]
+    return [
+        work.InProcess,
+        functools.partial(work.LocalProcesses, 2),
+        functools.partial(work.LocalProcesses, 3),
+        _queued,
+    ]
 
 
-@pytest.fixture(params=executors(), ids=["in-process", "local-2", "local-3", "caller-helps-2"])
+@pytest.fixture(params=executors(), ids=["in-process", "local-2", "local-3", "queued-2x2"])
 def executor(request: pytest.FixtureRequest) -> Iterator[work.Executor]:
     ex = request.param()
     try:
         yield ex
     finally:
-        if isinstance(ex, work.LocalProcesses):
-            ex.shutdown()
-        if isinstance(ex, work.CallerHelps):
-            ex._workers.shutdown()
+        _stop(ex)
+
+
+def _stop(ex: work.Executor) -> None:
+    if isinstance(ex, work.LocalProcesses):
+        ex.shutdown()
+    if isinstance(ex, work.Queued):
+        ex._workers.shutdown()
 
 
 # ---- the contract --------------------------------------------------------------------------------
@@ -180,8 +189,10 @@ def test_a_verification_error_in_a_worker_arrives_as_a_bug(executor: work.Execut
         assert "raise_verification" in str(info.value.__cause__)
 
 
-def test_a_killed_worker_is_an_error_naming_it_not_a_hang() -> None:
-    ex = work.LocalProcesses(2)
+@pytest.mark.parametrize("make", [functools.partial(work.LocalProcesses, 2), _queued], ids=["local-2", "queued-2x2"])
+def test_a_killed_worker_is_an_error_naming_it_not_a_hang(make: Callable[[], work.Executor]) -> None:
+    """Also with a second call queued behind the one it dies in: the error names the first."""
+    ex = make()
     try:
         t0 = time.monotonic()
         with pytest.raises(WorkerError, match=r"worker process \(pid \d+\) was killed by signal SIGKILL while working on 2"):
@@ -191,7 +202,7 @@ def test_a_killed_worker_is_an_error_naming_it_not_a_hang() -> None:
         work.map_ordered(range(6), square, got.append, executor=ex)
         assert got == [x * x for x in range(6)]
     finally:
-        ex.shutdown()
+        _stop(ex)
 
 
 def test_a_worker_killed_while_idle_is_replaced() -> None:
@@ -314,7 +325,7 @@ def test_an_error_stops_the_calls_in_flight() -> None:
     try:
         with pytest.raises(InputError):
             work.map_ordered(range(100), raise_input_error, lambda r: None, executor=ex)
-        assert all(w.job is None for w in ex._workers)
+        assert all(not w.jobs for w in ex._workers)
     finally:
         ex.shutdown()
 
@@ -649,17 +660,100 @@ def test_tasks_say_what_they_are() -> None:
     assert work.describe([b"doc"] * 256) == "a block of 256 items"
 
 
-def test_a_worker_that_dropped_a_state_gets_it_again() -> None:
+@pytest.mark.parametrize("depth", [1, 3])
+def test_a_worker_that_dropped_a_state_gets_it_again(depth: int) -> None:
     """A worker keeps KEPT_STATES states; the caller's note of what it has can be stale (a test
-    suite with many tokenizers in one process): the worker asks for the image again."""
-    ex = work.LocalProcesses(1)
+    suite with many tokenizers in one process): the worker asks for the image again -- also for
+    the calls queued behind the first, which come back after the calls resent."""
+    workers = work.LocalProcesses(1)
+    ex = work.Queued(workers, depth) if depth > 1 else workers
     try:
         for k in [*range(work.KEPT_STATES + 2), 0, 1]:
             got: list[tuple[str, int]] = []
-            work.map_ordered(range(2), with_state, got.append, executor=ex, setup=work.setup_of(build_upper, f"tok{k}".encode()))
-            assert got == [(f"TOK{k}", x) for x in range(2)]
+            work.map_ordered(range(5), with_state, got.append, executor=ex, setup=work.setup_of(build_upper, f"tok{k}".encode()))
+            assert got == [(f"TOK{k}", x) for x in range(5)]
     finally:
-        ex.shutdown()
+        workers.shutdown()
+
+
+def started_at(state: object, x: int) -> float:
+    started = time.monotonic()
+    time.sleep(0.05)
+    return started
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_queued_call_starts_while_the_caller_is_busy(depth: int) -> None:
+    """With a call queued behind the one it works on (Queued), a worker goes on while the caller
+    is busy with a result; without, it waits for the caller to send more.  One worker, the
+    caller busy 0.4 s with the first result: the third call starts before that ends only when
+    queued."""
+    workers = work.LocalProcesses(1)
+    ex = work.Queued(workers, depth) if depth > 1 else workers
+    starts: list[float] = []
+    busy_until: list[float] = []
+
+    def sink(started: float) -> None:
+        starts.append(started)
+        if len(starts) == 1:
+            time.sleep(0.4)
+            busy_until.append(time.monotonic())
+
+    try:
+        work.map_ordered(range(4), started_at, sink, executor=ex)
+    finally:
+        workers.shutdown()
+    assert (starts[2] < busy_until[0]) == (depth == 2), (starts, busy_until)
+
+
+def read_part(state: object, part: tuple[work.Shared, int, int]) -> tuple[bytes, int]:
+    ref, start, end = part
+    return work.read_shared(ref, start, end), os.getpid()
+
+
+def shared_files(state: object, x: int) -> int:
+    """How many shared-bytes files this process holds: in its registry, and open descriptors."""
+    return len([v for v in work._SHARES.values() if not isinstance(v, BaseException)]) + _memfds()
+
+
+def _memfds() -> int:
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found += "mnemo-shared" in os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the descriptor listdir itself used
+            pass
+    return found
+
+
+@pytest.mark.parametrize("make", [work.InProcess, functools.partial(work.LocalProcesses, 2), _queued])
+def test_shared_bytes_reach_every_call_and_are_gone_after(make: Callable[[], work.Executor]) -> None:
+    """Executor.share: every call reads the bytes appended before it was submitted, in any worker
+    (from a memfd), while the caller goes on appending; after the block no worker and not this
+    process holds the file (it is freed)."""
+    ex = make()
+    rng = random.Random(5)
+    chunks = [rng.randbytes(rng.randrange(0, 300_000)) for _ in range(16)]
+    try:
+        got: list[tuple[bytes, int]] = []
+        with ex.share() as shared:
+
+            def parts() -> Iterator[tuple[work.Shared, int, int]]:
+                for chunk in chunks:  # appended as the engine reads the tasks
+                    start = shared.append(chunk)
+                    yield shared.ref, start, start + len(chunk)
+
+            work.map_ordered(parts(), read_part, got.append, executor=ex)
+            assert shared.size == sum(map(len, chunks))
+        assert [part for part, _ in got] == chunks
+        if not isinstance(ex, work.InProcess):
+            assert len({pid for _, pid in got}) == 2  # both workers read them
+        assert _memfds() == 0
+        assert work.map_combine(range(8), shared_files, Sum, executor=ex) == 0
+        with pytest.raises(RuntimeError, match="not here"):
+            work.map_ordered([(shared.ref, 0, 1)], read_part, lambda r: None, executor=ex)
+    finally:
+        _stop(ex)
 
 
 IN_A_CHILD = """
