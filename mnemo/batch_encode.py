@@ -127,7 +127,7 @@ def _batch_in_workers(
 
     fn = functools.partial(_encode_block, (tuple(sorted(allowed)), tuple(sorted(disallowed))))
     # the class's own loader rebuilds the tokenizer in each worker (shipped by name, as the map)
-    setup = setup_of(type(tok).from_bytes, tok.to_bytes(), tok)
+    setup = setup_of(type(tok)._from_worker_image, tok._for_workers(), tok)
     with shared_executor(n_workers, depth=BATCH_DEPTH) as executor, executor.share() as shared:
 
         def blocks() -> Iterator[TextBlock]:

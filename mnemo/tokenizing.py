@@ -132,8 +132,8 @@ def encode_task(
 
 
 def tokenizer_from_image(image: bytes) -> Tokenizer:
-    """A worker's tokenizer, rebuilt from its tokenizer.bin image (work.Setup.build)."""
-    return Tokenizer.from_bytes(image, "<parent>")
+    """A worker's tokenizer, rebuilt from the caller's `_for_workers` image (work.Setup.build)."""
+    return Tokenizer._from_worker_image(image)
 
 
 # ---- parent side ----------------------------------------------------------------------------------
@@ -298,7 +298,7 @@ def tokenize_files(
                 partial(encode_task, settings),
                 emit,
                 executor=executor,
-                setup=setup_of(tokenizer_from_image, tokenizer.to_bytes(), tokenizer),
+                setup=setup_of(tokenizer_from_image, tokenizer._for_workers(), tokenizer),
             )
     stats.n_tokens = sink.n_tokens  # what the file holds: a boundary marker is not a token of it
     stats.seconds = time.perf_counter() - t0
@@ -508,7 +508,7 @@ def tokenize_on_ray(
             partial(write_shard, ShardSettings(chat, text_field, bos, eos)),
             record,
             executor=executor,
-            setup=setup_of(tokenizer_from_image, tokenizer.to_bytes()),
+            setup=setup_of(tokenizer_from_image, tokenizer._for_workers()),
         )
     sh.remove_temporaries(folder)
     sh.write_manifest(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), True))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import hashlib
 import itertools
 import json
@@ -45,7 +46,6 @@ import traceback
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
-import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
@@ -402,9 +402,10 @@ class _Worker:
 class LocalProcesses(Executor):
     """Worker processes on this machine, started when first needed and kept for the next runs
     (one set per process: shared_executor).  Each worker has its own socket pair and answers
-    its calls in the order they were sent (one, or `depth` with Queued), so the caller always
-    knows which task a reply is for; the caller reads results in its own thread (multiprocessing.connection.wait), with no helper thread that
-    could block on a half-sent message.
+    its calls in the order they were sent (one at a time, or `depth` queued with Queued), so
+    the caller always knows which task a reply is for; the caller reads results in its own
+    thread (multiprocessing.connection.wait), with no helper thread that could block on a
+    half-sent message.
 
     Start method: fork where worker_context allows it (no other thread runs: a forked child
     would inherit locks held for ever), else a fresh interpreter started with subprocess, which

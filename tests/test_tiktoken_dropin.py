@@ -177,6 +177,22 @@ def test_harmony_aliases(files: Path) -> None:
     assert more.special_tokens["<|reserved_200018|>"] == 200018 and more.fingerprint != tok.fingerprint
 
 
+def test_harmony_aliases_in_batch_workers(files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """encode_batch's workers rebuild the tokenizer with its second names (the image they get
+    carries them): they raised ConfigError ("tokenizer.bin cannot hold ... save would lose them")."""
+    from mnemo import batch_encode
+
+    monkeypatch.setattr(batch_encode, "BATCH_PARALLEL_BYTES", 0)  # workers for any batch over a block
+    tok, enc = openai.get_encoding("o200k_harmony", files), oracle("o200k_harmony", files)
+    texts = [f"<|start|>user<|message|>hi {i}<|reserved_200018|><|end|>" for i in range(batch_encode.BATCH_BLOCK * 2 + 3)]
+    want = [enc.encode(t, allowed_special="all") for t in texts]
+    assert tok.encode_batch(texts, allowed_special="all", workers=2) == want
+    flat, offsets = tok.encode_batch_to_numpy(texts, allowed_special={"<|reserved_200018|>", "<|start|>", "<|message|>", "<|end|>"}, workers=2)
+    assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == want
+    with pytest.raises(SpecialTokenError, match="reserved_200018"):
+        tok.encode_batch(texts, allowed_special={"<|start|>", "<|message|>", "<|end|>"}, workers=2)
+
+
 def test_aliases_change_the_fingerprint() -> None:
     """A second name for an id is part of the vocabulary: another fingerprint, another name,
     the same ids otherwise; decoding gives the first name."""

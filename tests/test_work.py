@@ -269,13 +269,16 @@ class _Last:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads resident memory from /proc")
 def test_an_idle_worker_gives_freed_memory_back() -> None:
     """A worker kept its freed count tables (glibc keeps free()d pages): through `mnemo train`'s
-    merge loop two idle workers held 150 MiB, and the 1 GB run went over 1 GiB summed."""
+    merge loop two idle workers held 150 MiB, and the 1 GB run went over 1 GiB summed.  The
+    task frees 200 MB, and at least 100 MB must go back: a worker forked from a test process
+    with a fragmented heap reuses some of the free holes it inherited, which no trim returns
+    (with 100 MB freed, only 43 MB came back after another test's batches)."""
     ex = work.LocalProcesses(1)
     try:
-        pid, after_task = work.map_combine([100], _rss_after_freeing, _Last, executor=ex)
+        pid, after_task = work.map_combine([200], _rss_after_freeing, _Last, executor=ex)
         time.sleep(work.IDLE_TRIM_SECONDS + 1.0)
         idle = _rss_kib(pid)
-        assert after_task - idle > 50_000, f"worker {pid}: {after_task} KiB after the task, {idle} KiB idle"
+        assert after_task - idle > 100_000, f"worker {pid}: {after_task} KiB after the task, {idle} KiB idle"
     finally:
         ex.shutdown()
 
