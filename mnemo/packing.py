@@ -17,7 +17,6 @@ types only.  Plain Python: numpy and the compiled encoder do the work.
 
 from __future__ import annotations
 
-import itertools
 import signal
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -129,30 +128,40 @@ def encode_to_numpy(
 def encode_flat(
     tok: Tokenizer, texts: Sequence[str], allowed: set[str], disallowed: set[str]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
-    """(lengths, ids back to back) of the texts: encode_flat_block of their UTF-8."""
-    datas = [text_bytes(t) for t in texts]
-    return encode_flat_block(tok, b"".join(datas), list(itertools.accumulate(map(len, datas))), allowed, disallowed)
+    """(lengths, ids back to back) of the texts (see _encode_flat)."""
+    spans = [(data, 0, len(data)) for data in map(text_bytes, texts)]
+    return _encode_flat(tok, spans, allowed, disallowed, bool(allowed or disallowed))
 
 
 def encode_flat_block(
     tok: Tokenizer, block: bytes, ends: Sequence[int], allowed: set[str], disallowed: set[str]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
     """(lengths, ids back to back) of the texts block[0:ends[0]], block[ends[0]:ends[1]], ...
-    (UTF-8, as text_bytes gives it).  Each text is encoded on its own, as `encode` would: the
-    compiled encoder writes its packed ids straight into one buffer (no Python int per id), and
-    the public ids of an imported vocabulary are gathered once for the whole block.  The special
-    tokens are looked for in the whole block first: a token in no text is in no match there (a
-    match across two texts only sends each text to its own search).  A text with an allowed
-    special token in it goes through _encode_data; a disallowed one raises SpecialTokenError
-    there.  Ids are uint16, or uint32 when the vocabulary needs it (cl100k, o200k)."""
+    (UTF-8, as text_bytes gives it: encode_batch's workers get a block so).  The special tokens
+    are looked for in the whole block first: a token in no text is in no match there (a match
+    across two texts only sends each text to its own search)."""
+    search = bool(allowed) and tok._find_special(allowed, block) is not None
+    search = search or (bool(disallowed) and tok._find_special(disallowed, block) is not None)
+    spans = [(block, start, end) for start, end in zip([0, *ends[:-1]], ends)]
+    return _encode_flat(tok, spans, allowed, disallowed, search)
+
+
+def _encode_flat(
+    tok: Tokenizer, spans: list[tuple[bytes, int, int]], allowed: set[str], disallowed: set[str], search: bool
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]:
+    """(lengths, ids back to back) of data[start:end] for each (data, start, end), each encoded
+    on its own as `encode` would: the compiled encoder writes the packed ids of all of them into
+    one buffer (no Python int per id), and the public ids of an imported vocabulary are gathered
+    once at the end.  `search`: look for special tokens in each text (False when none can be
+    there).  A text with an allowed special token goes through _encode_data; a disallowed one
+    raises SpecialTokenError there.  Ids are uint16, or uint32 when the vocabulary needs it
+    (cl100k, o200k)."""
     out_type = np.uint32 if tok.n_vocab > VOCAB16 else np.uint16
     enc, pattern = tok._encoder, tok._pattern_id
     raw_type, raw_width = ("<u4", 4) if enc.wide else ("<u2", 2)
     public = tok._public_array  # of out_type
-    search_allowed = bool(allowed) and tok._find_special(allowed, block) is not None
-    search_disallowed = bool(disallowed) and tok._find_special(disallowed, block) is not None
     in_pieces = python_handles_signals()
-    lengths = np.empty(len(ends), dtype=np.int64)
+    lengths: list[int] = []
     parts: list[npt.NDArray[np.unsignedinteger]] = []
     dst = BytesWriter()
 
@@ -162,26 +171,26 @@ def encode_flat_block(
             parts.append(public[raw] if public is not None else raw.astype(out_type))
             dst.truncate(0)
 
-    start = 0
-    for i, end in enumerate(ends):
-        if search_allowed or search_disallowed:
-            data = block[start:end]
-            if search_allowed and tok._find_special(allowed, data) is not None:
-                ids = tok._encode_data(data, allowed, disallowed)  # public ids already
+    done = 0  # bytes in dst
+    for data, start, end in spans:
+        if search:
+            text = data if start == 0 and end == len(data) else data[start:end]
+            if allowed and tok._find_special(allowed, text) is not None:
+                ids = tok._encode_data(text, allowed, disallowed)  # public ids already
                 flush()
+                done = 0
                 parts.append(np.asarray(ids, dtype=out_type))
-                lengths[i] = len(ids)
-                start = end
+                lengths.append(len(ids))
                 continue
-            if search_disallowed and tok._find_special(disallowed, data) is not None:
-                tok._encode_data(data, allowed, disallowed)  # raises SpecialTokenError, worded once
-        before = len(dst)
+            if disallowed and tok._find_special(disallowed, text) is not None:
+                tok._encode_data(text, allowed, disallowed)  # raises SpecialTokenError, worded once
         if end - start > PIECE_BYTES and in_pieces:
-            pack_pieces(enc, block, start, end, pattern, dst)
+            pack_pieces(enc, data, start, end, pattern, dst)
         else:
-            encode_range_packed(enc, block, start, end, pattern, dst)
-        lengths[i] = (len(dst) - before) // raw_width
-        start = end
+            encode_range_packed(enc, data, start, end, pattern, dst)
+        now = len(dst)
+        lengths.append((now - done) // raw_width)
+        done = now
     flush()
     flat: npt.NDArray[np.unsignedinteger] = np.concatenate(parts) if parts else np.zeros(0, dtype=out_type)
-    return lengths, flat
+    return np.array(lengths, dtype=np.int64), flat
