@@ -6,12 +6,12 @@ command names its own inputs and outputs: `set_defaults(check_paths=...)` in its
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from mnemo.defaults import DEFAULT_SHARD_BYTES
@@ -66,7 +66,7 @@ def peak_rss_mib() -> float:
 # ---- arguments as the library takes them -------------------------------------------------------
 
 
-def tokenizer_arg(spec: Path | str, command: str) -> Tokenizer:
+def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer:
     """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
     Tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
     normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) encodes
@@ -74,7 +74,7 @@ def tokenizer_arg(spec: Path | str, command: str) -> Tokenizer:
     from mnemo.formats.hf_pipeline import HFTokenizer
     from mnemo.formats.load import resolve
 
-    _, tok = resolve(str(spec))
+    _, tok = resolve(spec)  # named (str) where it is resolved
     if isinstance(tok, HFTokenizer):
         extras = tok.extras()
         if extras:
