@@ -192,22 +192,18 @@ def open_binary(path: Location, *, exact: bool = False) -> io.BufferedIOBase:
     read-ahead, see Location.open).  The magic bytes are read from that handle; a seekable file
     goes back to where it was, a pipe gets them served again before the rest -- a second open or
     a seek would lose what the first read took from a pipe (once 153 of 2,000 documents)."""
-    return _decompressed(path, path.open(exact=exact))[0]
-
-
-def _decompressed(path: Location, raw: Any) -> tuple[io.BufferedIOBase, str]:
-    """open_binary of the handle `raw` (closed on an error), and its compression ("" for none)."""
+    raw = path.open(exact=exact)
     try:
         head, source = _sniff(raw)
-        comp = _magic(head)
-        return _decompressor(path, source, comp), comp
+        return _decompressor(path, source, _magic(head))
     except BaseException:
         raw.close()
         raise
 
 
 def _decompressor(path: Location, source: Any, comp: str) -> io.BufferedIOBase:
-    """The decompressed bytes of `source` (compressed with `comp`) as a buffered stream."""
+    """The decompressed bytes of `source` (compressed with `comp`: "" for none), whose magic
+    bytes _sniff read, as a buffered stream."""
     if comp == "xz":
         return io.BufferedReader(_Owning(lzma.LZMAFile(source, "rb"), source), 1 << 20)
     if comp == "gzip":
@@ -373,10 +369,10 @@ def found_inputs(inputs: Sequence[PathArg]) -> list[FoundInput]:
 
 
 def _dataset_folder_files(path: Location) -> list[Location]:
-    """A `datasets.Dataset.save_to_disk` folder (a prefix, at a URL) as its Arrow files, in the
-    order of its state.json.  A DatasetDict folder (one subfolder per
-    split) is an error naming the splits: training on train and test together must be a choice.
-    `path` is a folder (its `info` said so)."""
+    """A `datasets.Dataset.save_to_disk` folder (a prefix, at a URL) -- `path` is a folder, its
+    `info` said so -- as its Arrow files, in the order of its state.json.  A DatasetDict folder
+    (one subfolder per split) is an error naming the splits: training on train and test together
+    must be a choice."""
     from mnemo.fileio import read_file
 
     state = path.join("state.json")
