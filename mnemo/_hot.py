@@ -16,7 +16,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/chat.py             a loop over a conversation's messages around the compiled encoder
   mnemo/checks.py           argument checks, once per call
   mnemo/cli/__init__.py     `mnemo`'s main: signals, the error line; plain Python keeps tracebacks readable
-  mnemo/cli/common.py       progress and summaries, argument resolving and path checks, once per command
+  mnemo/cli/common.py       summaries, argument resolving and path checks, once per command
   mnemo/cli/convert.py      `mnemo convert`: calls the format modules once and prints
   mnemo/cli/evaluate.py     `mnemo inspect` and `mnemo eval`: call the library once and print
   mnemo/cli/options.py      argument types and shared options: parsing, once per run
@@ -63,6 +63,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/packing.py          numpy arrays from the compiled encoder's packed ids, once per text
   mnemo/patterns.py         presets and compile_pattern: once per pattern and process; the scanner
                             it builds (pretokenize.SplitProgram) is compiled
+  mnemo/progress.py         tqdm lines for the phases of a run, a call per document or part
   mnemo/prune.py            training runs around the compiled merge loop, and a set lookup per
                             refused candidate
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around

@@ -42,7 +42,7 @@ from mypy_extensions import i64
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES
 from mnemo.kernels import memeq
 from mnemo.patterns import program_of
-from mnemo.pretokenize import scan
+from mnemo.pretokenize import SplitProgram, scan
 
 MASK32: Final[i64] = 0xFFFFFFFF
 LOW7: Final[i64] = 0x00FFFFFFFFFFFFFF
@@ -104,6 +104,8 @@ class WordCounter:
     (base64 blobs and the like) are left out of the table and counted in `skipped`."""
 
     pattern: i64
+    #: The pattern's program, looked up once (patterns.program_of): every `add` scans with it.
+    program: SplitProgram
     max_chunk_bytes: i64
     memeq_min_bytes: i64
     short: vec[i64]
@@ -119,6 +121,7 @@ class WordCounter:
 
     def __init__(self, pattern: i64, max_chunk_bytes: i64 = DEFAULT_MAX_CHUNK_BYTES) -> None:
         self.pattern = pattern
+        self.program = program_of(pattern)
         self.max_chunk_bytes = max_chunk_bytes
         # An attribute rather than the Final constant only so that bench/pytest/bench_count.py can
         # set it on a counter to measure the crossover (reading it costs the same as a constant here).
@@ -137,7 +140,7 @@ class WordCounter:
     def add(self, data: bytes) -> None:
         """Count the chunks of one document (or of a piece of one cut where a chunk ends)."""
         end: i64 = len(data)
-        prog = program_of(self.pattern)
+        prog = self.program
         limit = self.max_chunk_bytes
         short = self.short
         short_mask = self.short_mask

@@ -435,6 +435,13 @@ def key_of(sp: SplitPattern) -> str:
     return json.dumps(sp.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
+def for_counting(spec: str | SplitPattern) -> tuple[SplitPattern, str, bool]:
+    """compile_pattern(spec) with what a counting run needs of it, in one call: its key_of (how
+    it travels to workers) and cuts_at_word_gaps (whether inputs may be cut at word gaps)."""
+    sp = compile_pattern(spec)
+    return sp, key_of(sp), cuts_at_word_gaps(sp)
+
+
 def pattern_from_dict(d: object, where: str = "pattern") -> SplitPattern:
     """The SplitPattern a SplitPattern.to_dict() describes; ConfigError naming the field (`where`
     says where the dict came from) for anything else."""

@@ -67,7 +67,7 @@ from mnemo.constants import EOT  # always a document separator in text files, wh
 from mnemo.defaults import DEFAULT_TEXT_FIELD
 from mnemo.errors import ConfigError, InputError
 from mnemo.jsonfield import string_field, string_fields
-from mnemo.location import STDIN, Location, PathArg, RawReader, location
+from mnemo.location import STDIN, Info, Location, PathArg, RawReader, location
 
 XZ_MAGIC: Final = b"\xfd7zXZ\x00"
 GZIP_MAGIC: Final = b"\x1f\x8b"
@@ -156,7 +156,12 @@ def kind_of(path: PathArg) -> str:
     device, however named) whose name says no format is "auto": its first bytes decide
     (_sniff_kind).  A name with one of REFUSED_SUFFIXES is an InputError naming what mnemo
     reads."""
-    where = location(path)
+    return _kind(location(path))
+
+
+def _kind(where: Location, stream: bool | None = None) -> str:
+    """kind_of a Location, with what its `info` said about it being a stream when that is known
+    (None: asked of it only when its name says no format)."""
     if where.input_format is not None:
         return "jsonl" if where.input_format == "chat" else where.input_format
     name = where.name.lower()
@@ -176,7 +181,7 @@ def kind_of(path: PathArg) -> str:
             f"{where}: mnemo does not read {suffix} files; it reads {READ_FORMATS}.  Convert it to "
             f"one of those, or name the format with --input-format (input_format=) to read it as that"
         )
-    if name.endswith(".txt") or not where.is_stream():
+    if name.endswith(".txt") or not (where.is_stream() if stream is None else stream):
         return "text"
     return "auto"
 
@@ -190,23 +195,28 @@ def open_binary(path: Location, *, exact: bool = False) -> io.BufferedIOBase:
     raw = path.open(exact=exact)
     try:
         head, source = _sniff(raw)
-        comp = _magic(head)
-        if comp == "xz":
-            return io.BufferedReader(_Owning(lzma.LZMAFile(source, "rb"), source), 1 << 20)
-        if comp == "gzip":
-            return io.BufferedReader(_Owning(gzip.GzipFile(fileobj=source, mode="rb"), source), 1 << 20)
-        if comp == "zstd":
-            try:
-                zstandard = _zstandard()
-            except ImportError:
-                raise InputError(f"{path}: is zstd-compressed; install the 'zstandard' package to read it") from None
-            return io.BufferedReader(_ZstdReader(source, zstandard.ZstdDecompressor()), 1 << 20)
-        if isinstance(source, io.BufferedIOBase):
-            return source  # a plain regular file: seekable, for the byte ranges of tasks
-        return io.BufferedReader(source, 1 << 20)
+        return _decompressor(path, source, _magic(head))
     except BaseException:
         raw.close()
         raise
+
+
+def _decompressor(path: Location, source: Any, comp: str) -> io.BufferedIOBase:
+    """The decompressed bytes of `source` (compressed with `comp`: "" for none), whose magic
+    bytes _sniff read, as a buffered stream."""
+    if comp == "xz":
+        return io.BufferedReader(_Owning(lzma.LZMAFile(source, "rb"), source), 1 << 20)
+    if comp == "gzip":
+        return io.BufferedReader(_Owning(gzip.GzipFile(fileobj=source, mode="rb"), source), 1 << 20)
+    if comp == "zstd":
+        try:
+            zstandard = _zstandard()
+        except ImportError:
+            raise InputError(f"{path}: is zstd-compressed; install the 'zstandard' package to read it") from None
+        return io.BufferedReader(_ZstdReader(source, zstandard.ZstdDecompressor()), 1 << 20)
+    if isinstance(source, io.BufferedIOBase):
+        return source  # a plain regular file: seekable, for the byte ranges of tasks
+    return io.BufferedReader(source, 1 << 20)
 
 
 def _sniff(raw: Any) -> tuple[bytes, Any]:
@@ -309,40 +319,62 @@ class _ZstdReader(io.RawIOBase):
         super().close()
 
 
+@dataclass(frozen=True)
+class FoundInput:
+    """One input file as it was found, once, before any work: its location as given, `at` (the
+    same, read only in the version `info` saw: Location.expecting), the path or URL a Task names
+    it by, what `info` said (a file and its size, or a stream), its format (kind_of) and its
+    compression ("" for none; None when it was not looked at: a stream, or a plan that does not
+    need it yet).  Planning asks these, not the location again."""
+
+    given: Location
+    at: Location
+    where: str
+    info: Info
+    kind: str
+    compression: str | None = None
+
+
 def check_inputs(inputs: Sequence[PathArg]) -> list[Location]:
     """The inputs' locations, each checked to be a readable file (else InputError).  Streams
     are checked without being opened: opening a FIFO takes its writer, and a pipe's bytes once
     read are gone."""
+    return [found.given for found in found_inputs(inputs)]
+
+
+def found_inputs(inputs: Sequence[PathArg]) -> list[FoundInput]:
+    """check_inputs, with what was found of each input on the way (FoundInput): one `info` and, for
+    a file, one open (its compression and its first bytes) per input (plan_tasks' `check`)."""
     if not inputs:
         raise InputError("no input files given; pass at least one .txt, .jsonl, .parquet or .arrow file")
     given = [location(p) for p in inputs]
     if sum(1 for p in given if p.stdin) > 1:
         raise InputError(f"standard input ('{STDIN}') is given more than once; it can be read only once")
-    paths = [q for p in given for q in _dataset_folder_files(p)]
-    for p in paths:
+    found: list[FoundInput] = []
+    for p in given:
         info = p.info()  # missing or unreadable: an InputError naming it
-        if info.type == "directory":
-            raise p.read_error(IsADirectoryError())
-        if info.stream:
-            if kind_of(p) == "parquet":
-                raise InputError(_parquet_stream_message(str(p)))
-            if kind_of(p) == "arrow":
-                raise InputError(_arrow_stream_message(str(p)))
-            continue
-        if compression_of(p) and kind_of(p) == "arrow":
-            raise InputError(f"{p}: a compressed Arrow file cannot be read by record batch; decompress it and pass that")
-        _refuse_binary(p)
-    return paths
+        for q, q_info in [(p, info)] if info.type != "directory" else [(q, q.info()) for q in _dataset_folder_files(p)]:
+            if q_info.type == "directory":
+                raise q.read_error(IsADirectoryError())
+            if not q_info.stream:
+                found.append(_looked_at(q, q_info))
+                continue
+            kind = _kind(q, stream=True)
+            if kind == "parquet":
+                raise InputError(_parquet_stream_message(str(q)))
+            if kind == "arrow":
+                raise InputError(_arrow_stream_message(str(q)))
+            found.append(FoundInput(q, q, os.fspath(q), q_info, kind))
+    return found
 
 
 def _dataset_folder_files(path: Location) -> list[Location]:
-    """A `datasets.Dataset.save_to_disk` folder (a prefix, at a URL) as its Arrow files, in the
-    order of its state.json; any other path as itself.  A DatasetDict folder (one subfolder per
-    split) is an error naming the splits: training on train and test together must be a choice."""
+    """A `datasets.Dataset.save_to_disk` folder (a prefix, at a URL) -- `path` is a folder, its
+    `info` said so -- as its Arrow files, in the order of its state.json.  A DatasetDict folder
+    (one subfolder per split) is an error naming the splits: training on train and test together
+    must be a choice."""
     from mnemo.fileio import read_file
 
-    if not path.isdir():
-        return [path]  # a file, a stream, or nothing (check_inputs names it)
     state = path.join("state.json")
     if state.isfile():
         try:
@@ -374,30 +406,48 @@ def _dataset_folder_files(path: Location) -> list[Location]:
 TEXT_SNIFF_BYTES: Final = 8000
 
 
-def _refuse_binary(path: Location) -> None:
-    """InputError for a text or JSONL file that is one of mnemo's own files (tokenizer.bin,
-    .tok) or binary (a NUL byte in its first TEXT_SNIFF_BYTES, after decompression): training on
-    a .tok file as if it were text ran for 38 s and gave a vocabulary of noise.  Never called
-    for a stream: a read from a pipe would take bytes that the real read then misses."""
-    if kind_of(path) in ("parquet", "arrow"):
-        return
+def _looked_at(given: Location, info: Info) -> FoundInput:
+    """The FoundInput of a file (not a stream) whose `info` has been read, with its format and its
+    compression, from its first bytes, read through one open of it.  InputError for a
+    compressed Arrow file, and for a text or JSONL file that is one of mnemo's own files
+    (tokenizer.bin, .tok) or binary (a NUL byte in its first TEXT_SNIFF_BYTES, after
+    decompression): training on a .tok file as if it were text ran for 38 s and gave a
+    vocabulary of noise.  Never called for a stream: a read from a pipe would take bytes that
+    the real read then misses."""
     from mnemo.tokfile import TOK_MAGIC
     from mnemo.vocabfile import BIN_MAGIC
 
+    path = given.expecting(info.version)  # what is planned from here is what the tasks read
+    where = os.fspath(given)
+    raw = path.open(exact=True)
     try:
-        with open_binary(path, exact=True) as f:
-            head = f.read(TEXT_SNIFF_BYTES)
-    except read_errors():
-        return  # a damaged compressed file: the real read reports it, with its offset
+        try:
+            head, source = _sniff(raw)
+        except OSError as exc:
+            raise path.read_error(exc) from None
+        comp = _magic(head)
+        kind = _kind(given, stream=False)
+        found = FoundInput(given, path, where, info, kind, comp)
+        if comp and kind == "arrow":
+            raise InputError(f"{path}: a compressed Arrow file cannot be read by record batch; decompress it and pass that")
+        if kind in ("parquet", "arrow"):
+            return found
+        try:
+            with _decompressor(path, source, comp) as f:
+                head = f.read(TEXT_SNIFF_BYTES)
+        except read_errors():
+            return found  # a damaged compressed file: the real read reports it, with its offset
+    finally:
+        raw.close()
     nul = head.find(b"\0")
     if head.startswith(BIN_MAGIC):
         what = "a mnemo tokenizer.bin"
     elif head.startswith(TOK_MAGIC):
         what = "a mnemo .tok token file"
     elif nul >= 0:
-        what = f"binary (a NUL byte at offset {nul}{' of its decompressed text' if compression_of(path) else ''})"
+        what = f"binary (a NUL byte at offset {nul}{' of its decompressed text' if comp else ''})"
     else:
-        return
+        return found
     raise InputError(
         f"{path}: is {what}, not text; inputs are UTF-8 text (.txt), JSON Lines (.jsonl), "
         f"Parquet or Arrow files, optionally compressed"
@@ -431,6 +481,7 @@ def plan_tasks(
     min_task_bytes: int = MIN_TASK_BYTES,
     max_task_bytes: int | None = None,
     whole_documents: bool = False,
+    check: bool = False,
 ) -> list[Task]:
     """Cut the inputs into tasks of roughly equal size, in input order: about a sixteenth of
     each worker's share, within [min_task_bytes, max_task_bytes].  Small tasks balance the
@@ -438,18 +489,24 @@ def plan_tasks(
     share per task, the second of two workers counting 879 MB finished 2 s after the first).
 
     With `whole_documents` (encoding: every document gets its own <|bos|>), a text file is cut
-    only at special tokens; otherwise (counting) also at a space between two ASCII letters."""
+    only at special tokens; otherwise (counting) also at a space between two ASCII letters.
+
+    `check`: check the inputs first, as check_inputs does, in the same pass: each input is looked
+    at once (found_inputs), and planned from what was found.  Else the paths are planned as they
+    are."""
+    if check:
+        inputs = found_inputs(paths)
+    else:
+        infos = [(at, at.info()) for at in map(location, paths)]
+        inputs = [FoundInput(at, at.expecting(info.version), os.fspath(at), info, _kind(at, info.stream)) for at, info in infos]
     tasks: list[Task] = []
-    inputs = [(p, p.info()) for p in map(location, paths)]
-    total = sum(info.size for _, info in inputs if not info.stream)
+    total = sum(found.info.size for found in inputs if not found.info.stream)
     target = max(min_task_bytes, total // max(1, TASKS_PER_WORKER * n_workers))
     if max_task_bytes is not None:
         target = min(target, max_task_bytes)
-    for given, info in inputs:
-        p = given.expecting(info.version)  # what is planned here is what the tasks read
-        kind = kind_of(p)
+    for found in inputs:
+        p, kind, info, where = found.at, found.kind, found.info, found.where  # a task names its input as given
         v = info.version
-        where = os.fspath(p)  # as given: a task names its input so that location() finds it again
         if info.stream:  # never opened here: the reader opens it once
             if kind == "parquet":
                 raise InputError(_parquet_stream_message(str(p)))
@@ -462,7 +519,7 @@ def plan_tasks(
             tasks += [Task(where, kind, row_group=g, version=v) for g in range(_parquet_row_groups(p))]
         elif kind == "arrow":  # one task per file (datasets shards big datasets into files)
             tasks.append(Task(where, kind, size=info.size, version=v))
-        elif compression_of(p):
+        elif found.compression if found.compression is not None else compression_of(p):
             tasks.append(Task(where, kind, sequential=True, version=v))
         elif info.size <= target:
             tasks.append(Task(where, kind, size=info.size, version=v))

@@ -196,7 +196,8 @@ def _work(
         return
     group: list[Task] = []
     size = 0
-    for task in plan_tasks(check_inputs(inputs), n_workers=n_workers, min_task_bytes=TASK_BYTES, max_task_bytes=TASK_BYTES, whole_documents=True):
+    tasks = plan_tasks(inputs, n_workers=n_workers, min_task_bytes=TASK_BYTES, max_task_bytes=TASK_BYTES, whole_documents=True, check=True)
+    for task in tasks:
         if task.sequential:
             # a compressed file or a stream, readable only from its start: read it here, hand out blocks
             if group:

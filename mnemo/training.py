@@ -25,7 +25,7 @@ from mnemo.superword import add_both
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.workers import resolve_workers
-from mnemo.patterns import SplitPattern, compile_pattern, cuts_at_word_gaps, handle, key_of, stored_id
+from mnemo.patterns import SplitPattern, for_counting, handle, stored_id
 from mnemo.prune import PruneStats, Skip, check_prune, learn_pruned, refusing_also
 from mnemo.superbpe import Stage2Stats, check_superword, learn_stage2, too_many_words
 from mnemo.reference import train_merges_naive
@@ -37,13 +37,7 @@ from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES, DEFAULT_PATTERN, DEFAULT_TEX
 from mnemo.location import location
 from mnemo.work import Progress, map_combine, shared_executor
 from mnemo.work_ray import RayOptions, check_ray_option
-from mnemo.sources import (
-    Task,
-    check_inputs,
-    documents_from_iterable,
-    iter_task_documents,
-    plan_tasks,
-)
+from mnemo.sources import Task, documents_from_iterable, iter_task_documents, plan_tasks
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Longest chunk a word count can hold (count.py keeps its length in 31 bits).
@@ -87,7 +81,11 @@ def _as_paths(inputs: object) -> list[PathLike] | None:
 def check_vocab_size(vocab_size: object, n_specials: int = len(DEFAULT_SPECIAL_TOKENS)) -> int:
     """`vocab_size` checked: an int from 256 bytes + the special tokens up to constants.MAX_VOCAB.
     Callers that write files before training (`mnemo demo`) check it first too."""
-    size = check_int("vocab_size", vocab_size)
+    return _vocab_size_in_range(check_int("vocab_size", vocab_size), n_specials)
+
+
+def _vocab_size_in_range(size: int, n_specials: int) -> int:
+    """check_vocab_size of an int."""
     least = 256 + n_specials
     if size < least:
         raise ConfigError(f"vocab_size must be >= {least} (256 bytes + {n_specials} special tokens), got {size}")
@@ -98,6 +96,65 @@ def check_vocab_size(vocab_size: object, n_specials: int = len(DEFAULT_SPECIAL_T
     return size
 
 
+def _check_chunk(max_chunk_bytes: object) -> int:
+    """`max_chunk_bytes` checked: an int from 1 to MAX_CHUNK_BYTES."""
+    chunk = check_int("max_chunk_bytes", max_chunk_bytes)
+    if chunk < 1:
+        raise ConfigError(f"max_chunk_bytes must be >= 1, got {chunk}")
+    if chunk > MAX_CHUNK_BYTES:
+        raise ConfigError(f"max_chunk_bytes must be <= {MAX_CHUNK_BYTES}, got {chunk}")
+    return chunk
+
+
+def _check_plain(inputs: object, text_field: object, progress: object) -> tuple[str, Progress | None]:
+    """The counting arguments this module checks by itself: the inputs' type, the text field, the
+    progress callable (the last two returned)."""
+    if not isinstance(inputs, Documents) and (
+        isinstance(inputs, (bytes, bytearray, memoryview)) or not isinstance(inputs, (str, os.PathLike, Iterable))
+    ):
+        raise type_error("inputs", "a path, a list of paths, or an iterable of str/bytes documents", inputs)
+    if not isinstance(text_field, str):
+        raise type_error("text_field", "a str", text_field)
+    if not text_field:
+        raise ConfigError("text_field must name a JSONL field / Parquet column, got ''")
+    if progress is not None and not callable(progress):
+        raise type_error("progress", "a callable progress(phase, done, total) or None", progress)
+    return text_field, cast("Progress | None", progress)
+
+
+@dataclass(frozen=True)
+class CountRun:
+    """A counting run's arguments, checked and resolved once, before a byte is read: the
+    compiled pattern and what the counting phase needs of it (its key for the workers, whether
+    inputs may be cut at word gaps), the special tokens, the workers.  Everything after reads
+    these; nothing asks patterns, vocab or workers again."""
+
+    pattern: SplitPattern
+    key: str  # patterns.key_of(pattern): how the pattern travels to workers
+    whole_documents: bool  # the pattern may not cut at word gaps: keep documents whole
+    specials: list[str]
+    max_chunk_bytes: int
+    n_workers: int
+    text_field: str
+    progress: Progress | None
+
+
+def _count_run(
+    pattern: str | SplitPattern,
+    special_tokens: object,
+    max_chunk_bytes: int,
+    workers: object,
+    text_field: str,
+    progress: Progress | None,
+) -> CountRun:
+    """The CountRun of arguments whose plain checks are done (check_count_args): the pattern
+    compiled (a str passed checks.check_pattern), the special tokens and the workers checked."""
+    split_pattern, key, cuts = for_counting(pattern)
+    specials = check_special_tokens(special_tokens)
+    n_workers = resolve_workers(workers)
+    return CountRun(split_pattern, key, not cuts, specials, max_chunk_bytes, n_workers, text_field, progress)
+
+
 def check_count_args(
     inputs: object,
     pattern: object,
@@ -106,29 +163,14 @@ def check_count_args(
     workers: object,
     text_field: object,
     progress: object,
-) -> tuple[str, list[str], int, int]:
+) -> CountRun:
     """The checks of every counting argument, done before a byte is read (a bad argument must
-    not cost a training run): (the pattern as patterns.key_of, special tokens, max_chunk_bytes, workers).  A wrong
-    type is an ArgumentTypeError (a TypeError) naming the argument, a bad value a ConfigError."""
-    if not isinstance(inputs, Documents) and (
-        isinstance(inputs, (bytes, bytearray, memoryview)) or not isinstance(inputs, (str, os.PathLike, Iterable))
-    ):
-        raise type_error("inputs", "a path, a list of paths, or an iterable of str/bytes documents", inputs)
-    split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern))
-    specials = check_special_tokens(special_tokens)
-    chunk = check_int("max_chunk_bytes", max_chunk_bytes)
-    if chunk < 1:
-        raise ConfigError(f"max_chunk_bytes must be >= 1, got {chunk}")
-    if chunk > MAX_CHUNK_BYTES:
-        raise ConfigError(f"max_chunk_bytes must be <= {MAX_CHUNK_BYTES}, got {chunk}")
-    n_workers = resolve_workers(workers)
-    if not isinstance(text_field, str):
-        raise type_error("text_field", "a str", text_field)
-    if not text_field:
-        raise ConfigError("text_field must name a JSONL field / Parquet column, got ''")
-    if progress is not None and not callable(progress):
-        raise type_error("progress", "a callable progress(phase, done, total) or None", progress)
-    return key_of(split_pattern), specials, chunk, n_workers
+    not cost a training run), and what they resolve to.  A wrong type is an ArgumentTypeError
+    (a TypeError) naming the argument, a bad value a ConfigError."""
+    field, reporter = _check_plain(inputs, text_field, progress)
+    checked = pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern)
+    chunk = _check_chunk(max_chunk_bytes)
+    return _count_run(checked, special_tokens, chunk, workers, field, reporter)
 
 
 @dataclass(frozen=True)
@@ -302,10 +344,15 @@ def _count_packed(
     """count_words, with the counts as a count.PackedCounts (the trainer lays them out
     directly; a dict of every word is never built).  With `ray`, counted and added up on a Ray
     cluster (mnemo/work_ray.py)."""
-    pid, specials, max_chunk_bytes, n_workers = check_count_args(
-        inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress
-    )
-    special_tokens = specials
+    run = check_count_args(inputs, pattern, special_tokens, max_chunk_bytes, workers, text_field, progress)
+    return _count(inputs, run, ray, coarse)
+
+
+def _count(
+    inputs: Sequence[PathLike] | Documents, run: CountRun, ray: RayOptions | None, coarse: bool
+) -> tuple[PackedCounts, CountStats]:
+    """_count_packed of checked arguments (`run`); `coarse`: count stage 2's coarse chunks too."""
+    progress, special_tokens, whole = run.progress, run.specials, run.whole_documents
     t0 = time.perf_counter()
     if progress is not None:
         progress("count", 0, 0)  # the phase starts: its rate is measured from here, like stats.seconds
@@ -316,8 +363,8 @@ def _count_packed(
         if progress is not None:
             progress("count", stats.n_bytes, 0)
 
-    whole = not cuts_at_word_gaps(compile_pattern(pattern))
-    settings = CountSettings(pid, max_chunk_bytes, tuple(special_tokens), text_field, whole, coarse)
+    settings = CountSettings(run.key, run.max_chunk_bytes, tuple(special_tokens), run.text_field, whole, coarse)
+    combine = partial(CountSum, run.key, run.max_chunk_bytes)
     if ray is not None:
         from mnemo.work_ray import plan_count_tasks, ray_executor
 
@@ -327,38 +374,32 @@ def _count_packed(
             total = map_combine(
                 plan_count_tasks(inputs, ray, on_ray, special_tokens, whole),
                 partial(count_task, settings),
-                partial(CountSum, pid, max_chunk_bytes),
+                combine,
                 executor=on_ray,
                 on_part=on_part,
             )
-        stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
-        stats.seconds = time.perf_counter() - t0
-        if coarse:
-            stats.coarse = PackedCounts(total.coarse_blob, total.coarse_meta)
-        return PackedCounts(total.blob, total.meta), stats
-    docs: Iterator[bytes]
-    jobs: Iterable[Task | Iterable[bytes]]
-    if isinstance(inputs, Documents):
-        docs = documents_from_iterable(inputs.docs, special_tokens)
     else:
-        tasks = plan_tasks(check_inputs(inputs), n_workers=n_workers, specials=special_tokens, whole_documents=whole)
-        docs = (
-            d
-            for t in tasks
-            for d in iter_task_documents(t, text_field=text_field, specials=special_tokens, whole_documents=whole)
-        )
-    if n_workers == 1:
-        # Nothing travels: the whole input is one task, counted into one table as it is read
-        # (each document before the next is taken), progress at every document.
-        jobs = [_reporting(docs, progress)]
-    elif not isinstance(inputs, Documents) and not any(t.sequential for t in tasks):
-        jobs = tasks  # each worker reads its own byte ranges and row groups
-    else:
-        jobs = _batches(docs)  # a compressed file or a stream is read here, once, and handed out
-    with shared_executor(n_workers) as executor:
-        total = map_combine(
-            jobs, partial(count_task, settings), partial(CountSum, pid, max_chunk_bytes), executor=executor, on_part=on_part
-        )
+        docs: Iterator[bytes]
+        jobs: Iterable[Task | Iterable[bytes]]
+        if isinstance(inputs, Documents):
+            docs = documents_from_iterable(inputs.docs, special_tokens)
+        else:
+            tasks = plan_tasks(inputs, n_workers=run.n_workers, specials=special_tokens, whole_documents=whole, check=True)
+            docs = (
+                d
+                for t in tasks
+                for d in iter_task_documents(t, text_field=run.text_field, specials=special_tokens, whole_documents=whole)
+            )
+        if run.n_workers == 1:
+            # Nothing travels: the whole input is one task, counted into one table as it is read
+            # (each document before the next is taken), progress at every document.
+            jobs = [_reporting(docs, progress)]
+        elif not isinstance(inputs, Documents) and not any(t.sequential for t in tasks):
+            jobs = tasks  # each worker reads its own byte ranges and row groups
+        else:
+            jobs = _batches(docs)  # a compressed file or a stream is read here, once, and handed out
+        with shared_executor(run.n_workers) as executor:
+            total = map_combine(jobs, partial(count_task, settings), combine, executor=executor, on_part=on_part)
     stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
     stats.seconds = time.perf_counter() - t0
     if coarse:
@@ -440,17 +481,26 @@ def _train(inputs: Sequence[PathLike] | Documents, options: TrainOptions) -> Tok
         pattern, special_tokens, tie, initial = continue_from(o.base, pattern, special_tokens, tie)
     pattern = DEFAULT_PATTERN if pattern is None else pattern
     tie = DEFAULT_TIE if tie is None else tie
-    _, specials, _, _ = check_count_args(inputs, pattern, special_tokens, o.max_chunk_bytes, o.workers, o.text_field, o.progress)
-    vocab_size = check_vocab_size(o.vocab_size, len(specials))
+    # The run's settings, resolved once and in one place, each module asked once: first what this
+    # module checks itself, then the argument checks (checks.py), then what the pattern, the
+    # special tokens and the workers resolve to (CountRun), then the Ray, prune and superword
+    # options.  Counting and merging read the results.
+    text_field, progress = _check_plain(inputs, o.text_field, o.progress)
     if not isinstance(o.algorithm, str):
         raise type_error("algorithm", "a str", o.algorithm)
-    tie = check_tie(tie)
     if not isinstance(o.verify, bool):
         raise type_error("verify", "a bool", o.verify)
     if o.stats is not None and not isinstance(o.stats, TrainStats):
         raise type_error("stats", "a TrainStats or None", o.stats)
     if o.algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {o.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+    checked = pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern)
+    chunk = _check_chunk(o.max_chunk_bytes)
+    size = check_int("vocab_size", o.vocab_size)
+    tie = check_tie(tie)
+    run = _count_run(checked, special_tokens, chunk, o.workers, text_field, progress)
+    specials = run.specials
+    vocab_size = _vocab_size_in_range(size, len(specials))
     ray_options = check_ray_option(o.ray)
     prune_mode = check_prune(o.prune)
     transition: int | None = None
@@ -459,7 +509,7 @@ def _train(inputs: Sequence[PathLike] | Documents, options: TrainOptions) -> Tok
         if o.base is not None:
             raise ConfigError("superword training starts from no base tokenizer (give base=None, or superword=None)")
         transition = check_superword(o.superword, vocab_size, len(specials))
-        named = stored_id(compile_pattern(pattern))
+        named = stored_id(run.pattern)
         if named is None:
             raise ConfigError(
                 f"superword training runs on one of the five named patterns ({', '.join(PATTERNS)}) on mnemo's own "
@@ -468,17 +518,20 @@ def _train(inputs: Sequence[PathLike] | Documents, options: TrainOptions) -> Tok
         named_pattern = PATTERNS[named]
     if ray_options is not None and o.workers is not None:
         raise ConfigError(f"workers={o.workers} is for local runs; on Ray, size the tasks with RayOptions(tasks_per_node=...) (--tasks-per-node)")
-    packed, count_stats = _count_packed(
-        inputs,
-        pattern=pattern,
-        special_tokens=specials,
-        max_chunk_bytes=o.max_chunk_bytes,
-        workers=o.workers,
-        text_field=o.text_field,
-        progress=o.progress,
-        ray=ray_options,
-        coarse=transition is not None,
-    )
+    if ray_options is not None and not isinstance(inputs, Documents):
+        # a Ray run plans its inputs once the cluster is up: a missing path is named before
+        missing = _missing_file(inputs)
+        if missing is not None:
+            raise missing
+    try:
+        packed, count_stats = _count(inputs, run, ray_options, coarse=transition is not None)
+    except InputError:
+        # sources looks at the inputs, once; when an input of `train` is a str naming no file,
+        # the error says so as `train` words it (a document passed by mistake, or a missing path)
+        missing = None if isinstance(inputs, Documents) else _missing_file(inputs)
+        if missing is None:
+            raise
+        raise missing from None
     blob, meta = packed
     if not meta:
         raise InputError(
@@ -647,10 +700,14 @@ def _looks_like_text(name: str) -> bool:
     return os.sep not in name and "/" not in name and "." not in name
 
 
+_DOCUMENTS_HINT = "to train on documents held in memory, call mnemo.train_from_iterator(documents) instead"
+
+
 def _file_paths(files: object) -> list[PathLike]:
     """`train`'s inputs as a list of paths; documents passed by mistake are an error naming the
-    first one and `train_from_iterator`."""
-    hint = "to train on documents held in memory, call mnemo.train_from_iterator(documents) instead"
+    first one and `train_from_iterator` (a str that names no file: when the inputs are looked
+    at, _missing_file)."""
+    hint = _DOCUMENTS_HINT
     if isinstance(files, (str, os.PathLike)):
         items: list[object] = [files]
     elif isinstance(files, (bytes, bytearray, memoryview)):
@@ -662,13 +719,19 @@ def _file_paths(files: object) -> list[PathLike]:
     for i, item in enumerate(items):
         if not isinstance(item, (str, os.PathLike)):
             raise ArgumentTypeError(f"files[{i}] is a {type(item).__name__}, not a path (str or os.PathLike): {hint}")
-    for item in items:
-        # a local path only: a URL is looked up when it is read, standard input never is
+    return cast("list[PathLike]", items)
+
+
+def _missing_file(files: Sequence[PathLike]) -> InputError | None:
+    """The error for the first of `train`'s inputs that is a str naming no local file (a URL is
+    looked up when it is read, standard input never is), or None: "not a file" with the hint
+    towards train_from_iterator when it looks like a document, else "no such file"."""
+    for item in files:
         if isinstance(item, str) and not (where := location(item)).remote and not where.stdin and not os.path.exists(item):
             if _looks_like_text(item):
-                raise InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {hint}")
-            raise InputError(f"{item}: no such file; check the path")
-    return cast("list[PathLike]", items)
+                return InputError(f"mnemo.train reads files, and {_shorten(item)} is not a file; {_DOCUMENTS_HINT}")
+            return InputError(f"{item}: no such file; check the path")
+    return None
 
 
 def _documents(iterator: object) -> Iterator[str | bytes]:

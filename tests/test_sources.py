@@ -135,6 +135,26 @@ def test_planned_tasks_read_the_same_documents(tmp_path: Path) -> None:
 
 
 
+def test_checked_planning_is_check_inputs_then_plan_tasks(tmp_path: Path) -> None:
+    """plan_tasks(check=True) looks at each input once and plans what check_inputs and then
+    plan_tasks plan (a compressed file whole, a large one in ranges, a small one whole), and
+    refuses what check_inputs refuses."""
+    texts = [f"document {i} " + "word " * (i % 50) for i in range(3000)]
+    big = write_jsonl(tmp_path / "big.jsonl", texts)
+    small = write_jsonl(tmp_path / "small.jsonl", texts[:3])
+    packed = tmp_path / "packed.jsonl.gz"
+    packed.write_bytes(gzip.compress(small.read_bytes()))
+    inputs = [str(big), small, packed]
+    planned = plan_tasks(check_inputs(inputs), n_workers=4, min_task_bytes=10_000)
+    assert plan_tasks(inputs, n_workers=4, min_task_bytes=10_000, check=True) == planned
+    assert [t.sequential for t in planned][-2:] == [False, True] and len(planned) > 5
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"text\0more")
+    with pytest.raises(InputError, match=r"binary\.txt: is binary \(a NUL byte at offset 4\)"):
+        plan_tasks([small, binary], n_workers=1, check=True)
+    plan_tasks([small, binary], n_workers=1)  # unchecked: planned as it is
+
+
 @pytest.mark.parametrize("target", [899, 901, 950, 999])
 def test_a_cut_search_that_lands_in_the_last_document_ends_the_plan(tmp_path: Path, target: int) -> None:
     """Ten 100-byte lines with the planned cut inside the last one: the only boundary after it

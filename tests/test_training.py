@@ -178,6 +178,16 @@ def test_train_does_not_read_documents_as_paths(inputs: object) -> None:
         train(inputs, vocab_size=300, workers=1)  # type: ignore[arg-type]
 
 
+def test_train_resolves_its_settings_before_looking_at_the_files(tmp_path: Path) -> None:
+    """The run's settings are checked first, in one place; the inputs are looked at after (once,
+    by sources), still before a byte is counted -- and a missing path is named as before."""
+    missing = str(tmp_path / "missing.txt")
+    with pytest.raises(ConfigError, match=r"vocab_size must be >= 272"):
+        train([missing], vocab_size=100, workers=1)
+    with pytest.raises(InputError, match=r"missing\.txt: no such file; check the path$"):
+        train([missing], vocab_size=300, workers=1)
+
+
 def test_train_names_a_long_document_shortened(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"'hello world this is a document hello w[^']*\.\.\.'.*train_from_iterator") as info:
         train([LONG_DOCUMENT], vocab_size=300, workers=1)

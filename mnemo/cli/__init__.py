@@ -18,9 +18,10 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 
-from mnemo.cli.common import PhaseProgress, check_paths
+from mnemo.cli.common import check_paths
 from mnemo.cli.parser import build_parser, check_option_spelling, ray_argv
 from mnemo.errors import MnemoError
+from mnemo.progress import PhaseProgress
 
 __all__ = ["PhaseProgress", "build_parser", "check_paths", "main"]
 

@@ -34,7 +34,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     if args.chat is not None:
         tok = tokenizer_arg(args.tokenizer, "tokshow --chat")
     else:
-        tok = resolve(str(args.tokenizer))[1]
+        tok = resolve(args.tokenizer)[1]
     color = not args.no_color and sys.stdout.isatty()
     mask: list[bool] | None = None
     spans: list[tuple[int, int]] | None = None

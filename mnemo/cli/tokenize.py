@@ -8,12 +8,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from mnemo.cli.common import (
-    Inputs, PhaseProgress, amount, interactive, past_the_point_of_no_return, plural, rate, ray_choice, read_as,
+    Inputs, amount, interactive, past_the_point_of_no_return, plural, rate, ray_choice, read_as,
     shared_with_nodes, tokenizer_arg,
 )
 from mnemo.cli.options import Subcommands, input_options, path_arg, positive, quiet_option, ray_option, tokenizer_option
 from mnemo.defaults import DEFAULT_SHARD_BYTES, DEFAULT_TOKEN_FORMAT
 from mnemo.errors import ConfigError
+from mnemo.progress import PhaseProgress
 from mnemo.stackfiles import FORMATS
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import argparse
 import time
 
 from mnemo.cli.common import (
-    Inputs, PhaseProgress, amount, check_output, interactive, past_the_point_of_no_return, peak_rss_mib, plural,
+    Inputs, amount, check_output, interactive, past_the_point_of_no_return, peak_rss_mib, plural,
     rate, ray_choice, read_as, shared_with_nodes, tokenizer_arg,
 )
 from mnemo.cli.options import Subcommands, input_options, path_arg, positive, quiet_option, ray_option, whole
@@ -14,6 +14,7 @@ from mnemo.constants import TIES
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES, DEFAULT_PATTERN, DEFAULT_TIE, DEFAULT_VOCAB_SIZE
 from mnemo.errors import ConfigError
 from mnemo.patterns import PRESETS
+from mnemo.progress import PhaseProgress
 from mnemo.sources import MIN_TASK_BYTES, TASKS_PER_WORKER
 from mnemo.vocab import DEFAULT_SPECIAL_TOKENS
 

@@ -93,14 +93,16 @@ def load(
     return _file(where, options)
 
 
-def resolve(spec: str, **options: Any) -> tuple[str, AnyTokenizer]:
+def resolve(spec: str | os.PathLike[str], **options: Any) -> tuple[str, AnyTokenizer]:
     """(label, tokenizer) of a command-line TOKENIZER argument: `[NAME=]PATH_OR_URL` or
-    `[NAME=]VOCAB,MERGES` (module docstring)."""
-    label, sep, where = spec.partition("=")
+    `[NAME=]VOCAB,MERGES` (module docstring); the command line's option, a Location, is read as
+    messages name it (its str())."""
+    text = str(spec)
+    label, sep, where = text.partition("=")
     if not sep or "/" in label or "\\" in label:
-        label, where = "", spec
+        label, where = "", text
     if not where:
-        raise ConfigError(f"tokenizer spec {spec!r} names no file; use PATH or NAME=PATH")
+        raise ConfigError(f"tokenizer spec {text!r} names no file; use PATH or NAME=PATH")
     if "," in where and not location(where).remote:
         vocab, merges = where.split(",", 1)
         return label or Path(vocab).stem, load_gpt2(vocab, merges)
