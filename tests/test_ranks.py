@@ -197,6 +197,11 @@ def test_missing_bytes_and_repeats_are_declined() -> None:
     assert merges_of_ranks(tokens[:-1]) is None  # byte 255 has no token
     assert merges_of_ranks([*tokens, b"a"]) is None  # listed twice
     assert merges_of_ranks([*tokens, b""]) is None
+    # a repeat found in each of TokenTable's tables: two bytes, 3 to SMALL bytes, longer
+    for raw in (b"ab", b"abc", b"abcde", b"abcdef", b"abcdefgh", bytes(range(250, 256)) * 3):
+        parts = [raw[:i] for i in range(2, len(raw) + 1)]
+        assert merges_of_ranks([*tokens, *parts]) is not None
+        assert merges_of_ranks([*tokens, *parts, raw]) is None, raw
     vocab = merges_of_ranks([*tokens, b"ab", b"abc"])
     assert vocab is not None and vocab.merges == [(97, 98), (256, 99)] and vocab.public == list(range(258))
     assert not vocab.ranked and vocab.whole == [] and vocab.proper
