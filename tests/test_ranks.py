@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from librt.vecs import vec
+from mypy_extensions import i64
 
 from mnemo import FormatError, Tokenizer
+from mnemo.encode_chunk import spell_merges
 from mnemo.patterns import compile_pattern
 from mnemo.formats.common import tokenizer_of
 from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, _split_by_ranks, from_mergeable_ranks, load_tiktoken, parse_tiktoken
@@ -155,6 +158,8 @@ def test_merges_of_ranks_is_the_python_path(long: bool) -> None:
         tokens = random_vocab(rng, long)
         fast = merges_of_ranks(tokens)
         assert fast is not None and compiled_vocab(tokens) == python_vocab(tokens)
+        # the bytes handed to the encoder are those it would spell from the merges
+        assert fast.spelled == spell_merges(vec[i64]([a for a, _ in fast.merges]), vec[i64]([b for _, b in fast.merges]))
         if fast.ranked:
             ranked += 1
             assert not fast.proper
