@@ -254,10 +254,15 @@ class TokenTable:
             return True
         if 3 <= size and size <= SMALL:
             key: i64 = small_key(blob, offset, size)
-            slot: i64 = self.small_probe(key)
-            if self.small[slot] != NONE:
-                return False
-            self.small[slot] = (key << ID_BITS) | rank
+            small = self.small
+            slot: i64 = self.small_slot(key)
+            e: i64 = small[slot]
+            while e != NONE:
+                if e >> ID_BITS == key:
+                    return False
+                slot = slot + 1 if slot + 1 < self.small_size else 0
+                e = small[slot]
+            small[slot] = (key << ID_BITS) | rank
             return True
         h: i64 = 0
         i: i64 = 0
@@ -280,17 +285,9 @@ class TokenTable:
         """The home slot in `entries` of hash h: 32 mixed bits scaled to the size."""
         return (((((h ^ (h >> 29)) * MIX) >> 32) & M32) * self.size) >> 32
 
-    def small_probe(self, key: i64) -> i64:
-        """The slot of `small` that holds a small_key, or the empty one where it would go."""
-        small = self.small
-        slot: i64 = ((((key * MIX) >> 32) & M32) * self.small_size) >> 32
-        while True:
-            e: i64 = small[slot]
-            if e == NONE or e >> ID_BITS == key:
-                return slot
-            slot += 1
-            if slot == self.small_size:
-                slot = 0
+    def small_slot(self, key: i64) -> i64:
+        """The home slot in `small` of a small_key."""
+        return ((((key * MIX) >> 32) & M32) * self.small_size) >> 32
 
     def find(self, raw: bytes, prefix: vec[i64], start: i64, end: i64) -> i64:
         """The rank of raw[start:end] (prefix: the prefix hashes of raw), or NONE."""
@@ -304,8 +301,18 @@ class TokenTable:
 
     def find_small(self, raw: bytes, start: i64, size: i64) -> i64:
         """The rank of the token raw[start:start + size] (3 to SMALL bytes), or NONE."""
-        e: i64 = self.small[self.small_probe(small_key(raw, start, size))]
-        return NONE if e == NONE else e & M21
+        key: i64 = small_key(raw, start, size)
+        small = self.small
+        slot: i64 = self.small_slot(key)
+        while True:
+            e: i64 = small[slot]
+            if e == NONE:
+                return NONE
+            if e >> ID_BITS == key:
+                return e & M21
+            slot += 1
+            if slot == self.small_size:
+                slot = 0
 
     def find_hashed(self, raw: bytes, start: i64, size: i64, h: i64) -> i64:
         """The rank of the token raw[start:start + size] (1 byte, or more than SMALL) whose hash
