@@ -223,14 +223,21 @@ class Encoder:
     cc_max_words: i64
 
     def __init__(
-        self, merges: list[tuple[int, int]], wide: bool = False, whole: list[bytes] | None = None, tables: bytes = b""
+        self,
+        merges: list[tuple[int, int]],
+        wide: bool = False,
+        whole: list[bytes] | None = None,
+        tables: bytes = b"",
+        spelled: list[bytes] | None = None,
     ) -> None:
         """`wide`: write uint32 ids (the caller sets it when the vocabulary, specials included,
         has ids of 65,536 and more; merges alone would not say so).  `whole`: the tokens no
         merge makes (a vocabulary from ranks: docs/formats.md, "Rank semantics"), ids
         256 + len(merges) + j, each produced only when a chunk is exactly its bytes.  `tables`:
         export_tables of an encoder of the same merges (tokenizer.bin keeps them), which spares
-        the BPE of every token's bytes that filling the word tables costs; b"": build them."""
+        the BPE of every token's bytes that filling the word tables costs; b"": build them.
+        `spelled`: spell_merges of these merges, when the caller has the tokens' bytes already
+        (the rank-file loader); None: spelled here."""
         n: i64 = len(merges)
         whole_list: list[bytes] = [] if whole is None else whole
         n_whole: i64 = len(whole_list)
@@ -333,7 +340,8 @@ class Encoder:
         self.lwords = vec[i64]([0] * 4)
         self.lwords_mask = 0
         self.spells = import_spells(tables, n)
-        spelled = spell_merges(left, right)
+        if spelled is None:
+            spelled = spell_merges(left, right)
         # the bytes of every token, 256 + merges of them: the Tokenizer's vocabulary reuses the
         # list instead of spelling 200,000 tokens again (o200k)
         self.spelled = spelled

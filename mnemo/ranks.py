@@ -28,9 +28,10 @@ from typing import Final
 
 from librt.strings import BytesWriter
 from librt.vecs import append, vec
-from mypy_extensions import i64
+from mypy_extensions import i32, i64, u8
 
 from mnemo.encode_chunk import heap_push, same_bytes, sift_down
+
 
 #: Base64 digit values; 64 for '=', 255 for every byte no base64 text holds.
 B64: Final = bytes(
@@ -55,7 +56,14 @@ HASH_MUL: Final = 0x100000001B3  # FNV's 64-bit prime, odd: a polynomial base fo
 M62: Final = (1 << 62) - 1
 #: Tokens of at most this many bytes are kept in their table entry (7 bytes and the length).
 SHORT: Final = 7
+#: Tokens of 3 to this many bytes are kept in a table keyed by their bytes (small_key: 40 bits
+#: of bytes, 2 of length, beside a 21-bit rank in one word).
+SMALL: Final = 5
 MIX: Final = 0x2545F4914F6CDD1D
+M32: Final = 0xFFFFFFFF
+#: The hash tables are filled to at most LOAD_NUM / LOAD_DEN.
+LOAD_NUM: Final = 4
+LOAD_DEN: Final = 5
 
 
 class RankVocab:
@@ -67,22 +75,32 @@ class RankVocab:
     merge of every token's bytes glued two parts into a token whose own merge they are -- then
     mnemo's BPE of each token's bytes takes the same steps and ends in the token itself
     (encode_chunk.tables_all_spelled); cl100k_base and o200k_base both are.  Only an ordinary
-    vocabulary is ever called proper."""
+    vocabulary is ever called proper.  `spelled[i]`: the bytes of id i, for i below 256 +
+    len(merges) -- what encode_chunk.spell_merges would make of the merges, given to the encoder
+    so that it spells none (the file's own bytes objects: o200k's 200,000 cost 28 ms to spell)."""
 
     merges: list[tuple[int, int]]
     public: list[int]
     proper: bool
     whole: list[bytes]
     ranked: bool
+    spelled: list[bytes]
 
     def __init__(
-        self, merges: list[tuple[int, int]], public: list[int], proper: bool, whole: list[bytes], ranked: bool
+        self,
+        merges: list[tuple[int, int]],
+        public: list[int],
+        proper: bool,
+        whole: list[bytes],
+        ranked: bool,
+        spelled: list[bytes],
     ) -> None:
         self.merges = merges
         self.public = public
         self.proper = proper
         self.whole = whole
         self.ranked = ranked
+        self.spelled = spelled
 
 
 def parse_rank_lines(data: bytes) -> list[bytes] | None:
@@ -93,6 +111,8 @@ def parse_rank_lines(data: bytes) -> list[bytes] | None:
     listed twice is left to merges_of_ranks, whose table of every token finds it.  The base64 accepted is what `base64.b64decode(validate=True)` accepts and decodes
     to the same bytes (a multiple of 4 digits, at most two '=' at the end)."""
     n: i64 = len(data)
+    # append(u8(...)): mypyc's native BytesWriter.append takes a u8; given an int it calls the
+    # method by name, which took half of the parse (o200k: 42 ms against 20)
     blob = BytesWriter()
     starts: vec[i64] = vec[i64]()
     line_ranks: vec[i64] = vec[i64]()
@@ -120,21 +140,21 @@ def parse_rank_lines(data: bytes) -> list[bytes] | None:
                 d: i64 = i64(B64[data[q + 3]])
                 if a > 63 or b > 63:
                     return None
-                blob.append((a << 2) | (b >> 4))
+                blob.append(u8((a << 2) | (b >> 4)))
                 if c == 64:
                     if d != 64 or q + 4 != space:
                         return None
                 elif c > 63:
                     return None
                 else:
-                    blob.append(((b & 15) << 4) | (c >> 2))
+                    blob.append(u8(((b & 15) << 4) | (c >> 2)))
                     if d == 64:
                         if q + 4 != space:
                             return None
                     elif d > 63:
                         return None
                     else:
-                        blob.append(((c & 3) << 6) | d)
+                        blob.append(u8(((c & 3) << 6) | d))
                 q += 4
             digits: i64 = stop - space - 1
             if digits < 1 or digits > MAX_RANK_DIGITS:
@@ -168,41 +188,52 @@ def parse_rank_lines(data: bytes) -> list[bytes] | None:
 
 
 class TokenTable:
-    """Every token by the polynomial hash of its bytes, for finding the rank of a substring of a
-    token without making a bytes object: open addressing (load at most 1/2) in one vec of
-    2-word entries [hash tag << 21 | rank, the bytes], and a direct table of the two-byte tokens
-    (the first step of every token).  The bytes word holds a token of up to SHORT bytes itself
-    (bytes << 8 | length: a lookup is then one cache line), a longer one as offset << 21 |
-    length into `blob` (every token, back to back), where they are compared.  Most substrings
-    looked up are tokens (87 % of those of 3 or more bytes, the first 30,000 of cl100k), so no
-    filter stands in front."""
+    """Every token, for finding the rank of a substring of a token without making a bytes
+    object, in three tables by length: the two-byte tokens in a direct table of 65,536 ranks
+    (the first step of every token); tokens of 3 to SMALL bytes in `small`, an open-addressing
+    table of one word per entry, the bytes themselves as the key (small_key << 21 | rank); every
+    other token in `entries`, by the polynomial hash of its bytes: 2-word entries [hash tag << 21
+    | rank, the bytes], the bytes word holding a token of up to SHORT bytes itself (bytes << 8 |
+    length), a longer one as offset << 21 | length into `blob` (every token, back to back), where
+    they are compared.  Most substrings looked up are tokens (87 % of those of 3 or more bytes,
+    the first 30,000 of cl100k), so no filter stands in front.
+
+    Why the tables are small (docs/speed.md, "Loading a vocabulary"): a lookup is a random load,
+    and on the VM measured a random load in 8 MB took about 10x one in 4 MB.  Three bytes of
+    four looked up are 3 to 5 bytes long: one word an entry keeps them in under 1 MB for
+    o200k_base; the tables are filled to at most LOAD_NUM / LOAD_DEN, of any size (a slot is
+    the mixed hash scaled to the size, not masked to a power of two)."""
 
     blob: bytes
     offsets: vec[i64]
     entries: vec[i64]
-    mask: i64
+    size: i64
     powers: vec[i64]
-    pairs: vec[i64]
+    pairs: vec[i32]
+    small: vec[i64]
+    small_size: i64
 
     def __init__(self, tokens: list[bytes]) -> None:
         count: i64 = len(tokens)
-        size: i64 = 1024
-        while size < 2 * count:
-            size *= 2
-        self.mask = size - 1
-        self.entries = vec[i64]([NONE] * (2 * size))
-        self.pairs = vec[i64]([NONE] * 65536)
+        self.pairs = vec[i32]([-1] * 65536)
         self.blob = b"".join(tokens)
         offsets: vec[i64] = vec[i64]([0] * (count + 1))
         longest: i64 = 1
+        smalls: i64 = 0
         r: i64 = 0
         for t in tokens:
-            size = len(t)
+            size: i64 = len(t)
             offsets[r + 1] = offsets[r] + size
             if size > longest:
                 longest = size
+            if 3 <= size and size <= SMALL:
+                smalls += 1
             r += 1
         self.offsets = offsets
+        self.size = (count - smalls) * LOAD_DEN // LOAD_NUM + 1024
+        self.entries = vec[i64]([NONE] * (2 * self.size))
+        self.small_size = smalls * LOAD_DEN // LOAD_NUM + 1024
+        self.small = vec[i64]([NONE] * self.small_size)
         powers: vec[i64] = vec[i64]([1] * (longest + 1))
         i: i64 = 1
         while i <= longest:
@@ -215,6 +246,24 @@ class TokenTable:
         blob = self.blob
         offset: i64 = self.offsets[rank]
         size: i64 = self.offsets[rank + 1] - offset
+        if size == 2:
+            at: i64 = (i64(blob[offset]) << 8) | i64(blob[offset + 1])
+            if self.pairs[at] != NONE:
+                return False
+            self.pairs[at] = i32(rank)
+            return True
+        if 3 <= size and size <= SMALL:
+            key: i64 = small_key(blob, offset, size)
+            small = self.small
+            slot: i64 = self.small_slot(key)
+            e: i64 = small[slot]
+            while e != NONE:
+                if e >> ID_BITS == key:
+                    return False
+                slot = slot + 1 if slot + 1 < self.small_size else 0
+                e = small[slot]
+            small[slot] = (key << ID_BITS) | rank
+            return True
         h: i64 = 0
         i: i64 = 0
         while i < size:
@@ -223,27 +272,51 @@ class TokenTable:
         if self.find_hashed(blob, offset, size, h) != NONE:
             return False
         entries = self.entries
-        slot: i64 = self.slot(h)
+        slot = self.slot(h)
         while entries[slot << 1] != NONE:
-            slot = (slot + 1) & self.mask
+            slot += 1
+            if slot == self.size:
+                slot = 0
         entries[slot << 1] = ((h >> ID_BITS) << ID_BITS) | rank
         entries[(slot << 1) + 1] = packed(blob, offset, size) if size <= SHORT else (offset << ID_BITS) | size
-        if size == 2:
-            self.pairs[(i64(blob[offset]) << 8) | i64(blob[offset + 1])] = rank
         return True
 
     def slot(self, h: i64) -> i64:
-        return (((h ^ (h >> 29)) * MIX) >> 40) & self.mask
+        """The home slot in `entries` of hash h: 32 mixed bits scaled to the size."""
+        return (((((h ^ (h >> 29)) * MIX) >> 32) & M32) * self.size) >> 32
+
+    def small_slot(self, key: i64) -> i64:
+        """The home slot in `small` of a small_key."""
+        return ((((key * MIX) >> 32) & M32) * self.small_size) >> 32
 
     def find(self, raw: bytes, prefix: vec[i64], start: i64, end: i64) -> i64:
         """The rank of raw[start:end] (prefix: the prefix hashes of raw), or NONE."""
-        if end - start == 2:
-            return self.pairs[(i64(raw[start]) << 8) | i64(raw[start + 1])]
-        h: i64 = (prefix[end] - prefix[start] * self.powers[end - start]) & M62
-        return self.find_hashed(raw, start, end - start, h)
+        size: i64 = end - start
+        if size == 2:
+            return i64(self.pairs[(i64(raw[start]) << 8) | i64(raw[start + 1])])
+        if size <= SMALL:
+            return self.find_small(raw, start, size)
+        h: i64 = (prefix[end] - prefix[start] * self.powers[size]) & M62
+        return self.find_hashed(raw, start, size, h)
+
+    def find_small(self, raw: bytes, start: i64, size: i64) -> i64:
+        """The rank of the token raw[start:start + size] (3 to SMALL bytes), or NONE."""
+        key: i64 = small_key(raw, start, size)
+        small = self.small
+        slot: i64 = self.small_slot(key)
+        while True:
+            e: i64 = small[slot]
+            if e == NONE:
+                return NONE
+            if e >> ID_BITS == key:
+                return e & M21
+            slot += 1
+            if slot == self.small_size:
+                slot = 0
 
     def find_hashed(self, raw: bytes, start: i64, size: i64, h: i64) -> i64:
-        """The rank of the token raw[start:start + size] whose hash is h, or NONE."""
+        """The rank of the token raw[start:start + size] (1 byte, or more than SMALL) whose hash
+        is h, or NONE."""
         entries = self.entries
         tag: i64 = h >> ID_BITS
         short: i64 = packed(raw, start, size) if size <= SHORT else NONE
@@ -259,7 +332,20 @@ class TokenTable:
                         return e & M21
                 elif where & M21 == size and same_bytes(self.blob, where >> ID_BITS, raw, start, size):
                     return e & M21
-            slot = (slot + 1) & self.mask
+            slot += 1
+            if slot == self.size:
+                slot = 0
+
+
+def small_key(data: bytes, start: i64, size: i64) -> i64:
+    """data[start:start + size] (3 to SMALL bytes) as a key of 42 bits: the bytes
+    little-endian << 2 | size - 3 (below 2**63 with a rank beside it, for an interpreted build)."""
+    word: i64 = 0
+    i: i64 = size - 1
+    while i >= 0:
+        word = (word << 8) | i64(data[start + i])
+        i -= 1
+    return (word << 2) | (size - 3)
 
 
 def packed(data: bytes, start: i64, size: i64) -> i64:
@@ -292,7 +378,6 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
     starts: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     pair_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     part_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
-    left_of: vec[i64] = vec[i64]([NONE] * count)  # each token's left part (its merge), by rank
     splits: vec[i64] = vec[i64]([NONE] * count)  # each token's pair, as split_short gives it
     proper: bool = True
     r: i64 = 0
@@ -320,18 +405,18 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
                 prefix[i + 1] = (prefix[i] * HASH_MUL + i64(raw[i]) + 1) & M62
                 i += 1
             if size < LONG_TOKEN:
-                split = split_short(table, raw, prefix, byte_rank, left_of, starts, pair_ranks, part_ranks)
+                split = split_short(table, raw, prefix, byte_rank, r, starts, pair_ranks, part_ranks)
             else:
-                split = split_long(table, raw, prefix, byte_rank, left_of)
+                split = split_long(table, raw, prefix, byte_rank, r)
             if split != NONE:
                 if split & IMPROPER:
                     proper = False
                 splits[r] = split & ~IMPROPER
-                left_of[r] = (split >> ID_BITS) & M21
         r += 1
     # ids: the tokens with a pair by rank, then the whole ones; merges name their parts' ids
     merges: list[tuple[int, int]] = []
     public: list[int] = [int(byte_rank[b]) for b in range(256)]
+    spelled: list[bytes] = [tokens[byte_rank[b]] for b in range(256)]
     whole: list[bytes] = []
     whole_ranks: list[int] = []
     r = 0
@@ -343,6 +428,7 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
             else:
                 own[r] = len(public)  # 256 bytes, then one entry per token with a pair so far
                 public.append(int(r))
+                spelled.append(tokens[r])
         r += 1
     ranked: bool = len(whole) > 0
     for k in range(256, len(public)):
@@ -355,7 +441,7 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
             ranked = True
         merges.append((left, right))
     public.extend(whole_ranks)
-    return RankVocab(merges, public, proper and not ranked, whole, ranked)
+    return RankVocab(merges, public, proper and not ranked, whole, ranked, spelled)
 
 
 def split_short(
@@ -363,17 +449,25 @@ def split_short(
     raw: bytes,
     prefix: vec[i64],
     byte_rank: vec[i64],
-    left_of: vec[i64],
+    rank: i64,
     starts: vec[i64],
     pair_ranks: vec[i64],
     part_ranks: vec[i64],
 ) -> i64:
-    """tiktoken's merge of raw (fewer than LONG_TOKEN bytes), every rank allowed: the ranks
-    of the two parts it ends in, as left << 21 | right, with IMPROPER set when a step glued two
-    parts that are not the glued token's own merge (left_of[rank]: its left part), or NONE when
-    it does not end in two parts that are tokens.  starts[i] is where part i starts,
-    part_ranks[i] its rank; pair_ranks[i] the rank of parts i and i + 1 glued (NONE: no
-    token)."""
+    """tiktoken's merge of raw (fewer than LONG_TOKEN bytes, the token of rank `rank`), every
+    rank allowed: the ranks of the two parts it ends in, as left << 21 | right, with IMPROPER set
+    when a step glued two parts that are not the glued token's own merge, or NONE when it does
+    not end in two parts that are tokens.  starts[i] is where part i starts, part_ranks[i] its
+    rank; pair_ranks[i] the rank of parts i and i + 1 glued (NONE: no token).  Once two parts
+    are left, their pair (raw itself) is not looked up.
+
+    A step is improper exactly when it glues a token of a rank above `rank`, which
+    merges_of_ranks has not split yet (it goes by rank).  A step that makes a token C of a lower
+    rank glues C's own merge: C's bytes are a run of raw's that ends as one part, so no step
+    glued across its ends; each step inside it glued the lowest pair of all, hence the lowest
+    (and leftmost of equals) inside C -- the steps inside C are the merge of C's own bytes, whose
+    last step made C from its own merge.  So no lookup of C's merge is needed (it cost a cache
+    miss a step)."""
     n: i64 = len(raw)
     i: i64 = 0
     while i < n:
@@ -399,7 +493,7 @@ def split_short(
         if at < 0:
             return NONE
         parts -= 1
-        if left_of[best] != part_ranks[at]:
+        if best > rank:
             improper = IMPROPER
         part_ranks[at] = best
         i = at + 1
@@ -408,6 +502,8 @@ def split_short(
             part_ranks[i] = part_ranks[i + 1]
             pair_ranks[i] = pair_ranks[i + 1]
             i += 1
+        if parts == 2:
+            break  # the pair of the last two parts is the token itself: no lookup
         if at < parts - 1:
             end2: i64 = starts[at + 2] if at + 2 < parts else n
             pair_ranks[at] = table.find(raw, prefix, starts[at], end2)
@@ -419,7 +515,7 @@ def split_short(
     return improper | (part_ranks[0] << ID_BITS) | part_ranks[1]
 
 
-def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], byte_rank: vec[i64], left_of: vec[i64]) -> i64:
+def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], byte_rank: vec[i64], rank: i64) -> i64:
     """split_short for a token of any length: a linked list of parts (nxt[i]: where the part
     starting at i ends, ranks[i] its rank) and a binary min-heap of keys rank << 42 | start << 21
     | end of the right part, stale ones skipped when popped -- the algorithm of
@@ -461,12 +557,14 @@ def split_long(table: TokenTable, raw: bytes, prefix: vec[i64], byte_rank: vec[i
             continue  # stale: one of the two parts has grown since
         alive[b] = 0
         nxt[a] = end
-        if left_of[top >> 42] != ranks[a]:
+        if top >> 42 > rank:
             improper = IMPROPER
         ranks[a] = top >> 42
         if end < n:
             prv[end] = a
         parts -= 1
+        if parts == 2:
+            break
         key = pair_key(table, raw, prefix, nxt, a)
         if key != NONE:
             heap, size = heap_push(heap, size, key)
@@ -491,3 +589,4 @@ def pair_key(table: TokenTable, raw: bytes, prefix: vec[i64], nxt: vec[i64], a: 
     if rank == NONE:
         return NONE
     return (rank << 42) | (a << ID_BITS) | end
+

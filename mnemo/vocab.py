@@ -63,6 +63,9 @@ class TokenizerFields:
     #: tokenizer.bin only: the encoder's prebuilt tables (encode_chunk.export_tables), when the
     #: file holds tables of this encoder's layout; None: the encoder builds them from the merges
     encoder_tables: bytes | None = None
+    #: the rank-file loader only (ranks.RankVocab.spelled): the bytes of ids 0..255 +
+    #: len(merges), which the encoder then does not spell from the merges; None: it spells them
+    spelled: list[bytes] | None = None
     #: tokenizer.bin only: the program that wrote the file (its WRTR section), if it says
     writer: str | None = None
     #: a superword tokenizer's transition T (docs/superword.md): merges making ids >= T are

@@ -208,7 +208,9 @@ class Vocabulary:
             fields = dataclasses.replace(fields, id_map=None)
         spelled: list[bytes]
         if fields.superword is None:
-            self._encoder = Encoder(merges, wide=n_vocab > VOCAB16, whole=whole, tables=fields.encoder_tables or b"")
+            self._encoder = Encoder(
+                merges, wide=n_vocab > VOCAB16, whole=whole, tables=fields.encoder_tables or b"", spelled=fields.spelled
+            )
             spelled = self._encoder.spelled
         else:  # its tables are always built (a superword file has no ENCT section)
             sup = SuperEncoder(merges, fields.superword, rule_id(fields.stage2 or ""), wide=n_vocab > VOCAB16)

@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from librt.vecs import vec
+from mypy_extensions import i64
 
 from mnemo import FormatError, Tokenizer
+from mnemo.encode_chunk import spell_merges
 from mnemo.patterns import compile_pattern
 from mnemo.formats.common import tokenizer_of
 from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, _split_by_ranks, from_mergeable_ranks, load_tiktoken, parse_tiktoken
@@ -155,6 +158,8 @@ def test_merges_of_ranks_is_the_python_path(long: bool) -> None:
         tokens = random_vocab(rng, long)
         fast = merges_of_ranks(tokens)
         assert fast is not None and compiled_vocab(tokens) == python_vocab(tokens)
+        # the bytes handed to the encoder are those it would spell from the merges
+        assert fast.spelled == spell_merges(vec[i64]([a for a, _ in fast.merges]), vec[i64]([b for _, b in fast.merges]))
         if fast.ranked:
             ranked += 1
             assert not fast.proper
@@ -197,6 +202,11 @@ def test_missing_bytes_and_repeats_are_declined() -> None:
     assert merges_of_ranks(tokens[:-1]) is None  # byte 255 has no token
     assert merges_of_ranks([*tokens, b"a"]) is None  # listed twice
     assert merges_of_ranks([*tokens, b""]) is None
+    # a repeat found in each of TokenTable's tables: two bytes, 3 to SMALL bytes, longer
+    for raw in (b"ab", b"abc", b"abcde", b"abcdef", b"abcdefgh", bytes(range(250, 256)) * 3):
+        parts = [raw[:i] for i in range(2, len(raw) + 1)]
+        assert merges_of_ranks([*tokens, *parts]) is not None
+        assert merges_of_ranks([*tokens, *parts, raw]) is None, raw
     vocab = merges_of_ranks([*tokens, b"ab", b"abc"])
     assert vocab is not None and vocab.merges == [(97, 98), (256, 99)] and vocab.public == list(range(258))
     assert not vocab.ranked and vocab.whole == [] and vocab.proper

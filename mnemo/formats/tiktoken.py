@@ -248,7 +248,8 @@ def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tok
     tables = tables_all_spelled(vocab.merges) if vocab.proper else None
     return Tokenizer._from_checked(
         TokenizerFields(
-            vocab.merges, pattern, names, "id", None, vocab.public + ids, vocab.whole, vocab.ranked, encoder_tables=tables
+            vocab.merges, pattern, names, "id", None, vocab.public + ids, vocab.whole, vocab.ranked, encoder_tables=tables,
+            spelled=vocab.spelled,
         )
     )
 
