@@ -500,7 +500,7 @@ class _Rewriter:
         return f"(?:(?<={w})(?={w})|(?<!{w})(?!{w}))"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Followed:
     """A regex as the reference's tables read it: `text` (the regex itself when no set it holds
     differs) and the code points where it and the regex as written may match differently
