@@ -18,7 +18,10 @@ tests Rust's char::is_numeric, of Unicode 17.0 (mnemo/_unicode_data.py, probed f
 `unicode` takes a version ("16.0.0") or an engine ("tiktoken", "tokenizers", "regex").  Each
 preset names the engine its model's own tokenizer runs on; a regex given as a string and the
 five named patterns default to "regex" (18.0.0), which is what tokenizer.bin files written
-before the version was recorded were made with.
+before the version was recorded were made with.  A regex outside the family runs through the
+`regex` module on any of these tables: on another than its own, rewritten where the two differ
+(mnemo/regex_tables.py); what cannot be rewritten is a ConfigError naming it when the table was
+asked for.
 
 Ids.  The five named patterns keep the ids tokenizer.bin v2 stores (constants.PATTERNS: 0-4).
 Every other SplitPattern gets the next free handle when it is first compiled in a process: a

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import regex
 
-from mnemo import ConfigError
+from mnemo import ConfigError, Tokenizer
 from mnemo import _unicode_data as udata
 from mnemo import patterns as P
 from mnemo import pretokenize as pt
@@ -119,6 +119,19 @@ def test_cl100k_ranks_with_a_regex_outside_the_family_give_tiktokens_ids(pattern
             assert same.encode_ordinary(text) == want, f"U+{cp:04X} in {text!r}"
             differ += newer.encode_ordinary(text) != want
     assert differ > 10_000
+
+
+def test_tokenizer_bin_keeps_the_table(cl100k_ranks: dict[bytes, int], tmp_path: Path) -> None:
+    """tokenizer.bin's pattern description holds the regex and its Unicode version (PATN,
+    docs/formats.md): loaded back, a regex outside the family follows tiktoken's tables again."""
+    tok = from_mergeable_ranks(cl100k_ranks, LOOKBEHIND, {}, unicode="tiktoken")
+    tok.save(tmp_path / "t.bin")
+    again = Tokenizer.load(tmp_path / "t.bin")
+    assert again.split_pattern.unicode == REF and again.split_pattern.engine == "regex"
+    assert again.fingerprint == tok.fingerprint
+    for text in ("\u058b/U", "a\u058bb \u0130in"):
+        assert again.encode_ordinary(text) == tok.encode_ordinary(text)
+    assert tok.encode_ordinary("\u058b/U") != from_mergeable_ranks(cl100k_ranks, LOOKBEHIND, {}).encode_ordinary("\u058b/U")
 
 
 def test_the_native_regex_runs_texts_without_a_mark() -> None:

@@ -21,7 +21,9 @@ step can be -- no space put in front (ByteLevel's add_prefix_space), no Removed 
 regex in the family mnemo compiles -- it runs them as one pattern in mnemo's scanner, on the
 Unicode tables tokenizers itself holds (`compiled_pattern`; the `regex` module's are newer, and
 would split letters new since Unicode 16 otherwise than tokenizers).  Otherwise it runs them in
-plain Python with the `regex` module: the reference the tests compare with `tokenizers`.
+plain Python with the `regex` module, on tokenizers' tables too (mnemo/regex_tables.py rewrites
+each regex where the `regex` module's differ; Digits is char::is_numeric spelt out): the
+reference the tests compare with `tokenizers`.
 Semantics, as tokenizers' pre_tokenizers/*.rs and normalizer.rs have them: a step runs on each
 piece the previous steps left; a regex is searched as Oniguruma's find_iter does (an empty
 match right where the previous match ended is skipped); behaviors fold the (piece, is-match)
