@@ -71,6 +71,10 @@ _LONG_NAMES: Final = {
 _ALLOWED_FLAGS: Final = frozenset("imsu")
 _QUANTIFIER: Final = re.compile(r"\{\d*(,\d*)?\}")
 _BRACES: Final = re.compile(r"\{[^{}]*\}")
+_LEADING_FLAGS: Final = re.compile(r"\(\?([a-zA-Z0-9]+)\)")
+_NAMED_GROUP: Final = re.compile(r"\(\?(?:P?<(?![=!])[^>]*>|'[^']*')")
+_GROUP_REFERENCE: Final = re.compile(r"\(\?(?:P=[^)]*|P>[^)]*|&[^)]*|R|[+-]?\d+)\)")  # a backreference, a call
+_FLAG_GROUP: Final = re.compile(r"\(\?([a-zA-Z0-9]*)(?:-([a-zA-Z]*))?([:)])")
 _CONTROL_ESCAPES: Final = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "e": 27}
 
 
@@ -219,14 +223,14 @@ class _Parser:
         """Global flag groups at the start: (?i), (?ims)..."""
         fold = False
         while True:
-            m = re.match(r"\(\?([a-zA-Z0-9]+)\)", self.s[self.i :])
+            m = _LEADING_FLAGS.match(self.s, self.i)
             if m is None:
                 return fold
             flags = m.group(1)
             self.check_flags(flags.replace("V0", ""))
             fold = fold or "i" in flags
             out.append(m.group(0))
-            self.i += m.end()
+            self.i = m.end()
 
     def check_flags(self, flags: str) -> None:
         for f in flags:
@@ -249,18 +253,18 @@ class _Parser:
             j = s.find(")", i)
             self.i = j + 1
             return s[i : j + 1]
-        m = re.compile(r"\(\?(?:P?<(?![=!])[^>]*>|'[^']*')").match(s, i)
+        m = _NAMED_GROUP.match(s, i)
         if m is not None:  # a named group
             stack.append(fold)
             self.i = m.end()
             return m.group(0)
-        m = re.compile(r"\(\?(?:P=[^)]*|P>[^)]*|&[^)]*|R|[+-]?\d+)\)").match(s, i)
-        if m is not None:  # a backreference by name, or a call of a group
+        m = _GROUP_REFERENCE.match(s, i)
+        if m is not None:
             if m.group(0).startswith("(?P=") and fold:
                 raise self.fail("a backreference under (?i)")
             self.i = m.end()
             return m.group(0)
-        m = re.compile(r"\(\?([a-zA-Z0-9]*)(?:-([a-zA-Z]*))?([:)])").match(s, i)
+        m = _FLAG_GROUP.match(s, i)
         if m is not None:
             on, off = m.group(1).replace("V0", ""), m.group(2) or ""
             self.check_flags(on + off)
