@@ -69,6 +69,9 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/ray_data.py         Ray Data's map_batches callable: a loop over a batch's rows around
                             the compiled encoder
   mnemo/regex_family.py     parses a split regex and builds its tables with numpy, once per pattern
+  mnemo/regex_tables.py     rewrites a regex outside the family for another Unicode table, once per
+                            pattern (numpy and the `regex` module do the work); the check of each
+                            text is pretokenize.marked, compiled
   mnemo/reference.py        the naive twins: the oracle the compiled code is tested against
                             stays plain Python, so it cannot share a compiler bug with it
   mnemo/reference_superword.py  the naive twins of superword.py: the oracle stays plain Python,

@@ -18,7 +18,10 @@ tests Rust's char::is_numeric, of Unicode 17.0 (mnemo/_unicode_data.py, probed f
 `unicode` takes a version ("16.0.0") or an engine ("tiktoken", "tokenizers", "regex").  Each
 preset names the engine its model's own tokenizer runs on; a regex given as a string and the
 five named patterns default to "regex" (18.0.0), which is what tokenizer.bin files written
-before the version was recorded were made with.
+before the version was recorded were made with.  A regex outside the family runs through the
+`regex` module on any of these tables: on another than its own, rewritten where the two differ
+(mnemo/regex_tables.py); what cannot be rewritten is a ConfigError naming it when the table was
+asked for.
 
 Ids.  The five named patterns keep the ids tokenizer.bin v2 stores (constants.PATTERNS: 0-4).
 Every other SplitPattern gets the next free handle when it is first compiled in a process: a
@@ -39,6 +42,7 @@ import regex
 from mnemo import _unicode_data as udata
 from mnemo import pretokenize as pt
 from mnemo import regex_family as rf
+from mnemo import regex_tables as rt
 from mnemo.constants import PATTERNS
 from mnemo.errors import ConfigError, InputError
 
@@ -152,6 +156,9 @@ class SplitPattern:
     reasons: tuple[str, ...]  # per step: why it runs through `regex` ("" when compiled)
     id: int
     program: pt.SplitProgram
+    # per step: why it runs on the `regex` module's own tables rather than `unicode` ("" when it
+    # follows `unicode`: compiled, or rewritten by regex_tables)
+    off_table: tuple[str, ...] = ()
 
     @property
     def regex(self) -> str | None:
@@ -184,7 +191,9 @@ class SplitPattern:
         label = self.name if self.name is not None else repr(self.spec if len(self.spec) <= 60 else self.spec[:57] + "...")
         what = "mnemo's scanner" if self.engine == "scanner" else "the regex module (outside the compiled family)"
         steps = f", {len(self.steps)} split steps" if len(self.steps) > 1 else ""
-        return f"{label}: {what}, Unicode {self.unicode}{steps}"
+        off = next((why for why in self.off_table if why), "")
+        tables = f"Unicode {self.unicode}" if not off else f"the regex module's Unicode {udata.DEFAULT}, not {self.unicode} ({off})"
+        return f"{label}: {what}, {tables}{steps}"
 
 
 # A spec that is only a name is a misspelt preset, not a regex (it would split off nothing but
@@ -203,14 +212,17 @@ def _check_regex(text: str) -> regex.Pattern[str]:
 
 def _not_followed(step: SplitStep, reason: str, table: str) -> ConfigError:
     return ConfigError(
-        f"split regex {step.regex!r} is outside the family mnemo compiles ({reason}), so the `regex` "
-        f"module runs it, with its own Unicode {udata.DEFAULT} tables, not {table} as asked; "
-        "pass unicode=None to accept that"
+        f"split regex {step.regex!r} is outside the family mnemo compiles, so the `regex` module runs it, "
+        f"and it cannot be made to match on Unicode {table}'s tables as asked: {reason}; pass unicode=None "
+        f"(or 'regex') to run it on the regex module's own Unicode {udata.DEFAULT} tables"
     )
 
 
-def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.SplitProgram, str, str]:
-    """(program, engine, reason) of one step."""
+def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.SplitProgram, str, str, str]:
+    """(program, engine, reason it is not compiled, reason it does not follow `table`) of one step.
+    A regex outside the family follows `table` through regex_tables (its sets rewritten where the
+    `regex` module's tables differ); one it cannot carry over runs on `regex`'s own tables, or
+    with `explicit` is refused."""
     try:
         if step.kind == "digits":
             branches = rf.digits_branches()
@@ -221,14 +233,18 @@ def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.Split
     except rf.NotInFamily as err:
         if step.kind == "digits":
             raise AssertionError(f"the digits step does not compile: {err}") from None
-        if explicit and table != udata.DEFAULT:
-            raise _not_followed(step, str(err), table)
-        return pt.regex_program(_check_regex(step.regex)), "regex", str(err)
+        try:
+            tr = rt.table_regex(step.regex, table)
+        except rt.NotFollowed as nf:
+            if explicit:
+                raise _not_followed(step, str(nf), table) from None
+            return pt.regex_program(_check_regex(step.regex)), "regex", str(err), str(nf)
+        return pt.regex_program(tr.native, tr.rewritten, tr.marks), "regex", str(err), ""
     prog = pt.scan_program(
         c.n_atoms, c.ascii, c.stage1, c.stage2, c.shift, c.invalid_atom, c.code, c.branch_at,
         c.cand_at, c.cands, c.masks, c.groups, c.act1, c.act2, c.act3, c.whites, c.follows, c.caseds, c.pair, c.tri, c.start_mask,
     )  # fmt: skip
-    return prog, "scanner", ""
+    return prog, "scanner", "", ""
 
 
 _CACHE: dict[tuple[str | None, tuple[SplitStep, ...], str], SplitPattern] = {}
@@ -239,16 +255,17 @@ def _build(spec: str, name: str | None, steps: tuple[SplitStep, ...], table: str
     key = (name, steps, table)
     found = _CACHE.get(key)
     if found is not None:
-        if explicit and table != udata.DEFAULT:
-            for step, engine, reason in zip(found.steps, found.engines, found.reasons):
-                if engine == "regex":
-                    raise _not_followed(step, reason, table)
+        if explicit:
+            for step, why in zip(found.steps, found.off_table):
+                if why:
+                    raise _not_followed(step, why, table)
         return found
     if not steps:
         raise ConfigError("a split pattern needs at least one step")
     programs: list[pt.SplitProgram] = []
     engines: list[str] = []
     reasons: list[str] = []
+    off_table: list[str] = []
     for step in steps:
         if step.behavior not in BEHAVIORS:
             raise ConfigError(f"unknown split behavior {step.behavior!r}; use one of {', '.join(BEHAVIORS)}")
@@ -258,10 +275,11 @@ def _build(spec: str, name: str | None, steps: tuple[SplitStep, ...], table: str
             raise ConfigError(f"unknown unmatched-text rule {step.unmatched!r}; use 'keep' or 'refuse'")
         if step.unmatched == "refuse" and (step.kind != "regex" or step.behavior != "isolated" or step.invert):
             raise ConfigError("unmatched='refuse' is for an isolated, not inverted regex step (a match is a piece)")
-        prog, engine, reason = _step_program(step, step.unicode or table, explicit)
+        prog, engine, reason, off = _step_program(step, step.unicode or table, explicit)
         programs.append(prog)
         engines.append(engine)
         reasons.append(reason)
+        off_table.append(off)
     if len(programs) == 1 and steps[0].behavior == "isolated" and not steps[0].invert and steps[0].unmatched == "keep":
         program = programs[0]
     else:
@@ -276,7 +294,7 @@ def _build(spec: str, name: str | None, steps: tuple[SplitStep, ...], table: str
         if found is not None:
             return found
         pid = PATTERNS.index(name) if named and name is not None else len(_REGISTRY)
-        pattern = SplitPattern(spec, name, steps, table, tuple(engines), tuple(reasons), pid, program)
+        pattern = SplitPattern(spec, name, steps, table, tuple(engines), tuple(reasons), pid, program, tuple(off_table))
         if pid < len(_REGISTRY):
             _REGISTRY[pid] = pattern
         else:

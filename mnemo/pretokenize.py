@@ -62,6 +62,7 @@ from mnemo.errors import ConfigError, InputError
 KIND_SCAN: Final[i64] = 0
 KIND_REGEX: Final[i64] = 1
 KIND_SEQUENCE: Final[i64] = 2
+KIND_MARKS: Final[i64] = 3  # not a pattern: a table of marked characters (marks_program)
 
 # Item records, assertions and shortcut actions: the same numbers as mnemo/regex_family.py (a
 # test checks).  Written as literals so that mypyc folds them into the compiled comparisons.
@@ -195,11 +196,15 @@ class _RegexCursor(_Cursor):
     tiles: list[str] | None
     k: i64
 
-    def __init__(self, rx: Any, data: bytes, start: i64, end: i64) -> None:
+    def __init__(self, p: SplitProgram, data: bytes, start: i64, end: i64) -> None:
         super().__init__(data, start, end)
         raw = data[start:end]
         self.text = raw.decode("utf-8", "surrogateescape")
         self.is_ascii = len(self.text) == len(raw)
+        rx = p.rx
+        marks = p.marks
+        if marks is not None and not self.is_ascii and marked(marks, data, start, end):
+            rx = p.rx_ref
         self.cpos = 0
         self.pend_s = -1
         self.pend_e = -1
@@ -324,8 +329,11 @@ class SplitProgram:
     run_cnt: i64
     run_stop: i64
     run_prev: i64
-    # KIND_REGEX
+    # KIND_REGEX: the regex; the regex rewritten for a reference's Unicode tables and the
+    # characters on which the two differ (a KIND_MARKS table), or None (regex_tables.py)
     rx: Any
+    rx_ref: Any
+    marks: SplitProgram | None
     # KIND_SEQUENCE
     steps: list[SplitProgram]
     behaviors: vec[i64]
@@ -369,6 +377,8 @@ class SplitProgram:
         self.run_stop = -1
         self.run_prev = -1
         self.rx = None
+        self.rx_ref = None
+        self.marks = None
         self.steps = []
         self.behaviors = vec[i64]()
         self.last = None
@@ -426,11 +436,43 @@ def scan_program(
     return p
 
 
-def regex_program(rx: Any) -> SplitProgram:
-    """A KIND_REGEX program: `rx` is a compiled `regex` pattern."""
+def regex_program(rx: Any, rx_ref: Any = None, marks: SplitProgram | None = None) -> SplitProgram:
+    """A KIND_REGEX program: `rx` is a compiled `regex` pattern.  With `marks` (marks_program),
+    a text holding a marked character runs `rx_ref` instead (mnemo/regex_tables.py)."""
     p = SplitProgram(KIND_REGEX)
     p.rx = rx
+    if marks is not None:
+        p.rx_ref = rx_ref
+        p.marks = marks
     return p
+
+
+def marks_program(stage1: bytes, stage2: bytes, shift: i64) -> SplitProgram:
+    """A KIND_MARKS table: a two-stage table of one byte per code point, nonzero where marked
+    (invalid bytes are not)."""
+    p = SplitProgram(KIND_MARKS)
+    p.table = stage1 + stage2
+    p.stage2_at = len(stage1)
+    p.shift = shift
+    p.low = (1 << shift) - 1
+    return p
+
+
+def marked(t: SplitProgram, data: bytes, start: i64, end: i64) -> bool:
+    """Does data[start:end] hold a character the KIND_MARKS table `t` marks?  One pass over the
+    bytes, ASCII skipped (the check that keeps a regex on a reference's tables at the native
+    regex's speed: docs/pretokenizer.md)."""
+    i = start
+    while i < end:
+        b: i64 = data[i]
+        if b < 0x80:
+            i += 1
+            continue
+        r = _decode(t, data, i, end)
+        if (r & 0xFF) != 0:
+            return True
+        i += r >> 8
+    return False
 
 
 def sequence_program(steps: list[SplitProgram], behaviors: list[int]) -> SplitProgram:
@@ -1213,7 +1255,7 @@ def _scan_stateful(p: SplitProgram, data: bytes, pos: i64, end: i64) -> i64:
     if p.kind == KIND_REGEX:
         rc: _RegexCursor
         if c is None or not isinstance(c, _RegexCursor):
-            rc = _RegexCursor(p.rx, data, pos, end)
+            rc = _RegexCursor(p, data, pos, end)
             _keep_cursor(p, rc, data, end)
         else:
             rc = c
@@ -1243,7 +1285,7 @@ def _step_segment(step: SplitProgram, c: _SeqCursor, k: i64, data: bytes, pos: i
         return _segment(step, data, pos, lim)
     sub = c.subs[k]
     if sub is None or sub.next != pos or sub.end != lim:
-        sub = _RegexCursor(step.rx, data, pos, lim)
+        sub = _RegexCursor(step, data, pos, lim)
         c.subs[k] = sub
     return sub.segment()
 

@@ -721,7 +721,7 @@ def _atoms(sets: list[CharSet], version: str) -> tuple[npt.NDArray[np.uint8], li
     return atoms, masks
 
 
-def _two_stage(atoms: npt.NDArray[np.uint8]) -> tuple[bytes, bytes, int]:
+def two_stage(atoms: npt.NDArray[np.uint8]) -> tuple[bytes, bytes, int]:
     raw = atoms.tobytes()
     for shift in range(7, 13):
         size = 1 << shift
@@ -1020,7 +1020,7 @@ def compile_branches(branches: tuple[Branch, ...], version: str) -> Compiled:
     sets = _collect_sets(branches)
     atoms, set_masks = _atoms(sets, version)
     n_atoms = int(atoms.max()) + 1
-    stage1, stage2, shift = _two_stage(atoms)
+    stage1, stage2, shift = two_stage(atoms)
     by_set = dict(zip(sets, set_masks))
     masks: list[int] = list(dict.fromkeys(set_masks))
     code: list[int] = []

@@ -378,7 +378,11 @@ def test_compile_pattern_api() -> None:
         ("", None, "an empty split pattern"),
         ("gpt3", None, r"unknown pattern 'gpt3': not a preset -- use one of 'mnemonic'"),
         ("gpt2", "15.0.0", r"unknown Unicode version or engine '15.0.0'; use one of 18.0.0, 16.0.0"),
-        (r"\w+|.", "tiktoken", r"outside the family mnemo compiles.*not 16.0.0 as asked; pass unicode=None"),
+        (
+            r"\p{Han}+|.",
+            "tiktoken",
+            r"outside the family mnemo compiles.*Unicode 16.0.0's tables as asked: the property \\p\{Han\}.*pass unicode=None",
+        ),
     ],
 )
 def test_compile_pattern_errors(spec: str, unicode: str | None, message: str) -> None:

@@ -38,7 +38,7 @@ from mnemo.formats.gpt2 import vocab_from_json
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
 from mnemo.formats.hf_post import PostProcessor, parse_post_processor
-from mnemo.formats.hf_pretok import PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
+from mnemo.formats.hf_pretok import TOKENIZERS_UNICODE, PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex, regex_to_onig
 from mnemo.patterns import compile_pattern
 from mnemo.pretokenize import PATTERN_REGEX
@@ -152,10 +152,16 @@ class HFTokenizer:
         if self._fast is not None:
             return f"{self._fast} (compiled)"
         compiled = self._runner.pattern
+        if compiled is not None:
+            how = f" (compiled, Unicode {compiled.unicode})"
+        else:
+            self._runner.compiled  # noqa: B018 -- compiles the steps, which sets off_table
+            off = self._runner.off_table
+            how = f" (the regex module, Unicode {TOKENIZERS_UNICODE})" if not off else f" (the regex module, on its own Unicode tables: {off})"
         return " -> ".join(
             "space in front" if s.kind == "prefix" else f"Split({s.source!r}, {s.behavior}{', invert' if s.invert else ''})"
             for s in self.pre.steps
-        ) + (f" (compiled, Unicode {compiled.unicode})" if compiled is not None else " (the regex module)")
+        ) + how
 
     # ---- the pipeline ----
 

@@ -21,7 +21,9 @@ step can be -- no space put in front (ByteLevel's add_prefix_space), no Removed 
 regex in the family mnemo compiles -- it runs them as one pattern in mnemo's scanner, on the
 Unicode tables tokenizers itself holds (`compiled_pattern`; the `regex` module's are newer, and
 would split letters new since Unicode 16 otherwise than tokenizers).  Otherwise it runs them in
-plain Python with the `regex` module: the reference the tests compare with `tokenizers`.
+plain Python with the `regex` module, on tokenizers' tables too (mnemo/regex_tables.py rewrites
+each regex where the `regex` module's differ; Digits is char::is_numeric spelt out): the
+reference the tests compare with `tokenizers`.
 Semantics, as tokenizers' pre_tokenizers/*.rs and normalizer.rs have them: a step runs on each
 piece the previous steps left; a regex is searched as Oniguruma's find_iter does (an empty
 match right where the previous match ended is skipped); behaviors fold the (piece, is-match)
@@ -38,7 +40,9 @@ from typing import Any, Final
 
 import regex
 
+from mnemo import _unicode_data as udata
 from mnemo import patterns as P
+from mnemo import regex_tables as rt
 from mnemo.checks import pattern_too_long
 from mnemo.errors import ConfigError, FormatError
 from mnemo.formats.common import excerpt
@@ -46,6 +50,9 @@ from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex
 
 #: tokenizers' ByteLevel regex (pre_tokenizers/byte_level.rs), which Oniguruma and `regex` read alike
 BYTE_LEVEL_REGEX: Final = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+#: the Unicode tables tokenizers' Oniguruma holds (its Split's classes)
+TOKENIZERS_UNICODE: Final = udata.ENGINES["tokenizers"]
 
 BEHAVIORS: Final = {
     "Removed": "removed",
@@ -296,10 +303,13 @@ def compiled_pattern(pre: PreTokenizer) -> P.SplitPattern | None:
         if s.kind != "split" or s.behavior not in P.BEHAVIORS:
             return None
         steps.append(P.SplitStep(s.regex, s.behavior, s.invert, "digits" if s.digits else "regex"))
-    try:  # strict: a step outside the family (which `regex` would run on its own tables) is None
-        return P.compile_steps(steps, "tokenizers")
+    try:  # strict: a step `regex` cannot run on tokenizers' tables is a ConfigError
+        pattern = P.compile_steps(steps, "tokenizers")
     except ConfigError:
         return None
+    # a step outside the family runs in plain Python (Runner.split_in_python: Oniguruma's empty
+    # matches and every behavior), on tokenizers' tables too
+    return pattern if pattern.engine == "scanner" else None
 
 
 class Runner:
@@ -308,12 +318,29 @@ class Runner:
     def __init__(self, pre: PreTokenizer) -> None:
         self.pre = pre
         self.pattern = compiled_pattern(pre)
+        #: why a step runs on the `regex` module's own Unicode tables, not tokenizers' ("": none does)
+        self.off_table = ""
 
     @cached_property
-    def compiled(self) -> list[regex.Pattern[str] | None]:
-        """Each step's regex (None for the prefix step), compiled when first asked for: a
-        pre-tokenizer that compiles into the scanner runs none of them."""
-        return [regex.compile(s.regex) if s.kind == "split" else None for s in self.pre.steps]
+    def compiled(self) -> list[rt.TableRegex | None]:
+        """Each step's regex on tokenizers' Unicode tables (None for the prefix step), compiled
+        when first asked for: a pre-tokenizer that compiles into the scanner runs none of them.
+        A Digits step is Rust's char::is_numeric spelt out (its own Unicode version); a regex
+        step is rewritten where the `regex` module's tables differ (mnemo/regex_tables.py), or,
+        holding what cannot be rewritten (a script property, say), runs on `regex`'s own."""
+        out: list[rt.TableRegex | None] = []
+        for s in self.pre.steps:
+            if s.kind != "split":
+                out.append(None)
+            elif s.digits:
+                out.append(rt.TableRegex(regex.compile(rt.numeric_class()), None, None))
+            else:
+                try:
+                    out.append(rt.table_regex(s.regex, TOKENIZERS_UNICODE))
+                except rt.NotFollowed as err:
+                    self.off_table = self.off_table or f"{s.key}: {err}"
+                    out.append(rt.TableRegex(regex.compile(s.regex), None, None))
+        return out
 
     def split(self, text: str) -> list[str]:
         """The pieces of one stretch of text, as `tokenizers` hands them to its model (before
@@ -326,7 +353,8 @@ class Runner:
     def split_in_python(self, text: str) -> list[str]:
         """`split` by the `regex` module, step by step (the plain-Python reference)."""
         pieces = [text] if text else []
-        for step, rx in zip(self.pre.steps, self.compiled):
+        for step, tr in zip(self.pre.steps, self.compiled):
+            rx = None if tr is None else tr.pick(text)
             out: list[str] = []
             if rx is None:
                 for piece in pieces:
@@ -356,7 +384,8 @@ class Runner:
                 at += len(piece)
             return spans
         pieces: list[Span] = [(0, len(text), False)] if text else []
-        for step, rx in zip(self.pre.steps, self.compiled):
+        for step, tr in zip(self.pre.steps, self.compiled):
+            rx = None if tr is None else tr.pick(text)
             out: list[Span] = []
             if rx is None:  # the prefix step: a space in front of each piece that lacks one
                 for s, e, p in pieces:

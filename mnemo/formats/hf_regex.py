@@ -21,7 +21,7 @@ meaning differs and that is not rewritten here -- `\w`, `\b` (Oniguruma's word c
 from `regex`'s: `\w+` takes "a²b" whole, `[\w]+` does not), backreferences, `\K`, `\G`, inline
 flags after the start, conditionals -- raises UnsupportedRegex naming it: a tokenizer.json that
 uses one is refused, never read another way.  The two engines' Unicode tables (which code
-points `\p{L}` holds) are another matter: mnemo/pretokenize's per-engine tables.
+points `\p{L}` holds) are another matter: mnemo/regex_tables.py.
 
 Plain Python (not compiled): a pattern is rewritten once, when a file is read or written.
 """

@@ -318,14 +318,77 @@ def test_letters_new_since_unicode_16_take_tokenizers_ids(family: str, hf_famili
     blocks = [range(s, min(s + (1 << 14), 0x110000)) for s in range(0, 0x110000, 1 << 14)]
     differing = [b for b in blocks if P.split(contexts(b), compiled) != P.split(contexts(b), newer)]
     assert differing, "the two tables split alike everywhere: this walk would prove nothing"
-    python_differs = False
     for cps in [blocks[0], *differing]:
         text = contexts(cps)
         want = hf.encode(text, add_special_tokens=False).ids
         got = tok.encode(text, allowed_special="all")
         assert got == want, f"{family}, U+{cps.start:04X}..U+{cps.stop - 1:04X}: {first_difference(want, got)}"
-        python_differs |= tok._runner.split_in_python(text) != tok._runner.split(text)
-    assert python_differs
+        # the plain-Python run follows tokenizers' tables too (mnemo/regex_tables.py)
+        assert tok._runner.split_in_python(text) == tok._runner.split(text)
+
+
+#: a Split regex outside the family (a lookbehind; "in" under (?i), where U+0130 is `regex`'s
+#: (?i:i) and not Oniguruma's), spelt as Oniguruma and `regex` both read it
+LOOKBEHIND = r"""(?<=\s)\p{L}+|(?i:'s|'t|'re|'ve|'m|'ll|'d|in)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+BYTE_LEVEL_PREFIX = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+BYTE_LEVEL_ALONE = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+OUTSIDE_THE_FAMILY = {
+    "split": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": LOOKBEHIND}, "behavior": "Isolated", "invert": False}, BYTE_LEVEL_ALONE,
+    ]},
+    "add_prefix_space": BYTE_LEVEL_PREFIX,
+    "digits, merged, prefix": {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": False},
+        {"type": "Split", "pattern": {"Regex": LOOKBEHIND}, "behavior": "MergedWithNext", "invert": False},
+        BYTE_LEVEL_PREFIX,
+    ]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", OUTSIDE_THE_FAMILY)
+def test_a_pre_tokenizer_outside_the_family_takes_tokenizers_ids_on_every_mark(case: str, gpt2: mnemo.Tokenizer) -> None:
+    """Issue 26 item 7 for what the scanner does not compile (it runs through the `regex` module
+    in plain Python): GPT-2's vocabulary with a non-family Split regex, with ByteLevel's
+    add_prefix_space, and with both after a Digits step, against tokenizers on every code point
+    where its tables and the `regex` module's differ (regex_tables' marks, 17,812) in three
+    contexts, and on 2,000 others.  The `regex` module's own tables give other ids there."""
+    import random
+
+    from mnemo import regex_tables as rt
+
+    tokenizers = need("tokenizers")
+    obj = mnemo.interop.to_hf_json(gpt2)
+    obj["pre_tokenizer"] = OUTSIDE_THE_FAMILY[case]
+    hf = tokenizers.Tokenizer.from_str(json.dumps(obj))
+    tok = from_hf_json(obj)
+    assert isinstance(tok, HFTokenizer) and tok._runner.pattern is None
+    assert tok.pattern_description().endswith("(the regex module, Unicode 16.0.0)")
+    marks = set(rt.follow(LOOKBEHIND, "16.0.0").marks)
+    others = random.Random(26).sample([c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and c not in marks], 2000)
+    texts = [t for c in [*sorted(marks), *others] for t in (f"a{chr(c)}b", f" {chr(c)}9", f"\u0130{chr(c)}in x")]
+    want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    for text, ids in zip(texts, want):
+        assert tok.encode(text) == ids, f"{case}: {text!r}: {first_difference(ids, tok.encode(text))}"
+    # the `regex` module's own tables, as before, cut those texts otherwise (and so give other ids
+    # wherever the vocabulary has a merge across the cut)
+    pieces = [tok.pre_tokenize(t) for t in texts]
+    tok._runner.compiled[:] = [rt.TableRegex(tr.native, None, None) if tr is not None else None for tr in tok._runner.compiled]
+    assert sum(tok.pre_tokenize(t) != p for t, p in zip(texts, pieces)) > 10_000
+
+
+def test_a_split_regex_holding_a_script_runs_on_the_regex_modules_tables_and_says_so(gpt2: mnemo.Tokenizer) -> None:
+    """A property mnemo holds no older table of (a script) cannot follow tokenizers' tables: the
+    file still loads, and pattern_description says which tables the step runs on."""
+    obj = mnemo.interop.to_hf_json(gpt2)
+    obj["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": r"\p{Han}+|(?<=\s)\p{L}+"}, "behavior": "Isolated", "invert": False},
+        BYTE_LEVEL_ALONE,
+    ]}  # fmt: skip
+    tok = from_hf_json(obj)
+    assert isinstance(tok, HFTokenizer)
+    assert r"(the regex module, on its own Unicode tables: pre_tokenizer.pretokenizers[0].pattern.Regex: the property \p{Han}" in (
+        tok.pattern_description()
+    )
 
 
 def test_a_compiled_sequence_loads_as_a_tokenizer(
