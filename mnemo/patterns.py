@@ -303,11 +303,13 @@ def _build(spec: str, name: str | None, steps: tuple[SplitStep, ...], table: str
     return pattern
 
 
-def compile_pattern(spec: str | SplitPattern, unicode: str | None = None) -> SplitPattern:
+def compile_pattern(spec: str | SplitPattern, unicode: str | None = None, *, default: str = "regex") -> SplitPattern:
     """The SplitPattern of a preset name or a split regex (compiled once per process; see the
     module docstring).  Raises ConfigError for a regex that does not compile, an unknown Unicode
     version, or a regex outside the family with an explicit `unicode` the `regex` module cannot
-    follow."""
+    follow.  `default`: the tables a split regex follows when `unicode` is None ("tiktoken" for
+    an imported rank file: its reference engine's); a regex outside the family that cannot follow
+    them then runs on the `regex` module's own, and its description says why (off_table)."""
     if isinstance(spec, SplitPattern):
         if unicode is None or unicode_version(unicode) == spec.unicode:
             return spec
@@ -327,7 +329,7 @@ def compile_pattern(spec: str | SplitPattern, unicode: str | None = None) -> Spl
             f"unknown pattern {spec!r}: not a preset -- use one of {', '.join(repr(n) for n in PRESETS)} (default "
             "'mnemonic') -- nor a split regex"
         )
-    table = unicode_version(unicode if unicode is not None else "regex")
+    table = unicode_version(unicode if unicode is not None else default)
     return _build(spec, None, (SplitStep(spec),), table, unicode is not None)
 
 
@@ -366,7 +368,8 @@ def refusing(sp: SplitPattern) -> SplitPattern:
         return sp
     if any(step.regex == p.steps[0].regex and len(p.steps) == 1 for p in PRESETS.values()):
         return sp  # a preset's regex, spelt out (a tekken file's own pattern is the tekken preset's)
-    return compile_steps((replace(step, unmatched="refuse"),), sp.unicode, sp.name)
+    # not strict: a regex that ran on the `regex` module's own tables (off_table) still does
+    return compile_steps((replace(step, unmatched="refuse"),), sp.unicode, sp.name, strict=False)
 
 
 def program_of(pid: int) -> pt.SplitProgram:

@@ -31,7 +31,7 @@ from mnemo import patterns as P
 from mnemo import pretokenize as pt
 from mnemo import regex_tables as rt
 from mnemo.formats.openai import encoding
-from mnemo.formats.tiktoken import from_mergeable_ranks
+from mnemo.formats.tiktoken import from_mergeable_ranks, load_tiktoken
 
 TIKTOKEN_DIR = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "tiktoken"
 REF = udata.ENGINES["tiktoken"]
@@ -95,15 +95,18 @@ def test_each_set_matches_as_tiktoken_on_every_code_point(pattern: str) -> None:
 def test_cl100k_ranks_with_a_regex_outside_the_family_give_tiktokens_ids(pattern: str, cl100k_ranks: dict[bytes, int]) -> None:
     """tiktoken's Encoding(pat_str=...) against mnemo's drop-in of it (openai.encoding, which takes
     tiktoken's tables) and from_mergeable_ranks(unicode="tiktoken"): every mark in four contexts,
-    and 2,000 other code points.  mnemo on the `regex` module's own tables (the default for a
-    regex of one's own) gives other ids there: the walk can fail."""
+    and 2,000 other code points; from_mergeable_ranks without `unicode` takes tiktoken's tables
+    for a regex of one's own too.  mnemo on the `regex` module's own tables (unicode="regex")
+    gives other ids there: the walk can fail."""
     tiktoken = need_tiktoken()
     theirs = tiktoken.Encoding("probe", pat_str=pattern, mergeable_ranks=cl100k_ranks, special_tokens={})
     ours = encoding("probe", pat_str=pattern, mergeable_ranks=cl100k_ranks, special_tokens={})
     assert ours.split_pattern.engine == "regex" and ours.split_pattern.unicode == REF
     assert ours.split_pattern.describe().endswith(f"Unicode {REF}")
     same = from_mergeable_ranks(cl100k_ranks, pattern, {}, unicode="tiktoken")
-    newer = from_mergeable_ranks(cl100k_ranks, pattern, {})
+    by_default = from_mergeable_ranks(cl100k_ranks, pattern, {})
+    assert by_default.fingerprint == same.fingerprint and by_default.split_pattern.unicode == REF
+    newer = from_mergeable_ranks(cl100k_ranks, pattern, {}, unicode="regex")
     assert newer.split_pattern.unicode == udata.DEFAULT
     marks = rt.follow(pattern, REF).marks
     assert len(marks) > 17_000
@@ -131,7 +134,30 @@ def test_tokenizer_bin_keeps_the_table(cl100k_ranks: dict[bytes, int], tmp_path:
     assert again.fingerprint == tok.fingerprint
     for text in ("\u058b/U", "a\u058bb \u0130in"):
         assert again.encode_ordinary(text) == tok.encode_ordinary(text)
-    assert tok.encode_ordinary("\u058b/U") != from_mergeable_ranks(cl100k_ranks, LOOKBEHIND, {}).encode_ordinary("\u058b/U")
+    newer = from_mergeable_ranks(cl100k_ranks, LOOKBEHIND, {}, unicode="regex")
+    assert tok.encode_ordinary("\u058b/U") != newer.encode_ordinary("\u058b/U")
+
+
+def test_a_rank_file_with_a_regex_follows_tiktokens_tables(cl100k_ranks: dict[bytes, int], tmp_path: Path) -> None:
+    """load_tiktoken (and mnemo.load) of a rank file with a split regex of one's own and no
+    `unicode`: the file's reference engine is tiktoken, so its tables, as an encoding by name has
+    them.  A regex that cannot follow them (a script property) still loads, on the `regex`
+    module's own tables, and its description says why; asked for explicitly, it is refused."""
+    import mnemo
+
+    tiktoken = need_tiktoken()
+    path = tmp_path / "ranks.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in cl100k_ranks.items()))
+    theirs = tiktoken.Encoding("probe", pat_str=LOOKBEHIND, mergeable_ranks=cl100k_ranks, special_tokens={})
+    for tok in (load_tiktoken(path, LOOKBEHIND), mnemo.load(path, pattern=LOOKBEHIND)):
+        assert tok.split_pattern.unicode == REF
+        for text in ("\u058b/U", "a\u058bb \u0130in", "x\U00031350y 12"):
+            assert tok.encode_ordinary(text) == theirs.encode_ordinary(text), text
+    script = r"\p{Han}+|[^\p{Han}]+"
+    tok = load_tiktoken(path, script)
+    assert tok.split_pattern.engine == "regex" and "Han" in tok.split_pattern.describe()
+    with pytest.raises(ConfigError, match="Han"):
+        load_tiktoken(path, script, unicode="tiktoken")
 
 
 def test_the_native_regex_runs_texts_without_a_mark() -> None:

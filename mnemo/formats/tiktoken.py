@@ -174,7 +174,8 @@ def from_mergeable_ranks(
     split regex) and specials, that encodes as tiktoken does (vocab.from_ranks: a ranked
     vocabulary when the ranks need one, docs/formats.md "Rank semantics").  `unicode`: the Unicode
     version the pattern's classes follow ("tiktoken": tiktoken's, for its ids on every code
-    point); None: the pattern's default (docs/pretokenizer.md, 'Unicode versions').  Ranks
+    point); None: a preset's default, and tiktoken's tables for a split regex
+    (docs/pretokenizer.md, 'Unicode versions').  Ranks
     0..n-1 take the compiled path, mnemo/ranks.py, ordinary or ranked.  Two special-token names
     may share an id, as in tiktoken (split_aliases); named `name` when given.
 
@@ -183,7 +184,9 @@ def from_mergeable_ranks(
     that names it; "keep" keeps it as pieces of their own, as Hugging Face's Split does (ids then
     differ from tiktoken's there).  The presets match every character (docs/pretokenizer.md,
     "Text the pattern does not match")."""
-    split_pattern = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern), unicode)
+    split_pattern = compile_pattern(
+        pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern), unicode, default="tiktoken"
+    )
     split_pattern = _unmatched_rule(split_pattern, unmatched)
     primary, aliases = split_aliases(special_tokens)
     by_rank = _tokens_by_rank(ranks)
@@ -350,8 +353,9 @@ def load_tiktoken(
     "o200k_base") encodes as tiktoken.get_encoding("o200k_base"), on every code point: an
     encoding by name takes the Unicode tables tiktoken's regex engine holds ("tiktoken"), and
     tokenizer.bin records them.  `unicode`: the tables the pattern's classes follow (a version,
-    "tiktoken" or "tokenizers"); None: "tiktoken" for an encoding by name, else the pattern's
-    default, mnemo's own tables (docs/pretokenizer.md, 'Unicode versions').  `unmatched`: text a
+    "tiktoken" or "tokenizers"); None: "tiktoken" for an encoding by name and for a split regex
+    (the file's reference engine), a preset's own default otherwise (docs/pretokenizer.md,
+    'Unicode versions').  `unmatched`: text a
     split regex of one's own does not match, as from_mergeable_ranks says.
     """
     preset = TIKTOKEN_PRESETS.get(pattern)
@@ -361,7 +365,7 @@ def load_tiktoken(
                 f"unknown pattern or preset {pattern!r}: give a split pattern (a preset: {', '.join(PRESETS)}; or a "
                 f"split regex) with the special tokens, or one of OpenAI's encodings ({', '.join(TIKTOKEN_PRESETS)})"
             )
-        _unmatched_rule(compile_pattern(check_pattern(pattern), unicode), unmatched)  # fails before the file is read
+        _unmatched_rule(compile_pattern(check_pattern(pattern), unicode, default="tiktoken"), unmatched)  # before reading
     elif special_tokens is not None:
         raise ConfigError(
             f"the preset {pattern!r} sets the special tokens; to choose others, give its pattern instead: "
@@ -383,7 +387,7 @@ def load_tiktoken(
     if is_sentencepiece(data):  # Llama 2's and Mistral's tokenizer.model are; Llama 3's is tiktoken's
         raise sentencepiece_error(source, "a .tiktoken rank file")
     by_rank = parse_rank_lines(data)  # compiled; None: the Python parser below words what is wrong
-    split_pattern = _unmatched_rule(compile_pattern(pattern, unicode), unmatched)
+    split_pattern = _unmatched_rule(compile_pattern(pattern, unicode, default="tiktoken"), unmatched)
     primary, aliases = split_aliases(special_tokens)
     fast = None if by_rank is None else _from_tokens_by_rank(by_rank, split_pattern, primary)
     if fast is not None:
