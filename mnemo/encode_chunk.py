@@ -1714,36 +1714,45 @@ def export_tables(enc: Encoder) -> bytes:
     """Layout 1: bit k & 7 of byte k >> 3 is set when BPE of merge k's bytes gives its token
     alone (spells_itself); clear for tokens longer than LONG_WORD_MAX bytes, which no table
     holds."""
-    return pack_spells(enc.spells)
+    return pack_spells(enc.spells, SPELLS_ITSELF)
 
 
-def tables_all_spelled(merges: list[tuple[int, int]]) -> bytes:
-    """export_tables of an encoder of these merges in which every token the word tables may
-    hold (2 to LONG_WORD_MAX bytes) is what BPE makes of its bytes -- what a loader that has
-    shown it (mnemo/ranks.py: every merge of every token's own BPE was the token's own merge)
-    gives Encoder(tables=...) instead of a BPE per token."""
-    n: i64 = len(merges)
-    size: vec[i64] = vec[i64]([1] * (n + 256))
+def tables_from_ranks(spelled: list[bytes], unsure: vec[u8]) -> bytes:
+    """export_tables of an encoder of a rank file's merges, as far as the loader has shown it
+    (mnemo/ranks.py, merges_of_ranks): merge k's token (bytes spelled[256 + k]) is what BPE makes
+    of its bytes unless unsure[k].  Where unsure[k] is 0, every step of tiktoken's merge of the
+    token's bytes glued a token through that token's own merge: the pairs mnemo's BPE may glue
+    (merges) are among the pairs tiktoken may (tokens), in the same order (ids follow ranks), so
+    when tiktoken's lowest is a merge it is mnemo's lowest too, step by step, down to the
+    token's own merge.  Where unsure[k] is set, the answer is left unknown (a second block of
+    bits after the first, set for those: import_spells), and the encoder runs that token's BPE
+    when it fills its tables.  Tokens longer than LONG_WORD_MAX bytes: no table holds them."""
+    n: i64 = len(unsure)
     spells: vec[u8] = vec[u8]([SPELLS_NOT] * n)
+    unknown: i64 = 0
     k: i64 = 0
-    for pair in merges:
-        a: i64 = pair[0]
-        b: i64 = pair[1]
-        size[256 + k] = size[a] + size[b]
-        if size[256 + k] <= LONG_WORD_MAX:
-            spells[k] = SPELLS_ITSELF
+    while k < n:
+        if len(spelled[256 + k]) <= LONG_WORD_MAX:
+            if unsure[k] != 0:
+                spells[k] = SPELLS_UNKNOWN
+                unknown += 1
+            else:
+                spells[k] = SPELLS_ITSELF
         k += 1
-    return pack_spells(spells)
+    known = pack_spells(spells, SPELLS_ITSELF)
+    if unknown == 0:
+        return known
+    return known + pack_spells(spells, SPELLS_UNKNOWN)
 
 
-def pack_spells(spells: vec[u8]) -> bytes:
-    """Layout 1 of the tables: one bit a merge, set for SPELLS_ITSELF."""
+def pack_spells(spells: vec[u8], value: i64) -> bytes:
+    """One bit a merge, set where spells[k] is `value` (SPELLS_ITSELF: layout 1 of the tables)."""
     n: i64 = len(spells)
     out = BytesWriter()
     byte: i64 = 0
     k: i64 = 0
     while k < n:
-        if i64(spells[k]) == SPELLS_ITSELF:
+        if i64(spells[k]) == value:
             byte |= 1 << (k & 7)
         if k & 7 == 7:
             out.append(byte)
@@ -1756,15 +1765,20 @@ def pack_spells(spells: vec[u8]) -> bytes:
 
 def import_spells(tables: bytes, n: i64) -> vec[u8]:
     """Encoder.spells from export_tables' bytes: every answer known; all unknown when `tables`
-    is empty or not of tables_size(n) bytes."""
+    is empty or of another size.  Twice tables_size(n) bytes (tables_from_ranks): the second
+    half's bit k set leaves merge k unknown."""
     spells: vec[u8] = vec[u8]([SPELLS_UNKNOWN] * n)
-    if len(tables) != tables_size(n) or n == 0:
+    size: i64 = tables_size(n)
+    if n == 0 or (len(tables) != size and len(tables) != 2 * size):
         return spells
+    partial: bool = len(tables) == 2 * size
     k: i64 = 0
     while k < n:
-        if (i64(tables[k >> 3]) >> (k & 7)) & 1:
-            spells[k] = SPELLS_ITSELF
-        else:
-            spells[k] = SPELLS_NOT
+        unknown: bool = partial and (i64(tables[size + (k >> 3)]) >> (k & 7)) & 1 != 0
+        if not unknown:  # (unknown: the encoder finds the answer by a BPE)
+            if (i64(tables[k >> 3]) >> (k & 7)) & 1:
+                spells[k] = SPELLS_ITSELF
+            else:
+                spells[k] = SPELLS_NOT
         k += 1
     return spells

@@ -30,7 +30,7 @@ from librt.strings import BytesWriter
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64, u8
 
-from mnemo.encode_chunk import heap_push, same_bytes, sift_down
+from mnemo.encode_chunk import heap_push, same_bytes, sift_down, tables_from_ranks
 
 
 #: Base64 digit values; 64 for '=', 255 for every byte no base64 text holds.
@@ -73,11 +73,14 @@ class RankVocab:
     `ranked`: the vocabulary needs tiktoken's rule (a whole token, or a merge of a part that
     comes after it; docs/formats.md, "Rank semantics").  `proper`: every step of tiktoken's
     merge of every token's bytes glued two parts into a token whose own merge they are -- then
-    mnemo's BPE of each token's bytes takes the same steps and ends in the token itself
-    (encode_chunk.tables_all_spelled); cl100k_base and o200k_base both are.  Only an ordinary
-    vocabulary is ever called proper.  `spelled[i]`: the bytes of id i, for i below 256 +
-    len(merges) -- what encode_chunk.spell_merges would make of the merges, given to the encoder
-    so that it spells none (the file's own bytes objects: o200k's 200,000 cost 28 ms to spell)."""
+    mnemo's BPE of each token's bytes takes the same steps and ends in the token itself;
+    cl100k_base and o200k_base both are.  Only an ordinary vocabulary is ever called proper.
+    `spelled[i]`: the bytes of id i, for i below 256 + len(merges) -- what
+    encode_chunk.spell_merges would make of the merges, given to the encoder so that it spells
+    none (the file's own bytes objects: o200k's 200,000 cost 28 ms to spell).  `tables`: the
+    encoder's tables as far as the same argument shows them token by token
+    (encode_chunk.tables_from_ranks): known for every token whose own merge had no improper
+    step, in a ranked vocabulary too; the encoder runs the BPE of the others' bytes."""
 
     merges: list[tuple[int, int]]
     public: list[int]
@@ -85,6 +88,7 @@ class RankVocab:
     whole: list[bytes]
     ranked: bool
     spelled: list[bytes]
+    tables: bytes
 
     def __init__(
         self,
@@ -94,6 +98,7 @@ class RankVocab:
         whole: list[bytes],
         ranked: bool,
         spelled: list[bytes],
+        tables: bytes,
     ) -> None:
         self.merges = merges
         self.public = public
@@ -101,6 +106,7 @@ class RankVocab:
         self.whole = whole
         self.ranked = ranked
         self.spelled = spelled
+        self.tables = tables
 
 
 def parse_rank_lines(data: bytes) -> list[bytes] | None:
@@ -379,6 +385,7 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
     pair_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     part_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
     splits: vec[i64] = vec[i64]([NONE] * count)  # each token's pair, as split_short gives it
+    improper: vec[u8] = vec[u8]([0] * count)  # a step of the token's merge was improper
     proper: bool = True
     r: i64 = 0
     while r < count:
@@ -411,6 +418,7 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
             if split != NONE:
                 if split & IMPROPER:
                     proper = False
+                    improper[r] = 1
                 splits[r] = split & ~IMPROPER
         r += 1
     # ids: the tokens with a pair by rank, then the whole ones; merges name their parts' ids
@@ -431,7 +439,9 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
                 spelled.append(tokens[r])
         r += 1
     ranked: bool = len(whole) > 0
+    unsure: vec[u8] = vec[u8]()  # unsure[k]: merge k's token had an improper step
     for k in range(256, len(public)):
+        unsure = append(unsure, improper[public[k]])
         split = splits[public[k]]
         left: i64 = own[(split >> ID_BITS) & M21]
         right: i64 = own[split & M21]
@@ -441,7 +451,7 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
             ranked = True
         merges.append((left, right))
     public.extend(whole_ranks)
-    return RankVocab(merges, public, proper and not ranked, whole, ranked, spelled)
+    return RankVocab(merges, public, proper and not ranked, whole, ranked, spelled, tables_from_ranks(spelled, unsure))
 
 
 def split_short(

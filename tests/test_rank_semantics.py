@@ -36,9 +36,10 @@ from librt.strings import BytesWriter
 
 import mnemo
 from mnemo import ConfigError, Tokenizer
-from mnemo.encode_chunk import HUGE_CHUNK, LONG_CHUNK, Encoder, ids_of
+from mnemo.encode_chunk import HUGE_CHUNK, LONG_CHUNK, Encoder, export_tables, ids_of
 from mnemo.formats.common import tokenizer_of as formats_tokenizer_of
 from mnemo.patterns import split
+from mnemo.ranks import merges_of_ranks
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.reference import (
     encode_chunk_naive,
@@ -462,6 +463,22 @@ def test_llama3_like_vocabulary(llama: tuple[Tokenizer, Any, dict[bytes, int]]) 
     forward = [k for k, (a, b) in enumerate(tok.merges) if a >= 256 + k or b >= 256 + k]
     assert len(forward) >= 10
     assert len(tok.merges) + len(tok.whole_tokens) == 128_000 - 256
+
+
+def test_llama3_like_encoder_tables_are_known(llama: tuple[Tokenizer, Any, dict[bytes, int]]) -> None:
+    """load_tiktoken hands the encoder the tables of every token whose own merge had no improper
+    step (encode_chunk.tables_from_ranks): they equal the tables a BPE of every token's bytes
+    builds, and only a few tokens are left to that BPE."""
+    _, _, ranks = llama
+    vocab = merges_of_ranks(sorted(ranks, key=ranks.__getitem__))
+    assert vocab is not None and vocab.ranked
+    given = Encoder(vocab.merges, True, vocab.whole, vocab.tables, vocab.spelled)
+    built = Encoder(vocab.merges, True, vocab.whole)
+    assert export_tables(given) == export_tables(built)
+    size = (len(vocab.merges) + 7) >> 3
+    assert len(vocab.tables) == 2 * size  # some unknown
+    unknown = sum(bin(b).count("1") for b in vocab.tables[size:])
+    assert 0 < unknown < len(vocab.merges) // 100, unknown
 
 
 def test_llama3_like_through_tokenizer_bin(llama: tuple[Tokenizer, Any, dict[bytes, int]], tmp_path: Path) -> None:

@@ -21,11 +21,11 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from mnemo import FormatError, Tokenizer
-from mnemo.encode_chunk import spell_merges
+from mnemo.encode_chunk import Encoder, export_tables, spell_merges
 from mnemo.patterns import compile_pattern
 from mnemo.formats.common import tokenizer_of
 from mnemo.formats.tiktoken import TIKTOKEN_PRESETS, _split_by_ranks, from_mergeable_ranks, load_tiktoken, parse_tiktoken
-from mnemo.ranks import LONG_TOKEN, merges_of_ranks, parse_rank_lines
+from mnemo.ranks import LONG_TOKEN, RankVocab, merges_of_ranks, parse_rank_lines
 from mnemo.vocab import from_ranks
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tiktoken"
@@ -160,6 +160,7 @@ def test_merges_of_ranks_is_the_python_path(long: bool) -> None:
         assert fast is not None and compiled_vocab(tokens) == python_vocab(tokens)
         # the bytes handed to the encoder are those it would spell from the merges
         assert fast.spelled == spell_merges(vec[i64]([a for a, _ in fast.merges]), vec[i64]([b for _, b in fast.merges]))
+        assert_tables_known_are_right(fast)
         if fast.ranked:
             ranked += 1
             assert not fast.proper
@@ -168,6 +169,34 @@ def test_merges_of_ranks_is_the_python_path(long: bool) -> None:
             assert fast.proper
             from_mergeable_ranks({t: r for r, t in enumerate(tokens)}, "gpt2").verify()
     assert ordinary > 5 and ranked > 50, (ordinary, ranked)  # test_merges_of_ranks_on_grown_vocabularies: more ordinary
+
+
+def assert_tables_known_are_right(vocab: RankVocab) -> int:
+    """The encoder's tables as merges_of_ranks gives them (known where no step of a token's own
+    merge was improper, ranked vocabularies too) equal the ones a BPE of every token's bytes
+    builds; returns how many tokens were left to that BPE."""
+    n = len(vocab.merges)
+    wide = n + len(vocab.whole) + 256 > 65536
+    given = Encoder(vocab.merges, wide, vocab.whole, vocab.tables, vocab.spelled)
+    built = Encoder(vocab.merges, wide, vocab.whole)
+    assert export_tables(given) == export_tables(built)
+    size = (n + 7) >> 3
+    assert len(vocab.tables) in (size, 2 * size)
+    return sum(bin(b).count("1") for b in vocab.tables[size:])
+
+
+def test_ranked_tables_are_known_token_by_token() -> None:
+    """A ranked vocabulary's tokens whose own merge is proper come with their table bits (they
+    used to be built by a BPE of every token); the improper ones are left to that BPE, and a
+    whole token is no merge at all."""
+    tokens = [bytes([b]) for b in range(256)]
+    later = merges_of_ranks([*tokens, b"abc", b"ab"])  # b"abc" glues b"ab", ranked after it
+    assert later is not None and later.ranked and assert_tables_known_are_right(later) == 1
+    # b"abc"'s merge is improper (it glues b"ab", of a higher rank): unknown; b"ab" is known
+    assert later.tables == bytes([0b10, 0b01])
+    plain = merges_of_ranks([*tokens, b"ab", b"abc", b"xyz"])  # b"xyz": whole, no merge
+    assert plain is not None and plain.ranked and plain.merges == [(97, 98), (256, 99)]
+    assert plain.tables == bytes([0b11]) and assert_tables_known_are_right(plain) == 0
 
 
 def test_merges_of_ranks_on_grown_vocabularies() -> None:

@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
 from mnemo.constants import MAX_TOKEN_ID
-from mnemo.encode_chunk import tables_all_spelled
 from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.checks import check_pattern
@@ -248,10 +247,9 @@ def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tok
         check_special_tokens(names)
     except ConfigError:
         return None
-    tables = tables_all_spelled(vocab.merges) if vocab.proper else None
     return Tokenizer._from_checked(
         TokenizerFields(
-            vocab.merges, pattern, names, "id", None, vocab.public + ids, vocab.whole, vocab.ranked, encoder_tables=tables,
+            vocab.merges, pattern, names, "id", None, vocab.public + ids, vocab.whole, vocab.ranked, encoder_tables=vocab.tables,
             spelled=vocab.spelled,
         )
     )
