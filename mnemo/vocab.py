@@ -264,7 +264,9 @@ def from_byte_tokens(
     where_vocab = show if vocab_where is None else vocab_where
     internal: dict[bytes, int] = {}
     public: list[int] = []
-    labels: list[str] = []
+    # what each entry of `public` is: a token's bytes, or a special token's name (worded only
+    # for an error: making 200,000 names up front was a tenth of loading a tokenizer.json)
+    what: list[bytes | str] = []
     for b in range(256):
         raw = bytes([b])
         if raw not in vocab:
@@ -274,29 +276,19 @@ def from_byte_tokens(
             )
         internal[raw] = b
         public.append(vocab[raw])
-        labels.append(where_vocab(raw))
+        what.append(raw)
     pairs: list[tuple[int, int]] = []
     for k, (left, right) in enumerate(merges):
-        where = merge_where(k)
-        for part in (left, right):
-            if part not in vocab:
-                raise FormatError(f"{source}: {where}: token {show(part)} is not in the vocabulary")
-            if part not in internal:
-                raise FormatError(
-                    f"{source}: {where}: token {show(part)} is not made by any earlier merge (merges must come "
-                    f"in the order they apply)"
-                )
+        left_id = internal.get(left)
+        right_id = internal.get(right)
         merged = left + right
-        if merged not in vocab:
-            raise FormatError(f"{source}: {where}: the merged token {show(merged)} is not in the vocabulary")
-        if merged in internal:
-            raise FormatError(
-                f"{source}: {where}: makes {show(merged)} again (a byte or an earlier merge already made it)"
-            )
+        merged_id = vocab.get(merged)
+        if left_id is None or right_id is None or merged_id is None or merged in internal:
+            raise _merge_error(source, merge_where(k), left, right, vocab, internal, show)
         internal[merged] = 256 + k
-        pairs.append((internal[left], internal[right]))
-        public.append(vocab[merged])
-        labels.append(where_vocab(merged))
+        pairs.append((left_id, right_id))
+        public.append(merged_id)
+        what.append(merged)
     names: list[str] = []
     named: set[str] = set()  # a list's `in` made 40,000 added_tokens take 15.6 s
     for raw, i in sorted(vocab.items(), key=lambda item: item[1]):
@@ -309,32 +301,62 @@ def from_byte_tokens(
         names.append(leftover_name(raw))
         named.add(names[-1])
         public.append(i)
-        labels.append(where_vocab(raw))
+        what.append(raw)
     for name, i in sorted((specials or {}).items(), key=lambda item: item[1]):
         if name in named:
             raise FormatError(f"{source}: special token {name!r} is listed twice")
         names.append(name)
         named.add(name)
         public.append(i)
-        labels.append(repr(name))
-    check_public_ids(source, public, labels)
+        what.append(name)
+
+    def label(pos: int) -> str:
+        entry = what[pos]
+        return repr(entry) if isinstance(entry, str) else where_vocab(entry)
+
+    check_public_ids(source, public, label)
     return TokenizerFields(pairs, pattern, names, "id", None, public)
 
 
-def check_public_ids(source: str, public: Sequence[object], labels: Sequence[str]) -> None:
-    """Another tool's ids (labels[i] names the token of public[i] in messages): non-negative
-    integers, distinct, at most MAX_TOKEN_ID; a FormatError naming `source` otherwise."""
+def _merge_error(
+    source: str,
+    where: str,
+    left: bytes,
+    right: bytes,
+    vocab: Mapping[bytes, int],
+    internal: Mapping[bytes, int],
+    show: Callable[[bytes], str],
+) -> FormatError:
+    """What is wrong with the merge (left, right) named `where` (from_byte_tokens)."""
+    for part in (left, right):
+        if part not in vocab:
+            return FormatError(f"{source}: {where}: token {show(part)} is not in the vocabulary")
+        if part not in internal:
+            return FormatError(
+                f"{source}: {where}: token {show(part)} is not made by any earlier merge (merges must come "
+                f"in the order they apply)"
+            )
+    merged = left + right
+    if merged not in vocab:
+        return FormatError(f"{source}: {where}: the merged token {show(merged)} is not in the vocabulary")
+    return FormatError(f"{source}: {where}: makes {show(merged)} again (a byte or an earlier merge already made it)")
+
+
+def check_public_ids(source: str, public: Sequence[object], label: Callable[[int], str]) -> None:
+    """Another tool's ids (label(i) names the token of public[i] in messages, made only for
+    one): non-negative integers, distinct, at most MAX_TOKEN_ID; a FormatError naming `source`
+    otherwise."""
     owner: dict[int, int] = {}
     for pos, i in enumerate(public):
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise FormatError(f"{source}: {labels[pos]} has id {i!r}, not a non-negative integer")
+            raise FormatError(f"{source}: {label(pos)} has id {i!r}, not a non-negative integer")
         first = owner.setdefault(i, pos)
         if first != pos:
-            raise FormatError(f"{source}: id {i} is given to both {labels[first]} and {labels[pos]} (duplicate id)")
+            raise FormatError(f"{source}: id {i} is given to both {label(first)} and {label(pos)} (duplicate id)")
     top = max(owner)
     if top > MAX_TOKEN_ID:  # holes are allowed: cl100k_base leaves some (docs/ids32.md)
         raise FormatError(
-            f"{source}: {labels[owner[top]]} has id {top}, above {MAX_TOKEN_ID} (bit 31 of an id is "
+            f"{source}: {label(owner[top])} has id {top}, above {MAX_TOKEN_ID} (bit 31 of an id is "
             f"the loss-mask bit of uint32 token files)"
         )
 
@@ -449,13 +471,15 @@ def from_ranks(
     ranked = bool(whole) or any(a >= 256 + k or b >= 256 + k for k, (a, b) in enumerate(merges))
     tokens = [bytes([b]) for b in range(256)] + merged + whole
     public: list[object] = [ranks[raw] for raw in tokens]
-    labels = [name_of(raw) for raw in tokens]
     names: list[str] = []
     for name, i in sorted((specials or {}).items(), key=lambda item: item[1]):
         names.append(name)
         public.append(i)
-        labels.append(f"special token {name!r}")
-    check_public_ids(source, public, labels)
+
+    def label(pos: int) -> str:
+        return name_of(tokens[pos]) if pos < len(tokens) else f"special token {names[pos - len(tokens)]!r}"
+
+    check_public_ids(source, public, label)
     return TokenizerFields(merges, pattern, names, "id", None, cast(list[int], public), whole, ranked)
 
 

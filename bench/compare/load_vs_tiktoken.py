@@ -30,19 +30,20 @@ from __future__ import annotations
 
 import argparse
 import base64
-import gc
 import gzip
 import os
 import pickle
-import statistics
+import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import mnemo
 from mnemo import Tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+from timing import race_calls  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "tiktoken"
@@ -96,17 +97,6 @@ def plain_loader(name: str, plain: Path) -> Callable[[], Tokenizer]:
     return lambda: mnemo.load_tiktoken(plain, name)
 
 
-def timed(fn: Callable[[], object]) -> tuple[float, float]:
-    """(wall, CPU) seconds of one call; the result is dropped and collected outside the timing."""
-    gc.collect()
-    w0, c0 = time.perf_counter(), time.process_time()
-    result = fn()
-    w1, c1 = time.perf_counter(), time.process_time()
-    del result
-    gc.collect()
-    return w1 - w0, c1 - c0
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="rounds; the best counts (default 5)")
@@ -137,19 +127,8 @@ def main() -> None:
                 "mnemo pickle.loads": lambda: pickle.loads(pickled),
                 "mnemo load_tiktoken": load_plain,
             }
-            best = {form: (float("inf"), float("inf")) for form in forms}
-            ratios: dict[str, list[tuple[float, float]]] = {form: [] for form in forms}
-            for _ in range(args.rounds):
-                round_times = {form: timed(fn) for form, fn in forms.items()}
-                for form, (wall, cpu) in round_times.items():
-                    best[form] = (min(best[form][0], wall), min(best[form][1], cpu))
-                    ratios[form].append((wall / round_times["tiktoken"][0], cpu / round_times["tiktoken"][1]))
             print(f"\n{name}: {tok.n_vocab:,} ids{' (ranked)' if tok.ranked else ''}, tokenizer.bin {binary.stat().st_size:,} bytes, pickle {len(pickled):,} bytes")
-            print(f"  {'form':22s} {'wall s':>8s} {'CPU s':>8s}   to tiktoken: best/best wall, CPU; median of rounds' CPU ratios")
-            for form in forms:
-                wall, cpu = best[form]
-                median = statistics.median(r[1] for r in ratios[form])
-                print(f"  {form:22s} {wall:8.3f} {cpu:8.3f}   {wall / best['tiktoken'][0]:5.2f}  {cpu / best['tiktoken'][1]:5.2f}  {median:5.2f}")
+            race_calls(forms, args.rounds)
     print(f"\nload average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from mnemo.constants import PATTERNS
 from mnemo.errors import ConfigError, FormatError
+from mnemo.checks import check_pattern
 from mnemo.fileio import read_file
-from mnemo.patterns import SplitPattern
+from mnemo.patterns import SplitPattern, compile_pattern
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.tokenizer import Tokenizer
-from mnemo.vocab import TokenizerFields, as_format_error, from_byte_tokens
+from mnemo.vocab import TokenizerFields, as_format_error, check_size, check_special_tokens, from_byte_tokens
 
 PathLike = str | os.PathLike[str]
 
@@ -57,6 +59,11 @@ def bytes_to_unicode() -> dict[int, str]:
 
 BYTE_TO_CHAR: Final = bytes_to_unicode()
 CHAR_TO_BYTE: Final = {c: b for b, c in BYTE_TO_CHAR.items()}
+#: str.translate's table from GPT-2's alphabet to Latin-1: each of its characters becomes the
+#: character of its byte's value, and each other character below 256 becomes U+FFFF, so that
+#: encoding the result as Latin-1 fails for any string outside the alphabet (a character above
+#: 255 that is not in it is left as it is, and fails the same way).
+_TO_LATIN1: Final = {**{c: 0xFFFF for c in range(256)}, **{ord(c): b for c, b in CHAR_TO_BYTE.items()}}
 
 
 def token_to_string(raw: bytes) -> str:
@@ -64,15 +71,28 @@ def token_to_string(raw: bytes) -> str:
     return "".join([BYTE_TO_CHAR[b] for b in raw])
 
 
-def string_to_token(text: str, where: str) -> bytes:
-    """The bytes a GPT-2-alphabet string stands for; FormatError (naming `where`) otherwise."""
+def token_bytes(text: str) -> bytes | None:
+    """The bytes a GPT-2-alphabet string stands for, or None when a character is not in the
+    alphabet (string_to_token words the error).  One translate and one encode, not a lookup a
+    character: a tokenizer.json holds 300,000 such strings (o200k)."""
     try:
-        return bytes([CHAR_TO_BYTE[c] for c in text])
-    except KeyError as exc:
-        raise FormatError(
-            f"{where}: token {text!r} holds {exc.args[0]!r}, which is not in GPT-2's byte alphabet "
-            f"(this is not a byte-level BPE vocabulary)"
-        ) from None
+        return text.translate(_TO_LATIN1).encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+
+
+def string_to_token(text: str, where: str | Callable[[], str]) -> bytes:
+    """The bytes a GPT-2-alphabet string stands for; FormatError (naming `where`, or what it
+    returns: callers in loops pass a function, so that the name is made only for an error)
+    otherwise."""
+    raw = token_bytes(text)
+    if raw is not None:
+        return raw
+    bad = next(c for c in text if c not in CHAR_TO_BYTE)
+    raise FormatError(
+        f"{where if isinstance(where, str) else where()}: token {text!r} holds {bad!r}, which is not in GPT-2's "
+        f"byte alphabet (this is not a byte-level BPE vocabulary)"
+    )
 
 
 # ---- the one assembler every importer goes through ----
@@ -106,13 +126,24 @@ def assemble(
         vocab_where=vocab_where,
         leftover_name=leftover_name,
     )
-    return tokenizer_of(source, fields)
+    return tokenizer_of(source, fields, built=True)
 
 
-def tokenizer_of(source: str, fields: TokenizerFields) -> Tokenizer:
+def tokenizer_of(source: str, fields: TokenizerFields, *, built: bool = False) -> Tokenizer:
     """The Tokenizer of an importer's fields (a ranked vocabulary's too: vocab.from_ranks); a
-    vocabulary rule the source breaks is a FormatError naming it."""
+    vocabulary rule the source breaks is a FormatError naming it.
+
+    `built`: the fields are vocab.from_byte_tokens' (not ranked), whose merges glue bytes or
+    earlier merges, each pair once, by construction, and whose ids check_public_ids checked; only
+    the other rules (the pattern, the special names, the size) are checked here, not every merge
+    and id again (that second pass was a quarter of loading cl100k_base's tokenizer.json)."""
     try:
+        if built and not fields.ranked and not fields.whole_tokens:
+            pattern = fields.pattern
+            names = check_special_tokens(fields.special_tokens)
+            check_size(len(fields.merges), len(names), ConfigError)
+            compiled = compile_pattern(pattern if isinstance(pattern, SplitPattern) else check_pattern(pattern))
+            return Tokenizer._from_checked(replace(fields, pattern=compiled, special_tokens=names))
         return Tokenizer(
             fields.merges,
             pattern=fields.pattern,

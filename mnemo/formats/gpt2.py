@@ -15,7 +15,7 @@ from mnemo.errors import ConfigError, FormatError
 from mnemo.fileio import write_atomic
 from mnemo.checks import check_pattern
 from mnemo.patterns import compile_pattern
-from mnemo.formats.common import PathLike, assemble, load_json, read_text, refuse_superword, string_to_token, token_to_string
+from mnemo.formats.common import PathLike, assemble, load_json, read_text, refuse_superword, string_to_token, token_bytes, token_to_string
 from mnemo.tokenizer import Tokenizer
 
 
@@ -26,7 +26,9 @@ def vocab_from_json(obj: Any, source: str, where: str = "") -> dict[bytes, int]:
     for key, value in obj.items():
         if not isinstance(value, int) or isinstance(value, bool):
             raise FormatError(f"{source}: key {where}{key!r}: the id {value!r} is not an integer")
-        raw = string_to_token(key, f"{source}: key {where}{key!r}")
+        raw = token_bytes(key)
+        if raw is None:
+            raw = string_to_token(key, f"{source}: key {where}{key!r}")  # words the error
         vocab[raw] = value
     return vocab
 

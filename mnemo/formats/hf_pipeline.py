@@ -33,8 +33,7 @@ from typing import Any, Final, Literal
 
 from mnemo.errors import ConfigError, FormatError, InputError, SpecialTokenError
 from mnemo.fileio import write_atomic
-from mnemo.formats.common import CHAR_TO_BYTE, PathLike, excerpt, string_to_token, token_to_string, tokenizer_of
-from mnemo.formats.gpt2 import vocab_from_json
+from mnemo.formats.common import CHAR_TO_BYTE, PathLike, excerpt, string_to_token, token_bytes, token_to_string, tokenizer_of
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
 from mnemo.formats.hf_post import PostProcessor, parse_post_processor
@@ -489,13 +488,15 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
     ):
         raise FormatError(f"{source}: key 'model.vocab' should be an object mapping tokens to non-negative integer ids")
     added = tokenizers_ids(parse_added_tokens(obj.get("added_tokens"), source), raw_vocab, source)
-    merges = _merges(model.get("merges"), source)
+    # each vocabulary entry's bytes, once (None: not in GPT-2's alphabet); the merges name them
+    spelled = {key: token_bytes(key) for key in raw_vocab}
+    merges = _merges(model.get("merges"), source, spelled)
     made = {a + b for a, b in merges}
     contents = {t.content for t in added}
     plain: dict[str, Any] = {}
     for key, value in raw_vocab.items():
         if key in contents:
-            raw = _maybe_bytes(key)
+            raw = spelled[key]
             if raw is None or (raw not in made and len(raw) > 1):
                 continue  # the added token alone holds it (as tokenizers' trainer writes its specials)
         plain[key] = value
@@ -504,11 +505,15 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
     # (a ranked vocabulary, mnemo/vocab.py); without, tokenizers never produces them, and the
     # core keeps each, for decoding only, as a token named by its text.
     unreachable: dict[bytes, int] = {}
-    for key in list(plain):
-        raw = _maybe_bytes(key)
-        if raw is not None and len(raw) > 1 and raw not in made:
-            unreachable[raw] = plain.pop(key)
-    vocab = vocab_from_json(plain, source, "model.vocab.")
+    vocab: dict[bytes, int] = {}
+    for key, value in plain.items():
+        raw = spelled[key]
+        if raw is None:
+            raw = string_to_token(key, f"{source}: key model.vocab.{key!r}")  # words the error
+        if len(raw) > 1 and raw not in made:
+            unreachable[raw] = value
+        else:
+            vocab[raw] = value
     bpe_ids = set(vocab.values())
     specials = {t.content: t.id for t in added if t.id not in bpe_ids}
     if not ignore_merges:
@@ -544,15 +549,14 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
         cut = 256 + len(fields.merges)
         whole_raw = sorted(unreachable, key=unreachable.__getitem__)
         public = [*fields.id_map[:cut], *(unreachable[raw] for raw in whole_raw), *fields.id_map[cut:]]
-        labels = [f"id {i}" for i in public]
-        check_public_ids(source, public, labels)
+        check_public_ids(source, public, lambda pos: f"id {public[pos]}")
         fields = replace(fields, id_map=public, whole_tokens=whole_raw, ranked=True)
-    core = tokenizer_of(source, fields)
+    core = tokenizer_of(source, fields, built=True)
     whole: dict[bytes, int] | None = None
     if ignore_merges:
         whole = {}
         for key, value in raw_vocab.items():
-            raw = _maybe_bytes(key)
+            raw = token_bytes(key)
             if raw is not None:
                 whole[raw] = value
     plain_added = all(
@@ -582,20 +586,24 @@ def _byte_level_decoder(decoder: Any) -> bool:
     return False
 
 
-def _maybe_bytes(key: str) -> bytes | None:
-    try:
-        return string_to_token(key, "")
-    except FormatError:
-        return None
-
-
-def _merges(raw: Any, source: str) -> list[tuple[bytes, bytes]]:
+def _merges(raw: Any, source: str, spelled: Mapping[str, bytes | None]) -> list[tuple[bytes, bytes]]:
+    """model.merges as byte pairs; `spelled`: the bytes of the vocabulary's strings (None: not
+    in GPT-2's alphabet), looked up instead of decoding each part again."""
     if not isinstance(raw, list):
         raise FormatError(f"{source}: key 'model.merges' should be a list")
     merges: list[tuple[bytes, bytes]] = []
     for k, item in enumerate(raw):
-        where = f"{source}: key 'model.merges[{k}]'"
         parts: Any = item.split(" ") if isinstance(item, str) else item
+        if type(parts) is list and len(parts) == 2:
+            a, b = parts
+            if type(a) is str and type(b) is str and a and b:
+                left = spelled.get(a) or token_bytes(a)
+                right = spelled.get(b) or token_bytes(b)
+                if left is not None and right is not None:
+                    merges.append((left, right))
+                    continue
+        # the slow way, which words the error
+        where = f"{source}: key 'model.merges[{k}]'"
         if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
             raise FormatError(f"{where}: {item!r} should be two tokens")
         merges.append((string_to_token(parts[0], where), string_to_token(parts[1], where)))

@@ -216,20 +216,33 @@ def _named(tok: Tokenizer, aliases: Mapping[str, str], name: str | None, source:
     return tok
 
 
-def _tokens_by_rank(ranks: Mapping[bytes, int]) -> list[bytes] | None:
-    """The tokens ordered by rank when the ranks are exactly 0..n-1, else None."""
+def _tokens_by_rank(ranks: Mapping[bytes, int]) -> tuple[list[bytes], int] | None:
+    """The tokens ordered by rank and the lowest rank, when the ranks are exactly offset..offset
+    + n - 1 (0..n-1 in a rank file; a tekken file's start after its special ids), else None."""
+    if not ranks:
+        return None
+    offset = min(ranks.values(), key=lambda r: r if type(r) is int else -1)
+    if type(offset) is not int or offset < 0:
+        return None
     tokens: list[bytes | None] = [None] * len(ranks)
     for raw, rank in ranks.items():
-        if not isinstance(raw, bytes) or type(rank) is not int or not 0 <= rank < len(tokens) or tokens[rank] is not None:
+        if not isinstance(raw, bytes) or type(rank) is not int:
             return None
-        tokens[rank] = raw
-    return cast("list[bytes]", tokens)
+        at = rank - offset
+        if not 0 <= at < len(tokens) or tokens[at] is not None:
+            return None
+        tokens[at] = raw
+    return cast("list[bytes]", tokens), offset
 
 
-def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tokens: Mapping[str, int] | None) -> Tokenizer | None:
+def _from_tokens_by_rank(
+    by_rank: tuple[list[bytes], int], pattern: SplitPattern, special_tokens: Mapping[str, int] | None
+) -> Tokenizer | None:
     """The compiled path (mnemo/ranks.py): the Tokenizer the Python path (vocab.from_ranks)
     builds from the same ranks -- ordinary or ranked -- or None when the Python path is to word
-    an error.  Specials take the ids given, above every rank."""
+    an error.  `by_rank`: _tokens_by_rank's tokens and lowest rank, the public id of the token of
+    place r being offset + r.  Specials take the ids given, outside the ranks' ids."""
+    tokens, offset = by_rank
     vocab = merges_of_ranks(tokens)
     if vocab is None:
         return None
@@ -238,8 +251,9 @@ def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tok
     ids = [i for _, i in specials]
     if (
         not all(isinstance(name, str) for name in names)
-        or not all(type(i) is int and len(tokens) <= i <= MAX_TOKEN_ID for i in ids)
+        or not all(type(i) is int and 0 <= i <= MAX_TOKEN_ID and not offset <= i < offset + len(tokens) for i in ids)
         or len(set(ids)) != len(ids)
+        or offset + len(tokens) - 1 > MAX_TOKEN_ID
     ):
         return None
     try:
@@ -249,7 +263,8 @@ def _from_tokens_by_rank(tokens: list[bytes], pattern: SplitPattern, special_tok
         return None
     return Tokenizer._from_checked(
         TokenizerFields(
-            vocab.merges, pattern, names, "id", None, vocab.public + ids, vocab.whole, vocab.ranked, encoder_tables=vocab.tables,
+            vocab.merges, pattern, names, "id", None, [offset + r for r in vocab.public] + ids if offset else vocab.public + ids,
+            vocab.whole, vocab.ranked, encoder_tables=vocab.tables,
             spelled=vocab.spelled,
         )
     )
@@ -387,7 +402,7 @@ def load_tiktoken(
     by_rank = parse_rank_lines(data)  # compiled; None: the Python parser below words what is wrong
     split_pattern = _unmatched_rule(compile_pattern(pattern, unicode, default="tiktoken"), unmatched)
     primary, aliases = split_aliases(special_tokens)
-    fast = None if by_rank is None else _from_tokens_by_rank(by_rank, split_pattern, primary)
+    fast = None if by_rank is None else _from_tokens_by_rank((by_rank, 0), split_pattern, primary)
     if fast is not None:
         return _named(fast, aliases, name, source)
     try:
