@@ -186,11 +186,13 @@ def load_json(path: PathLike, what: str) -> Any:
     source = os.fspath(path)
 
     def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                raise FormatError(f"{source}: key {key!r} appears twice")
-            out[key] = value
+        out = dict(pairs)
+        if len(out) != len(pairs):  # then find the first key listed twice, for the message
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    raise FormatError(f"{source}: key {key!r} appears twice")
+                seen.add(key)
         return out
 
     try:

@@ -33,17 +33,26 @@ from typing import Any, Final, Literal
 
 from mnemo.errors import ConfigError, FormatError, InputError, SpecialTokenError
 from mnemo.fileio import write_atomic
-from mnemo.formats.common import CHAR_TO_BYTE, PathLike, excerpt, string_to_token, token_bytes, token_to_string, tokenizer_of
+from mnemo.formats.common import (
+    BYTE_TO_CHAR,
+    CHAR_TO_BYTE,
+    PathLike,
+    excerpt,
+    string_to_token,
+    token_bytes,
+    token_to_string,
+    tokenizer_of,
+)
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
 from mnemo.formats.hf_post import PostProcessor, parse_post_processor
 from mnemo.formats.hf_pretok import TOKENIZERS_UNICODE, PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex, regex_to_onig
-from mnemo.patterns import compile_pattern
+from mnemo.patterns import SplitPattern, compile_pattern
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.streaming import text_bytes
 from mnemo.tokenizer import Tokenizer
-from mnemo.vocab import check_public_ids, from_byte_tokens
+from mnemo.vocab import TokenizerFields, check_public_ids, from_byte_tokens, with_specials
 
 AllOr = Literal["all"] | Collection[str]
 
@@ -483,16 +492,76 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
             f"gives other text than the tokens' bytes"
         )
     raw_vocab = model.get("vocab")
-    if not isinstance(raw_vocab, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw_vocab.values()
+    if not isinstance(raw_vocab, dict) or not (
+        set(map(type, raw_vocab.values())) <= {int} and (not raw_vocab or min(raw_vocab.values()) >= 0)
     ):
         raise FormatError(f"{source}: key 'model.vocab' should be an object mapping tokens to non-negative integer ids")
     added = tokenizers_ids(parse_added_tokens(obj.get("added_tokens"), source), raw_vocab, source)
+    fast = fast_pattern(pre)
+    # the pattern on tokenizers' own Unicode tables (its ids on letters new since Unicode 16)
+    compiled = compile_pattern(fast, "tokenizers") if fast is not None else compiled_pattern(pre)
+    pattern: str | SplitPattern = compiled if compiled is not None else "gpt2"
+    fields, unreachable = _vocabulary(source, raw_vocab, model.get("merges"), added, ignore_merges, pattern)
+    assert fields.id_map is not None
+    bpe_ids = set(fields.id_map[: 256 + len(fields.merges)])  # the ids of bytes and merges
+    if ignore_merges and unreachable:
+        cut = 256 + len(fields.merges)
+        whole_raw = sorted(unreachable, key=unreachable.__getitem__)
+        public = [*fields.id_map[:cut], *(unreachable[raw] for raw in whole_raw), *fields.id_map[cut:]]
+        check_public_ids(source, public, lambda pos: f"id {public[pos]}")
+        fields = replace(fields, id_map=public, whole_tokens=whole_raw, ranked=True)
+    core = tokenizer_of(source, fields, built=True)
+    whole: dict[bytes, int] | None = None
+    if ignore_merges:
+        whole = {}
+        for key, value in raw_vocab.items():
+            raw = token_bytes(key)
+            if raw is not None:
+                whole[raw] = value
+    plain_added = all(
+        t.special and not (t.lstrip or t.rstrip or t.single_word) and t.id not in bpe_ids for t in added
+    ) and (len({t.normalized for t in added}) <= 1 or not forms)
+    template_adds = post.template is not None and add_special_tokens and post.template.added(False) > 0
+    if plain_ok and plain_added and not forms and compiled is not None and whole is None and not template_adds and not unreachable:
+        return core
+    return HFTokenizer(
+        core,
+        obj=obj,
+        source=source,
+        pre=pre,
+        forms=forms,
+        added=added,
+        whole=whole,
+        post=post,
+        add_special_tokens=add_special_tokens,
+    )
+
+
+def _vocabulary(
+    source: str,
+    raw_vocab: dict[str, int],
+    raw_merges: Any,
+    added: Sequence[AddedToken],
+    ignore_merges: bool,
+    pattern: str | SplitPattern,
+) -> tuple[TokenizerFields, dict[bytes, int]]:
+    """The core's fields from model.vocab, model.merges and the added tokens, and the tokens no
+    merge makes (`unreachable`, bytes -> id).  A file whose every vocabulary entry is a byte, a
+    merge's token or an added token's text (without ignore_merges) takes _alphabet_merges, which
+    works on the file's strings; any other file, and any error, the way below."""
+    contents = {t.content for t in added}
+    if not ignore_merges:
+        found = _alphabet_merges(raw_vocab, raw_merges, contents)
+        if found is not None:
+            pairs, public, keys = found
+            bpe_ids = set(public)
+            specials = {t.content: t.id for t in added if t.id not in bpe_ids}
+            label = lambda pos: f"'model.vocab'[{keys[pos]!r}]"  # noqa: E731
+            return with_specials(source, pairs, public, [], specials, pattern, label), {}
     # each vocabulary entry's bytes, once (None: not in GPT-2's alphabet); the merges name them
     spelled = {key: token_bytes(key) for key in raw_vocab}
-    merges = _merges(model.get("merges"), source, spelled)
+    merges = _merges(raw_merges, source, spelled)
     made = {a + b for a, b in merges}
-    contents = {t.content for t in added}
     plain: dict[str, Any] = {}
     for key, value in raw_vocab.items():
         if key in contents:
@@ -531,51 +600,66 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
                     f"same text with id {specials[name]}"
                 )
             specials[name] = ident
-    fast = fast_pattern(pre)
-    # the pattern on tokenizers' own Unicode tables (its ids on letters new since Unicode 16)
-    compiled = compile_pattern(fast, "tokenizers") if fast is not None else compiled_pattern(pre)
     fields = from_byte_tokens(
         source,
         vocab,
         merges,
-        pattern=compiled if compiled is not None else "gpt2",
+        pattern=pattern,
         specials=specials,
         show=lambda raw: repr(token_to_string(raw)),
         merge_where=lambda k: f"key 'model.merges[{k}]'",
         vocab_where=lambda raw: f"'model.vocab'[{token_to_string(raw)!r}]",
     )
-    if ignore_merges and unreachable:
-        assert fields.id_map is not None
-        cut = 256 + len(fields.merges)
-        whole_raw = sorted(unreachable, key=unreachable.__getitem__)
-        public = [*fields.id_map[:cut], *(unreachable[raw] for raw in whole_raw), *fields.id_map[cut:]]
-        check_public_ids(source, public, lambda pos: f"id {public[pos]}")
-        fields = replace(fields, id_map=public, whole_tokens=whole_raw, ranked=True)
-    core = tokenizer_of(source, fields, built=True)
-    whole: dict[bytes, int] | None = None
-    if ignore_merges:
-        whole = {}
-        for key, value in raw_vocab.items():
-            raw = token_bytes(key)
-            if raw is not None:
-                whole[raw] = value
-    plain_added = all(
-        t.special and not (t.lstrip or t.rstrip or t.single_word) and t.id not in bpe_ids for t in added
-    ) and (len({t.normalized for t in added}) <= 1 or not forms)
-    template_adds = post.template is not None and add_special_tokens and post.template.added(False) > 0
-    if plain_ok and plain_added and not forms and compiled is not None and whole is None and not template_adds and not unreachable:
-        return core
-    return HFTokenizer(
-        core,
-        obj=obj,
-        source=source,
-        pre=pre,
-        forms=forms,
-        added=added,
-        whole=whole,
-        post=post,
-        add_special_tokens=add_special_tokens,
-    )
+    return fields, unreachable
+
+
+def _alphabet_merges(
+    raw_vocab: Mapping[str, int], raw_merges: Any, contents: Collection[str]
+) -> tuple[list[tuple[int, int]], list[int], list[str]] | None:
+    """The merges as pairs of mnemo's ids, the public id of each byte and merge, and their
+    strings, read from the file's strings as they are (GPT-2's alphabet spells each byte with
+    one character, so the string of a merge's token is its parts' strings joined): or None
+    when anything is not the plain case -- a byte or a merge's token missing from the
+    vocabulary, a part not made before, a token made twice, an entry that is neither a byte, a
+    merge's token nor an added token's text -- and from_byte_tokens words what is wrong."""
+    if not isinstance(raw_merges, list):
+        return None
+    internal: dict[str, int] = {}
+    pairs: list[tuple[int, int]] = []
+    public: list[int] = []
+    keys: list[str] = []
+    for byte in range(256):
+        char = BYTE_TO_CHAR[byte]
+        i = raw_vocab.get(char)
+        if i is None:
+            return None
+        internal[char] = byte
+        public.append(i)
+        keys.append(char)
+    k = 256
+    for item in raw_merges:
+        if type(item) is str:
+            a, space, b = item.partition(" ")
+            if not space or " " in b:
+                return None
+        elif type(item) is list and len(item) == 2 and type(item[0]) is str and type(item[1]) is str:
+            a, b = item
+        else:
+            return None
+        left = internal.get(a)
+        right = internal.get(b)
+        merged = a + b
+        i = raw_vocab.get(merged)
+        if left is None or right is None or i is None or merged in internal:
+            return None
+        internal[merged] = k
+        k += 1
+        pairs.append((left, right))
+        public.append(i)
+        keys.append(merged)
+    if len(internal) != len(raw_vocab) and not (raw_vocab.keys() - internal.keys()) <= set(contents):
+        return None  # a token no merge makes: the way that words it
+    return pairs, public, keys
 
 
 def _byte_level_decoder(decoder: Any) -> bool:
