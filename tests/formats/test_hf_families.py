@@ -414,3 +414,37 @@ def test_a_compiled_sequence_loads_as_a_tokenizer(
     back = mnemo.Tokenizer.load(tmp_path / "tokenizer.bin")
     assert back == tok and back.split_pattern is tok.split_pattern
     assert tokenizer_arg(path, "tokenize") == tok
+
+
+def test_the_strings_path_builds_what_the_bytes_path_builds(
+    hf_families: dict[str, Path], gpt2: mnemo.Tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hf_pipeline._alphabet_merges reads a plain file on its strings (no bytes object per token);
+    with it turned off, every file takes the bytes path, which words every error.  Both build
+    the same merges, ids and special tokens: on each family's file and on GPT-2's tokenizer.json
+    (the Llama 3 style file, with ignore_merges and tokens no merge makes, takes the bytes path
+    either way)."""
+    from mnemo.formats import hf_pipeline
+    from mnemo.interop import save_hf
+
+    gpt2_json = tmp_path / "gpt2.json"
+    save_hf(gpt2, gpt2_json)
+    paths = [*hf_families.values(), gpt2_json]
+    taken: list[bool] = []
+    real = hf_pipeline._alphabet_merges
+
+    def spy(*args: Any) -> Any:
+        found = real(*args)
+        taken.append(found is not None)
+        return found
+
+    def core(tok: Any) -> Any:
+        tok = getattr(tok, "core", tok)
+        return tok.merges, tok.id_map, tok.special_tokens, tok.whole_tokens
+
+    monkeypatch.setattr(hf_pipeline, "_alphabet_merges", spy)
+    fast = [core(mnemo.load(p)) for p in paths]
+    monkeypatch.setattr(hf_pipeline, "_alphabet_merges", lambda *args: None)
+    slow = [core(mnemo.load(p)) for p in paths]
+    assert fast == slow
+    assert taken.count(True) >= 4, taken  # every file without ignore_merges took the strings path
