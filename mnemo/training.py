@@ -642,8 +642,9 @@ def train(
     byte for byte the one a local run makes.
 
     `prune="intermediate"`: no token of the result is intermediate only (every occurrence
-    consumed by later merges in training, as `mnemo inspect` lists them): they are not learnt,
-    and the merges after them fill the vocabulary to `vocab_size` (mnemo/prune.py,
+    consumed by later merges in training, as `mnemo inspect` lists them): for each one a run
+    finds, the next run refuses its least frequent user, which leaves it occurrences of its own,
+    and the merges after the refused ones fill the vocabulary to `vocab_size` (mnemo/prune.py,
     docs/superword.md).  Costs one more merge-loop run per round; the counting is done once.
 
     `superword=T`: a superword tokenizer (SuperBPE's curriculum, docs/superword.md): ordinary

@@ -18,7 +18,7 @@ import mnemo
 from mnemo import merge_loop, merge_loop_wide
 from mnemo.errors import ConfigError
 from mnemo.inspect_vocab import inspect
-from mnemo.prune import intermediate_merges, token_bytes_of
+from mnemo.prune import Learn, PruneStats, Skip, intermediate_merges, learn_pruned, rarest_users, token_bytes_of
 from mnemo.reference import train_merges_naive
 from mnemo.training import CountStats, TrainStats
 
@@ -96,6 +96,37 @@ def test_skip_on_real_text_in_both_widths(corpus_docs: Callable[..., list[str]])
         merge_loop_wide.SEAMS.handoff = old
 
 
+def _learner(trainer: Callable[..., tuple[list[tuple[int, int]], list[int]]], words: dict[bytes, int],
+             n_merges: int) -> Learn:
+    def learn(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
+        return trainer(words, n_merges, skip=skip)
+    return learn
+
+
+def test_pruning_worked_example() -> None:
+    """Words abc x5, abd x3, xy x2, three merges.  Plain BPE: ab (8), abc (5), abd (3); ab is
+    intermediate only (5 + 3 of its 8 consumed).  Its least frequent user abd is refused: ab (8),
+    abc (5), then (ab, d) is refused and xy (2) comes next; ab keeps 3, none is intermediate only,
+    two runs.  The rule before refused ab itself and went down a chain: bc, abc, bd (bc
+    intermediate), then bd, abd, xy (bd intermediate), then xy alone: the pair table had nothing
+    else left, and the vocabulary came out two merges short."""
+    words = {b"abc": 5, b"abd": 3, b"xy": 2}
+    for trainer in (train_merges_naive, merge_loop.train_merges, merge_loop_wide.train_merges):
+        stats = PruneStats()
+        merges, counts = learn_pruned(_learner(trainer, words, 3), 0, stats)
+        assert _made(merges) == [b"ab", b"abc", b"xy"] and counts == [8, 5, 2]
+        assert stats.rounds == 2 and stats.per_round == [1, 0] and stats.removed == [b"abd"]
+        assert intermediate_merges(merges, counts) == []
+
+
+def test_rarest_user_ties_go_to_the_later_merge() -> None:
+    """ab is used by abc and abd, 4 each (counts 8, 4, 4): the later merge, abd, is refused; a
+    user of smaller count goes first whatever its place."""
+    merges = [(97, 98), (256, 99), (256, 100)]
+    assert rarest_users(merges, [8, 4, 4], [0]) == [2]
+    assert rarest_users(merges, [8, 3, 5], [0]) == [1]
+
+
 @pytest.fixture(scope="module")
 def english(corpus_docs: Callable[..., list[str]]) -> list[str]:
     return corpus_docs("english", max_bytes=400_000)
@@ -103,7 +134,8 @@ def english(corpus_docs: Callable[..., list[str]]) -> list[str]:
 
 def test_pruned_vocabulary_has_no_intermediate_only_token(english: list[str]) -> None:
     """The plain vocabulary has intermediate-only tokens; the pruned one, of the same size, none
-    (as mnemo inspect reports them), and none of the removed tokens is in it."""
+    (as mnemo inspect reports them), and none of the refused tokens is in it.  The first run's
+    are kept: their least frequent users are refused instead."""
     plain = mnemo.train_from_iterator(english, vocab_size=4096, workers=1)
     stats = TrainStats(CountStats())
     pruned = mnemo.train_from_iterator(english, vocab_size=4096, workers=1, prune="intermediate", stats=stats)
@@ -113,9 +145,18 @@ def test_pruned_vocabulary_has_no_intermediate_only_token(english: list[str]) ->
     assert after == []
     assert pruned.n_vocab == plain.n_vocab == 4096 and len(pruned.merges) == len(plain.merges)
     assert stats.prune is not None and stats.prune.per_round[-1] == 0 and stats.prune.rounds >= 2
-    assert len(stats.prune.removed) == sum(stats.prune.per_round) >= len(before)
-    assert {f.raw for f in before} <= set(stats.prune.removed)
+    assert 0 < len(stats.prune.removed) <= sum(stats.prune.per_round)
+    assert stats.prune.per_round[0] == len(before)
+    # each intermediate-only token of the plain run has its least frequent user refused ...
+    plain_raw = _made(plain.merges)
+    assert plain.merge_counts is not None
+    found = [f.id - 256 for f in before]
+    users = {plain_raw[j] for j in rarest_users(plain.merges, plain.merge_counts, found)}
+    assert users <= set(stats.prune.removed)
     assert not set(stats.prune.removed) & set(_made(pruned.merges))
+    # ... and most of them stay in the vocabulary, no longer intermediate only
+    kept = {f.raw for f in before} & set(_made(pruned.merges))
+    assert len(kept) > len(before) // 2
     assert pruned.merge_counts is not None
     assert intermediate_merges(pruned.merges, pruned.merge_counts) == []
     # the tokens before the first removed one are the plain run's own
@@ -158,7 +199,7 @@ def test_cli_prune(tmp_path: Path, english: list[str]) -> None:
     src.write_text("\n".join(english[:200]), encoding="utf-8")
     out = subprocess.run([MNEMO, "train", str(src), "-o", str(tmp_path / "p.bin"), "--vocab-size", "2048",
                           "--prune", "intermediate", "-q"], capture_output=True, text=True, check=True).stdout
-    assert "pruned: " in out and "intermediate-only tokens not learnt" in out
+    assert "pruned: " in out and "tokens refused (the least frequent user of each intermediate-only token" in out
     report = subprocess.run([MNEMO, "inspect", str(tmp_path / "p.bin")], capture_output=True, text=True, check=True).stdout
     assert "intermediate only (every occurrence consumed by later merges in training): 0" in report
 

@@ -5,8 +5,9 @@ on held-out text, encode speed against tiktoken.
     .venv/bin/python bench/compare/superword_vs_plain.py tokens TOK.bin... --held NAME=HELD.jsonl... [--max-bytes N]
     .venv/bin/python bench/compare/superword_vs_plain.py encode SUPER.bin PLAIN.bin --held HELD.jsonl [--rounds 5]
 
-`train` runs plain, superword and pruned training of the same file in turn, each in a child
-process, `--rounds` times interleaved (A, B, C, A, B, C, ...), and prints each run's wall time and
+`train` runs plain, superword and pruned training of the same file in turn (`--pruned-self`:
+also pruning by the rule before, which refused each intermediate-only token itself), each in a
+child process, `--rounds` times interleaved (A, B, C, A, B, C, ...), and prints each run's wall time and
 its CPU time (the child's own and its workers'): on a shared machine only CPU time and same-run
 ratios mean anything, so the load average is printed with every round.  `tokens` counts tokens
 (deterministic).  `encode` encodes the held-out documents one by one with the superword
@@ -35,8 +36,13 @@ stats = TrainStats(CountStats())
 kw = {}
 if mode == "superword":
     kw["superword"] = int(sw)
-if mode == "pruned":
+if mode in ("pruned", "pruned-self"):
     kw["prune"] = "intermediate"
+if mode == "pruned-self":
+    # the rule before, for comparison: refuse each intermediate-only token itself rather than its
+    # least frequent user (prune.py is interpreted, so learn_pruned looks this name up per run)
+    import mnemo.prune
+    mnemo.prune.rarest_users = lambda merges, counts, found: list(found)
 t0 = time.perf_counter()
 tok = mnemo.train([path], vocab_size=int(vocab), workers=int(workers), stats=stats, **kw)
 wall = time.perf_counter() - t0
@@ -47,7 +53,9 @@ cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 print(json.dumps({"wall": wall, "cpu": cpu, "count_wall": stats.count.seconds, "merge_wall": stats.merge_seconds,
                   "rss_mib": me.ru_maxrss / 1024, "merges": stats.merges,
                   "stage2": None if stats.stage2 is None else vars(stats.stage2),
-                  "prune_rounds": None if stats.prune is None else stats.prune.rounds}))
+                  "prune_rounds": None if stats.prune is None else stats.prune.rounds,
+                  "prune_per_round": None if stats.prune is None else stats.prune.per_round,
+                  "refused": None if stats.prune is None else len(stats.prune.removed)}))
 """
 
 
@@ -58,7 +66,8 @@ def load() -> str:
 def cmd_train(args: argparse.Namespace) -> None:
     print(f"# {args.path}: {Path(args.path).stat().st_size / 1e6:.1f} MB, vocab {args.vocab}, superword T = {args.superword}, "
           f"workers {args.workers}")
-    modes = ["plain", "superword"] + (["pruned"] if args.pruned else [])
+    modes = (["plain"] + ([] if args.no_superword else ["superword"]) + (["pruned"] if args.pruned else [])
+             + (["pruned-self"] if args.pruned_self else []))
     results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     for r in range(args.rounds):
         for mode in modes:
@@ -72,6 +81,9 @@ def cmd_train(args: argparse.Namespace) -> None:
                   f"merge {res['merge_wall']:.2f} s wall; peak RSS {res['rss_mib']:.0f} MiB)  load {load()}", flush=True)
             if res.get("stage2"):
                 print(f"    stage 2: {res['stage2']}")
+            if res.get("prune_rounds"):
+                print(f"    pruning: {res['prune_rounds']} runs, intermediate-only tokens per run {res['prune_per_round']}, "
+                      f"{res['refused']} tokens refused")
     best = {m: min(x["cpu"] for x in results[m]) for m in modes}
     bwall = {m: min(x["wall"] for x in results[m]) for m in modes}
     for m in modes[1:]:
@@ -107,7 +119,7 @@ def cmd_tokens(args: argparse.Namespace) -> None:
                 n_tok += len(ids)
                 if ids:
                     n_super += int(spans[np.asarray(ids)].sum())
-            cells.append(f"{n_tok / n_bytes:.4f} {100 * n_super / max(n_tok, 1):4.1f}%")
+            cells.append(f"{n_tok / n_bytes:.5f} {100 * n_super / max(n_tok, 1):4.1f}%")
         print("  " + (label or Path(path).name).ljust(28) + "".join(f"{c:>18}" for c in cells), flush=True)
 
 
@@ -156,6 +168,9 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--pruned", action="store_true")
+    p.add_argument("--pruned-self", action="store_true",
+                   help="also prune by the rule before (refusing each intermediate-only token itself)")
+    p.add_argument("--no-superword", action="store_true")
     p.add_argument("--out", default="/tmp")
     p = sub.add_parser("tokens")
     p.add_argument("tokenizers", nargs="+", metavar="[LABEL=]TOK.bin")

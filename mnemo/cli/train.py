@@ -70,8 +70,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     if stats.prune is not None:
         print(
-            f"  pruned: {len(stats.prune.removed)} intermediate-only tokens not learnt, in "
-            f"{stats.prune.rounds} merge-loop runs (found per run: {', '.join(map(str, stats.prune.per_round))})"
+            f"  pruned: {len(stats.prune.removed)} tokens refused (the least frequent user of each intermediate-only "
+            f"token found), {stats.prune.rounds} merge-loop runs (intermediate-only tokens found per run: "
+            f"{', '.join(map(str, stats.prune.per_round))})"
         )
     if stats.stopped_early:
         print(
