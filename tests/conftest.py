@@ -8,6 +8,8 @@ instead of their default deterministic sample.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import lzma
 from collections.abc import Callable, Iterator
@@ -134,3 +136,35 @@ def _within(fn: Callable[[], object], seconds: float) -> object:
 def within() -> Callable[[Callable[[], object], float], object]:
     """`within(fn, seconds)`: fn() or a failed test, never a hung one (time bounds on loaders)."""
     return _within
+
+
+@pytest.fixture(scope="session")
+def tiktoken_ranks() -> Callable[[str], dict[bytes, int]]:
+    """tiktoken_ranks(name) -> the ranks of ../shared/fixtures/tiktoken/NAME.tiktoken.gz, or of
+    "llama3_like": cl100k_base's ranks, then o200k_base's tokens cl100k lacks, in o200k's order,
+    up to 128,000 ranks (as Llama 3 appended its 27,744 multilingual tokens to cl100k's).  A test
+    that asks for one skips when the fixtures are absent."""
+
+    def read(name: str) -> dict[bytes, int]:
+        path = FIXTURES_DIR / "tiktoken" / f"{name}.tiktoken.gz"
+        if not path.is_file():
+            pytest.skip(f"fixture {path} is absent (../shared/fixtures/tiktoken beside the repo)")
+        ranks: dict[bytes, int] = {}
+        for line in gzip.decompress(path.read_bytes()).splitlines():
+            if line:
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+        return ranks
+
+    def get(name: str) -> dict[bytes, int]:
+        if name != "llama3_like":
+            return read(name)
+        ranks = read("cl100k_base")
+        o200k = read("o200k_base")
+        for raw in sorted(o200k, key=o200k.__getitem__):
+            if len(ranks) == 128_000:
+                break
+            ranks.setdefault(raw, len(ranks))
+        return ranks
+
+    return get

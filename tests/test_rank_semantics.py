@@ -20,7 +20,6 @@ tokens`), and `mnemo.load_tiktoken(path, "cl100k", special_tokens={...})` loads 
 from __future__ import annotations
 
 import base64
-import gzip
 import itertools
 import random
 import string
@@ -410,37 +409,15 @@ def test_ranked_without_need_is_ordinary() -> None:
 # ---- a Llama-3-like rank file ----
 
 
-def read_fixture_ranks(name: str) -> dict[bytes, int]:
-    path = TIKTOKEN_DIR / f"{name}.tiktoken.gz"
-    if not path.is_file():
-        pytest.skip(f"fixture {path} is absent (../shared/fixtures/tiktoken beside the repo)")
-    ranks: dict[bytes, int] = {}
-    for line in gzip.decompress(path.read_bytes()).splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
-
-
-def llama3_like_ranks() -> dict[bytes, int]:
-    """cl100k_base's ranks, then o200k_base's tokens cl100k lacks, in o200k's order, up to
-    128,000 ranks (as Llama 3 appended its 27,744 multilingual tokens to cl100k's)."""
-    ranks = read_fixture_ranks("cl100k_base")
-    o200k = read_fixture_ranks("o200k_base")
-    for raw in sorted(o200k, key=o200k.__getitem__):
-        if len(ranks) == 128_000:
-            break
-        ranks.setdefault(raw, len(ranks))
-    return ranks
-
-
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> tuple[Tokenizer, Any, dict[bytes, int]]:
+def llama(
+    tmp_path_factory: pytest.TempPathFactory, tiktoken_ranks: Callable[[str], dict[bytes, int]]
+) -> tuple[Tokenizer, Any, dict[bytes, int]]:
     """(mnemo's tokenizer from the rank file, tiktoken's Encoding of the same file, the ranks)."""
     tiktoken = need_tiktoken()
     from tiktoken.load import load_tiktoken_bpe
 
-    ranks = llama3_like_ranks()
+    ranks = tiktoken_ranks("llama3_like")
     path = tmp_path_factory.mktemp("llama3") / "tokenizer.model"
     path.write_bytes(b"".join(base64.b64encode(raw) + b" %d\n" % r for raw, r in sorted(ranks.items(), key=lambda x: x[1])))
     specials = {name: 128_000 + i for i, name in enumerate(LLAMA3_SPECIALS)}

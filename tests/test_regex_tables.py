@@ -17,8 +17,8 @@ itself (an Encoding built with the regex) and, in tests/formats/test_hf_families
 from __future__ import annotations
 
 import base64
-import gzip
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,6 @@ from mnemo import regex_tables as rt
 from mnemo.formats.openai import encoding
 from mnemo.formats.tiktoken import from_mergeable_ranks, load_tiktoken
 
-TIKTOKEN_DIR = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "tiktoken"
 REF = udata.ENGINES["tiktoken"]
 
 #: cl100k's regex with a word boundary and a case-insensitive "in" (U+0130 is `regex`'s (?i:i),
@@ -49,15 +48,8 @@ def need_tiktoken() -> Any:
 
 
 @pytest.fixture(scope="module")
-def cl100k_ranks() -> dict[bytes, int]:
-    gz = TIKTOKEN_DIR / "cl100k_base.tiktoken.gz"
-    if not gz.is_file():
-        pytest.skip(f"fixture {gz} is absent (../shared/fixtures/tiktoken beside the repo)")
-    ranks: dict[bytes, int] = {}
-    for line in gzip.decompress(gz.read_bytes()).splitlines():
-        token, rank = line.split()
-        ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+def cl100k_ranks(tiktoken_ranks: Callable[[str], dict[bytes, int]]) -> dict[bytes, int]:
+    return tiktoken_ranks("cl100k_base")
 
 
 def tiktoken_members(pattern: str) -> set[int]:

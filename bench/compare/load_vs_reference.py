@@ -10,10 +10,11 @@ Files (made or found here, offline):
   (Mistral NeMo's and Pixtral's, 14.8 MB and 19.3 MB of JSON); the reference is mistral-common's
   `Tekkenizer.from_file`.
 - `cl100k_json`, `o200k_json`: cl100k_base and o200k_base as tokenizer.json, written by mnemo's
-  `save_hf` (ByteLevel BPE with their Split regexes, as Hugging Face's own conversions of them
-  are).  The reference is `tokenizers.Tokenizer.from_file`.  (A ranked vocabulary such as Llama
-  3's, whose tokenizer.json needs `ignore_merges`, is not timed: mnemo does not write such a file,
-  and there is none offline.)
+  `save_hf` (ByteLevel BPE with their Split regexes, one merge a token).
+- `llama3_json`: the Llama-3-like ranks of load_vs_tiktoken.py converted to tokenizer.json by
+  transformers' `TikTokenConverter`, as Meta's Llama 3 tokenizer.json was (`ignore_merges`, every
+  pair of tokens that spells a token listed: 280,000-odd merges).
+  The reference for these is `tokenizers.Tokenizer.from_file`.
 
 Each form is timed once a round in this process, the forms in turn; the best round counts, wall
 and CPU time, with ratios to the reference (below 1: mnemo is faster).  Before timing, the
@@ -36,10 +37,10 @@ from mnemo.interop import save_hf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from load_vs_tiktoken import FIXTURES, SAMPLE  # noqa: E402
+from load_vs_tiktoken import FIXTURES, LLAMA3_SPECIALS, SAMPLE, write_llama3_like  # noqa: E402
 from timing import race_calls  # noqa: E402
 
-NAMES = ["tekken_240718", "tekken_240911", "cl100k_json", "o200k_json"]
+NAMES = ["tekken_240718", "tekken_240911", "cl100k_json", "o200k_json", "llama3_json"]
 
 
 def tekken_file(name: str) -> Path:
@@ -49,11 +50,20 @@ def tekken_file(name: str) -> Path:
 
 
 def hf_file(name: str, tmp: Path) -> Path:
-    """A tokenizer.json of cl100k_base or o200k_base, written by mnemo."""
+    """A tokenizer.json of cl100k_base or o200k_base written by mnemo, or of llama3_like written
+    by transformers' converter."""
+    path = tmp / f"{name}.json"
+    if name == "llama3_json":
+        from transformers.convert_slow_tokenizer import TikTokenConverter
+
+        plain = tmp / "llama3_like.tiktoken"
+        write_llama3_like(plain)
+        specials = list(LLAMA3_SPECIALS)
+        TikTokenConverter(vocab_file=str(plain), extra_special_tokens=specials).converted().save(str(path))
+        return path
     vocab = name.replace("_json", "_base")
     plain = tmp / f"{vocab}.tiktoken"
     plain.write_bytes(gzip.decompress((FIXTURES / f"{vocab}.tiktoken.gz").read_bytes()))
-    path = tmp / f"{name}.json"
     save_hf(mnemo.load_tiktoken(plain, vocab), path)
     return path
 
@@ -72,9 +82,9 @@ def forms_of(name: str, tmp: Path) -> tuple[dict[str, Callable[[], object]], str
 
         path = hf_file(name, tmp)
         ours, their_tok = mnemo.load(path), tokenizers.Tokenizer.from_file(str(path))
-        assert ours.encode_ordinary(SAMPLE) == their_tok.encode(SAMPLE, add_special_tokens=False).ids, "mnemo and tokenizers disagree"
+        assert ours.encode(SAMPLE, allowed_special="all") == their_tok.encode(SAMPLE, add_special_tokens=False).ids, "mnemo and tokenizers disagree"
         reference = ("tokenizers from_file", lambda: tokenizers.Tokenizer.from_file(str(path)))
-    about = f"{name}: {path.name}, {path.stat().st_size:,} bytes, {ours.n_vocab:,} ids{' (ranked)' if ours.ranked else ''}"
+    about = f"{name}: {path.name}, {path.stat().st_size:,} bytes, {ours.n_vocab:,} ids{' (ranked)' if getattr(getattr(ours, 'core', ours), 'ranked', False) else ''}"
     return {reference[0]: reference[1], "mnemo.load": lambda: mnemo.load(path)}, about
 
 

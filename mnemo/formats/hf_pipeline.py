@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from mnemo.errors import ConfigError, FormatError, InputError, SpecialTokenError
 from mnemo.fileio import write_atomic
@@ -48,6 +48,7 @@ from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
 from mnemo.formats.hf_post import PostProcessor, parse_post_processor
 from mnemo.formats.hf_pretok import TOKENIZERS_UNICODE, PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex, regex_to_onig
+from mnemo.formats.tiktoken import fields_of_ranks
 from mnemo.patterns import SplitPattern, compile_pattern
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.streaming import text_bytes
@@ -501,7 +502,7 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
     # the pattern on tokenizers' own Unicode tables (its ids on letters new since Unicode 16)
     compiled = compile_pattern(fast, "tokenizers") if fast is not None else compiled_pattern(pre)
     pattern: str | SplitPattern = compiled if compiled is not None else "gpt2"
-    fields, unreachable = _vocabulary(source, raw_vocab, model.get("merges"), added, ignore_merges, pattern)
+    fields, unreachable, checked = _vocabulary(source, raw_vocab, model.get("merges"), added, ignore_merges, pattern)
     assert fields.id_map is not None
     bpe_ids = set(fields.id_map[: 256 + len(fields.merges)])  # the ids of bytes and merges
     if ignore_merges and unreachable:
@@ -510,7 +511,7 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
         public = [*fields.id_map[:cut], *(unreachable[raw] for raw in whole_raw), *fields.id_map[cut:]]
         check_public_ids(source, public, lambda pos: f"id {public[pos]}")
         fields = replace(fields, id_map=public, whole_tokens=whole_raw, ranked=True)
-    core = tokenizer_of(source, fields, built=True)
+    core = Tokenizer._from_checked(fields) if checked else tokenizer_of(source, fields, built=True)
     whole: dict[bytes, int] | None = None
     if ignore_merges:
         whole = {}
@@ -544,20 +545,25 @@ def _vocabulary(
     added: Sequence[AddedToken],
     ignore_merges: bool,
     pattern: str | SplitPattern,
-) -> tuple[TokenizerFields, dict[bytes, int]]:
-    """The core's fields from model.vocab, model.merges and the added tokens, and the tokens no
-    merge makes (`unreachable`, bytes -> id).  A file whose every vocabulary entry is a byte, a
+) -> tuple[TokenizerFields, dict[bytes, int], bool]:
+    """The core's fields from model.vocab, model.merges and the added tokens, the tokens no
+    merge makes (`unreachable`, bytes -> id), and whether every rule of the fields is checked
+    already (the rank path's: Tokenizer._from_checked takes them).  A file whose every vocabulary entry is a byte, a
     merge's token or an added token's text (without ignore_merges) takes _alphabet_merges, which
     works on the file's strings; any other file, and any error, the way below."""
     contents = {t.content for t in added}
-    if not ignore_merges:
+    if ignore_merges:
+        converted = _converted_from_ranks(raw_vocab, raw_merges, added, contents, pattern)
+        if converted is not None:
+            return converted, {}, True
+    else:
         found = _alphabet_merges(raw_vocab, raw_merges, contents)
         if found is not None:
             pairs, public, keys = found
             bpe_ids = set(public)
             specials = {t.content: t.id for t in added if t.id not in bpe_ids}
             label = lambda pos: f"'model.vocab'[{keys[pos]!r}]"  # noqa: E731
-            return with_specials(source, pairs, public, [], specials, pattern, label), {}
+            return with_specials(source, pairs, public, [], specials, pattern, label), {}, False
     # each vocabulary entry's bytes, once (None: not in GPT-2's alphabet); the merges name them
     spelled = {key: token_bytes(key) for key in raw_vocab}
     merges = _merges(raw_merges, source, spelled)
@@ -610,7 +616,90 @@ def _vocabulary(
         merge_where=lambda k: f"key 'model.merges[{k}]'",
         vocab_where=lambda raw: f"'model.vocab'[{token_to_string(raw)!r}]",
     )
-    return fields, unreachable
+    return fields, unreachable, False
+
+
+def _converted_from_ranks(
+    raw_vocab: Mapping[str, int],
+    raw_merges: Any,
+    added: Sequence[AddedToken],
+    contents: Collection[str],
+    pattern: str | SplitPattern,
+) -> TokenizerFields | None:
+    """The core of a file converted from a rank file -- transformers' TikTokenConverter, which
+    made Llama 3's tokenizer.json: ignore_merges, the BPE tokens' ids are their ranks 0..n-1,
+    and model.merges lists, by their token's rank, every pair of tokens that spells a token
+    (several per token, 280,147 for Llama 3's 128,000) -- built from the ranks by tiktoken's
+    rule (formats.tiktoken.fields_of_ranks, compiled; every rule checked), or None when the
+    file is not that case.
+
+    Why the ids are tokenizers': with ignore_merges a whole pre-token that is a token is that
+    token, in both.  Otherwise tokenizers glues the listed pair of lowest index, tiktoken the
+    pair of lowest rank; the merges go by rank, so both glue a token of the lowest rank first.
+    And the two parts that sit side by side and spell a token T are always the same pair: the
+    steps inside T's bytes were the lowest there, so they are the merge of T's own bytes, whose
+    last step is T's one pair (the one merges_of_ranks finds).  So each step is the same in both
+    as long as that pair is listed: checked below, for every token.  A file that fails a check
+    takes the way from_byte_tokens words (its merges must then come in the order they apply)."""
+    if not isinstance(raw_merges, list):
+        return None
+    # An added token's text in the vocabulary that no merge makes is the added token's alone
+    # (from_json's rule): which of those texts a merge makes, when the vocabulary holds any.
+    held = [key for key in contents if len(key) > 1 and key in raw_vocab]
+    made: set[str] = set()
+    if held:
+        wanted = set(held)
+        for item in raw_merges:
+            joined = item.replace(" ", "") if type(item) is str else "".join(item) if type(item) is list else ""
+            if joined in wanted:
+                made.add(joined)
+    keys: list[str | None] = [None] * len(raw_vocab)
+    count = 0
+    for key, rank in raw_vocab.items():
+        if key in contents and len(key) > 1 and key not in made:
+            continue
+        if rank >= len(keys) or keys[rank] is not None:
+            return None
+        keys[rank] = key
+        count += 1
+    if any(key is None for key in keys[:count]):
+        return None  # the BPE tokens' ids are not 0..n-1
+    names = cast("list[str]", keys[:count])
+    by_rank = [token_bytes(key) for key in names]
+    if any(raw is None for raw in by_rank):
+        return None
+    specials: dict[str, int] = {}
+    for token in added:
+        if token.id >= count:
+            specials[token.content] = token.id
+        elif names[token.id] != token.content:
+            return None
+    fields = fields_of_ranks((cast("list[bytes]", by_rank), 0), compile_pattern(pattern), specials)
+    if fields is None or fields.id_map is None:
+        return None
+    # each token's one pair, by the token's rank: the ranks of its two parts
+    public = fields.id_map
+    pair_of = [-1] * count
+    for k, (left, right) in enumerate(fields.merges):
+        pair_of[public[256 + k]] = public[left] << 32 | public[right]
+    listed = bytearray(count)
+    last = -1
+    for item in raw_merges:
+        parts = _pair_of(item)
+        if parts is None:
+            return None
+        a, b = parts
+        made_rank = raw_vocab.get(a + b)
+        ra = raw_vocab.get(a)
+        rb = raw_vocab.get(b)
+        if made_rank is None or ra is None or rb is None or not last <= made_rank < count:
+            return None  # not a pair of tokens that spells one, or not by rank
+        last = made_rank
+        if pair_of[made_rank] == ra << 32 | rb:
+            listed[made_rank] = 1
+    if any(pair_of[r] >= 0 and not listed[r] for r in range(count)):
+        return None  # a token's one pair is not listed: tokenizers cannot glue it
+    return fields
 
 
 def _alphabet_merges(
@@ -638,14 +727,10 @@ def _alphabet_merges(
         keys.append(char)
     k = 256
     for item in raw_merges:
-        if type(item) is str:
-            a, space, b = item.partition(" ")
-            if not space or " " in b:
-                return None
-        elif type(item) is list and len(item) == 2 and type(item[0]) is str and type(item[1]) is str:
-            a, b = item
-        else:
+        parts = _pair_of(item)
+        if parts is None:
             return None
+        a, b = parts
         left = internal.get(a)
         right = internal.get(b)
         merged = a + b
@@ -660,6 +745,17 @@ def _alphabet_merges(
     if len(internal) != len(raw_vocab) and not (raw_vocab.keys() - internal.keys()) <= set(contents):
         return None  # a token no merge makes: the way that words it
     return pairs, public, keys
+
+
+def _pair_of(item: Any) -> tuple[str, str] | None:
+    """A model.merges entry's two strings ("a b" or ["a", "b"]), or None when it is neither (the
+    way through _merges words that)."""
+    if type(item) is str:
+        a, space, b = item.partition(" ")
+        return (a, b) if space and " " not in b else None
+    if type(item) is list and len(item) == 2 and type(item[0]) is str and type(item[1]) is str:
+        return item[0], item[1]
+    return None
 
 
 def _byte_level_decoder(decoder: Any) -> bool:

@@ -240,8 +240,17 @@ def _from_tokens_by_rank(
 ) -> Tokenizer | None:
     """The compiled path (mnemo/ranks.py): the Tokenizer the Python path (vocab.from_ranks)
     builds from the same ranks -- ordinary or ranked -- or None when the Python path is to word
-    an error.  `by_rank`: _tokens_by_rank's tokens and lowest rank, the public id of the token of
-    place r being offset + r.  Specials take the ids given, outside the ranks' ids."""
+    an error (fields_of_ranks)."""
+    fields = fields_of_ranks(by_rank, pattern, special_tokens)
+    return None if fields is None else Tokenizer._from_checked(fields)
+
+
+def fields_of_ranks(
+    by_rank: tuple[list[bytes], int], pattern: SplitPattern, special_tokens: Mapping[str, int] | None
+) -> TokenizerFields | None:
+    """The fields of _from_tokens_by_rank's Tokenizer, every rule checked, or None.  `by_rank`:
+    _tokens_by_rank's tokens and lowest rank, the public id of the token of place r being
+    offset + r.  Specials take the ids given, outside the ranks' ids."""
     tokens, offset = by_rank
     vocab = merges_of_ranks(tokens)
     if vocab is None:
@@ -261,12 +270,10 @@ def _from_tokens_by_rank(
         check_special_tokens(names)
     except ConfigError:
         return None
-    return Tokenizer._from_checked(
-        TokenizerFields(
-            vocab.merges, pattern, names, "id", None, [offset + r for r in vocab.public] + ids if offset else vocab.public + ids,
-            vocab.whole, vocab.ranked, encoder_tables=vocab.tables,
-            spelled=vocab.spelled,
-        )
+    public = [offset + r for r in vocab.public] + ids if offset else vocab.public + ids
+    return TokenizerFields(
+        vocab.merges, pattern, names, "id", None, public, vocab.whole, vocab.ranked, encoder_tables=vocab.tables,
+        spelled=vocab.spelled,
     )
 
 
