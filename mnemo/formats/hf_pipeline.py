@@ -513,7 +513,9 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
         fields = replace(fields, id_map=public, whole_tokens=whole_raw, ranked=True)
     core = Tokenizer._from_checked(fields) if checked else tokenizer_of(source, fields, built=True)
     whole: dict[bytes, int] | None = None
-    if ignore_merges:
+    # ignore_merges: a pre-token that is a vocabulary entry is that entry.  A core from ranks
+    # (`checked`) does that itself, natively (tiktoken's rule); otherwise HFTokenizer looks it up.
+    if ignore_merges and not checked:
         whole = {}
         for key, value in raw_vocab.items():
             raw = token_bytes(key)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import mnemo
-from mnemo import FormatError
+from mnemo import FormatError, Tokenizer
 from mnemo.formats.common import token_bytes
 
 #: Llama 3's split regex, as its tokenizer.json and the converter's default spell it
@@ -59,10 +59,25 @@ def test_the_file_is_the_converted_kind(converted: tuple[Path, Any]) -> None:
 def test_converted_files_give_tokenizers_ids(converted: tuple[Path, Any], corpus_docs: Callable[..., list[str]]) -> None:
     path, ref = converted
     tok = mnemo.load(path)
+    # the core from ranks does the whole-pre-token lookup of ignore_merges itself, so the file
+    # needs no HFTokenizer around it: a plain Tokenizer (it saves as tokenizer.bin, `mnemo
+    # tokenize` takes it), whose encode is the compiled encoder's
+    assert isinstance(tok, Tokenizer)
     assert tok.n_vocab == ref.get_vocab_size()
     texts = [*HARD, *(doc for name in ("english", "multilingual", "code", "chat") for doc in corpus_docs(name, 300_000))]
     for k, text in enumerate(texts):
         assert tok.encode(text, allowed_special="all") == ref.encode(text, add_special_tokens=False).ids, f"text {k}: {text[:60]!r}"
+
+
+def test_a_converted_file_saves_as_tokenizer_bin(converted: tuple[Path, Any], tmp_path: Path) -> None:
+    path, ref = converted
+    tok = mnemo.load(path)
+    assert isinstance(tok, Tokenizer)
+    tok.save(tmp_path / "tokenizer.bin")
+    again = Tokenizer.load(tmp_path / "tokenizer.bin")
+    assert again == tok
+    text = HARD[3]
+    assert again.encode(text) == ref.encode(text, add_special_tokens=False).ids
 
 
 def test_every_token_alone_and_in_context(converted: tuple[Path, Any]) -> None:
