@@ -368,8 +368,36 @@ def refusing(sp: SplitPattern) -> SplitPattern:
         return sp
     if any(step.regex == p.steps[0].regex and len(p.steps) == 1 for p in PRESETS.values()):
         return sp  # a preset's regex, spelt out (a tekken file's own pattern is the tekken preset's)
+    empty = empty_match(step.regex)
+    if empty is not None:
+        raise ConfigError(
+            f"the split regex {step.regex!r} matches the empty string ({'in an empty text' if empty == '' else f'at the start of {empty!r}'}): tiktoken's "
+            f"engine skips the character after such a match, dropping it, and fails outright on an empty "
+            f"piece, while the `regex` module goes on to match that character, so no ids here could be the "
+            f"reference's; make every alternative match at least one character"
+        )
     # not strict: a regex that ran on the `regex` module's own tables (off_table) still does
     return compile_steps((replace(step, unmatched="refuse"),), sp.unicode, sp.name, strict=False)
+
+
+#: Texts at whose start refusing() tries a regex for an empty match: each kind of character a
+#: split regex's alternatives tell apart, alone and after a space.
+EMPTY_PROBES: Final = (
+    "", "a", "A", "1", "\u0661", " ", "  ", "\n", "\r\n", "\t", ";", "'", "'s", "\u00e9", "\u4e2d", "\U0001f600",
+    "\u0301", " a", " 1", " ;", " \u4e2d", "_", "-",
+)  # fmt: skip
+
+
+def empty_match(source: str) -> str | None:
+    """A probe (EMPTY_PROBES) at whose start `source` matches the empty string, or None.  A
+    split regex that can (`\\p{N}*`, `x?`, a lookaround alone) splits otherwise in tiktoken's
+    engine, which skips a character after an empty match and panics on an empty piece."""
+    rx = regex.compile(source)
+    for probe in EMPTY_PROBES:
+        m = rx.match(probe)
+        if m is not None and m.end() == 0:
+            return probe
+    return None
 
 
 def program_of(pid: int) -> pt.SplitProgram:

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mnemo
-from mnemo import InputError, Tokenizer
+from mnemo import ConfigError, FormatError, InputError, Tokenizer
 from mnemo import patterns as P
 from mnemo.formats.tekken import load_tekken
 from mnemo.formats.tiktoken import load_tiktoken
@@ -95,6 +95,31 @@ def test_a_tekken_file_with_a_gappy_pattern(tmp_path: Path) -> None:
     ref = tekken.Tekkenizer.from_file(path)
     check_rule(load_tekken(path), lambda t: list(ref.encode(t, bos=False, eos=False)))
     check_rule(mnemo.load(path), lambda t: list(ref.encode(t, bos=False, eos=False)))
+
+
+#: The fuzzer's finding (a tekken pattern whose digit branch is `\p{N}*+`): it matches the empty
+#: string at ";", where tiktoken skips the ";" and the `regex` module matched it by the next branch.
+EMPTY = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}*+| ?[^\s\p{L}\p{N}]++|\s+(?!\S)|\s"""
+
+
+def test_a_regex_that_matches_the_empty_string_is_refused_under_tiktokens_rules(tmp_path: Path) -> None:
+    """tiktoken skips the character after an empty match (it drops ";" from "café; x"), and panics
+    on an empty piece (""); the `regex` module matched ";" by the next branch, so mnemo's ids
+    were not the reference's, silently.  Such a regex is refused where tiktoken's rules apply,
+    with the probe it matched empty at; `unmatched="keep"` (Hugging Face's Split) still takes it."""
+    path = write_tiktoken(tmp_path / "empty.tiktoken")
+    with pytest.raises(ConfigError, match=r"matches the empty string \(in an empty text\)"):
+        load_tiktoken(path, EMPTY)
+    with pytest.raises(ConfigError, match=r"matches the empty string \(at the start of 'a'\)"):
+        load_tiktoken(path, r"\p{L}+(?=b)|(?=a)|\s")  # a lookahead alone
+    with pytest.raises(ConfigError, match=r"matches the empty string \(at the start of ';'\)"):
+        from_mergeable_ranks(ranks(), r"\p{L}+|\s+|\p{N}+|(?=;)")
+    with pytest.raises(FormatError, match=r"config\.pattern: the split regex .* matches the empty string"):
+        load_tekken(write_tekken(tmp_path / "empty.json", EMPTY))
+    assert load_tiktoken(path, EMPTY, unmatched="keep").encode_ordinary("café; x")
+    # a regex whose every branch takes a character is not refused: GAPPY leaves text unmatched,
+    # which is the other rule (an InputError per text), not an empty match
+    assert load_tiktoken(path, GAPPY).encode_ordinary("Hello")
 
 
 def test_unmatched_keep_keeps_the_text(tmp_path: Path) -> None:
