@@ -450,6 +450,9 @@ class _Rewriter:
         self.u = _universe(version)
         self.native_word = self.probe(r"\w", False)
         self.marks = np.zeros(len(self.u.cps), dtype=np.bool_)
+        # each distinct set's rewrite, once: a regex that repeats its branches (a fuzzed file
+        # held 1,700 sets, 17 of them distinct) probed every code point for each (2.7 s)
+        self.done: dict[tuple[str, bool], str] = {}
 
     def probe(self, text: str, fold: bool) -> npt.NDArray[np.bool_]:
         """Which universe code points `regex` matches with the set as written."""
@@ -480,6 +483,13 @@ class _Rewriter:
         return ~out if st.negate else out
 
     def unit(self, st: _Set) -> str:
+        key = (st.text, st.fold)
+        found = self.done.get(key)
+        if found is None:
+            found = self.done[key] = self._unit(st)
+        return found
+
+    def _unit(self, st: _Set) -> str:
         native = self.probe(st.text, st.fold)
         ref = self.reference(st)
         out, into = native & ~ref, ref & ~native

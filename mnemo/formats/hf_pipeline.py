@@ -652,9 +652,11 @@ def _converted_from_ranks(
     if held:
         wanted = set(held)
         for item in raw_merges:
-            joined = item.replace(" ", "") if type(item) is str else "".join(item) if type(item) is list else ""
-            if joined in wanted:
-                made.add(joined)
+            parts = _pair_of(item)
+            if parts is None:
+                return None
+            if parts[0] + parts[1] in wanted:
+                made.add(parts[0] + parts[1])
     keys: list[str | None] = [None] * len(raw_vocab)
     count = 0
     for key, rank in raw_vocab.items():
