@@ -370,11 +370,12 @@ def refusing(sp: SplitPattern) -> SplitPattern:
         return sp  # a preset's regex, spelt out (a tekken file's own pattern is the tekken preset's)
     empty = empty_match(step.regex)
     if empty is not None:
+        where = "in an empty text" if empty == "" else f"at the start of {empty!r}"
         raise ConfigError(
-            f"the split regex {step.regex!r} matches the empty string ({'in an empty text' if empty == '' else f'at the start of {empty!r}'}): tiktoken's "
-            f"engine skips the character after such a match, dropping it, and fails outright on an empty "
-            f"piece, while the `regex` module goes on to match that character, so no ids here could be the "
-            f"reference's; make every alternative match at least one character"
+            f"the split regex {step.regex!r} matches the empty string ({where}): tiktoken's engine skips the "
+            f"character after such a match, dropping it, and fails outright on an empty piece, while the "
+            f"`regex` module goes on to match that character, so no ids here could be the reference's; make "
+            f"every alternative match at least one character"
         )
     # not strict: a regex that ran on the `regex` module's own tables (off_table) still does
     return compile_steps((replace(step, unmatched="refuse"),), sp.unicode, sp.name, strict=False)

@@ -290,7 +290,6 @@ def from_byte_tokens(
         public.append(merged_id)
         what.append(merged)
     names: list[str] = []
-    named: set[str] = set()
     for raw, i in sorted(vocab.items(), key=lambda item: item[1]):
         if raw in internal:
             continue
@@ -299,7 +298,6 @@ def from_byte_tokens(
                 f"{source}: vocabulary entry {where_vocab(raw)} (id {i}) is neither a byte nor made by a merge"
             )
         names.append(leftover_name(raw))
-        named.add(names[-1])
         public.append(i)
         what.append(raw)
     return with_specials(source, pairs, public, names, specials or {}, pattern, lambda pos: where_vocab(what[pos]))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
+from mnemo.checks import check_pattern
 from mnemo.constants import PATTERNS
 from mnemo.errors import ConfigError, FormatError
-from mnemo.checks import check_pattern
 from mnemo.fileio import read_file
 from mnemo.patterns import SplitPattern, compile_pattern
 from mnemo.pretokenize import PATTERN_REGEX

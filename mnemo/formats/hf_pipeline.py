@@ -550,9 +550,12 @@ def _vocabulary(
 ) -> tuple[TokenizerFields, dict[bytes, int], bool]:
     """The core's fields from model.vocab, model.merges and the added tokens, the tokens no
     merge makes (`unreachable`, bytes -> id), and whether every rule of the fields is checked
-    already (the rank path's: Tokenizer._from_checked takes them).  A file whose every vocabulary entry is a byte, a
-    merge's token or an added token's text (without ignore_merges) takes _alphabet_merges, which
-    works on the file's strings; any other file, and any error, the way below."""
+    already (the rank path's: Tokenizer._from_checked takes them).
+
+    Three ways: an ignore_merges file converted from ranks (Llama 3's) takes
+    _converted_from_ranks; a file without ignore_merges whose every vocabulary entry is a byte,
+    a merge's token or an added token's text takes _alphabet_merges, which works on the file's
+    strings; any other file, and any error, the way below, which words it."""
     contents = {t.content for t in added}
     if ignore_merges:
         converted = _converted_from_ranks(raw_vocab, raw_merges, added, contents, pattern)
