@@ -1,7 +1,9 @@
 """A tokenizer.json of each byte-level family -- Llama 3, Qwen2, DeepSeek-V3 and StarCoder2
 style, built and trained by `tokenizers` itself with the builder the tests use
-(tests/formats/conftest.py `_build_family`) -- encoded by mnemo (`mnemo.load`) and by
-`tokenizers`, one document at a time, on one core, over the first MB of each corpus.
+(tests/formats/conftest.py `_build_family`), and `llama3-converted`: cl100k_base's ranks made
+into a tokenizer.json by transformers' `TikTokenConverter`, as Meta's Llama 3 file was
+(ignore_merges, every pair that spells a token listed) -- encoded by mnemo (`mnemo.load`) and
+by `tokenizers`, one document at a time, on one core, over the first MB of each corpus.
 
     python bench/compare/hf_families_vs_tokenizers.py
     python bench/compare/hf_families_vs_tokenizers.py --mb 2 --rounds 5 --family llama3
@@ -37,7 +39,7 @@ from corpus import SHARED, documents  # noqa: E402
 from timing import best_alternated  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-FAMILIES = ("llama3", "qwen2", "deepseek-v3", "starcoder2")
+FAMILIES = ("llama3", "qwen2", "deepseek-v3", "starcoder2", "llama3-converted")
 CORPORA = ("english", "multilingual", "code", "chat")
 
 
@@ -54,6 +56,9 @@ def family_files(folder: Path, families: list[str]) -> dict[str, Path]:
     """The families' tokenizer.json files, built once into `folder` (~10 s each)."""
     out = {name: folder / f"{name}.json" for name in families}
     missing = [name for name, path in out.items() if not path.exists()]
+    if "llama3-converted" in missing:
+        missing.remove("llama3-converted")
+        convert_cl100k(folder, out["llama3-converted"])
     if missing:
         build = builder()
         train = [doc for corpus in build.CORPORA_HF for doc in documents(1.2, corpus)]
@@ -62,6 +67,21 @@ def family_files(folder: Path, families: list[str]) -> dict[str, Path]:
             print(f"building {name}.json with tokenizers ...", flush=True)
             build._build_family(name, train, out[name])
     return out
+
+
+def convert_cl100k(folder: Path, out: Path) -> None:
+    """cl100k_base's ranks as a tokenizer.json by transformers' converter, with its default
+    pattern (Llama 3's regex) and Llama 3's first special tokens."""
+    import gzip
+
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    print("converting cl100k_base with transformers' TikTokenConverter ...", flush=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    plain = folder / "cl100k_base.tiktoken"
+    plain.write_bytes(gzip.decompress((SHARED / "fixtures" / "tiktoken" / "cl100k_base.tiktoken.gz").read_bytes()))
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"]
+    TikTokenConverter(vocab_file=str(plain), extra_special_tokens=specials).converted().save(str(out))
 
 
 
