@@ -56,6 +56,9 @@ from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import TokenizerFields, check_public_ids, from_byte_tokens, with_specials
 
 AllOr = Literal["all"] | Collection[str]
+#: At most this many entries left to ignore_merges' lookup in Python, a stretch is searched for
+#: them (a substring test each) before it is split piece by piece (HFTokenizer._stretch).
+RARE_WHOLE_MAX: Final = 64
 
 #: tokenizers' GPT-2 ByteLevel regex (its pre_tokenizers/byte_level.rs), which mnemo's gpt2
 #: pattern splits alike (tests/formats/test_hf.py)
@@ -128,13 +131,20 @@ class HFTokenizer:
         self.add_special_tokens = add_special_tokens
         self._obj = obj
         self._runner = Runner(pre)
-        self._fast = fast_pattern(pre) if whole is None else None
+        fast = fast_pattern(pre)
+        self._fast = fast if whole is None else None
         # the core's own pattern splits as the pre-tokenizer does: it encodes whole stretches
         # (without ignore_merges), and the pre-tokenizer is nothing a Tokenizer cannot hold
-        self._core_splits = self._fast is not None or (
+        self._core_splits = fast is not None or (
             self._runner.pattern is not None and core.split_pattern is self._runner.pattern
         )
         self._whole_stretch = whole is None and self._core_splits
+        # A few entries ignore_merges must still look up (the core does not give them whole:
+        # an added token's text in model.vocab): a stretch that holds none of them as a
+        # substring has no piece equal to one, and is encoded whole as well.
+        self._rare_whole: list[str] | None = None
+        if whole is not None and self._core_splits and len(whole) <= RARE_WHOLE_MAX:
+            self._rare_whole = [raw.decode("utf-8", "replace") for raw in whole]
         self._added = AddedVocabulary(added, self.normalize)
         self.special_tokens: dict[str, int] = {t.content: t.id for t in added if t.special}
         #: decode skips these with skip_special_tokens
@@ -184,7 +194,8 @@ class HFTokenizer:
 
     def _stretch(self, text: str, out: list[int]) -> None:
         """Append the ids of one normalized stretch between added tokens."""
-        if self._whole_stretch:
+        rare = self._rare_whole
+        if self._whole_stretch or (rare is not None and not any(word in text for word in rare)):
             out.extend(self.core.encode_ordinary(text))
             return
         whole = self.whole
@@ -521,6 +532,7 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
             raw = token_bytes(key)
             if raw is not None:
                 whole[raw] = value
+        whole = _left_to_look_up(core, whole)
     plain_added = all(
         t.special and not (t.lstrip or t.rstrip or t.single_word) and t.id not in bpe_ids for t in added
     ) and (len({t.normalized for t in added}) <= 1 or not forms)
@@ -538,6 +550,19 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
         post=post,
         add_special_tokens=add_special_tokens,
     )
+
+
+def _left_to_look_up(core: Tokenizer, whole: dict[bytes, int]) -> dict[bytes, int] | None:
+    """The vocabulary entries ignore_merges' lookup must still give in Python: those the core,
+    given a pre-token that is exactly the entry, does not give alone (None: none).  The core
+    gives most of them itself -- each merge's token is what BPE makes of its bytes, and the
+    tokens no merge makes are its whole tokens -- which one compiled call over every entry shows
+    (the ids, concatenated, are the entries' ids, one each); when it does not, entry by entry."""
+    chunks = list(whole)
+    enc = core._encoder
+    if enc.encode_chunks(chunks) == [whole[raw] for raw in chunks]:
+        return None
+    return {raw: i for raw, i in whole.items() if enc.encode_chunks([raw]) != [i]}
 
 
 def _vocabulary(

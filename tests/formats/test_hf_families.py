@@ -448,3 +448,25 @@ def test_the_strings_path_builds_what_the_bytes_path_builds(
     slow = [core(mnemo.load(p)) for p in paths]
     assert fast == slow
     assert taken.count(True) >= 4, taken  # every file without ignore_merges took the strings path
+
+
+def test_ignore_merges_leaves_only_a_few_entries_to_the_lookup(hf_families: dict[str, Path]) -> None:
+    """A tokenizers-trained ignore_merges file (Llama 3 style): the core gives every vocabulary
+    entry whole itself except the added tokens' texts, so only those stay in the lookup in
+    Python (HFTokenizer.whole), and a stretch that holds none of them is encoded in one compiled
+    call.  Texts with and without them, special text encoded as text on both sides, give
+    tokenizers' ids."""
+    tokenizers = pytest.importorskip("tokenizers", reason="the tokenizers package is not installed")
+    from mnemo.formats.hf_pipeline import RARE_WHOLE_MAX
+
+    path = hf_families["llama3"]
+    tok = load_hf(path)
+    assert isinstance(tok, HFTokenizer) and tok.whole is not None
+    assert tok._rare_whole is not None  # a substring test a stretch, not the lookup of every piece
+    assert 0 < len(tok.whole) <= RARE_WHOLE_MAX < len(json.loads(path.read_text(encoding="utf-8"))["model"]["vocab"])
+    ref = tokenizers.Tokenizer.from_file(str(path))
+    ref.encode_special_tokens = True
+    words = [raw.decode("utf-8") for raw in tok.whole]
+    texts = ["plain text, no entry here", *(t for w in words for t in (w, f"a {w} b", f"x{w}y", f"{w}{w}", f"{w}\n{w} "))]
+    for text in texts:
+        assert tok.encode_ordinary(text) == ref.encode(text, add_special_tokens=False).ids, repr(text)
