@@ -209,7 +209,7 @@ def test_ranked_tables_are_known_token_by_token() -> None:
 
 def test_ranks_after_the_special_ids_take_the_compiled_path() -> None:
     """A tekken file's ranks start after its special ids.  The compiled path takes them (it took
-    only ranks 0..n-1, so tekken files went the Python way: 3-4x slower to load) and builds what
+    only ranks 0..n-1, so tekken files went the Python way: about 3x slower to load) and builds what
     the Python path builds: the same merges, whole tokens, public ids and special ids."""
     rng = random.Random(23)
     for _ in range(60):

@@ -7,7 +7,7 @@ load the same file"; issue 27, goal 4).  The rank files are bench/compare/load_v
 Files (made or found here, offline):
 
 - `tekken_240718`, `tekken_240911`: the tekken files mistral-common ships in its package data
-  (Mistral NeMo's and Pixtral's, 14.8 MB and 19.3 MB of JSON); the reference is mistral-common's
+  (dated 2024-07-18 and 2024-09-11 by their names, 14.8 MB and 19.3 MB of JSON); the reference is mistral-common's
   `Tekkenizer.from_file`.
 - `cl100k_json`, `o200k_json`: cl100k_base and o200k_base as tokenizer.json, written by mnemo's
   `save_hf` (ByteLevel BPE with their Split regexes, one merge a token).
