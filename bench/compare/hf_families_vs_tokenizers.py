@@ -1,8 +1,8 @@
 """A tokenizer.json of each byte-level family -- Llama 3, Qwen2, DeepSeek-V3 and StarCoder2
 style, built and trained by `tokenizers` itself with the builder the tests use
 (tests/formats/conftest.py `_build_family`), and `llama3-converted`: cl100k_base's ranks made
-into a tokenizer.json by transformers' `TikTokenConverter`, as Meta's Llama 3 file was
-(ignore_merges, every pair that spells a token listed) -- encoded by mnemo (`mnemo.load`) and
+into a tokenizer.json by transformers' `TikTokenConverter`, its converter for tiktoken files
+such as Llama 3's (ignore_merges, every pair that spells a token listed) -- encoded by mnemo (`mnemo.load`) and
 by `tokenizers`, one document at a time, on one core, over the first MB of each corpus.
 
     python bench/compare/hf_families_vs_tokenizers.py

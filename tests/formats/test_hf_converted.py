@@ -1,5 +1,5 @@
-"""tokenizer.json files converted from rank files the way transformers' TikTokenConverter made
-Llama 3's: ignore_merges, the BPE tokens' ids their ranks, and model.merges listing, by rank,
+"""tokenizer.json files converted from rank files by transformers' TikTokenConverter (its
+converter for tiktoken files such as Llama 3's): ignore_merges, the BPE tokens' ids their ranks, and model.merges listing, by rank,
 every pair of tokens that spells a token (several per token).  mnemo reads them by tiktoken's
 rule on the ranks (formats/hf_pipeline.py, `_converted_from_ranks`) and gives `tokenizers`' ids;
 such a file with a token's pair left out is read the other way, which refuses it by name.
