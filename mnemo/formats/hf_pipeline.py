@@ -657,11 +657,12 @@ def _converted_from_ranks(
     pattern: str | SplitPattern,
 ) -> TokenizerFields | None:
     """The core of a file converted from a rank file -- the layout of transformers'
-    TikTokenConverter, its converter for tiktoken files such as Llama 3's: ignore_merges, the BPE tokens' ids are their ranks 0..n-1,
-    and model.merges lists, by their token's rank, every pair of tokens that spells a token
-    (several per token: 290,209 for the 128,000 tokens of tests/formats' Llama-3-like ranks) -- built from the ranks by tiktoken's
-    rule (formats.tiktoken.fields_of_ranks, compiled; every rule checked), or None when the
-    file is not that case.
+    TikTokenConverter, its converter for tiktoken files such as Llama 3's: ignore_merges, the
+    BPE tokens' ids are their ranks 0..n-1, and model.merges lists, by their token's rank,
+    every pair of tokens that spells a token (several per token: 290,209 for the 128,000
+    tokens of the tests' Llama-3-like ranks) -- built from the ranks by tiktoken's rule
+    (formats.tiktoken.fields_of_ranks, compiled; every rule checked), or None when the file
+    is not that case.
 
     Why the ids are tokenizers': with ignore_merges a whole pre-token that is a token is that
     token, in both.  Otherwise tokenizers glues the listed pair of lowest index, tiktoken the
