@@ -475,6 +475,24 @@ def test_presets_are_the_models_regexes() -> None:
     assert [s.kind for s in starcoder.steps] == ["digits", "regex"]
 
 
+def test_the_docs_list_every_preset() -> None:
+    """docs/pretokenizer.md, "Presets of other models": each preset outside the five named patterns,
+    with its engine's tables and each step's regex in a code block, exactly as mnemo runs it
+    (`\\uXXXX` in the docs stands for the character)."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "pretokenizer.md").read_text(encoding="utf-8")
+    section = docs.split("\n## Presets of other models\n", 1)[1].split("\n## ", 1)[0]
+    listed: dict[str, tuple[str, list[str]]] = {}
+    for name, head, block in regex.findall(r"\n`([\w-]+)`( [^`].*?)\n\n```\n(.*?)\n```", section, regex.S):
+        engine = regex.search(r"tables of (\w+)", head)
+        steps = [regex.sub(r"\\u([0-9a-f]{4})", lambda m: chr(int(m[1], 16)), line) for line in block.split("\n")]
+        listed[name] = (engine[1] if engine else "", steps)
+    assert set(listed) == set(P.PRESETS) - set(PATTERNS)
+    for name, (engine, steps) in listed.items():
+        preset = P.PRESETS[name]
+        assert engine == preset.engine, name
+        assert steps == [s.regex for s in preset.steps], name
+
+
 ONE_REGEX = [name for name in P.PRESETS if len(P.PRESETS[name].steps) == 1]
 SEQUENCES = [name for name in P.PRESETS if len(P.PRESETS[name].steps) > 1]
 
