@@ -182,6 +182,22 @@ def test_random_family_members_equal_regex(spec: str, text: str) -> None:
     check(spec, text)
 
 
+@pytest.mark.corpus
+@settings(max_examples=25, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(spec=family_regex())
+def test_random_family_members_on_the_corpora(corpus_docs: Callable[..., list[str]], spec: str) -> None:
+    """The proof the presets have, for any regex the family compiles: exact against `regex` on
+    text of the four corpora (30 KB of each; the generated texts above are short and drawn from
+    a small alphabet, the corpora hold every script and real punctuation)."""
+    if not _in_family(spec):
+        return  # runs through `regex` itself: nothing of mnemo's to check here
+    rx = oracle_regex(spec)
+    for corpus in ("english", "multilingual", "code", "chat"):
+        for k, doc in enumerate(corpus_docs(corpus, max_bytes=30_000)):
+            assert P.split(doc, spec) == oracle(rx, doc), (spec, corpus, k)
+
+
 def test_the_generator_stays_in_the_family() -> None:
     """Most generated regexes are family members (so the test above exercises the compiler,
     not the `regex` engine): at least 80 % of 300."""
