@@ -31,8 +31,11 @@ $(VENV)/.installed: $(SOURCES) | nasm
 typecheck: install
 	$(BIN)/mypy
 
+# The suite on every CPU (PYTEST_WORKERS=0: in this process alone); worksteal, because a few tests
+# take a minute and most a fraction of a second.
+PYTEST_WORKERS ?= auto
 pytest: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 # Fuzz the loaders and the API for FUZZ_SECONDS (docs/fuzzing.md); reproducers go to FUZZ_OUT/,
 # and the target fails when anything was found.  FUZZ_SEED replays a run's random choices;

@@ -6,6 +6,7 @@ per byte-level BPE family (Llama 3, Qwen2, DeepSeek-V3, StarCoder2 style), train
 
 from __future__ import annotations
 
+import fcntl
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -206,11 +207,14 @@ def hf_families(request: pytest.FixtureRequest, corpus_docs: Callable[..., list[
         stamp.update(f"{path.name}:{path.stat().st_size if path.exists() else -1}".encode())
     folder = Path(request.config.cache.mkdir(f"hf-families-{stamp.hexdigest()[:16]}"))
     out = {name: folder / f"{name}.json" for name in HF_FAMILIES}
-    if not all(p.exists() for p in out.values()):
-        train = [doc for n in CORPORA_HF for doc in corpus_docs(n, 1_200_000)]
-        for name, path in out.items():
-            if not path.exists():
-                _build_family(name, train, path)
+    # `make test` runs the suite in several processes (pytest-xdist): one builds, the others wait
+    with open(folder / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all(p.exists() for p in out.values()):
+            train = [doc for n in CORPORA_HF for doc in corpus_docs(n, 1_200_000)]
+            for name, path in out.items():
+                if not path.exists():
+                    _build_family(name, train, path)
     return out
 
 
