@@ -132,6 +132,22 @@ class Encoding:
             dict(self.sequence_ranges),
         )  # fmt: skip
 
+    def _joined(self, pair: Encoding) -> Encoding:
+        """A copy of self merged with `pair` (merge_with's unit), leaving both as they were.
+
+        tokenizers clones both sides first, overflowing parts and all; here nothing is copied that
+        merge_with only reads: `pair` is read, and the copy's overflowing parts (self's, shared)
+        are only read by its own merge_with, which then replaces its list with new encodings.  On
+        a pair truncated into many parts the deep copies were most of the time (a transformers
+        call with truncation="only_second": 885,964 copies, a quarter of a test's 90 s)."""
+        joined = Encoding(
+            list(self.ids), list(self.type_ids), list(self.tokens), list(self.offsets), list(self.words),
+            list(self.special_tokens_mask), list(self.attention_mask), list(self.overflowing),
+            dict(self.sequence_ranges),
+        )  # fmt: skip
+        joined.merge_with(pair)
+        return joined
+
     def _slice(self, a: int, b: int) -> Encoding:
         return Encoding(
             self.ids[a:b], self.type_ids[a:b], self.tokens[a:b], self.offsets[a:b], self.words[a:b],
@@ -198,17 +214,9 @@ class Encoding:
         """Encoding::merge_with(pair, growing_offsets=false), overflowing parts combined."""
         overflowings: list[Encoding] = []
         for mine in self.overflowing:
-            joined = mine.clone()
-            joined.merge_with(pair.clone())
-            overflowings.append(joined)
-            for theirs in pair.overflowing:
-                joined = mine.clone()
-                joined.merge_with(theirs.clone())
-                overflowings.append(joined)
-        for theirs in pair.overflowing:
-            joined = self.clone()
-            joined.merge_with(theirs.clone())
-            overflowings.append(joined)
+            overflowings.append(mine._joined(pair))
+            overflowings.extend(mine._joined(theirs) for theirs in pair.overflowing)
+        overflowings.extend(self._joined(theirs) for theirs in pair.overflowing)
         n = len(self.ids)
         for seq, (a, b) in pair.sequence_ranges.items():
             self.sequence_ranges[seq] = (n + a, n + b)

@@ -150,6 +150,17 @@ def test_autotokenizer_through_mnemo_equals_transformers(
             assert "too short" in str(exc)
             continue
         same(expected, ours(pairs_a, pairs_b, **call, **OUTPUTS), f"{family} pairs {call}")
+    # the overflowing windows of pairs (tokenizers' merge_with crosses each side's windows with
+    # the other side): short texts beside whole documents, so that every window has room
+    shorts = [t for t in texts[:40] if 0 < len(theirs(t, add_special_tokens=False)["input_ids"]) < 12][:6]
+    longs = docs[: len(shorts)]
+    for a, b, call in (
+        (shorts, longs, {"truncation": "only_second", "max_length": 64, "stride": 7}),
+        (longs, shorts, {"truncation": "only_first", "max_length": 48, "stride": 3, "padding": True}),
+    ):
+        got = ours(a, b, return_overflowing_tokens=True, **call, **OUTPUTS)
+        same(theirs(a, b, return_overflowing_tokens=True, **call, **OUTPUTS), got, f"{family} overflowing pairs {call}")
+        assert len(got["input_ids"]) > 2 * len(shorts), "the documents make several windows each"
     words = [t.split() for t in texts[:20] if t.split()]
     same(
         theirs(words, is_split_into_words=True, padding=True, **OUTPUTS),
