@@ -12,12 +12,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, overload
 
 from mnemo.defaults import DEFAULT_SHARD_BYTES
 from mnemo.errors import ConfigError
 
 if TYPE_CHECKING:
+    from mnemo.formats.hf_pipeline import HFTokenizer
     from mnemo.location import Location
     from mnemo.tokenizer import Tokenizer
     from mnemo.work_ray import RayOptions
@@ -66,17 +67,29 @@ def peak_rss_mib() -> float:
 # ---- arguments as the library takes them -------------------------------------------------------
 
 
-def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer:
+#: The commands that run a tokenizer.json pipeline mnemo's Tokenizer cannot hold (an HFTokenizer:
+#: tokenizers' ids, docs/interop.md "Datasets"); any other refuses it by name.
+PIPELINE_COMMANDS: Final = ("tokenize", "pretrain", "tokshow --chat")
+
+
+@overload
+def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["train --from"]) -> Tokenizer: ...
+@overload
+def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["tokenize", "pretrain", "tokshow --chat"]) -> Tokenizer | HFTokenizer: ...
+def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer | HFTokenizer:
     """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
-    Tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
-    normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) encodes
-    with the plain-Python pipeline only: refused here by name rather than encoded otherwise."""
+    tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
+    normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) is the
+    HFTokenizer itself for PIPELINE_COMMANDS, which encode through it; any other command
+    (`train --from`) refuses it by name rather than run something else."""
     from mnemo.formats.hf_pipeline import HFTokenizer
     from mnemo.formats.load import resolve
 
     _, tok = resolve(spec)  # named (str) where it is resolved
     if isinstance(tok, HFTokenizer):
         extras = tok.extras()
+        if extras and command in PIPELINE_COMMANDS:
+            return tok
         if extras:
             raise ConfigError(
                 f"{spec}: `mnemo {command}` runs mnemo's compiled encoder, which does not apply this tokenizer.json's "
