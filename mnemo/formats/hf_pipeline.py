@@ -36,7 +36,6 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.checks import check_int, type_error
-from mnemo.constants import VOCAB16
 from mnemo.errors import ConfigError, FormatError, InputError, SpecialTokenError
 from mnemo.fileio import write_atomic
 from mnemo.formats.common import (
@@ -55,6 +54,7 @@ from mnemo.formats.hf_post import PostProcessor, parse_post_processor, post_proc
 from mnemo.formats.hf_pretok import TOKENIZERS_UNICODE, PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex, regex_to_onig
 from mnemo.formats.tiktoken import fields_of_ranks
+from mnemo.packing import encode_flat
 from mnemo.patterns import SplitPattern, compile_pattern
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.streaming import text_bytes
@@ -200,10 +200,16 @@ class HFTokenizer:
         """tokenizers' pre-tokens of a normalized stretch (before the byte mapping)."""
         return self._runner.split(text)
 
+    def _core_encodes(self, text: str) -> bool:
+        """Whether the core's compiled encoder gives the ids of this normalized stretch between
+        added tokens by itself, in one call (its pattern splits as the pre-tokenizer does, and
+        ignore_merges has nothing to look up in it)."""
+        rare = self._rare_whole
+        return self._whole_stretch or (rare is not None and not any(word in text for word in rare))
+
     def _stretch(self, text: str, out: list[int]) -> None:
         """Append the ids of one normalized stretch between added tokens."""
-        rare = self._rare_whole
-        if self._whole_stretch or (rare is not None and not any(word in text for word in rare)):
+        if self._core_encodes(text):
             out.extend(self.core.encode_ordinary(text))
             return
         whole = self.whole
@@ -351,16 +357,40 @@ class HFTokenizer:
                 raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
         if isinstance(docs, (str, bytes, bytearray, memoryview)) or not isinstance(docs, Iterable):
             raise type_error("docs", "an iterable of bytes documents", docs)
-        out: list[int] = []
+        # The stretches the core encodes whole are encoded together, packed (packing.encode_flat:
+        # no Python int per id); every other id -- separators, added tokens, stretches split in
+        # Python -- is `fixed`, and `before[k]` counts the fixed ids before stretch k.
+        fixed: list[int] = []
+        stretches: list[str] = []
+        before: list[int] = []
         for i, doc in enumerate(docs):
             if not isinstance(doc, bytes):
                 raise type_error(f"docs[{i}]", "bytes", doc)
             if bos is not None:
-                out.append(bos)
-            out += self._encode(doc.decode("utf-8", "replace"), self._special_ids, ())
+                fixed.append(bos)
+            for piece in self._added.split(doc.decode("utf-8", "replace"), self.normalize, self._special_ids):
+                if piece.token is not None:
+                    fixed.append(piece.token)
+                elif piece.text and self._core_encodes(piece.text):
+                    before.append(len(fixed))
+                    stretches.append(piece.text)
+                elif piece.text:
+                    self._stretch(piece.text, fixed)
             if eos is not None:
-                out.append(eos)
-        return np.array(out, dtype=np.uint16 if self.n_vocab <= VOCAB16 else np.uint32)
+                fixed.append(eos)
+        lengths, flat = encode_flat(self.core, stretches, set(), set())
+        ids = np.empty(len(fixed) + len(flat), dtype=flat.dtype)
+        if fixed:
+            # fixed id j lands after the stretches placed before it: j + their lengths
+            ends = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths)])
+            at = np.arange(len(fixed)) + ends[np.searchsorted(np.array(before, dtype=np.int64), np.arange(len(fixed)), side="right")]
+            ids[at] = fixed
+            rest = np.ones(len(ids), dtype=bool)
+            rest[at] = False
+            ids[rest] = flat
+        else:
+            ids[:] = flat
+        return ids
 
     def template_separators(self) -> tuple[int | None, int | None] | None:
         """(before, after) each text: the special tokens the post-processor's template puts
