@@ -78,18 +78,24 @@ def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["train --from"]
 def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["tokenize", "pretrain", "tokshow --chat"]) -> Tokenizer | HFTokenizer: ...
 def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer | HFTokenizer:
     """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
-    tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
-    normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) is the
-    HFTokenizer itself for PIPELINE_COMMANDS, which encode through it; any other command
-    (`train --from`) refuses it by name rather than run something else."""
+    tokenizer the command runs.  An HFTokenizer (a tokenizer.json whose pipeline a Tokenizer
+    cannot hold -- a normalizer, another pre-tokenizer, ignore_merges, added tokens matched
+    otherwise -- or any transformers folder, whose template and roles it keeps) is itself for
+    PIPELINE_COMMANDS, which encode through it; any other command (`train --from`) takes its
+    core when that is all it holds, and refuses the rest by name rather than run something else."""
     from mnemo.formats.hf_pipeline import HFTokenizer
     from mnemo.formats.load import resolve
 
-    _, tok = resolve(spec)  # named (str) where it is resolved
+    pipeline = command in PIPELINE_COMMANDS
+    # Loaded as asking for the template, a tokenizer.json whose template adds tokens stays an
+    # HFTokenizer even when a Tokenizer holds the rest (Llama 3's): tokenize separates documents
+    # with those tokens, as tokenizer(text) adds them.  Its encode adds none (mnemo's default).
+    _, tok = resolve(spec, add_special_tokens=True) if pipeline else resolve(spec)  # named (str) where resolved
     if isinstance(tok, HFTokenizer):
-        extras = tok.extras()
-        if extras and command in PIPELINE_COMMANDS:
+        if pipeline:
+            tok.add_special_tokens = False
             return tok
+        extras = tok.extras()
         if extras:
             raise ConfigError(
                 f"{spec}: `mnemo {command}` runs mnemo's compiled encoder, which does not apply this tokenizer.json's "

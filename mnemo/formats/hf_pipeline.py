@@ -351,10 +351,13 @@ class HFTokenizer:
         added tokens' text read as text (`encode_special_tokens=True`), non-special added tokens
         matched as always, no template.  Bytes that are not UTF-8 are read as U+FFFD each
         (errors="replace"): tokenizers encodes text, and a dataset is read whole, not refused
-        for one bad byte (docs/interop.md, "Datasets")."""
+        for one bad byte (docs/interop.md, "Datasets").  A pipeline that gives its core's ids
+        (`extras` names nothing but a template) is its core's encode_documents."""
         for name, value in (("bos", bos), ("eos", eos)):
             if value is not None and self.core._raw(check_int(name, value)) is None:
                 raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
+        if not self._id_extras():  # the core's ids: its .tok is the one its tokenizer.bin writes
+            return self.core.encode_documents(docs, bos=bos, eos=eos)
         if isinstance(docs, (str, bytes, bytearray, memoryview)) or not isinstance(docs, Iterable):
             raise type_error("docs", "an iterable of bytes documents", docs)
         # The stretches the core encodes whole are encoded together, packed (packing.encode_flat:

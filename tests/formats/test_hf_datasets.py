@@ -232,3 +232,28 @@ def test_train_from_a_pipeline_is_still_refused(hf_families: dict[str, Path], tm
     assert main(["train", str(text), "--from", str(hf_families["qwen2"]), "-o", str(tmp_path / "t.bin"), "--vocab-size", "7000", "-q"]) != 0
     assert "normalizer NFC" in capsys.readouterr().err
     assert not (tmp_path / "t.bin").exists()
+
+
+@pytest.mark.corpus
+def test_a_folder_of_a_plain_file_keeps_its_template(
+    hf_families: dict[str, Path], dataset: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """A tokenizer.json a Tokenizer holds whole (the DeepSeek-V3 style file with plain special
+    tokens only, as Llama 3's converted files are), alone or in a transformers folder: tokenize
+    still puts the template's BOS before each document, as `tokenizer(text)` does, and writes
+    the .tok its Tokenizer writes (the same ids and fingerprint: the core encodes)."""
+    obj = json.loads(hf_families["deepseek-v3"].read_text(encoding="utf-8"))
+    obj["added_tokens"] = [t for t in obj["added_tokens"] if t["special"] and not (t["lstrip"] or t["rstrip"] or t["single_word"])]
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+    plain = mnemo.load(folder / "tokenizer.json")
+    assert isinstance(plain, mnemo.Tokenizer)
+    bos = plain.special_tokens["<\uff5cbegin\u2581of\u2581sentence\uff5c>"]
+    data, docs = dataset
+    out = tmp_path / "p.tok"
+    assert main(["tokenize", "-t", str(folder), str(data), "-o", str(out), "--workers", "1", "-q"]) == 0
+    assert open_tok(out, plain).tokens.tolist() == expected_ids(folder / "tokenizer.json", docs, bos, None)
+    alone = tmp_path / "alone.tok"
+    assert main(["tokenize", "-t", str(folder / "tokenizer.json"), str(data), "-o", str(alone), "--workers", "2", "-q"]) == 0
+    assert alone.read_bytes() == out.read_bytes()
