@@ -45,6 +45,13 @@ def oracle(path: Path) -> Any:
     return hf
 
 
+def refused(capsys: pytest.CaptureFixture[str], args: list[str], message: str, output: Path) -> None:
+    """The command fails with `message` on stderr and leaves no `output`."""
+    assert main(args) != 0
+    assert message in capsys.readouterr().err
+    assert not output.exists()
+
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory, corpus_docs: Callable[..., list[str]]) -> tuple[Path, list[str]]:
     """A JSON Lines file of ~500 documents of the four corpora (~750 KB; a chat message is a
@@ -122,9 +129,12 @@ def test_tokenize_other_outputs_and_separators(
     stack = read_stack_file(str(prefix) + ".bin")
     assert stack.tokens.tolist() == expected_ids(path, docs, start, None)
     assert stack.n_docs == len(docs)
-    assert main(["tokenize", "-t", str(path), str(data), "-o", str(tmp_path / "x.tok"), "--eos", "<nope>", "-q"]) != 0
-    assert "eos '<nope>' is not a special token of this vocabulary (it has: <|endoftext|>, <|im_start|>" in capsys.readouterr().err
-    assert not (tmp_path / "x.tok").exists()
+    refused(
+        capsys,
+        ["tokenize", "-t", str(path), str(data), "-o", str(tmp_path / "x.tok"), "--eos", "<nope>", "-q"],
+        "eos '<nope>' is not a special token of this vocabulary (it has: <|endoftext|>, <|im_start|>",
+        tmp_path / "x.tok",
+    )
 
 
 @pytest.mark.corpus
@@ -229,9 +239,8 @@ def test_train_from_a_pipeline_is_still_refused(hf_families: dict[str, Path], tm
     refused by name, before any work."""
     text = tmp_path / "t.txt"
     text.write_text("hello world " * 50, encoding="utf-8")
-    assert main(["train", str(text), "--from", str(hf_families["qwen2"]), "-o", str(tmp_path / "t.bin"), "--vocab-size", "7000", "-q"]) != 0
-    assert "normalizer NFC" in capsys.readouterr().err
-    assert not (tmp_path / "t.bin").exists()
+    args = ["train", str(text), "--from", str(hf_families["qwen2"]), "-o", str(tmp_path / "t.bin"), "--vocab-size", "7000", "-q"]
+    refused(capsys, args, "normalizer NFC", tmp_path / "t.bin")
 
 
 @pytest.mark.corpus
