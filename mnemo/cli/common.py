@@ -67,8 +67,9 @@ def peak_rss_mib() -> float:
 # ---- arguments as the library takes them -------------------------------------------------------
 
 
-#: The commands that run a tokenizer.json pipeline mnemo's Tokenizer cannot hold (an HFTokenizer:
-#: tokenizers' ids, docs/interop.md "Datasets"); any other refuses it by name.
+#: The commands that run an HFTokenizer as it is (a tokenizer.json pipeline: tokenizers' ids,
+#: docs/interop.md "Datasets through a tokenizer.json pipeline"); any other takes its core, or
+#: refuses by name a pipeline the core cannot hold.
 PIPELINE_COMMANDS: Final = ("tokenize", "pretrain", "tokshow --chat")
 
 
