@@ -23,10 +23,11 @@ import math
 import os
 import struct
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -35,10 +36,16 @@ from mnemo.errors import ConfigError, FormatError, InputError
 from mnemo.fileio import CHECKSUM_KEY, json_checksum
 from mnemo.constants import VOCAB16, maskbit_for
 from mnemo.location import Location, PathArg, location
-from mnemo.tokfile import TokWriter
+from mnemo.tokfile import Stamp, TokWriter
 
-if TYPE_CHECKING:
-    from mnemo.tokenizer import Tokenizer
+
+class WriterTokenizer(Stamp, Protocol):
+    """What the writers need of the tokenizer (a Tokenizer, or a tokenizer.json pipeline):
+    its stamp, and its special tokens for the separators."""
+
+    @property
+    def special_tokens(self) -> Mapping[str, int]: ...
+
 
 FORMATS: Final = ("tok", "megatron", "datatrove", "nanogpt")
 SIDECAR_SUFFIX: Final = ".mnemo.json"
@@ -169,7 +176,7 @@ class Separators:
         )
 
 
-def separators_for(fmt: str, tokenizer: Tokenizer, chat: bool, bos: int | None, eos: int | None) -> Separators:
+def separators_for(fmt: str, tokenizer: WriterTokenizer, chat: bool, bos: int | None, eos: int | None) -> Separators:
     """What a writer of `fmt` needs to find documents in tokenize_files' blocks.  Chats start
     with <|bos|> (the chat template).  Documents with no separator at all get a marker when the
     format keeps boundaries: the first special token, encoded before each document and removed."""
@@ -526,7 +533,7 @@ WRITERS: Final[dict[str, type[StackWriter]]] = {"megatron": MegatronWriter, "dat
 
 
 def open_writer(
-    fmt: str, output: str | os.PathLike[str], tokenizer: Tokenizer, *, chat: bool, bos: int | None, eos: int | None
+    fmt: str, output: str | os.PathLike[str], tokenizer: WriterTokenizer, *, chat: bool, bos: int | None, eos: int | None
 ) -> tuple[TokWriter | StackWriter, int | None, int | None]:
     """The writer of `fmt` for tokenize_files, and the (bos, eos) ids to encode documents with
     (a marker instead of none when the format needs to find the boundaries).  Format errors

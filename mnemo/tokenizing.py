@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,7 @@ from mnemo.chat import check_conversation, uses_chatml
 from mnemo.constants import VOCAB16
 from mnemo.defaults import DEFAULT_TEXT_FIELD, DEFAULT_TOKEN_FORMAT
 from mnemo.errors import ConfigError, InputError
+from mnemo.formats.hf_pipeline import HFTokenizer
 from mnemo.location import PathArg, location
 from mnemo.workers import resolve_workers
 from mnemo.sources import (
@@ -56,6 +57,11 @@ from mnemo.tokfile import TokHeader, TokWriter
 from mnemo.tokenizer import Tokenizer
 from mnemo.work import Progress, map_ordered, setup_of, shared_executor
 from mnemo.work_ray import RayOptions, absolute_inputs, check_ray_option, ray_executor, shared_paths
+
+#: What tokenize_files encodes with: a Tokenizer, or a tokenizer.json pipeline mnemo.load read
+#: (an HFTokenizer: the same names -- encode_documents, special_tokens, fingerprint, the
+#: worker image -- with tokenizers' ids).
+DatasetTokenizer: TypeAlias = "Tokenizer | HFTokenizer"
 
 BLOCK_DOCS: Final = 256
 #: `bos` / `eos` of tokenize_files: choose by document_separators' rule.
@@ -98,7 +104,7 @@ class EncodeSettings:
 
 
 def encode_block(
-    tok: Tokenizer, docs: Sequence[bytes], chat: bool, bos: int | None = None, eos: int | None = None
+    tok: DatasetTokenizer, docs: Sequence[bytes], chat: bool, bos: int | None = None, eos: int | None = None
 ) -> npt.NDArray[np.unsignedinteger]:
     """The tokens of a block of documents (raw text bytes, each between `bos` and `eos` when
     given; or JSON chat records when `chat`, which the chat template delimits)."""
@@ -113,7 +119,7 @@ def encode_block(
 
 
 def encode_task(
-    settings: EncodeSettings, tok: Tokenizer, job: tuple[list[Task], list[bytes]]
+    settings: EncodeSettings, tok: DatasetTokenizer, job: tuple[list[Task], list[bytes]]
 ) -> tuple[npt.NDArray[np.unsignedinteger], int, int]:
     """The tokenize map: (tokens, documents, text bytes) of a piece of work -- a group of tasks,
     read and parsed here, in order, or a block of documents the caller read."""
@@ -129,11 +135,6 @@ def encode_task(
         n_docs += len(docs)
         n_bytes += sum(len(d) for d in docs)
     return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint16)), n_docs, n_bytes  # ids < MAX_VOCAB
-
-
-def tokenizer_from_image(image: bytes) -> Tokenizer:
-    """A worker's tokenizer, rebuilt from the caller's `_for_workers` image (work.Setup.build)."""
-    return Tokenizer._from_worker_image(image)
 
 
 # ---- parent side ----------------------------------------------------------------------------------
@@ -231,7 +232,7 @@ def _blocks(docs: Iterator[bytes]) -> Iterator[list[bytes]]:
 
 def tokenize_files(
     inputs: Sequence[str | os.PathLike[str]],
-    tokenizer: Tokenizer,
+    tokenizer: DatasetTokenizer,
     output: str | os.PathLike[str],
     *,
     chat: bool = False,
@@ -299,7 +300,7 @@ def tokenize_files(
                 partial(encode_task, settings),
                 emit,
                 executor=executor,
-                setup=setup_of(tokenizer_from_image, tokenizer._for_workers(), tokenizer),
+                setup=setup_of(type(tokenizer)._from_worker_image, tokenizer._for_workers(), tokenizer),
             )
     stats.n_tokens = sink.n_tokens  # what the file holds: a boundary marker is not a token of it
     stats.seconds = time.perf_counter() - t0
@@ -308,7 +309,7 @@ def tokenize_files(
 
 def _tokenize_on_ray(
     inputs: Sequence[str | os.PathLike[str]],
-    tokenizer: Tokenizer,
+    tokenizer: DatasetTokenizer,
     output: str | os.PathLike[str],
     options: RayOptions,
     chat: bool,
@@ -337,7 +338,7 @@ def _tokenize_on_ray(
 # ---- document separators ---------------------------------------------------------------------------
 
 
-def document_separators(tok: Tokenizer, bos: str | None = AUTO, eos: str | None = AUTO) -> tuple[int | None, int | None]:
+def document_separators(tok: DatasetTokenizer, bos: str | None = AUTO, eos: str | None = AUTO) -> tuple[int | None, int | None]:
     """The ids put before and after each document: (bos, eos), None for none.
 
     With both AUTO: <|bos|> before each document when the vocabulary has it (mnemo's default
@@ -347,6 +348,10 @@ def document_separators(tok: Tokenizer, bos: str | None = AUTO, eos: str | None 
     then none (`bos="<|endoftext|>"` alone gives that token before each document and nothing
     after).  Names must be special tokens of the vocabulary: ConfigError otherwise."""
     if bos == AUTO and eos == AUTO:
+        if isinstance(tok, HFTokenizer):
+            own = tok.template_separators()
+            if own is not None:
+                return own
         specials = tok.special_tokens
         if "<|bos|>" in specials:
             return specials["<|bos|>"], None
@@ -356,7 +361,7 @@ def document_separators(tok: Tokenizer, bos: str | None = AUTO, eos: str | None 
     return _special_id(tok, "bos", bos), _special_id(tok, "eos", eos)
 
 
-def _special_id(tok: Tokenizer, option: str, name: str | None) -> int | None:
+def _special_id(tok: DatasetTokenizer, option: str, name: str | None) -> int | None:
     if name is None or name == AUTO:
         return None
     found = tok.special_tokens.get(name)
@@ -366,7 +371,7 @@ def _special_id(tok: Tokenizer, option: str, name: str | None) -> int | None:
     return found
 
 
-def no_separator_warning(tok: Tokenizer) -> str:
+def no_separator_warning(tok: DatasetTokenizer) -> str:
     have = ", ".join(tok.special_tokens) or "none"
     return (
         f"the vocabulary has neither <|bos|> nor <|endoftext|> (special tokens: {have}): documents "
@@ -409,7 +414,7 @@ class ShardSettings:
 
 
 def write_shard(
-    settings: ShardSettings, tok: Tokenizer, job: tuple[str, Sequence[Task], int]
+    settings: ShardSettings, tok: DatasetTokenizer, job: tuple[str, Sequence[Task], int]
 ) -> tuple[str, int, int, int, int]:
     """The shard map (work.py: fn(state, task), the state a tokenizer): encode the tasks of `job`
     (path, tasks, origin: shards.shard_origin) into the .tok `path`, through a temporary name
@@ -444,7 +449,7 @@ def write_shard(
 
 def tokenize_on_ray(
     inputs: Sequence[str | os.PathLike[str]],
-    tokenizer: Tokenizer,
+    tokenizer: DatasetTokenizer,
     output: str | os.PathLike[str],
     options: RayOptions,
     *,
@@ -509,7 +514,7 @@ def tokenize_on_ray(
             partial(write_shard, ShardSettings(chat, text_field, bos, eos)),
             record,
             executor=executor,
-            setup=setup_of(tokenizer_from_image, tokenizer._for_workers()),
+            setup=setup_of(type(tokenizer)._from_worker_image, tokenizer._for_workers()),
         )
     sh.remove_temporaries(folder)
     sh.write_manifest(folder, sh.Manifest(tokenizer.fingerprint, tokenizer.n_vocab, chat, run, tuple(shards), True))

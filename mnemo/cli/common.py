@@ -12,12 +12,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, overload
 
 from mnemo.defaults import DEFAULT_SHARD_BYTES
 from mnemo.errors import ConfigError
 
 if TYPE_CHECKING:
+    from mnemo.formats.hf_pipeline import HFTokenizer
     from mnemo.location import Location
     from mnemo.tokenizer import Tokenizer
     from mnemo.work_ray import RayOptions
@@ -66,16 +67,35 @@ def peak_rss_mib() -> float:
 # ---- arguments as the library takes them -------------------------------------------------------
 
 
-def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer:
+#: The commands that run an HFTokenizer as it is (a tokenizer.json pipeline: tokenizers' ids,
+#: docs/interop.md "Datasets through a tokenizer.json pipeline"); any other takes its core, or
+#: refuses by name a pipeline the core cannot hold.
+PIPELINE_COMMANDS: Final = ("tokenize", "pretrain", "tokshow --chat")
+
+
+@overload
+def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["train --from"]) -> Tokenizer: ...
+@overload
+def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["tokenize", "pretrain", "tokshow --chat"]) -> Tokenizer | HFTokenizer: ...
+def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer | HFTokenizer:
     """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
-    Tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
-    normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) encodes
-    with the plain-Python pipeline only: refused here by name rather than encoded otherwise."""
+    tokenizer the command runs.  An HFTokenizer (a tokenizer.json whose pipeline a Tokenizer
+    cannot hold -- a normalizer, another pre-tokenizer, ignore_merges, added tokens matched
+    otherwise -- or any transformers folder, whose template and roles it keeps) is itself for
+    PIPELINE_COMMANDS, which encode through it; any other command (`train --from`) takes its
+    core when that is all it holds, and refuses the rest by name rather than run something else."""
     from mnemo.formats.hf_pipeline import HFTokenizer
     from mnemo.formats.load import resolve
 
-    _, tok = resolve(spec)  # named (str) where it is resolved
+    pipeline = command in PIPELINE_COMMANDS
+    # Loaded as asking for the template, a tokenizer.json whose template adds tokens stays an
+    # HFTokenizer even when a Tokenizer holds the rest (Llama 3's): tokenize separates documents
+    # with those tokens, as tokenizer(text) adds them.  Its encode adds none (mnemo's default).
+    _, tok = resolve(spec, add_special_tokens=True) if pipeline else resolve(spec)  # named (str) where resolved
     if isinstance(tok, HFTokenizer):
+        if pipeline:
+            tok.add_special_tokens = False
+            return tok
         extras = tok.extras()
         if extras:
             raise ConfigError(

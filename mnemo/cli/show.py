@@ -22,14 +22,15 @@ if TYPE_CHECKING:
 
 def cmd_tokshow(args: argparse.Namespace) -> int:
     from mnemo.chat import render_conversation_mask
+    from mnemo.decoding import token_spans
     from mnemo.tokenizer import Tokenizer
     from mnemo.tokshow import render_tokens
 
     from mnemo.formats.hf_pipeline import HFTokenizer
     from mnemo.formats.load import resolve
 
-    # a tokenizer.json pipeline shows its own tokens and offsets (tokenizers'); --chat renders
-    # mnemo's chat template, which needs a Tokenizer
+    # a tokenizer.json pipeline shows its own tokens and offsets (tokenizers'), and renders a
+    # chat through itself (mnemo's chat template: mnemo/chat.py)
     tok: Tokenizer | HFTokenizer
     if args.chat is not None:
         tok = tokenizer_arg(args.tokenizer, "tokshow --chat")
@@ -45,7 +46,6 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
 
         if args.index < 0:
             raise ConfigError(f"--index must be >= 0, got {args.index}")
-        assert isinstance(tok, Tokenizer)
         found: tuple[int, bytes] | None = None
         count = 0
         # Records are checked as tokenize checks them (file:line in every message) up to the one shown.
@@ -59,7 +59,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         ids, learned = render_conversation_mask(tok, messages)
         mask = [bool(m) for m in learned]
         if args.offsets:
-            spans = tok.decode_with_offsets(ids, spans=True)[1]
+            spans = token_spans(tok.decode_tokens_bytes(ids))  # a rendered chat: valid UTF-8
     else:
         if args.file is not None:
             text = _read_text(path_arg(args.file)) if args.file != "-" else sys.stdin.read()

@@ -25,12 +25,17 @@ Plain Python (not compiled): policy around the compiled encoder.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, cast
 
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.checks import check_int, type_error
 from mnemo.errors import ConfigError, FormatError, InputError, SpecialTokenError
 from mnemo.fileio import write_atomic
 from mnemo.formats.common import (
@@ -45,10 +50,11 @@ from mnemo.formats.common import (
 )
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
-from mnemo.formats.hf_post import PostProcessor, parse_post_processor
+from mnemo.formats.hf_post import PostProcessor, parse_post_processor, post_processor_json
 from mnemo.formats.hf_pretok import TOKENIZERS_UNICODE, PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
 from mnemo.formats.hf_regex import UnsupportedRegex, onig_to_regex, regex_to_onig
 from mnemo.formats.tiktoken import fields_of_ranks
+from mnemo.packing import encode_flat
 from mnemo.patterns import SplitPattern, compile_pattern
 from mnemo.pretokenize import PATTERN_REGEX
 from mnemo.streaming import text_bytes
@@ -130,6 +136,8 @@ class HFTokenizer:
         self.post = post
         self.add_special_tokens = add_special_tokens
         self._obj = obj
+        self._worker_bytes: bytes | None = None
+        self._fingerprint: str | None = None
         self._runner = Runner(pre)
         fast = fast_pattern(pre)
         self._fast = fast if whole is None else None
@@ -192,10 +200,16 @@ class HFTokenizer:
         """tokenizers' pre-tokens of a normalized stretch (before the byte mapping)."""
         return self._runner.split(text)
 
+    def _core_encodes(self, text: str) -> bool:
+        """Whether the core's compiled encoder gives the ids of this normalized stretch between
+        added tokens by itself, in one call (its pattern splits as the pre-tokenizer does, and
+        ignore_merges has nothing to look up in it)."""
+        rare = self._rare_whole
+        return self._whole_stretch or (rare is not None and not any(word in text for word in rare))
+
     def _stretch(self, text: str, out: list[int]) -> None:
         """Append the ids of one normalized stretch between added tokens."""
-        rare = self._rare_whole
-        if self._whole_stretch or (rare is not None and not any(word in text for word in rare)):
+        if self._core_encodes(text):
             out.extend(self.core.encode_ordinary(text))
             return
         whole = self.whole
@@ -326,6 +340,150 @@ class HFTokenizer:
             ) from None
         return self.encode_ordinary(text)
 
+    # ---- datasets: what `mnemo tokenize` and the work engine ask of a tokenizer ----
+
+    def encode_documents(
+        self, docs: Iterable[bytes], bos: int | None = None, eos: int | None = None
+    ) -> npt.NDArray[np.unsignedinteger]:
+        """Every document's ids between `bos` and `eos` (ids, or None), one array (uint16 when
+        the vocabulary fits, else uint32), as Tokenizer.encode_documents gives them: each
+        document is `encode_ordinary` of its UTF-8 text -- tokenizers' ids with its special
+        added tokens' text read as text (`encode_special_tokens=True`), non-special added tokens
+        matched as always, no template.  Bytes that are not UTF-8 are read as U+FFFD each
+        (errors="replace"): tokenizers encodes text, and a dataset is read whole, not refused
+        for one bad byte (docs/interop.md, "Datasets").  A pipeline that gives its core's ids
+        (`extras` names nothing but a template) is its core's encode_documents."""
+        for name, value in (("bos", bos), ("eos", eos)):
+            if value is not None and self.core._raw(check_int(name, value)) is None:
+                raise ConfigError(f"{name}={value} is not an id of this tokenizer (n_vocab {self.n_vocab})")
+        if not self._id_extras():  # the core's ids: its .tok is the one its tokenizer.bin writes
+            return self.core.encode_documents(docs, bos=bos, eos=eos)
+        if isinstance(docs, (str, bytes, bytearray, memoryview)) or not isinstance(docs, Iterable):
+            raise type_error("docs", "an iterable of bytes documents", docs)
+        # The stretches the core encodes whole are encoded together, packed (packing.encode_flat:
+        # no Python int per id); every other id -- separators, added tokens, stretches split in
+        # Python -- is `fixed`, and `before[k]` counts the fixed ids before stretch k.
+        fixed: list[int] = []
+        stretches: list[str] = []
+        before: list[int] = []
+        for i, doc in enumerate(docs):
+            if not isinstance(doc, bytes):
+                raise type_error(f"docs[{i}]", "bytes", doc)
+            if bos is not None:
+                fixed.append(bos)
+            for piece in self._added.split(doc.decode("utf-8", "replace"), self.normalize, self._special_ids):
+                if piece.token is not None:
+                    fixed.append(piece.token)
+                elif piece.text and self._core_encodes(piece.text):
+                    before.append(len(fixed))
+                    stretches.append(piece.text)
+                elif piece.text:
+                    self._stretch(piece.text, fixed)
+            if eos is not None:
+                fixed.append(eos)
+        lengths, flat = encode_flat(self.core, stretches, set(), set())
+        ids = np.empty(len(fixed) + len(flat), dtype=flat.dtype)
+        if fixed:
+            # fixed id j lands after the stretches placed before it: j + their lengths
+            ends = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths)])
+            at = np.arange(len(fixed)) + ends[np.searchsorted(np.array(before, dtype=np.int64), np.arange(len(fixed)), side="right")]
+            ids[at] = fixed
+            rest = np.ones(len(ids), dtype=bool)
+            rest[at] = False
+            ids[rest] = flat
+        else:
+            ids[:] = flat
+        return ids
+
+    def template_separators(self) -> tuple[int | None, int | None] | None:
+        """(before, after) each text: the special tokens the post-processor's template puts
+        around a single sequence -- what tokenizers' `add_special_tokens=True`, its and
+        transformers' default, adds (Llama 3's `<|begin_of_text|>` before) -- when each side is
+        at most one special added token; None when the template adds nothing or more than that.
+        `mnemo tokenize` separates documents with them by default (tokenizing.document_separators)."""
+        template = self.post.template
+        if template is None or template.added(False) == 0:
+            return None
+        sides: list[list[int]] = [[], []]
+        side = 0
+        for piece in template.single:
+            if piece.sequence is not None:
+                side = 1
+                continue
+            assert piece.special is not None
+            sides[side].extend(template.specials[piece.special][0])
+        if any(len(ids) > 1 or (ids and ids[0] not in self._special_ids) for ids in sides):
+            return None
+        return (sides[0][0] if sides[0] else None), (sides[1][0] if sides[1] else None)
+
+    @property
+    def fingerprint(self) -> str:
+        """What identifies the ids this tokenizer gives, as 32 hex digits (.tok files and
+        shard folders record it; docs/formats.md, "Fingerprint").  The core's when the pipeline
+        gives the core's ids (nothing but a template, which encode_documents does not apply);
+        else a hash of the core's fingerprint and the tokenizer.json keys that change ids --
+        normalizer, pre_tokenizer, added_tokens, model.ignore_merges -- so that a .tok written
+        through the pipeline is never read as the plain vocabulary's, nor the other way round."""
+        if self._fingerprint is None:
+            if not self._id_extras():
+                self._fingerprint = self.core.fingerprint
+            else:
+                model = self._obj.get("model")
+                keys = [
+                    self._obj.get("normalizer"),
+                    self._obj.get("pre_tokenizer"),
+                    self._obj.get("added_tokens"),
+                    model.get("ignore_merges", False) if isinstance(model, dict) else None,
+                ]
+                h = hashlib.blake2b(digest_size=16, person=b"mnemo-hfpipe1")
+                h.update(self.core.fingerprint.encode("ascii") + b"\0")
+                h.update(json.dumps(keys, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+                self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    def _for_workers(self) -> bytes:
+        """What a worker process rebuilds this tokenizer from (`_from_worker_image`), plain
+        bytes and no pickle: the options it was loaded with and what loading set on it (a
+        transformers folder's roles, chat template and template), as JSON, then the
+        tokenizer.json text, which the worker reads again.  Made once."""
+        if self._worker_bytes is None:
+            options = {
+                "source": self.source,
+                "add_special_tokens": self.add_special_tokens,
+                # the transformers drop-in reads a live file, whose truncation and padding it applies
+                "session": self._obj.get("truncation") is not None or self._obj.get("padding") is not None,
+                "post_processor": post_processor_json(self.post),
+                "bos_token": self.bos_token,
+                "eos_token": self.eos_token,
+                "pad_token": self.pad_token,
+                "chat_template": self.chat_template,
+            }
+            head = json.dumps(options, ensure_ascii=False).encode("utf-8")
+            body = json.dumps(self._obj, ensure_ascii=False).encode("utf-8")
+            self._worker_bytes = len(head).to_bytes(4, "little") + head + body
+        return self._worker_bytes
+
+    @classmethod
+    def _from_worker_image(cls, data: bytes) -> HFTokenizer:
+        """The tokenizer `_for_workers` gave the image of (in a worker: the caller's own bytes)."""
+        n = int.from_bytes(data[:4], "little")
+        options = json.loads(data[4 : 4 + n])
+        source = options["source"]
+        tok = from_json(
+            json.loads(data[4 + n :]),
+            source,
+            add_special_tokens=options["add_special_tokens"],
+            plain_ok=False,
+            session=options["session"],
+        )
+        assert isinstance(tok, HFTokenizer)
+        tok.post = parse_post_processor(options["post_processor"], source)
+        tok.bos_token = options["bos_token"]
+        tok.eos_token = options["eos_token"]
+        tok.pad_token = options["pad_token"]
+        tok.chat_template = options["chat_template"]
+        return tok
+
     # ---- the vocabulary and decoding (the core's) ----
 
     @property
@@ -377,12 +535,17 @@ class HFTokenizer:
         added = self._added_bytes
         if not any(t in added for t in ids):
             return self.core.decode_bytes(ids)
-        return b"".join(added[t] if t in added else self.core.token_bytes(t) for t in ids)
+        return b"".join(self.decode_tokens_bytes(ids))
 
     def decode(self, tokens: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
         """The text of the ids (tokenizers' ByteLevel decoder: bytes joined, invalid UTF-8 as
         U+FFFD); skip_special_tokens leaves out the special added tokens, as in tokenizers."""
         return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
+
+    def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
+        """Each token's bytes as decode gives them (an added token's as tokenizers decodes it)."""
+        added = self._added_bytes
+        return [added[t] if t in added else self.core.token_bytes(t) for t in tokens]
 
     # ---- files ----
 
@@ -403,6 +566,13 @@ class HFTokenizer:
 
     def extras(self) -> list[str]:
         """What this tokenizer has beyond a plain mnemo Tokenizer, by tokenizer.json key."""
+        out = self._id_extras()
+        if self.post.template is not None and self.add_special_tokens:
+            out.append("post_processor (its template, with add_special_tokens)")
+        return out
+
+    def _id_extras(self) -> list[str]:
+        """The extras that change the ids of a text (all of them but the template)."""
         out: list[str] = []
         if self.forms:
             out.append(f"normalizer {'+'.join(self.forms)}")
@@ -414,8 +584,6 @@ class HFTokenizer:
             out.append("added_tokens (lstrip, rstrip, single_word or not special)")
         elif len({t.normalized for t in self.added_tokens}) > 1 and self.forms:
             out.append("added_tokens (normalized)")
-        if self.post.template is not None and self.add_special_tokens:
-            out.append("post_processor (its template, with add_special_tokens)")
         return out
 
 

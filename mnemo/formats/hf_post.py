@@ -101,6 +101,37 @@ def parse_post_processor(obj: Any, source: str, key: str = "post_processor") -> 
     return PostProcessor(tuple(steps), True)
 
 
+def post_processor_json(post: PostProcessor) -> Any:
+    """The tokenizer.json value that parse_post_processor reads back as `post` (a Sequence of
+    its steps; null without one): how an HFTokenizer whose template a transformers folder
+    replaced (mnemo/formats/load.py) travels to the work engine's workers."""
+    if not post.present:
+        return None
+    items: list[dict[str, Any]] = []
+    for step in post.steps:
+        if isinstance(step, Trim):
+            items.append({"type": "ByteLevel", "add_prefix_space": step.add_prefix_space, "trim_offsets": True})
+            continue
+        items.append({
+            "type": "TemplateProcessing",
+            "single": _pieces_json(step.single),
+            "pair": _pieces_json(step.pair),
+            "special_tokens": {
+                name: {"id": name, "ids": list(ids), "tokens": list(tokens)} for name, (ids, tokens) in step.specials.items()
+            },
+        })
+    return {"type": "Sequence", "processors": items}
+
+
+def _pieces_json(pieces: tuple[TemplatePiece, ...]) -> list[dict[str, Any]]:
+    return [
+        {"Sequence": {"id": p.sequence, "type_id": p.type_id}}
+        if p.sequence is not None
+        else {"SpecialToken": {"id": p.special, "type_id": p.type_id}}
+        for p in pieces
+    ]
+
+
 def _flatten(obj: Any, key: str, source: str, out: list[tuple[str, Any]]) -> None:
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise FormatError(f"{source}: key '{key}' is {excerpt(obj, 80)}, not a post-processor object with a 'type'")

@@ -413,7 +413,11 @@ def test_a_compiled_sequence_loads_as_a_tokenizer(
     tok.save(tmp_path / "tokenizer.bin")
     back = mnemo.Tokenizer.load(tmp_path / "tokenizer.bin")
     assert back == tok and back.split_pattern is tok.split_pattern
-    assert tokenizer_arg(path, "tokenize") == tok
+    assert tokenizer_arg(path, "train --from") == tok
+    # tokenize keeps the file's template, for its separators, around the same core
+    kept = tokenizer_arg(path, "tokenize")
+    assert isinstance(kept, HFTokenizer) and kept.core == tok and kept.fingerprint == tok.fingerprint
+    assert kept.template_separators() == (tok.special_tokens["<\uff5cbegin\u2581of\u2581sentence\uff5c>"], None)
 
 
 def test_the_strings_path_builds_what_the_bytes_path_builds(

@@ -83,3 +83,21 @@ def test_a_sequence_applies_in_order() -> None:
 def test_other_normalizers_are_refused_by_key(obj: Any) -> None:
     with pytest.raises(FormatError, match=r"t: key 'normalizer"):
         parse_normalizer(obj, "t")
+
+
+@pytest.mark.parametrize("newer", [False, True])
+def test_the_unknown_class_is_unknown_to_tokenizers(newer: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The character class normalize searches a text with names exactly the code points >= 0x80
+    that unknown_to_tokenizers names, on every code point; also as it is built on a Python whose
+    Unicode is newer than the table's (every code point the table does not assign)."""
+    from mnemo.formats import hf_normalize
+
+    monkeypatch.setattr(hf_normalize, "_NEWER", newer)
+    bmp, astral = hf_normalize._unknown_patterns()
+    monkeypatch.setattr(hf_normalize, "_UNKNOWN_BMP", bmp)
+    monkeypatch.setattr(hf_normalize, "_UNKNOWN_ASTRAL", astral)
+    every = "".join(map(chr, range(0x110000)))
+    want = [c for c in range(0x80, 0x110000) if hf_normalize.unknown_to_tokenizers(c)]
+    assert hf_normalize.unknown_positions(every) == want
+    assert hf_normalize.unknown_positions(every[:0x10000]) == [c for c in want if c < 0x10000]
+    assert hf_normalize._has_unknown(chr(want[-1])) and not hf_normalize._has_unknown("caf\u00e9 \U0001f600")
