@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.chat import check_conversation, uses_chatml
+from mnemo.checks import listed
 from mnemo.constants import VOCAB16
 from mnemo.defaults import DEFAULT_TEXT_FIELD, DEFAULT_TOKEN_FORMAT
 from mnemo.errors import ConfigError, InputError
@@ -361,13 +362,13 @@ def _special_id(tok: Tokenizer, option: str, name: str | None) -> int | None:
         return None
     found = tok.special_tokens.get(name)
     if found is None:
-        have = ", ".join(tok.special_tokens) or "none"
+        have = listed(tok.special_tokens)
         raise ConfigError(f"{option} {name!r} is not a special token of this vocabulary (it has: {have}); name one of those, or none")
     return found
 
 
 def no_separator_warning(tok: Tokenizer) -> str:
-    have = ", ".join(tok.special_tokens) or "none"
+    have = listed(tok.special_tokens)
     return (
         f"the vocabulary has neither <|bos|> nor <|endoftext|> (special tokens: {have}): documents "
         f"are joined with nothing between them; choose a separator with --bos TOKEN / --eos TOKEN "
