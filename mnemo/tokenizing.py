@@ -338,10 +338,15 @@ def _tokenize_on_ray(
 # ---- document separators ---------------------------------------------------------------------------
 
 
-def document_separators(tok: Tokenizer, bos: str | None = AUTO, eos: str | None = AUTO) -> tuple[int | None, int | None]:
+def document_separators(
+    tok: Tokenizer, bos: str | None = AUTO, eos: str | None = AUTO, *, roles: tuple[str | None, str | None] = (None, None)
+) -> tuple[int | None, int | None]:
     """The ids put before and after each document: (bos, eos), None for none.
 
-    With both AUTO: <|bos|> before each document when the vocabulary has it (mnemo's default
+    With both AUTO: the tokenizer's own bos before each document when it names one (`roles`:
+    the bos_token and eos_token of a transformers folder's tokenizer_config.json), else its eos
+    after each one -- a bos that is also the eos (GPT-2's `<|endoftext|>`) counts as the eos.
+    Without roles: <|bos|> before each document when the vocabulary has it (mnemo's default
     specials), else <|endoftext|> after each one when it has that (GPT-2's and tiktoken's
     convention: a document ends with it), else none -- and the documents run together, which
     tokenize_files warns about.  Naming either token replaces the rule: the one left AUTO is
@@ -349,6 +354,11 @@ def document_separators(tok: Tokenizer, bos: str | None = AUTO, eos: str | None 
     after).  Names must be special tokens of the vocabulary: ConfigError otherwise."""
     if bos == AUTO and eos == AUTO:
         specials = tok.special_tokens
+        own_bos, own_eos = roles
+        if own_bos is not None and own_bos != own_eos and own_bos in specials:
+            return specials[own_bos], None
+        if own_eos is not None and own_eos in specials:
+            return None, specials[own_eos]
         if "<|bos|>" in specials:
             return specials["<|bos|>"], None
         if "<|endoftext|>" in specials:

@@ -18,6 +18,7 @@ from mnemo.defaults import DEFAULT_SHARD_BYTES
 from mnemo.errors import ConfigError
 
 if TYPE_CHECKING:
+    from mnemo.formats.load import AnyTokenizer
     from mnemo.location import Location
     from mnemo.tokenizer import Tokenizer
     from mnemo.work_ray import RayOptions
@@ -66,15 +67,26 @@ def peak_rss_mib() -> float:
 # ---- arguments as the library takes them -------------------------------------------------------
 
 
-def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer:
-    """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
-    Tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold (a
-    normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) encodes
-    with the plain-Python pipeline only: refused here by name rather than encoded otherwise."""
-    from mnemo.formats.hf_pipeline import HFTokenizer
+def tokenizer_arg(spec: str | os.PathLike[str], command: str, pattern: str | None = None) -> Tokenizer:
+    """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py), with
+    --pattern (`pattern`) for a .tiktoken file -- as the Tokenizer the command runs."""
+    return compiled_core(spec, command, loaded_arg(spec, pattern))
+
+
+def loaded_arg(spec: str | os.PathLike[str], pattern: str | None = None) -> AnyTokenizer:
+    """A TOKENIZER argument as mnemo.load gives it (a transformers folder: an HFTokenizer with its
+    tokenizer_config.json's bos/eos and chat template)."""
     from mnemo.formats.load import resolve
 
-    _, tok = resolve(spec)  # named (str) where it is resolved
+    return resolve(spec, pattern=pattern)[1]  # named (str) where it is resolved
+
+
+def compiled_core(spec: str | os.PathLike[str], command: str, tok: AnyTokenizer) -> Tokenizer:
+    """The Tokenizer the command runs.  A tokenizer.json whose pipeline a Tokenizer cannot hold
+    (a normalizer, another pre-tokenizer, ignore_merges, added tokens matched otherwise) encodes
+    with the plain-Python pipeline only: refused here by name rather than encoded otherwise."""
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
     if isinstance(tok, HFTokenizer):
         extras = tok.extras()
         if extras:
@@ -85,6 +97,34 @@ def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer:
             )
         return tok.core
     return tok
+
+
+def roles(tok: AnyTokenizer) -> tuple[str | None, str | None]:
+    """(bos_token, eos_token) a transformers folder's tokenizer_config.json names (None, None for
+    every other kind): `tokenize`'s default document separators (tokenizing.document_separators)."""
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    return (tok.bos_token, tok.eos_token) if isinstance(tok, HFTokenizer) else (None, None)
+
+
+def chat_core(spec: str | os.PathLike[str], command: str, tok: AnyTokenizer) -> Tokenizer:
+    """The Tokenizer whose chat template --chat renders (mnemo's: mnemo/chat.py).  A transformers
+    folder with a chat template of its own -- other than the one mnemo writes for this vocabulary
+    (formats/hf_folder.hf_chat_template), which renders as mnemo's does -- is refused: rendering
+    it needs a Jinja engine, which mnemo does not ship, and mnemo's template in its place would
+    give the model another format than the one it was trained on (docs/cli.md, "--chat")."""
+    from mnemo.formats.hf_folder import hf_chat_template
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    core = compiled_core(spec, command, tok)
+    if isinstance(tok, HFTokenizer) and tok.chat_template is not None and tok.chat_template != hf_chat_template(core):
+        raise ConfigError(
+            f"{spec}: has a chat template of its own (tokenizer_config.json or chat_template.jinja), which "
+            f"`mnemo {command}` cannot render: mnemo ships no Jinja engine, and rendering mnemo's template instead "
+            f"would give another format than the model's; render the conversations to text with transformers' "
+            f"apply_chat_template(messages, tokenize=False) and encode that text (mnemo tokenize, tokshow)"
+        )
+    return core
 
 
 def read_as(inputs: Sequence[str | Location], input_format: str | None, ray: str | None) -> list[str | Location]:
