@@ -9,7 +9,7 @@ the right type that mnemo cannot use is `ConfigError` (errors.py states the rule
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from numbers import Integral
 
 import numpy as np
@@ -25,6 +25,20 @@ def type_error(name: str, expected: str, value: object) -> ArgumentTypeError:
     if len(shown) > 40:
         shown = shown[:37] + "..."
     return ArgumentTypeError(f"{name} must be {expected}, got {type(value).__name__} {shown}")
+
+
+#: the most names a message lists (a tekken vocabulary has 1,000 special tokens)
+LISTED_NAMES = 12
+
+
+def listed(names: Iterable[str], limit: int = LISTED_NAMES) -> str:
+    """Names for a message, the first `limit` of them and how many more: "a, b, ... and 988
+    more" ("none" for none).  Listing tekken's 1,000 special tokens made a 20 kB warning."""
+    items = list(names)
+    if not items:
+        return "none"
+    shown = ", ".join(items[:limit])
+    return shown if len(items) <= limit else f"{shown}, ... and {len(items) - limit} more"
 
 
 def text_type_error(name: str, value: object) -> ArgumentTypeError:

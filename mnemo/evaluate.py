@@ -43,12 +43,14 @@ LENGTH_BINS = 17
 TOP = 20
 
 
-def load_spec(spec: str) -> tuple[str, AnyTokenizer]:
+def load_spec(spec: str, pattern: str | None = None) -> tuple[str, AnyTokenizer]:
     """(label, tokenizer) of one spec: `[NAME=]PATH` -- the resolver every TOKENIZER argument
-    of the command line goes through (mnemo/formats/load.py)."""
+    of the command line goes through (mnemo/formats/load.py).  `pattern` (eval --pattern): the
+    split pattern of a .tiktoken file whose name names no OpenAI encoding; every other spec
+    loads as it is, so one option serves a comparison of several kinds."""
     from mnemo.formats.load import resolve
 
-    return resolve(spec)
+    return resolve(spec, fallback_pattern=pattern)
 
 
 def corpus_documents(path: str | Path, max_bytes: int = -1, text_field: str = DEFAULT_TEXT_FIELD) -> Iterator[bytes]:
@@ -298,14 +300,17 @@ def plot(results: Sequence[TokenizerResult], corpus_names: Sequence[str], path: 
     write_atomic(path, image.getvalue())  # never a half-written picture
 
 
-def run(specs: Sequence[str], corpus_paths: Sequence[str], max_bytes: int, text_field: str = DEFAULT_TEXT_FIELD) -> tuple[list[TokenizerResult], list[str], list[tuple[str, str]]]:
+def run(
+    specs: Sequence[str], corpus_paths: Sequence[str], max_bytes: int, text_field: str = DEFAULT_TEXT_FIELD,
+    pattern: str | None = None,
+) -> tuple[list[TokenizerResult], list[str], list[tuple[str, str]]]:
     """Load the tokenizers (one this build cannot hold -- a ConfigError -- is skipped with its reason;
-    a missing or damaged file is an error), read the corpora, evaluate."""
+    a missing or damaged file is an error), read the corpora, evaluate.  `pattern`: load_spec's."""
     tokenizers: list[tuple[str, AnyTokenizer]] = []
     skipped: list[tuple[str, str]] = []
     for spec in specs:
         try:
-            tokenizers.append(load_spec(spec))
+            tokenizers.append(load_spec(spec, pattern))
         except ConfigError as exc:  # loads, but not in this build (a pattern or size it lacks)
             skipped.append((spec, str(exc)))
     if not tokenizers:

@@ -34,8 +34,12 @@ def continue_from(
         )
     if base.id_map is not None:
         raise ConfigError(
-            "the tokenizer to continue from renumbers its ids (an imported vocabulary such as GPT-2's); "
-            "new merges would need ids inside its numbering -- continue from a tokenizer mnemo trained"
+            "the tokenizer to continue from is an imported vocabulary (GPT-2's files, a .tiktoken or tekken file, "
+            "a tokenizer.json another tool trained), whose ids are its own, not mnemo's merge order; continuing "
+            "one is not supported: its new tokens would need ids past its own and its special tokens would have to "
+            "keep theirs.  Train a new tokenizer on the text instead (no base= / --from), or add tokens without "
+            "new merges with with_special_tokens (docs/extending.md); a tokenizer mnemo trained, as tokenizer.bin "
+            "or exported, continues"
         )
     if pattern is not None and compile_pattern(pattern) is not base.split_pattern:
         raise ConfigError(

@@ -63,12 +63,13 @@ class Report:
 
 
 def unreachable_tokens(tok: Tokenizer) -> list[Finding]:
-    """Merge tokens whose bytes encode to something else (as encode_bytes encodes any text)."""
+    """Tokens whose bytes encode to something else (as encode_bytes encodes any text).  Only
+    ids that are tokens are tried: an imported id space may have holes, ids no token has
+    (cl100k_base has 16), which are no finding -- nothing can produce or decode them."""
     found: list[Finding] = []
-    for i in range(tok.n_vocab):
+    for i, raw in tok.vocab.items():  # every token in id order, no holes
         if tok.is_special_token(i):
             continue
-        raw = tok.token_bytes(i)
         ids = tok.encode_bytes(raw)
         if ids != [i]:
             try:

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.chat import check_conversation, uses_chatml
+from mnemo.checks import listed
 from mnemo.constants import VOCAB16
 from mnemo.defaults import DEFAULT_TEXT_FIELD, DEFAULT_TOKEN_FORMAT
 from mnemo.errors import ConfigError, InputError
@@ -338,10 +339,17 @@ def _tokenize_on_ray(
 # ---- document separators ---------------------------------------------------------------------------
 
 
-def document_separators(tok: DatasetTokenizer, bos: str | None = AUTO, eos: str | None = AUTO) -> tuple[int | None, int | None]:
+def document_separators(
+    tok: DatasetTokenizer, bos: str | None = AUTO, eos: str | None = AUTO, *, roles: tuple[str | None, str | None] = (None, None)
+) -> tuple[int | None, int | None]:
     """The ids put before and after each document: (bos, eos), None for none.
 
-    With both AUTO: <|bos|> before each document when the vocabulary has it (mnemo's default
+    With both AUTO: what a tokenizer.json's template adds around a text, when it adds one token
+    before and/or after (HFTokenizer.template_separators: Llama 3's BOS, as tokenizer(text)
+    adds it); else the tokenizer's own bos before each document when it names one (`roles`:
+    the bos_token and eos_token of a transformers folder's tokenizer_config.json), else its eos
+    after each one -- a bos that is also the eos (GPT-2's `<|endoftext|>`) counts as the eos.
+    Without roles: <|bos|> before each document when the vocabulary has it (mnemo's default
     specials), else <|endoftext|> after each one when it has that (GPT-2's and tiktoken's
     convention: a document ends with it), else none -- and the documents run together, which
     tokenize_files warns about.  Naming either token replaces the rule: the one left AUTO is
@@ -353,6 +361,11 @@ def document_separators(tok: DatasetTokenizer, bos: str | None = AUTO, eos: str 
             if own is not None:
                 return own
         specials = tok.special_tokens
+        own_bos, own_eos = roles
+        if own_bos is not None and own_bos != own_eos and own_bos in specials:
+            return specials[own_bos], None
+        if own_eos is not None and own_eos in specials:
+            return None, specials[own_eos]
         if "<|bos|>" in specials:
             return specials["<|bos|>"], None
         if "<|endoftext|>" in specials:
@@ -366,13 +379,13 @@ def _special_id(tok: DatasetTokenizer, option: str, name: str | None) -> int | N
         return None
     found = tok.special_tokens.get(name)
     if found is None:
-        have = ", ".join(tok.special_tokens) or "none"
+        have = listed(tok.special_tokens)
         raise ConfigError(f"{option} {name!r} is not a special token of this vocabulary (it has: {have}); name one of those, or none")
     return found
 
 
 def no_separator_warning(tok: DatasetTokenizer) -> str:
-    have = ", ".join(tok.special_tokens) or "none"
+    have = listed(tok.special_tokens)
     return (
         f"the vocabulary has neither <|bos|> nor <|endoftext|> (special tokens: {have}): documents "
         f"are joined with nothing between them; choose a separator with --bos TOKEN / --eos TOKEN "

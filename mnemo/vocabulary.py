@@ -23,7 +23,7 @@ from typing import Self, cast
 import numpy as np
 import numpy.typing as npt
 
-from mnemo.checks import check_int, check_pattern, check_tie, type_error
+from mnemo.checks import check_int, check_pattern, check_tie, listed, type_error
 from mnemo.constants import EOT, MAX_VOCAB, PATTERNS, VOCAB16
 from mnemo.defaults import DEFAULT_GPT2_PATTERN, DEFAULT_PATTERN, DEFAULT_TIE
 from mnemo.encode_chunk import Encoder, export_tables
@@ -670,7 +670,7 @@ class Vocabulary:
         eot = self.special_tokens.get(EOT)
         if eot is None:
             raise UnknownTokenError(
-                f"this vocabulary has no {EOT!r} token (its special tokens: {', '.join(self.special_tokens) or 'none'}); "
+                f"this vocabulary has no {EOT!r} token (its special tokens: {listed(self.special_tokens)}); "
                 f"mnemo's vocabularies start documents with '<|bos|>': use special_tokens['<|bos|>']"
             )
         return eot

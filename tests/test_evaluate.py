@@ -101,7 +101,7 @@ def test_every_kind_of_spec(tmp_path: Path, trained: Tokenizer, cs336_dir: Path,
 
 def test_spec_errors(tmp_path: Path) -> None:
     (tmp_path / "x.tiktoken").write_text("YQ== 0\n")
-    with pytest.raises(ConfigError, match="holds no split pattern or special tokens; name it after a preset"):
+    with pytest.raises(ConfigError, match="holds no split pattern or special tokens: give its pattern -- on the command line --pattern PATTERN"):
         load_spec(str(tmp_path / "x.tiktoken"))
     with pytest.raises(mnemo.InputError, match="no such tokenizer file"):
         load_spec(str(tmp_path / "nope.bin"))
@@ -109,7 +109,7 @@ def test_spec_errors(tmp_path: Path) -> None:
     with pytest.raises(mnemo.InputError, match="nope.bin: no such tokenizer file"):
         run([str(tmp_path / "x.tiktoken"), str(tmp_path / "nope.bin")], [], 10)
     # one this build cannot hold is skipped; when none is left, that is the error
-    with pytest.raises(ConfigError, match="no tokenizer loaded: .*x.tiktoken: .*name it after a preset"):
+    with pytest.raises(ConfigError, match="no tokenizer loaded: .*x.tiktoken: .*give its pattern -- on the command line --pattern PATTERN"):
         run([str(tmp_path / "x.tiktoken")], [], 10)
 
 

@@ -3,9 +3,9 @@ tokens, on a vocabulary built by hand to hold each kind, and on a trained one.""
 
 from __future__ import annotations
 
-import unicodedata
-
+import base64
 import subprocess
+import unicodedata
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -96,6 +96,28 @@ def test_gpt2_has_unreachable_tokens(cs336_dir: Path) -> None:
         assert tok.encode_bytes(f.raw) == f.encodes_to != [f.id]
     text = format_report(report, 5)
     assert "intermediate only: unknown" in text and "give a held-out corpus" in text
+
+
+def test_a_vocabulary_with_holes(tmp_path: Path, tiktoken_ranks: Callable[[str], dict[bytes, int]]) -> None:
+    """An imported id space may have holes, ids no token has (cl100k_base has 16, between its
+    last rank 100255 and <|endoftext|> 100257 and before <|endofprompt|> 100276): they are
+    counted among the ids and never inspected.  Before, the first hole stopped `mnemo inspect`
+    with "token id ... is not in the vocabulary".  cl100k's first 3,000 ranks, with two special
+    tokens placed to leave 10 + 3 holes."""
+    ranks = sorted(tiktoken_ranks("cl100k_base").items(), key=lambda item: item[1])[:3000]
+    path = tmp_path / "holes.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(raw) + b" %d\n" % rank for raw, rank in ranks))
+    tok = mnemo.load(path, pattern="cl100k", special_tokens={"<|endoftext|>": 3010, "<|endofprompt|>": 3014})
+    assert isinstance(tok, Tokenizer) and tok.n_vocab == 3015 and tok.n_tokens == 3002
+    report = inspect(tok)
+    assert report.unreachable, "cl100k's first ranks hold partial tokens (part of a character)"
+    for f in report.unreachable:
+        assert f.id < 3000 and tok.encode_bytes(f.raw) == f.encodes_to != [f.id]
+    tok.save(tmp_path / "holes.bin")
+    run = subprocess.run([MNEMO, "inspect", str(tmp_path / "holes.bin")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "holes.bin: 3015 ids (13 of them holes: no token has them), 2744 merges" in run.stdout
+    assert f"unreachable (their own bytes encode to other ids): {len(report.unreachable)}" in run.stdout
 
 
 def test_listing_and_cli(tmp_path: Path) -> None:

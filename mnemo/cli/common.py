@@ -19,6 +19,7 @@ from mnemo.errors import ConfigError
 
 if TYPE_CHECKING:
     from mnemo.formats.hf_pipeline import HFTokenizer
+    from mnemo.formats.load import AnyTokenizer
     from mnemo.location import Location
     from mnemo.tokenizer import Tokenizer
     from mnemo.work_ray import RayOptions
@@ -70,32 +71,52 @@ def peak_rss_mib() -> float:
 #: The commands that run an HFTokenizer as it is (a tokenizer.json pipeline: tokenizers' ids,
 #: docs/interop.md "Datasets through a tokenizer.json pipeline"); any other takes its core, or
 #: refuses by name a pipeline the core cannot hold.
-PIPELINE_COMMANDS: Final = ("tokenize", "pretrain", "tokshow --chat")
+PIPELINE_COMMANDS: Final = ("tokenize", "tokenize --chat", "pretrain", "tokshow --chat")
 
 
 @overload
-def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["train --from"]) -> Tokenizer: ...
+def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["train --from"], pattern: str | None = None) -> Tokenizer: ...
 @overload
-def tokenizer_arg(spec: str | os.PathLike[str], command: Literal["tokenize", "pretrain", "tokshow --chat"]) -> Tokenizer | HFTokenizer: ...
-def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer | HFTokenizer:
-    """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py) -- as the
-    tokenizer the command runs.  An HFTokenizer (a tokenizer.json whose pipeline a Tokenizer
-    cannot hold -- a normalizer, another pre-tokenizer, ignore_merges, added tokens matched
-    otherwise -- or any transformers folder, whose template and roles it keeps) is itself for
-    PIPELINE_COMMANDS, which encode through it; any other command (`train --from`) takes its
-    core when that is all it holds, and refuses the rest by name rather than run something else."""
-    from mnemo.formats.hf_pipeline import HFTokenizer
+def tokenizer_arg(
+    spec: str | os.PathLike[str], command: Literal["tokenize", "tokenize --chat", "pretrain", "tokshow --chat"],
+    pattern: str | None = None,
+) -> Tokenizer | HFTokenizer: ...
+def tokenizer_arg(spec: str | os.PathLike[str], command: str, pattern: str | None = None) -> Tokenizer | HFTokenizer:
+    """A TOKENIZER argument -- anything mnemo.load reads (mnemo/formats/load.py), with --pattern
+    (`pattern`) for a .tiktoken file -- as the tokenizer the command runs (runnable)."""
+    return runnable(spec, command, loaded_arg(spec, pattern, template=command in PIPELINE_COMMANDS))
+
+
+def loaded_arg(spec: str | os.PathLike[str], pattern: str | None = None, *, template: bool = False) -> AnyTokenizer:
+    """A TOKENIZER argument as mnemo.load gives it (a transformers folder: an HFTokenizer with its
+    tokenizer_config.json's bos/eos and chat template).  `template`: loaded as asking for the
+    post-processor's template, so that a tokenizer.json whose template adds tokens stays an
+    HFTokenizer even when a Tokenizer holds the rest (Llama 3's): tokenize separates documents
+    with those tokens, as tokenizer(text) adds them (runnable turns the adding off again)."""
     from mnemo.formats.load import resolve
 
-    pipeline = command in PIPELINE_COMMANDS
-    # Loaded as asking for the template, a tokenizer.json whose template adds tokens stays an
-    # HFTokenizer even when a Tokenizer holds the rest (Llama 3's): tokenize separates documents
-    # with those tokens, as tokenizer(text) adds them.  Its encode adds none (mnemo's default).
-    _, tok = resolve(spec, add_special_tokens=True) if pipeline else resolve(spec)  # named (str) where resolved
+    return resolve(spec, pattern=pattern, add_special_tokens=template)[1]  # named (str) where it is resolved
+
+
+def runnable(spec: str | os.PathLike[str], command: str, tok: AnyTokenizer) -> Tokenizer | HFTokenizer:
+    """What `command` runs of a loaded TOKENIZER: an HFTokenizer itself for PIPELINE_COMMANDS
+    (which encode through it, adding no template tokens to a text: mnemo's default), else its
+    compiled core (compiled_core)."""
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    if isinstance(tok, HFTokenizer) and command in PIPELINE_COMMANDS:
+        tok.add_special_tokens = False
+        return tok
+    return compiled_core(spec, command, tok)
+
+
+def compiled_core(spec: str | os.PathLike[str], command: str, tok: AnyTokenizer) -> Tokenizer:
+    """The Tokenizer a command that runs mnemo's compiled encoder alone (`train --from`) takes.
+    A tokenizer.json whose pipeline a Tokenizer cannot hold (a normalizer, another pre-tokenizer,
+    ignore_merges, added tokens matched otherwise) is refused here by name rather than run otherwise."""
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
     if isinstance(tok, HFTokenizer):
-        if pipeline:
-            tok.add_special_tokens = False
-            return tok
         extras = tok.extras()
         if extras:
             raise ConfigError(
@@ -105,6 +126,36 @@ def tokenizer_arg(spec: str | os.PathLike[str], command: str) -> Tokenizer | HFT
             )
         return tok.core
     return tok
+
+
+def roles(tok: AnyTokenizer) -> tuple[str | None, str | None]:
+    """(bos_token, eos_token) a transformers folder's tokenizer_config.json names (None, None for
+    every other kind): `tokenize`'s default document separators (tokenizing.document_separators)."""
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    return (tok.bos_token, tok.eos_token) if isinstance(tok, HFTokenizer) else (None, None)
+
+
+def chat_tokenizer(spec: str | os.PathLike[str], command: str, tok: AnyTokenizer) -> Tokenizer | HFTokenizer:
+    """What --chat runs (runnable), rendering mnemo's chat template (mnemo/chat.py).  A
+    transformers folder with a chat template of its own -- other than the one mnemo writes for
+    this vocabulary (formats/hf_folder.hf_chat_template), which renders as mnemo's does -- is
+    refused: rendering it needs a Jinja engine, which mnemo does not ship, and mnemo's template
+    in its place would give the model another format than the one it was trained on
+    (docs/cli.md, "--chat")."""
+    from mnemo.formats.hf_folder import hf_chat_template
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    run = runnable(spec, command, tok)
+    core = run.core if isinstance(run, HFTokenizer) else run
+    if isinstance(tok, HFTokenizer) and tok.chat_template is not None and tok.chat_template != hf_chat_template(core):
+        raise ConfigError(
+            f"{spec}: has a chat template of its own (tokenizer_config.json or chat_template.jinja), which "
+            f"`mnemo {command}` cannot render: mnemo ships no Jinja engine, and rendering mnemo's template instead "
+            f"would give another format than the model's; render the conversations to text with transformers' "
+            f"apply_chat_template(messages, tokenize=False) and encode that text (mnemo tokenize, tokshow)"
+        )
+    return run
 
 
 def read_as(inputs: Sequence[str | Location], input_format: str | None, ray: str | None) -> list[str | Location]:

@@ -16,7 +16,11 @@ if TYPE_CHECKING:
     from mnemo.location import Location
 
 #: What a TOKENIZER argument may be (mnemo/formats/load.py).
-LOADABLE = "anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, .tiktoken named after a preset (docs/interop.md)"
+LOADABLE = (
+    "anything mnemo.load reads: a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, tekken JSON, "
+    ".tiktoken file (Llama 3's tokenizer.model is one) named after an OpenAI encoding or with --pattern "
+    "(docs/interop.md)"
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -64,6 +68,19 @@ def ray_option(p: argparse.ArgumentParser, what: str) -> None:
 def tokenizer_option(p: argparse.ArgumentParser, what: str, note: str = "") -> None:
     """-t/--tokenizer, required: WHAT: what it may be (LOADABLE), then NOTE."""
     p.add_argument("-t", "--tokenizer", required=True, type=path_arg, help=f"{what}: {LOADABLE}{note}")
+
+
+def pattern_option(p: argparse.ArgumentParser, several: bool = False) -> None:
+    """--pattern: the split pattern of a TOKENIZER that holds none (mnemo.load's pattern=)."""
+    from mnemo.formats.tiktoken import TIKTOKEN_PRESETS
+    from mnemo.patterns import PRESETS
+
+    which = ("each .tiktoken TOKENIZER whose name names no OpenAI encoding (the others load as they are)" if several
+             else "a .tiktoken TOKENIZER (or GPT-2 files), which holds none")
+    p.add_argument("--pattern", default=None, metavar="PATTERN",
+                   help=f"split pattern of {which}: a preset ({', '.join(PRESETS)}; llama3 for Llama 3's "
+                        f"tokenizer.model), a split regex, or an OpenAI encoding ({', '.join(TIKTOKEN_PRESETS)}), "
+                        f"which sets the special tokens too (default: from the file's name; docs/interop.md)")
 
 
 def input_options(p: argparse.ArgumentParser) -> None:

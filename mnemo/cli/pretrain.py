@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mnemo.cli.common import Inputs, check_output, interactive, tokenizer_arg
-from mnemo.cli.options import Subcommands, no_color_option, path_arg, positive, tokenizer_option, whole
+from mnemo.cli.options import Subcommands, no_color_option, path_arg, pattern_option, positive, tokenizer_option, whole
 from mnemo.defaults import (
     DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_DIM, DEFAULT_EVAL_EVERY, DEFAULT_GENERATE, DEFAULT_LR,
     DEFAULT_OPTIMIZER, DEFAULT_SEED, DEFAULT_STEPS, DEFAULT_VAL_FRACTION, DEFAULT_VOCAB_SIZE,
@@ -27,7 +27,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     if progress:
         print(f"loading {args.tokenizer} and {len(args.data) + len(args.val or [])} token files...",
               file=sys.stderr, flush=True)
-    tok = tokenizer_arg(args.tokenizer, "pretrain")
+    tok = tokenizer_arg(args.tokenizer, "pretrain", args.pattern)
     train_stream = TokenStream.from_tok_files(args.data, tok)
     val_stream = TokenStream.from_tok_files(args.val, tok) if args.val else None
     bos = tok.special_tokens.get("<|bos|>")
@@ -70,6 +70,7 @@ def add_pretrain(sub: Subcommands) -> None:
         "bar shows the steps (stderr), and only the results go to stdout."))
     p.add_argument("data", nargs="+", metavar="DATA.tok", help="training token files")
     tokenizer_option(p, "the tokenizer that wrote them")
+    pattern_option(p)
     p.add_argument("--val", nargs="+", metavar="VAL.tok", help="validation token files (default: --val-fraction of DATA)")
     p.add_argument("--val-fraction", type=float, default=DEFAULT_VAL_FRACTION,
                    help=f"tail of each file held out when there is no --val (default {DEFAULT_VAL_FRACTION})")

@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnemo.cli.common import tokenizer_arg
-from mnemo.cli.options import Subcommands, no_color_option, path_arg, tokenizer_option
-from mnemo.errors import ConfigError, InputError
+from mnemo.cli.common import chat_tokenizer, loaded_arg
+from mnemo.cli.options import LOADABLE, Subcommands, no_color_option, path_arg, pattern_option, tokenizer_option
+from mnemo.errors import ConfigError, FormatError, InputError
 
 if TYPE_CHECKING:
+    from mnemo.formats.load import AnyTokenizer
     from mnemo.location import Location
 
 
@@ -27,15 +28,14 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
     from mnemo.tokshow import render_tokens
 
     from mnemo.formats.hf_pipeline import HFTokenizer
-    from mnemo.formats.load import resolve
 
     # a tokenizer.json pipeline shows its own tokens and offsets (tokenizers'), and renders a
-    # chat through itself (mnemo's chat template: mnemo/chat.py)
+    # chat through itself (mnemo's chat template, mnemo/chat.py; a folder's own one is refused)
     tok: Tokenizer | HFTokenizer
     if args.chat is not None:
-        tok = tokenizer_arg(args.tokenizer, "tokshow --chat")
+        tok = chat_tokenizer(args.tokenizer, "tokshow --chat", loaded_arg(args.tokenizer, args.pattern, template=True))
     else:
-        tok = resolve(args.tokenizer)[1]
+        tok = loaded_arg(args.tokenizer, args.pattern)
     color = not args.no_color and sys.stdout.isatty()
     mask: list[bool] | None = None
     spans: list[tuple[int, int]] | None = None
@@ -92,6 +92,7 @@ def add_tokshow(sub: Subcommands) -> None:
         "separated by | otherwise; bytes that are not whole UTF-8 characters show as <0xC3>."))
     p.add_argument("text", nargs="*", help="text to show (or --file, --chat, or standard input)")
     tokenizer_option(p, "the tokenizer", " (required)")
+    pattern_option(p)
     p.add_argument("-f", "--file", help="read the text from this file ('-' for standard input)")
     p.add_argument("--chat", metavar="JSONL", help="render a conversation record from this file, masked tokens marked")
     p.add_argument("--index", type=int, default=0, help="which record of --chat (default 0)")
@@ -111,12 +112,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     from mnemo.stackfiles import detect
     from mnemo.tokenizer import Tokenizer
 
-    from mnemo.location import location
+    from mnemo.location import SHARD_MANIFEST, location
 
     for path in args.files:
         where = location(path)
-        if where.isdir():  # a shard directory (at a URL: read from a local copy)
-            _info_shard_dir(where, shown=path)
+        if where.isdir():  # a shard directory (at a URL: read from a local copy), or a tokenizer's folder
+            if where.join(SHARD_MANIFEST).isfile():
+                _info_shard_dir(where, shown=path)
+            else:
+                _info_folder(path, args.pattern)
             continue
         with where.open(exact=True) as f:  # a URL: 8 bytes by one ranged read (a stack file set is copied)
             try:
@@ -156,11 +160,86 @@ def cmd_info(args: argparse.Namespace) -> int:
         elif detect(path) is not None:
             _info_stack_file(path)
         else:
-            raise InputError(
-                f"{path}: neither a tokenizer.bin nor a .tok file (it starts with {magic!r}), nor a training "
-                f"stack's token file (Megatron's .bin/.idx, datatrove's .ds, nanoGPT's .bin, known by their names)"
-            )
+            _info_other(path, magic, args.pattern)
     return 0
+
+
+def _info_other(path: str, magic: bytes, pattern: str | None) -> None:
+    """A file that is no mnemo file: a tokenizer another tool wrote, else the error says what it
+    is not.  JSON is told apart once parsed: a .jsonl corpus starts as a tokenizer.json does."""
+    from mnemo.formats.load import load_kind, sniff
+
+    kind = sniff(path)
+    why = ""
+    if kind == "json":
+        try:
+            _info_tokenizer(path, *load_kind(path, fallback_pattern=pattern))
+            return
+        except FormatError as exc:
+            why = f"; read as JSON: {exc}"
+    elif kind is not None:  # a tokenizer by its first bytes or name: its own errors tell what is wrong
+        _info_tokenizer(path, *load_kind(path, fallback_pattern=pattern))
+        return
+    raise InputError(
+        f"{path}: neither a tokenizer.bin nor a .tok file (it starts with {magic!r}), nor a training stack's token "
+        f"file (Megatron's .bin/.idx, datatrove's .ds, nanoGPT's .bin, known by their names), nor a tokenizer "
+        f"mnemo.load reads (tokenizer.json, tekken JSON, .tiktoken file, a tokenizer's folder){why}"
+    )
+
+
+def _info_folder(path: str, pattern: str | None) -> None:
+    """A folder that is no shard directory: a tokenizer's (transformers, GPT-2, tekken.json or
+    tokenizer.model inside), else the error says it is neither."""
+    from mnemo.formats.load import load_kind
+    from mnemo.location import SHARD_MANIFEST
+
+    try:
+        found = load_kind(path, fallback_pattern=pattern)
+    except InputError as exc:  # no tokenizer in it either
+        raise InputError(f"{path}: no shard directory of tokenize --ray (it has no {SHARD_MANIFEST}), and {exc}") from None
+    _info_tokenizer(path, *found)
+
+
+def _info_tokenizer(path: str, kind: str, tok: AnyTokenizer) -> None:
+    """What `info` says of a tokenizer mnemo.load reads that is no tokenizer.bin: what it was read
+    as, its vocabulary, what splits its text and with which engine, its special tokens, and for a
+    tokenizer.json pipeline what it carries beyond a plain vocabulary (docs/cli.md, "mnemo info")."""
+    from mnemo.checks import listed
+    from mnemo.formats.hf_folder import hf_chat_template
+    from mnemo.formats.hf_pipeline import HFTokenizer
+    from mnemo.formats.load import TRANSFORMERS
+
+    core = tok.core if isinstance(tok, HFTokenizer) else tok
+    print(f"{path}: {kind}")
+    parts = [f"256 bytes + {len(core.merges)} merges"]
+    if core.whole_tokens:
+        parts.append(f"{len(core.whole_tokens)} whole tokens (no merge makes them)")
+    parts.append(f"{len(core.special_tokens)} special")
+    holes = core.n_vocab - core.n_tokens
+    print(f"  vocabulary   {core.n_tokens} ids = {' + '.join(parts)}"
+          + (f" (ids 0..{core.n_vocab - 1}: {holes} unused)" if holes else ""))
+    if isinstance(tok, HFTokenizer):
+        print(f"  pattern      {tok.pattern_description()}")
+        print(f"  engine       {tok.engine()}")
+        print(f"  normalizer   {'+'.join(tok.forms) or 'none'}")
+        extras = tok.extras()
+        print(f"  pipeline     " + ("; ".join(extras) + " (encoded in Python as tokenizers does; tokenize, pretrain "
+                                    "and train --from refuse it)" if extras else "nothing beyond mnemo's compiled encoder"))
+        if tok.post.template is not None:
+            print("  template     the post_processor's (added with add_special_tokens=True)")
+    else:
+        print(f"  pattern      {core.split_pattern.describe()}")
+    print(f"  fingerprint  {core.fingerprint}")
+    print(f"  special      {listed(f'{name}={i}' for name, i in core.special_tokens.items())}")
+    if isinstance(tok, HFTokenizer) and kind == TRANSFORMERS:
+        roles = ", ".join(f"{role} {name or 'none'}" for role, name in
+                          (("bos", tok.bos_token), ("eos", tok.eos_token), ("pad", tok.pad_token)))
+        print(f"  roles        {roles} (tokenizer_config.json)")
+        chat = ("none" if tok.chat_template is None else "mnemo's (--chat renders it)"
+                if tok.chat_template == hf_chat_template(core) else "its own (Jinja; --chat refuses it: docs/cli.md)")
+        print(f"  chat         {chat}")
+    if core.id_map is not None:
+        print("  id map       yes: an imported vocabulary keeps its own ids (docs/interop.md)")
 
 
 def _info_shard_dir(where: Location, shown: str) -> None:
@@ -205,13 +284,16 @@ def _info_stack_file(path: str) -> None:
 
 
 def add_info(sub: Subcommands) -> None:
-    p = sub.add_parser("info", help="what a tokenizer.bin, .tok or stack token file holds", description=(
-        "Describe mnemo files: a tokenizer.bin's vocabulary, pattern, tie rule, special tokens and "
-        "fingerprint; a .tok file's tokens, documents and the fingerprint of the tokenizer that wrote it; "
-        "Megatron (.bin/.idx), datatrove (.ds) and nanoGPT (.bin) token files, read back and checked."))
+    p = sub.add_parser("info", help="what a tokenizer, .tok or stack token file holds", description=(
+        "Describe a tokenizer's vocabulary, pattern and the engine that runs it (mnemo's scanner or the "
+        "regex module), special tokens and fingerprint -- a tokenizer.bin's tie rule too, a tokenizer.json's "
+        "pipeline, a transformers folder's roles and chat template; a .tok file's tokens, documents and the "
+        "fingerprint of the tokenizer that wrote it; Megatron (.bin/.idx), datatrove (.ds) and nanoGPT (.bin) "
+        "token files, read back and checked."))
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="tokenizer.bin or .tok files (known by their first bytes), stack token files (by their names), "
-                        "or shard directories of tokenize --ray")
+                   help=f"tokenizers ({LOADABLE}), .tok files (known by their first bytes), stack token files (by their "
+                        f"names), or shard directories of tokenize --ray")
+    pattern_option(p, several=True)
     p.add_argument("--verify", action="store_true",
                    help="also rebuild a tokenizer.bin's encoder tables from its merges and compare them (what "
                         "loading a file this mnemo wrote trusts; every other rule is checked at every load)")

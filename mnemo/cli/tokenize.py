@@ -8,10 +8,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from mnemo.cli.common import (
-    Inputs, amount, interactive, past_the_point_of_no_return, plural, rate, ray_choice, read_as,
-    shared_with_nodes, tokenizer_arg,
+    Inputs, amount, chat_tokenizer, interactive, loaded_arg, past_the_point_of_no_return, plural, rate, ray_choice,
+    read_as, roles, runnable, shared_with_nodes,
 )
-from mnemo.cli.options import Subcommands, input_options, path_arg, positive, quiet_option, ray_option, tokenizer_option
+from mnemo.cli.options import (
+    Subcommands, input_options, path_arg, pattern_option, positive, quiet_option, ray_option, tokenizer_option,
+)
 from mnemo.defaults import DEFAULT_SHARD_BYTES, DEFAULT_TOKEN_FORMAT
 from mnemo.errors import ConfigError
 from mnemo.progress import PhaseProgress
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
 
 def cmd_tokenize(args: argparse.Namespace) -> int:
     from mnemo.tokenizing import tokenize_files
-    from mnemo.tokenizer import Tokenizer
 
     from mnemo.tokenizing import AUTO, document_separators, no_separator_warning
 
@@ -32,14 +33,17 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     elif args.chat and args.input_format is not None:
         raise ConfigError(f"--chat reads JSON Lines chat records; --input-format {args.input_format} says otherwise: give one")
     args.inputs = read_as(args.inputs, args.input_format, args.ray)
-    tok = tokenizer_arg(args.tokenizer, "tokenize")
+    loaded = loaded_arg(args.tokenizer, args.pattern, template=True)
+    tok = (
+        chat_tokenizer(args.tokenizer, "tokenize --chat", loaded) if args.chat else runnable(args.tokenizer, "tokenize", loaded)
+    )
     bos, eos = _separator_option(args.bos), _separator_option(args.eos)
     separators = ""
     if args.chat:
         if bos != AUTO or eos != AUTO:
             raise ConfigError("--bos/--eos are for documents; --chat records are delimited by the chat template (<|bos|> ... <|end|>)")
     else:
-        bos_id, eos_id = document_separators(tok, bos, eos)
+        bos_id, eos_id = document_separators(tok, bos, eos, roles=roles(loaded))
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
             print(f"mnemo: warning: {no_separator_warning(tok)}", file=sys.stderr)
         # the choice made, passed on explicitly (the library would warn a second time)
@@ -112,18 +116,22 @@ def check_tokenize_paths(args: argparse.Namespace) -> None:
 def add_tokenize(sub: Subcommands) -> None:
     p = sub.add_parser("tokenize", help="encode datasets into a .tok file", description=(
         "Encode every document of the inputs into one .tok file, stamped with the tokenizer's "
-        "fingerprint.  Documents stay apart: <|bos|> before each one when the vocabulary has it, "
-        "else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
+        "fingerprint.  Documents stay apart: the bos_token of a transformers folder's tokenizer_config.json "
+        "before each one (else its eos_token after each one), else <|bos|> before each one when the vocabulary "
+        "has it, else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     tokenizer_option(p, "the tokenizer to encode with", " (required)")
+    pattern_option(p)
     p.add_argument("-o", "--output", required=True, type=path_arg,
                    help="the .tok file to write, or the name/prefix of a --format's files (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
     p.add_argument("--bos", metavar="TOKEN", default=None,
-                   help="special token before each document, or 'none' (default: <|bos|> if the vocabulary has it)")
+                   help="special token before each document, or 'none' (default: a transformers folder's bos_token, "
+                        "else <|bos|> if the vocabulary has it)")
     p.add_argument("--eos", metavar="TOKEN", default=None,
-                   help="special token after each document, or 'none' (default: <|endoftext|> when the vocabulary "
-                        "has it and no <|bos|>); giving either option turns the default off")
+                   help="special token after each document, or 'none' (default: a transformers folder's eos_token "
+                        "when it names no other bos_token, else <|endoftext|> when the vocabulary has it and no "
+                        "<|bos|>); giving either option turns the default off")
     p.add_argument("--format", choices=FORMATS, default=DEFAULT_TOKEN_FORMAT,
                    help="tok (mnemo's .tok, default); megatron (OUT.bin + OUT.idx); datatrove (OUT.ds + "
                         ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")

@@ -6,8 +6,8 @@ import argparse
 import time
 
 from mnemo.cli.common import (
-    Inputs, amount, check_output, interactive, past_the_point_of_no_return, peak_rss_mib, plural,
-    rate, ray_choice, read_as, shared_with_nodes, tokenizer_arg,
+    Inputs, amount, check_output, compiled_core, interactive, past_the_point_of_no_return, peak_rss_mib, plural,
+    rate, ray_choice, read_as, shared_with_nodes,
 )
 from mnemo.cli.options import Subcommands, input_options, path_arg, positive, quiet_option, ray_option, whole
 from mnemo.constants import TIES
@@ -30,7 +30,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     args.inputs = read_as(args.inputs, args.input_format, args.ray)
     base = None
     if args.base is not None:
-        base = tokenizer_arg(args.base, "train --from")
+        from mnemo.extend import continue_from
+
+        from mnemo.formats.load import resolve
+
+        # --pattern is the training pattern, and the pattern of a rank file that holds none; a
+        # base that holds its own keeps it here, and continue_from refuses another
+        base = compiled_core(args.base, "train --from", resolve(args.base, fallback_pattern=args.pattern)[1])
+        try:  # refused now, named, rather than after the inputs are checked
+            continue_from(base, args.pattern, args.special, args.tie)
+        except ConfigError as exc:
+            raise ConfigError(f"--from {args.base}: {exc}") from None
     progress = PhaseProgress(interactive() and not args.quiet)
     stats = TrainStats(CountStats())
     t0 = time.perf_counter()
@@ -101,7 +111,7 @@ def add_train(sub: Subcommands) -> None:
     p.add_argument("--vocab-size", type=whole, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
     p.add_argument("--pattern", default=None, metavar="PATTERN",
                    help=f"split pattern: a preset ({', '.join(PRESETS)}) or a split regex (default {DEFAULT_PATTERN}, "
-                        "or that of --from; docs/pretokenizer.md)")
+                        "or that of --from; docs/pretokenizer.md); also that of a --from .tiktoken file, which holds none")
     p.add_argument("--tie", default=None, choices=TIES,
                    help="tie rule: the smaller pair of ids, or the greatest pair of byte strings as CS336 requires "
                         f"(default {DEFAULT_TIE}, or that of --from)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from mnemo.checks import listed
 from mnemo.errors import ConfigError
 from mnemo.location import Location, location
 from mnemo.formats.common import PathLike
@@ -105,7 +106,7 @@ def save_pretrained(
         if value is not None and value not in tok.special_tokens:
             raise ConfigError(
                 f"{key}={value!r} is not a special token of this tokenizer "
-                f"(its special tokens: {', '.join(tok.special_tokens) or 'none'})"
+                f"(its special tokens: {listed(tok.special_tokens)})"
             )
         chosen[key] = value
     roles = {k: v for k, v in chosen.items() if v is not None}

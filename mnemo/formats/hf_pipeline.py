@@ -190,6 +190,11 @@ class HFTokenizer:
             for s in self.pre.steps
         ) + how
 
+    def engine(self) -> str:
+        """What runs the pre-tokenizer's splits (`mnemo info`): mnemo's compiled scanner, or the
+        `regex` module for a split outside the compiled family."""
+        return "mnemo's scanner" if self._fast is not None or self._runner.pattern is not None else "the regex module"
+
     # ---- the pipeline ----
 
     def normalize(self, text: str) -> str:

@@ -11,11 +11,15 @@ It recognises, by content first and name second:
 | a GPT-2 folder                         | vocab.json + merges.txt (or the other GPT2_FILE_NAMES) | Tokenizer |
 | `.tiktoken` (gzip or not), Llama 3's tokenizer.model | base64 rank lines; the pattern from `pattern=` or a preset name the file name starts with | Tokenizer |
 | Mistral's tekken JSON                  | JSON with "config" and a "vocab" list               | Tokenizer (formats/tekken.py) |
-| a SentencePiece .model                 | a binary .model                                     | FormatError naming SentencePiece |
+| a SentencePiece model, whatever its name | its protobuf header (formats/common.is_sentencepiece), or a binary .model | FormatError naming SentencePiece |
 
 `resolve(spec)` is the form every TOKENIZER argument of the command line takes (eval, inspect,
 tokenize, tokshow, pretrain, train --base, convert): `[NAME=]PATH_OR_URL`, or `VOCAB,MERGES`
-for GPT-2's two files; it returns the label a table shows with the tokenizer.
+for GPT-2's two files; it returns the label a table shows with the tokenizer.  `load_kind` also
+says what the path was read as (KINDS: `mnemo info` prints it).
+
+`pattern=` is for the kinds that hold no split pattern, a .tiktoken file and GPT-2's files; given
+with any other kind, which holds its own, it is a ConfigError rather than silently ignored.
 
 Plain Python (not compiled).
 """
@@ -33,7 +37,7 @@ from mnemo.defaults import DEFAULT_GPT2_PATTERN
 from mnemo.errors import ConfigError, FormatError, InputError
 from mnemo.fileio import read_file
 from mnemo.location import location
-from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, load_json
+from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, is_sentencepiece, load_json, sentencepiece_error
 from mnemo.formats.gpt2 import load_gpt2
 from mnemo.formats.hf_pipeline import HFTokenizer, from_json
 from mnemo.formats.hf_post import Template, TemplatePiece
@@ -45,11 +49,16 @@ from mnemo.vocabfile import BIN_MAGIC
 
 AnyTokenizer = Tokenizer | HFTokenizer
 
-#: `.tiktoken` files known by the start of their name beyond TIKTOKEN_PRESETS (cl100k_base,
-#: o200k_base: pattern, special tokens and checksum as tiktoken has them): pattern and specials.
-NAME_PRESETS: Final[dict[str, tuple[str, dict[str, int]]]] = {
-    "r50k_base": ("gpt2", {"<|endoftext|>": 50256}),
-}
+#: What load_kind says a path was read as.
+BIN: Final = "mnemo tokenizer.bin"
+TOKENIZER_JSON: Final = "tokenizer.json"
+TRANSFORMERS: Final = "transformers folder (tokenizer.json + tokenizer_config.json)"
+GPT2: Final = "GPT-2 vocab.json + merges.txt"
+TIKTOKEN: Final = ".tiktoken rank file"
+TEKKEN: Final = "tekken JSON (Mistral)"
+KINDS: Final = (BIN, TOKENIZER_JSON, TRANSFORMERS, GPT2, TIKTOKEN, TEKKEN)
+#: the kinds whose files hold no split pattern: `pattern=` is theirs
+TAKES_PATTERN: Final = (GPT2, TIKTOKEN)
 
 #: the most of a file read to tell what it is
 _SNIFF_BYTES: Final = 4096
@@ -75,6 +84,24 @@ def load(
     text): "refuse" (encoding it is an InputError) or "keep" (pieces of their own, as Hugging
     Face's Split keeps them); see docs/pretokenizer.md, "Text the pattern does not match".
     """
+    return _load(source, pattern, special_tokens, merges, add_special_tokens, unmatched, None)[1]
+
+
+def load_kind(
+    source: PathLike, *, pattern: str | None = None, fallback_pattern: str | None = None, add_special_tokens: bool = False
+) -> tuple[str, AnyTokenizer]:
+    """(what the path was read as -- one of KINDS --, the tokenizer), with the options the command
+    line gives: `pattern` (--pattern, as load's) or `fallback_pattern`: the pattern of a .tiktoken
+    file whose name names no OpenAI encoding, and only of that (`mnemo eval --pattern` and
+    `mnemo info --pattern`, one option for several tokenizers of any kind); `add_special_tokens`
+    as load's (the commands that separate documents with a template's tokens)."""
+    return _load(source, pattern, None, None, add_special_tokens, "refuse", fallback_pattern)
+
+
+def _load(
+    source: PathLike, pattern: str | None, special_tokens: Mapping[str, int] | None, merges: PathLike | None,
+    add_special_tokens: bool, unmatched: str, fallback_pattern: str | None,
+) -> tuple[str, AnyTokenizer]:
     if not isinstance(source, (str, os.PathLike)):
         raise ConfigError(f"load takes a path or URL (str or os.PathLike), got {type(source).__name__}")
     where = os.fspath(source)
@@ -86,17 +113,33 @@ def load(
         "merges": None if merges is None else os.fspath(merges),
         "add_special_tokens": add_special_tokens,
         "unmatched": unmatched,
+        "fallback_pattern": fallback_pattern,
     }
     if _isdir(where):
-        return _folder(where, options)
-    _check_exists(where)
-    return _file(where, options)
+        kind, tok = _folder(where, options)
+    else:
+        _check_exists(where)
+        kind, tok = _file(where, options)
+    if pattern is not None and kind not in TAKES_PATTERN:
+        raise ConfigError(
+            f"{where}: a {kind}, which holds its own split pattern; pattern= (--pattern on the command line) is "
+            f"for a .tiktoken file or GPT-2's files, which hold none: leave it out"
+        )
+    if special_tokens is not None and kind != TIKTOKEN:
+        raise ConfigError(
+            f"{where}: a {kind}, which holds its own special tokens; special_tokens= is for a .tiktoken file, "
+            f"which holds none: leave it out"
+        )
+    return kind, tok
 
 
-def resolve(spec: str | os.PathLike[str], **options: Any) -> tuple[str, AnyTokenizer]:
+def resolve(
+    spec: str | os.PathLike[str], *, pattern: str | None = None, fallback_pattern: str | None = None,
+    add_special_tokens: bool = False,
+) -> tuple[str, AnyTokenizer]:
     """(label, tokenizer) of a command-line TOKENIZER argument: `[NAME=]PATH_OR_URL` or
-    `[NAME=]VOCAB,MERGES` (module docstring); the command line's option, a Location, is read as
-    messages name it (its str())."""
+    `[NAME=]VOCAB,MERGES` (module docstring), with load_kind's options; the command line's
+    option, a Location, is read as messages name it (its str())."""
     text = str(spec)
     label, sep, where = text.partition("=")
     if not sep or "/" in label or "\\" in label:
@@ -105,14 +148,14 @@ def resolve(spec: str | os.PathLike[str], **options: Any) -> tuple[str, AnyToken
         raise ConfigError(f"tokenizer spec {text!r} names no file; use PATH or NAME=PATH")
     if "," in where and not location(where).remote:
         vocab, merges = where.split(",", 1)
-        return label or Path(vocab).stem, load_gpt2(vocab, merges)
-    tok = load(where, **options)
+        return label or Path(vocab).stem, load_gpt2(vocab, merges, pattern=pattern or DEFAULT_GPT2_PATTERN)
+    tok = load_kind(where, pattern=pattern, fallback_pattern=fallback_pattern, add_special_tokens=add_special_tokens)[1]
     return label or _default_label(where), tok
 
 
 def _default_label(where: str) -> str:
     name = _name(where)
-    for preset in (*TIKTOKEN_PRESETS, *NAME_PRESETS):
+    for preset in TIKTOKEN_PRESETS:
         if name.startswith(preset):
             return preset
     if _isdir(where):
@@ -160,13 +203,13 @@ def _head(where: str) -> bytes:
 # ---- folders ----
 
 
-def _folder(where: str, options: dict[str, Any]) -> AnyTokenizer:
+def _folder(where: str, options: dict[str, Any]) -> tuple[str, AnyTokenizer]:
     if _isfile(_join(where, "tokenizer.json")):
-        return _transformers_folder(where, options)
+        return TRANSFORMERS, _transformers_folder(where, options)
     for vocab_name, merges_name in GPT2_FILE_NAMES:
         vocab, merges = _join(where, vocab_name), _join(where, merges_name)
         if _isfile(vocab) and _isfile(merges):
-            return load_gpt2(vocab, merges, pattern=options["pattern"] or DEFAULT_GPT2_PATTERN)
+            return GPT2, load_gpt2(vocab, merges, pattern=options["pattern"] or DEFAULT_GPT2_PATTERN)
     for name in ("tekken.json", "tokenizer.model"):
         if _isfile(_join(where, name)):
             return _file(_join(where, name), options)
@@ -248,26 +291,37 @@ def _bos_eos_template(tok: HFTokenizer, bos: bool, eos: bool, source: str) -> An
 # ---- files ----
 
 
-def _file(where: str, options: dict[str, Any]) -> AnyTokenizer:
-    head = _head(where)
-    name = _name(where)
+def sniff(where: str) -> str | None:
+    """What a file's first bytes and name say it is -- BIN, TIKTOKEN, "json" (a tokenizer.json,
+    tekken JSON or GPT-2 vocab.json, told apart once parsed), "sentencepiece" -- or None: no
+    tokenizer mnemo reads (`mnemo info` asks before it loads)."""
+    return _sniff(_head(where), _name(where))
+
+
+def _sniff(head: bytes, name: str) -> str | None:
     if head.startswith(BIN_MAGIC):
-        return Tokenizer.load(where)
-    if head.startswith(GZIP_MAGIC) or name.endswith((".tiktoken", ".tiktoken.gz")):
-        return _tiktoken(where, name, options)
-    stripped = head.lstrip()
-    if stripped.startswith(b"{"):
+        return BIN
+    # Mistral ships its SentencePiece models as tokenizer.model.v3, ...model.v7: known by content
+    if is_sentencepiece(head) or (name.endswith(".model") and not _looks_like_ranks(head)):
+        return "sentencepiece"
+    if head.startswith(GZIP_MAGIC) or name.endswith((".tiktoken", ".tiktoken.gz")) or _looks_like_ranks(head):
+        return TIKTOKEN
+    if head.lstrip().startswith(b"{"):
+        return "json"
+    return None
+
+
+def _file(where: str, options: dict[str, Any]) -> tuple[str, AnyTokenizer]:
+    name = _name(where)
+    kind = _sniff(_head(where), name)
+    if kind == BIN:
+        return BIN, Tokenizer.load(where)
+    if kind == "sentencepiece":
+        raise sentencepiece_error(where, "a tokenizer mnemo reads")
+    if kind == TIKTOKEN:
+        return TIKTOKEN, _tiktoken(where, name, options)
+    if kind == "json":
         return _json_file(where, options)
-    if name.endswith(".model"):
-        if _looks_like_ranks(head):
-            return _tiktoken(where, name, options)
-        raise FormatError(
-            f"{where}: a SentencePiece model (a binary .model file): mnemo holds byte-level BPE, and SentencePiece's "
-            f"unigram or BPE over characters is another kind of tokenizer; use the sentencepiece package, or a "
-            f"tokenizer.json of the byte-level BPE family"
-        )
-    if _looks_like_ranks(head):
-        return _tiktoken(where, name, options)
     raise FormatError(
         f"{where}: not a tokenizer mnemo knows (a tokenizer.bin, tokenizer.json, transformers or GPT-2 folder, "
         f".tiktoken rank file or tekken JSON)"
@@ -293,29 +347,28 @@ def _tiktoken(where: str, name: str, options: dict[str, Any]) -> Tokenizer:
     specials = options["special_tokens"]
     if pattern is None:
         preset = next((p for p in TIKTOKEN_PRESETS if name.startswith(p)), None)
-        if preset is not None:
-            return load_tiktoken(where, preset, unmatched=options["unmatched"])
-        named = next((p for p in NAME_PRESETS if name.startswith(p)), None)
-        if named is not None:
-            pattern, specials = NAME_PRESETS[named]
-        else:
+        if preset is None and options["fallback_pattern"] is not None:
+            return load_tiktoken(where, options["fallback_pattern"], unmatched=options["unmatched"])
+        if preset is None:
             raise ConfigError(
-                f"{where}: a .tiktoken rank file holds no split pattern or special tokens; name it after a preset "
-                f"({', '.join((*TIKTOKEN_PRESETS, *NAME_PRESETS))}), or pass pattern= (a pattern: "
-                f"{', '.join(PRESETS)}, with special_tokens=; or {' or '.join(TIKTOKEN_PRESETS)}; on the command "
-                f"line, convert it with `mnemo convert --pattern ...`)"
+                f"{where}: a .tiktoken rank file holds no split pattern or special tokens: give its pattern -- on "
+                f"the command line --pattern PATTERN, in Python load(path, pattern=..., special_tokens={{...}}) -- "
+                f"a preset ({', '.join(PRESETS)}; llama3 for Meta's Llama 3 tokenizer.model), a split regex, or "
+                f"one of OpenAI's encodings ({', '.join(TIKTOKEN_PRESETS)}), which sets the special tokens too; "
+                f"or name the file after that encoding"
             )
+        return load_tiktoken(where, preset, unmatched=options["unmatched"])
     return load_tiktoken(where, pattern, specials, unmatched=options["unmatched"])
 
 
-def _json_file(where: str, options: dict[str, Any]) -> AnyTokenizer:
+def _json_file(where: str, options: dict[str, Any]) -> tuple[str, AnyTokenizer]:
     obj = load_json(where, "tokenizer JSON file")
     if isinstance(obj, dict) and isinstance(obj.get("model"), dict):
-        return from_json(obj, where, add_special_tokens=options["add_special_tokens"])
+        return TOKENIZER_JSON, from_json(obj, where, add_special_tokens=options["add_special_tokens"])
     if isinstance(obj, dict) and isinstance(obj.get("config"), dict) and isinstance(obj.get("vocab"), list):
         stem = _name(where)
         stem = stem[: -len(".json")] if stem.endswith(".json") else stem
-        return from_tekken_json(obj, where, name=stem, unmatched=options["unmatched"])
+        return TEKKEN, from_tekken_json(obj, where, name=stem, unmatched=options["unmatched"])
     if isinstance(obj, dict) and obj and all(isinstance(v, int) for v in obj.values()):
         merges = options["merges"]
         if merges is None:
@@ -323,11 +376,11 @@ def _json_file(where: str, options: dict[str, Any]) -> AnyTokenizer:
                 f"{where}: a GPT-2 vocab.json: give its merges.txt too (load(vocab, merges=...), or VOCAB,MERGES on the "
                 f"command line, or the folder holding both)"
             )
-        return load_gpt2(where, merges, pattern=options["pattern"] or DEFAULT_GPT2_PATTERN)
+        return GPT2, load_gpt2(where, merges, pattern=options["pattern"] or DEFAULT_GPT2_PATTERN)
     raise FormatError(
         f"{where}: JSON that is no tokenizer mnemo knows (a tokenizer.json has a \"model\" object, a tekken file "
         f"\"config\" and \"vocab\", a GPT-2 vocab.json token -> id pairs)"
     )
 
 
-__all__ = ["AnyTokenizer", "NAME_PRESETS", "load", "resolve"]
+__all__ = ["AnyTokenizer", "KINDS", "load", "load_kind", "resolve", "sniff"]

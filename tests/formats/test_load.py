@@ -26,17 +26,23 @@ TIKTOKEN_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures
 TEXT = "Hello world<|endoftext|> it's 2026!  \n\tok"
 
 
+def write_every_kind(tok: Tokenizer, folder: Path) -> None:
+    """tokenizer.bin, tokenizer.json, transformers/, gpt2/ (vocab.json + merges.txt),
+    r50k_base.tiktoken and ranks.tiktoken (the same ranks, named after no encoding)."""
+    tok.save(folder / "tokenizer.bin")
+    save_hf(tok, folder / "tokenizer.json")
+    save_pretrained(tok, folder / "transformers")
+    (folder / "gpt2").mkdir()
+    save_gpt2(tok, folder / "gpt2" / "vocab.json", folder / "gpt2" / "merges.txt")
+    save_tiktoken(tok, folder / "r50k_base.tiktoken")
+    shutil.copy(folder / "r50k_base.tiktoken", folder / "ranks.tiktoken")
+
+
 def test_every_kind_is_recognised(gpt2: Tokenizer, tmp_path: Path) -> None:
     """tokenizer.bin, tokenizer.json, a transformers folder, a GPT-2 folder, VOCAB,MERGES, a
     .tiktoken with a pattern: each loads, and each gives GPT-2's ids."""
     expected = gpt2.encode(TEXT, allowed_special="all")
-    gpt2.save(tmp_path / "tokenizer.bin")
-    save_hf(gpt2, tmp_path / "tokenizer.json")
-    save_pretrained(gpt2, tmp_path / "transformers")
-    (tmp_path / "gpt2").mkdir()
-    save_gpt2(gpt2, tmp_path / "gpt2" / "vocab.json", tmp_path / "gpt2" / "merges.txt")
-    save_tiktoken(gpt2, tmp_path / "r50k_base.tiktoken")
-    shutil.copy(tmp_path / "r50k_base.tiktoken", tmp_path / "ranks.tiktoken")
+    write_every_kind(gpt2, tmp_path)
     loaded = {
         "bin": mnemo.load(tmp_path / "tokenizer.bin"),
         "json": mnemo.load(tmp_path / "tokenizer.json"),
@@ -101,8 +107,11 @@ def test_what_cannot_be_loaded_says_what_it_is(tmp_path: Path) -> None:
         mnemo.load(tekken)
     ranks = tmp_path / "ranks.tiktoken"
     ranks.write_text("YQ== 0\n")
-    with pytest.raises(ConfigError, match="holds no split pattern"):
+    with pytest.raises(ConfigError, match="holds no split pattern") as refused:
         mnemo.load(ranks)
+    message = str(refused.value)
+    assert "--pattern PATTERN" in message and "pattern=" in message and "llama3" in message
+    assert message.count("r50k_base") == 1  # listed twice before
     vocab = tmp_path / "vocab.json"
     vocab.write_text(json.dumps({"a": 0}))
     with pytest.raises(ConfigError, match="give its merges.txt too"):
@@ -119,6 +128,57 @@ def test_what_cannot_be_loaded_says_what_it_is(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="a folder without tokenizer.json"):
         mnemo.load(tmp_path / "empty")
+
+
+def test_every_sentencepiece_model_is_named_whatever_its_file_name(tmp_path: Path) -> None:
+    """Mistral's SentencePiece models as mistral-common ships them (tokenizer.model.v1,
+    mistral_instruct_tokenizer_*.model.v2/v3/v7/v7m1): known by their protobuf header, not their
+    name, and refused with the error that names SentencePiece (a generic FormatError before),
+    by load, by the command line and as a folder's tokenizer.model."""
+    mistral_common = pytest.importorskip("mistral_common")
+    data = Path(mistral_common.__file__).parent / "data"
+    models = sorted(p for p in data.iterdir() if ".model" in p.name)
+    assert len(models) >= 5, models
+    for model in models:
+        with pytest.raises(FormatError, match=r"this is a SentencePiece model .* use the `sentencepiece` package"):
+            mnemo.load(model)
+    copy = tmp_path / "no-such-suffix"
+    copy.write_bytes(models[-1].read_bytes())
+    with pytest.raises(FormatError, match="SentencePiece"):
+        mnemo.load(copy)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "tokenizer.model").write_bytes(models[0].read_bytes())
+    with pytest.raises(FormatError, match="SentencePiece"):
+        mnemo.load(tmp_path / "folder")
+    shown = mnemo_cli("tokshow", "-t", models[0], "hello")
+    assert shown.returncode == 1 and "SentencePiece" in shown.stderr and "Traceback" not in shown.stderr
+
+
+def test_what_each_path_was_read_as(gpt2: Tokenizer, tmp_path: Path) -> None:
+    """load_kind names the kind; pattern= is for the kinds that hold none (a .tiktoken file,
+    GPT-2's files), and given with another kind it is refused, never silently ignored."""
+    from mnemo.formats.load import BIN, GPT2, TIKTOKEN, TOKENIZER_JSON, TRANSFORMERS, load_kind, sniff
+
+    write_every_kind(gpt2, tmp_path)
+    kinds = {
+        "tokenizer.bin": BIN, "tokenizer.json": TOKENIZER_JSON, "transformers": TRANSFORMERS, "gpt2": GPT2,
+    }
+    for name, kind in kinds.items():
+        assert load_kind(tmp_path / name)[0] == kind, name
+    assert load_kind(tmp_path / "ranks.tiktoken", pattern="gpt2")[0] == TIKTOKEN
+    assert load_kind(tmp_path / "gpt2", pattern="gpt2")[0] == GPT2
+    for name in ("tokenizer.bin", "tokenizer.json", "transformers"):
+        with pytest.raises(ConfigError, match=r"which holds its own split pattern; pattern= \(--pattern on the command line\)"):
+            mnemo.load(tmp_path / name, pattern="llama3")
+    with pytest.raises(ConfigError, match="which holds its own special tokens"):
+        mnemo.load(tmp_path / "gpt2", special_tokens={"<|endoftext|>": 50256})
+    # a .tiktoken file named after no encoding: fallback_pattern (eval --pattern) is its pattern;
+    # a file named after one keeps that encoding, and other kinds load as they are
+    assert load_kind(tmp_path / "ranks.tiktoken", fallback_pattern="gpt2")[1].pattern == "gpt2"
+    assert load_kind(tmp_path / "tokenizer.bin", fallback_pattern="llama3")[0] == BIN
+    (tmp_path / "corpus.jsonl").write_text('{"text": "a"}\n')
+    (tmp_path / "notes.txt").write_text("hello\n")
+    assert sniff(str(tmp_path / "corpus.jsonl")) == "json" and sniff(str(tmp_path / "notes.txt")) is None
 
 
 def test_llama3_style_tokenizer_model_is_a_rank_file(tmp_path: Path) -> None:
