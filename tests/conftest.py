@@ -12,6 +12,7 @@ import base64
 import gzip
 import json
 import lzma
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,6 +33,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="corpus tests read every document of ../shared/corpus instead of a sample",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a user's process has it.  A suite started in the background (`make test &`, a CI
+    runner's shell: a shell without job control starts background commands with SIGINT ignored)
+    has SIGINT ignored, and an ignored signal stays ignored in every process started from it:
+    the tests' child processes never saw the SIGINT they were sent, and mnemo's own
+    `python_handles_signals` took its other way.  Which tests passed then depended on whether an
+    earlier test in the same process had put Python's handler back (pytest-xdist's order showed
+    it).  Python's handler here is the default again in a child."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(params=kernels.backends())
