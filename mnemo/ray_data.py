@@ -25,7 +25,7 @@ class EncodeBatches:
     a new column `ids_column` of token-id arrays (uint16 or uint32, as a .tok would store them).
 
     Each document gets the separators `mnemo tokenize` gives it (mnemo.tokenizing.document_separators:
-    <|bos|> before it when the vocabulary has that, else <|endoftext|> after it); special-token text
+    <|bos|> or else <s> before it when the vocabulary has that, else <|endoftext|> after it); special-token text
     inside a document is plain text, as in `mnemo tokenize`.  `bos`/`eos` name other tokens, or
     None for none.  Every other column of the batch is kept."""
 

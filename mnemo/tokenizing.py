@@ -13,9 +13,10 @@ The parent writes the tokens in input order through a TokWriter (temporary name,
 end: an interrupted run leaves no output file).  At most `workers` pieces of work are in
 flight and a few finished ones wait for their turn, so memory stays bounded whatever the input size.
 
-Documents stay apart (document_separators): <|bos|> before each document when the vocabulary
-has it (mnemo's default specials), else <|endoftext|> after each one when it has that (GPT-2's
-convention), or the tokens the caller names; with neither, a warning.  Special-token text inside a document is encoded as plain
+Documents stay apart (document_separators): a tokenizer.json template's BOS, else a transformers
+folder's bos/eos, else <|bos|> before each document when the vocabulary has it (mnemo's default
+specials), else <s> (Mistral's), else <|endoftext|> after each one when it has that (GPT-2's
+convention), or the tokens the caller names; with none of them, a warning.  Special-token text inside a document is encoded as plain
 text (`encode_ordinary`): datasets are data, not instructions.  With `chat=True`, each record's
 `messages` are rendered by mnemo.chat.render_conversation, with MASKBIT on what the model learns.
 """
@@ -350,7 +351,8 @@ def document_separators(
     the bos_token and eos_token of a transformers folder's tokenizer_config.json), else its eos
     after each one -- a bos that is also the eos (GPT-2's `<|endoftext|>`) counts as the eos.
     Without roles: <|bos|> before each document when the vocabulary has it (mnemo's default
-    specials), else <|endoftext|> after each one when it has that (GPT-2's and tiktoken's
+    specials), else <s> (SentencePiece's and Mistral's BOS: a tekken file's id 1, which
+    mistral-common's encode puts before a text), else <|endoftext|> after each one when it has that (GPT-2's and tiktoken's
     convention: a document ends with it), else none -- and the documents run together, which
     tokenize_files warns about.  Naming either token replaces the rule: the one left AUTO is
     then none (`bos="<|endoftext|>"` alone gives that token before each document and nothing
@@ -366,8 +368,9 @@ def document_separators(
             return specials[own_bos], None
         if own_eos is not None and own_eos in specials:
             return None, specials[own_eos]
-        if "<|bos|>" in specials:
-            return specials["<|bos|>"], None
+        for name in ("<|bos|>", "<s>"):
+            if name in specials:
+                return specials[name], None
         if "<|endoftext|>" in specials:
             return None, specials["<|endoftext|>"]
         return None, None

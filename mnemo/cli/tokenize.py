@@ -116,9 +116,10 @@ def check_tokenize_paths(args: argparse.Namespace) -> None:
 def add_tokenize(sub: Subcommands) -> None:
     p = sub.add_parser("tokenize", help="encode datasets into a .tok file", description=(
         "Encode every document of the inputs into one .tok file, stamped with the tokenizer's "
-        "fingerprint.  Documents stay apart: the bos_token of a transformers folder's tokenizer_config.json "
-        "before each one (else its eos_token after each one), else <|bos|> before each one when the vocabulary "
-        "has it, else <|endoftext|> after each one when it has that; --bos/--eos choose (docs/cli.md)."))
+        "fingerprint.  Documents stay apart: the tokens a tokenizer.json's template adds to a text, else the "
+        "bos_token of a transformers folder's tokenizer_config.json before each one (else its eos_token after "
+        "each one), else <|bos|> (or else <s>) before each one when the vocabulary has it, else <|endoftext|> "
+        "after each one when it has that; --bos/--eos choose (docs/cli.md)."))
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt, .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     tokenizer_option(p, "the tokenizer to encode with", " (required)")
     pattern_option(p)
@@ -126,12 +127,12 @@ def add_tokenize(sub: Subcommands) -> None:
                    help="the .tok file to write, or the name/prefix of a --format's files (required)")
     p.add_argument("--chat", action="store_true", help="inputs are JSONL chat records {messages: [...]}; write masked chats")
     p.add_argument("--bos", metavar="TOKEN", default=None,
-                   help="special token before each document, or 'none' (default: a transformers folder's bos_token, "
-                        "else <|bos|> if the vocabulary has it)")
+                   help="special token before each document, or 'none' (default: a tokenizer.json template's, a "
+                        "transformers folder's bos_token, else <|bos|> or <s> if the vocabulary has it)")
     p.add_argument("--eos", metavar="TOKEN", default=None,
                    help="special token after each document, or 'none' (default: a transformers folder's eos_token "
                         "when it names no other bos_token, else <|endoftext|> when the vocabulary has it and no "
-                        "<|bos|>); giving either option turns the default off")
+                        "<|bos|> or <s>); giving either option turns the default off")
     p.add_argument("--format", choices=FORMATS, default=DEFAULT_TOKEN_FORMAT,
                    help="tok (mnemo's .tok, default); megatron (OUT.bin + OUT.idx); datatrove (OUT.ds + "
                         ".ds.index, .ds.loss for --chat); nanogpt (a flat uint16 .bin) -- docs/token-files.md")

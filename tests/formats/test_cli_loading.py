@@ -193,17 +193,23 @@ def _saved(tok: Tokenizer, path: Path) -> Path:
     return path
 
 
-def test_tekken_warning_lists_a_dozen_names(tmp_path: Path) -> None:
+def test_tekken_documents_start_with_its_bos_and_messages_list_a_dozen_names(tmp_path: Path) -> None:
     """tokenize -t tekken.json found no separator among 1,000 special tokens and listed them all
-    (about 20 kB on stderr): now the first dozen and how many more."""
+    (about 20 kB on stderr).  Now each document starts with `<s>` (id 1), as mistral-common's
+    Tekkenizer.encode(text, bos=True, eos=False) starts it, and a message that lists the names
+    lists the first dozen and how many more."""
     mistral_common = pytest.importorskip("mistral_common")
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
     tekken = Path(mistral_common.__file__).parent / "data" / "tekken_240911.json"
     text = tmp_path / "t.txt"
-    text.write_text("hello")
-    out = mnemo_cli("tokenize", "-t", tekken, text, "-o", tmp_path / "t.tok", "-q", "--workers", "1")
-    assert "special tokens: <unk>, <s>, </s>," in out.stderr and "... and 988 more)" in out.stderr
-    assert len(out.stderr) < 1000
+    text.write_text("hello world\n")
+    out = mnemo_cli("tokenize", "-t", tekken, text, "-o", tmp_path / "t.tok", "--workers", "1")
+    assert "warning" not in out.stderr and "each <s> + text" in out.stdout, out
+    ids = mnemo.open_tok(tmp_path / "t.tok", mnemo.load(tekken)).tokens.tolist()
+    assert ids == Tekkenizer.from_file(str(tekken)).encode("hello world\n", bos=True, eos=False)
     bad = mnemo_cli("tokenize", "-t", tekken, text, "-o", tmp_path / "u.tok", "--bos", "<|nope|>", ok=False)
+    assert "special tokens of this vocabulary" in bad.stderr or "is not a special token" in bad.stderr
     assert "... and 988 more" in bad.stderr and len(bad.stderr) < 1000
 
 
