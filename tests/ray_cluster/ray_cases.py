@@ -182,6 +182,34 @@ def test_sharded_chat_tokenize_is_the_local_tok(
     assert np.array_equal(np.asarray(opened.tokens), local)
 
 
+def test_sharded_tokenize_through_a_tokenizer_json_pipeline_is_the_local_tok(
+    cluster: str, samples: Samples, tokenizer_path: Path, tmp_path: Path
+) -> None:
+    """A tokenizer.json a Tokenizer cannot hold (here: NFC, and an added token that is not
+    special) runs on the nodes as the HFTokenizer it is, rebuilt there from its worker image:
+    the shards hold the ids of a local run, with the pipeline's fingerprint."""
+    from mnemo.formats.hf import save_hf
+    from mnemo.formats.hf_pipeline import HFTokenizer
+
+    obj_path = tmp_path / "tokenizer.json"
+    save_hf(Tokenizer.load(tokenizer_path), obj_path)
+    obj = json.loads(obj_path.read_text(encoding="utf-8"))
+    obj["normalizer"] = {"type": "NFC"}
+    n = max(t["id"] for t in obj["added_tokens"]) + 1
+    obj["added_tokens"].append({"id": n, "content": " the", "single_word": False, "lstrip": False, "rstrip": False,
+                                "normalized": True, "special": False})
+    obj_path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+    tok = mnemo.load(obj_path)
+    assert isinstance(tok, HFTokenizer) and tok.fingerprint != Tokenizer.load(tokenizer_path).fingerprint
+    inputs = [samples.path("english"), samples.path("multilingual")]
+    tokenize_files(inputs, tok, tmp_path / "local.tok", workers=1)
+    local = np.asarray(mnemo.open_tok(tmp_path / "local.tok", tok).tokens)
+    assert n in set(local.tolist())  # the added token was matched
+    stats = tokenize_files(inputs, tok, tmp_path / "shards", ray=RayOptions(address=cluster, shard_bytes=64 << 10))
+    assert stats.n_shards > 4
+    assert np.array_equal(np.asarray(mnemo.open_tok(tmp_path / "shards", tok).tokens), local)
+
+
 def test_cli_tokenize_and_info(cluster: str, samples: Samples, tokenizer_path: Path, tmp_path: Path) -> None:
     out = tmp_path / "shards"
     r = subprocess.run([MNEMO, "tokenize", str(samples.path("code")), "-t", str(tokenizer_path), "-o", str(out),
