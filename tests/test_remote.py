@@ -521,7 +521,9 @@ def test_info_of_a_prefix_without_a_manifest_names_the_url_and_copies_nothing(
     finally:
         store.close()
     assert out.returncode == 1, out.stderr
-    assert out.stderr.startswith(f"mnemo: error: {url}: no manifest.json under this prefix: not a mnemo shard directory"), out.stderr
+    # `info` takes a tokenizer folder too: the error says the prefix is neither
+    assert out.stderr.startswith(f"mnemo: error: {url}: no shard directory of tokenize --ray (it has no manifest.json)"), out.stderr
+    assert "without tokenizer.json" in out.stderr, out.stderr
     assert "mnemo-copies-" not in out.stderr
     fetched = [r for r in store.requests if r.startswith(b"GET /" + bucket.encode() + b"/prefix/")]
     assert fetched == [], fetched
