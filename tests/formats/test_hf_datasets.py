@@ -266,3 +266,29 @@ def test_a_folder_of_a_plain_file_keeps_its_template(
     alone = tmp_path / "alone.tok"
     assert main(["tokenize", "-t", str(folder / "tokenizer.json"), str(data), "-o", str(alone), "--workers", "2", "-q"]) == 0
     assert alone.read_bytes() == out.read_bytes()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_encode_documents_places_every_id_where_encode_puts_it(family: str, hf_families: dict[str, Path]) -> None:
+    """encode_documents encodes the stretches its core takes whole in one packed call and puts
+    the other ids (separators, added tokens, stretches split in Python) back between them: on
+    random mixes of added tokens' text, plain and decomposed letters, digits, spaces, empty and
+    non-UTF-8 documents, each document is [bos] + encode_ordinary + [eos], in order."""
+    import random
+
+    tok = mnemo.load(hf_families[family])
+    assert isinstance(tok, HFTokenizer)
+    added = [t.content for t in tok.added_tokens]
+    parts = [*added, " ", "  ", "\n", "hello", " world", "Cafe\u0301", "caf\u00e9", "123", "4567", "\u65e5\u672c",
+             "<|", "x", "don't", "\t"]
+    rng = random.Random(f"{family}-documents")
+    bos, eos = tok.n_vocab - 1, None
+    for trial in range(40):
+        docs = [
+            "".join(rng.choice(parts) for _ in range(rng.randrange(0, 12))).encode("utf-8") + (b"\xff" if rng.random() < 0.1 else b"")
+            for _ in range(rng.randrange(1, 8))
+        ]
+        for b, e in ((None, None), (bos, eos), (None, bos)):
+            want = [i for d in docs for i in ([b] if b is not None else []) + tok.encode_ordinary(d.decode("utf-8", "replace"))
+                    + ([e] if e is not None else [])]
+            assert tok.encode_documents(docs, bos=b, eos=e).tolist() == want, (family, trial, docs, b, e)
