@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mnemo.cli.common import Inputs, check_output, interactive, tokenizer_arg
+from mnemo.cli.common import Inputs, check_output, interactive, roles, tokenizer_arg
 from mnemo.cli.options import Subcommands, no_color_option, path_arg, pattern_option, positive, tokenizer_option, whole
 from mnemo.defaults import (
     DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_DIM, DEFAULT_EVAL_EVERY, DEFAULT_GENERATE, DEFAULT_LR,
@@ -21,7 +21,7 @@ from mnemo.errors import ConfigError
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from mnemo.bigram import pretrain, token_byte_counts
     from mnemo.batches import TokenStream
-    from mnemo.tokenizer import Tokenizer
+    from mnemo.tokenizing import document_separators
 
     progress = interactive() and not args.quiet
     if progress:
@@ -30,7 +30,9 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     tok = tokenizer_arg(args.tokenizer, "pretrain", args.pattern)
     train_stream = TokenStream.from_tok_files(args.data, tok)
     val_stream = TokenStream.from_tok_files(args.val, tok) if args.val else None
-    bos = tok.special_tokens.get("<|bos|>")
+    # the BOS `mnemo tokenize` puts before each document by default (a template's, a folder's,
+    # <|bos|>, <s>), if any: the continuation starts where a document starts
+    bos = document_separators(tok, roles=roles(tok))[0]
     prompt = ([bos] if bos is not None else []) + tok.encode_ordinary(args.prompt)
     pretrain(
         train_stream,
@@ -88,7 +90,7 @@ def add_pretrain(sub: Subcommands) -> None:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the initial weights and the batch order (default {DEFAULT_SEED})")
     p.add_argument("--eval-every", type=positive, default=DEFAULT_EVAL_EVERY,
                    help=f"report train and validation loss every N steps, and at the last (default {DEFAULT_EVAL_EVERY})")
-    p.add_argument("--prompt", default="The", help="text to continue greedily at the end, after <|bos|> (default 'The')")
+    p.add_argument("--prompt", default="The", help="text to continue greedily at the end, after the BOS tokenize puts before each document, if any (default 'The')")
     p.add_argument("--generate", type=positive, default=DEFAULT_GENERATE, help=f"tokens to generate (default {DEFAULT_GENERATE})")
     p.add_argument("-o", "--output", type=path_arg, default=None, help="save the weights here (.npz, no pickle; default: not saved)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display (default: shown on a terminal)")

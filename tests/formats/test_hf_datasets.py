@@ -229,7 +229,9 @@ def test_chats_tokshow_and_pretrain(
     capsys.readouterr()
     assert main(["pretrain", str(docs_tok), "-t", str(path), "--steps", "20", "--eval-every", "10", "--generate", "5",
                  "--batch", "8", "--context", "16", "--dim", "8", "--prompt", "The dog"]) == 0
-    assert "val" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    # the continuation starts as tokenize started each document: with the template's BOS
+    assert "val" in shown and "greedy continuation: '<|begin_of_text|>The dog" in shown, shown
     assert main(["pretrain", str(docs_tok), "-t", str(hf_families["qwen2"]), "--steps", "2"]) != 0
     assert "was made by the tokenizer with fingerprint" in capsys.readouterr().err
 
