@@ -223,13 +223,13 @@ def _info_tokenizer(path: str, kind: str, tok: AnyTokenizer) -> None:
         print(f"  engine       {tok.engine()}")
         print(f"  normalizer   {'+'.join(tok.forms) or 'none'}")
         extras = tok.extras()
-        print(f"  pipeline     " + ("; ".join(extras) + " (encoded in Python as tokenizers does; tokenize, pretrain "
-                                    "and train --from refuse it)" if extras else "nothing beyond mnemo's compiled encoder"))
+        print(f"  pipeline     " + ("; ".join(extras) + " (encoded in Python as tokenizers does; train --from "
+                                    "refuses it)" if extras else "nothing beyond mnemo's compiled encoder"))
         if tok.post.template is not None:
             print("  template     the post_processor's (added with add_special_tokens=True)")
     else:
         print(f"  pattern      {core.split_pattern.describe()}")
-    print(f"  fingerprint  {core.fingerprint}")
+    print(f"  fingerprint  {tok.fingerprint}")  # a pipeline's own when it changes the ids (what a .tok carries)
     print(f"  special      {listed(f'{name}={i}' for name, i in core.special_tokens.items())}")
     if isinstance(tok, HFTokenizer) and kind == TRANSFORMERS:
         roles = ", ".join(f"{role} {name or 'none'}" for role, name in

@@ -122,6 +122,9 @@ def test_info_takes_every_kind(
     qwen = mnemo_cli("info", hf_families["qwen2"]).stdout
     assert ": tokenizer.json\n" in qwen and "normalizer   NFC" in qwen and "engine       mnemo's scanner" in qwen
     assert "pipeline     normalizer NFC" in qwen
+    # the fingerprint a .tok written through this pipeline carries: the pipeline's, not its core's
+    pipeline = mnemo.load(hf_families["qwen2"])
+    assert f"fingerprint  {pipeline.fingerprint}\n" in qwen and pipeline.fingerprint != pipeline.core.fingerprint
     tiktoken_ranks("cl100k_base")  # skips when the fixtures are absent
     cl100k = mnemo_cli("info", Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tiktoken" / "cl100k_base.tiktoken.gz").stdout
     assert ".tiktoken rank file" in cl100k and "cl100k: mnemo's scanner" in cl100k
