@@ -340,15 +340,13 @@ def _tokenize_on_ray(
 # ---- document separators ---------------------------------------------------------------------------
 
 
-def document_separators(
-    tok: DatasetTokenizer, bos: str | None = AUTO, eos: str | None = AUTO, *, roles: tuple[str | None, str | None] = (None, None)
-) -> tuple[int | None, int | None]:
+def document_separators(tok: DatasetTokenizer, bos: str | None = AUTO, eos: str | None = AUTO) -> tuple[int | None, int | None]:
     """The ids put before and after each document: (bos, eos), None for none.
 
     With both AUTO: what a tokenizer.json's template adds around a text, when it adds one token
     before and/or after (HFTokenizer.template_separators: Llama 3's BOS, as tokenizer(text)
-    adds it); else the tokenizer's own bos before each document when it names one (`roles`:
-    the bos_token and eos_token of a transformers folder's tokenizer_config.json), else its eos
+    adds it); else the tokenizer's own bos before each document when it names one (an
+    HFTokenizer's bos_token and eos_token: a transformers folder's tokenizer_config.json), else its eos
     after each one -- a bos that is also the eos (GPT-2's `<|endoftext|>`) counts as the eos.
     Without roles: <|bos|> before each document when the vocabulary has it (mnemo's default
     specials), else <s> (SentencePiece's and Mistral's BOS: a tekken file's id 1, which
@@ -358,12 +356,14 @@ def document_separators(
     then none (`bos="<|endoftext|>"` alone gives that token before each document and nothing
     after).  Names must be special tokens of the vocabulary: ConfigError otherwise."""
     if bos == AUTO and eos == AUTO:
+        own_bos: str | None = None
+        own_eos: str | None = None
         if isinstance(tok, HFTokenizer):
             own = tok.template_separators()
             if own is not None:
                 return own
+            own_bos, own_eos = tok.bos_token, tok.eos_token
         specials = tok.special_tokens
-        own_bos, own_eos = roles
         if own_bos is not None and own_bos != own_eos and own_bos in specials:
             return specials[own_bos], None
         if own_eos is not None and own_eos in specials:

@@ -128,14 +128,6 @@ def compiled_core(spec: str | os.PathLike[str], command: str, tok: AnyTokenizer)
     return tok
 
 
-def roles(tok: AnyTokenizer) -> tuple[str | None, str | None]:
-    """(bos_token, eos_token) a transformers folder's tokenizer_config.json names (None, None for
-    every other kind): `tokenize`'s default document separators (tokenizing.document_separators)."""
-    from mnemo.formats.hf_pipeline import HFTokenizer
-
-    return (tok.bos_token, tok.eos_token) if isinstance(tok, HFTokenizer) else (None, None)
-
-
 def chat_tokenizer(spec: str | os.PathLike[str], command: str, tok: AnyTokenizer) -> Tokenizer | HFTokenizer:
     """What --chat runs (runnable), rendering mnemo's chat template (mnemo/chat.py).  A
     transformers folder with a chat template of its own -- other than the one mnemo writes for

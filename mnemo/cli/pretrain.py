@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mnemo.cli.common import Inputs, check_output, interactive, roles, tokenizer_arg
+from mnemo.cli.common import Inputs, check_output, interactive, tokenizer_arg
 from mnemo.cli.options import Subcommands, no_color_option, path_arg, pattern_option, positive, tokenizer_option, whole
 from mnemo.defaults import (
     DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_DIM, DEFAULT_EVAL_EVERY, DEFAULT_GENERATE, DEFAULT_LR,
@@ -32,7 +32,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     val_stream = TokenStream.from_tok_files(args.val, tok) if args.val else None
     # the BOS `mnemo tokenize` puts before each document by default (a template's, a folder's,
     # <|bos|>, <s>), if any: the continuation starts where a document starts
-    bos = document_separators(tok, roles=roles(tok))[0]
+    bos = document_separators(tok)[0]
     prompt = ([bos] if bos is not None else []) + tok.encode_ordinary(args.prompt)
     pretrain(
         train_stream,

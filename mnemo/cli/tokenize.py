@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mnemo.cli.common import (
     Inputs, amount, chat_tokenizer, interactive, loaded_arg, past_the_point_of_no_return, plural, rate, ray_choice,
-    read_as, roles, runnable, shared_with_nodes,
+    read_as, runnable, shared_with_nodes,
 )
 from mnemo.cli.options import (
     Subcommands, input_options, path_arg, pattern_option, positive, quiet_option, ray_option, tokenizer_option,
@@ -43,7 +43,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         if bos != AUTO or eos != AUTO:
             raise ConfigError("--bos/--eos are for documents; --chat records are delimited by the chat template (<|bos|> ... <|end|>)")
     else:
-        bos_id, eos_id = document_separators(tok, bos, eos, roles=roles(loaded))
+        bos_id, eos_id = document_separators(tok, bos, eos)
         if bos_id is None and eos_id is None and bos == AUTO and eos == AUTO:
             print(f"mnemo: warning: {no_separator_warning(tok)}", file=sys.stderr)
         # the choice made, passed on explicitly (the library would warn a second time)

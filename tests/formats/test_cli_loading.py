@@ -163,6 +163,13 @@ def test_a_folders_bos_separates_documents(llama_like: Path, tmp_path: Path) -> 
     _set_config(folder, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>")
     out = mnemo_cli("tokenize", "-t", folder, text, "-o", tmp_path / "bos.tok", "-q", "--workers", "1")
     assert "each <|begin_of_text|> + text" in out.stdout and "warning" not in out.stderr
+    # the library's rule is the command's: tokenize_files reads the roles from the loaded folder
+    from mnemo.tokenizing import document_separators, tokenize_files
+
+    loaded = mnemo.load(folder)
+    assert document_separators(loaded) == (3200, None)
+    tokenize_files([text], loaded, tmp_path / "lib.tok", workers=1)
+    assert mnemo.open_tok(tmp_path / "lib.tok", loaded).tokens.tolist() == mnemo.open_tok(tmp_path / "bos.tok", loaded).tokens.tolist()
     _set_config(folder, bos_token=None)
     out = mnemo_cli("tokenize", "-t", folder, text, "-o", tmp_path / "eos.tok", "-q", "--workers", "1")
     assert "each text + <|end_of_text|>" in out.stdout
