@@ -42,6 +42,7 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/formats/hf.py       tokenizer.json: JSON parsing and checks once per file
   mnemo/formats/_hf_unicode.py  generated data only (tools/gen_hf_normalize_table.py)
   mnemo/formats/hf_added.py  a tokenizer.json's added tokens: a regex search per candidate start
+  mnemo/formats/hf_file.py  a tokenizer.json read once: json.loads and the compiled tokenizer_json
   mnemo/formats/hf_encoding.py  tokenizers' Encoding (offsets, masks, padding): list building
                             per text for the transformers drop-in
   mnemo/formats/hf_folder.py  an export folder: three small JSON files written once
@@ -118,4 +119,5 @@ HOT_MODULES: Final = [
     "mnemo/ranks.py",
     "mnemo/special_match.py",
     "mnemo/superword.py",
+    "mnemo/tokenizer_json.py",
 ]

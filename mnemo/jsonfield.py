@@ -40,7 +40,7 @@ from typing import Final
 from librt.strings import BytesWriter, read_i16_le, read_i32_le, read_i64_le, write_i16_le, write_i32_le, write_i64_le
 from mypy_extensions import i16, i32, i64, u8
 
-# One in every byte of an i64, for the eight-bytes-at-a-time scan in _string.
+# One in every byte of an i64, for the eight-bytes-at-a-time scan in json_string.
 _ONES: Final[i64] = 0x0101010101010101
 _QUOTE: Final[i64] = 0x22
 _BACKSLASH: Final[i64] = 0x5C
@@ -115,10 +115,10 @@ def string_fields(data: bytes, at: i64, key: bytes, out: list[bytes]) -> i64:
 
 def _field(line: bytes, start: i64, n: i64, key: bytes) -> bytes | None:
     """string_field of the line line[start:n] (n: the index of its end, not its length)."""
-    i = _skip_space(line, start, n)
+    i = skip_space(line, start, n)
     if i >= n or line[i] != 0x7B:  # "{"
         return None
-    i = _skip_space(line, i + 1, n)
+    i = skip_space(line, i + 1, n)
     if i >= n or line[i] == 0x7D:  # "}": an empty object has no such key
         return None
     out = BytesWriter()  # the decoded value; also passed, unwritten, when only checking
@@ -127,24 +127,24 @@ def _field(line: bytes, start: i64, n: i64, key: bytes) -> bytes | None:
         if line[i] != _QUOTE:
             return None
         start = i + 1
-        i = _string(line, start, n, out, False)
+        i = json_string(line, start, n, out, False)
         if i < 0:
             return None
         matches = _key_matches(line, start, i - 1, n, key)
-        i = _skip_space(line, i, n)
+        i = skip_space(line, i, n)
         if i >= n or line[i] != 0x3A:  # ":"
             return None
-        i = _skip_space(line, i + 1, n)
+        i = skip_space(line, i + 1, n)
         if i >= n or line[i] != _QUOTE:
             return None
         if matches:
             if found:
                 out.truncate(0)  # a duplicate key: the last value wins
             found = True
-        i = _string(line, i + 1, n, out, matches)
+        i = json_string(line, i + 1, n, out, matches)
         if i < 0:
             return None
-        i = _skip_space(line, i, n)
+        i = skip_space(line, i, n)
         if i >= n:
             return None
         c: i64 = line[i]
@@ -152,15 +152,15 @@ def _field(line: bytes, start: i64, n: i64, key: bytes) -> bytes | None:
             break
         if c != 0x2C:  # ","
             return None
-        i = _skip_space(line, i + 1, n)
+        i = skip_space(line, i + 1, n)
         if i >= n:
             return None
-    if not found or _skip_space(line, i + 1, n) != n:
+    if not found or skip_space(line, i + 1, n) != n:
         return None
     return out.getvalue()
 
 
-def _skip_space(line: bytes, i: i64, n: i64) -> i64:
+def skip_space(line: bytes, i: i64, n: i64) -> i64:
     """The first index from i that is not JSON white space (space, tab, LF, CR), or n."""
     while i < n:
         c: i64 = line[i]
@@ -178,7 +178,7 @@ def _key_matches(line: bytes, start: i64, end: i64, n: i64, key: bytes) -> bool:
         if line[j] == _BACKSLASH:
             # rare: decode the whole key and compare that
             w = BytesWriter()
-            _string(line, start, n, w, True)
+            json_string(line, start, n, w, True)
             return w.getvalue() == key
         j += 1
     k: i64 = len(key)
@@ -192,7 +192,7 @@ def _key_matches(line: bytes, start: i64, end: i64, n: i64, key: bytes) -> bool:
     return True
 
 
-def _string(line: bytes, i: i64, n: i64, out: BytesWriter, decode: bool) -> i64:
+def json_string(line: bytes, i: i64, n: i64, out: BytesWriter, decode: bool) -> i64:
     """Check the JSON string whose first byte (after the opening quote) is at i; return the
     index after its closing quote, or -1 if it is not a well-formed string (or not one this
     module is sure of).  With `decode`, append its decoded UTF-8 bytes to `out`."""

@@ -166,11 +166,16 @@ MAX_TEXT_FILE_BYTES: Final = 64 << 20
 
 
 def read_text(path: PathLike, what: str) -> str:
-    data = read_file(path, MAX_TEXT_FILE_BYTES, what)
+    return utf8_text(read_file(path, MAX_TEXT_FILE_BYTES, what), os.fspath(path))
+
+
+def utf8_text(data: bytes, source: str) -> str:
+    """The bytes of the file `source` as text: a FormatError at the first offset that is not
+    UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FormatError(f"{os.fspath(path)}: offset {exc.start}: not valid UTF-8") from None
+        raise FormatError(f"{source}: offset {exc.start}: not valid UTF-8") from None
 
 
 def excerpt(value: Any, limit: int) -> str:
@@ -183,7 +188,12 @@ def excerpt(value: Any, limit: int) -> str:
 
 
 def load_json(path: PathLike, what: str) -> Any:
-    source = os.fspath(path)
+    return parse_json(read_text(path, what), os.fspath(path), what)
+
+
+def parse_json(text: str, source: str, what: str) -> Any:
+    """The JSON `text` of the file `source` (a `what`), each object's keys listed once: a
+    FormatError naming the file and the place otherwise."""
 
     def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(pairs)
@@ -196,7 +206,7 @@ def load_json(path: PathLike, what: str) -> Any:
         return out
 
     try:
-        return json.loads(read_text(path, what), object_pairs_hook=no_repeats)
+        return json.loads(text, object_pairs_hook=no_repeats)
     except json.JSONDecodeError as exc:
         raise FormatError(f"{source}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
     except RecursionError:

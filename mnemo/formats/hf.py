@@ -11,8 +11,9 @@ import os
 from typing import Any
 
 from mnemo.fileio import write_atomic
-from mnemo.formats.common import PathLike, load_json
+from mnemo.formats.common import PathLike
 from mnemo.formats.gpt2 import gpt2_merges, gpt2_vocab
+from mnemo.formats.hf_file import read_json_file
 from mnemo.formats.hf_pipeline import HF_GPT2_REGEX, HFTokenizer, from_json
 from mnemo.formats.hf_regex import regex_to_onig
 from mnemo.patterns import regex_of
@@ -93,4 +94,5 @@ def from_hf_json(
 
 def load_hf(path: PathLike, *, add_special_tokens: bool = False) -> Tokenizer | HFTokenizer:
     """A tokenizer from a Hugging Face tokenizer.json of the byte-level BPE family (from_hf_json)."""
-    return from_hf_json(load_json(path, "tokenizer.json"), os.fspath(path), add_special_tokens=add_special_tokens)
+    obj, scanned = read_json_file(path, "tokenizer.json")
+    return from_json(obj, os.fspath(path), add_special_tokens=add_special_tokens, scanned=scanned)

@@ -31,7 +31,7 @@ took seconds to compile.)
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -94,25 +94,31 @@ def parse_added_tokens(obj: Any, source: str) -> list[AddedToken]:
     return out
 
 
-def tokenizers_ids(tokens: Sequence[AddedToken], model_vocab: Mapping[str, int], source: str) -> list[AddedToken]:
+def tokenizers_ids(
+    tokens: Sequence[AddedToken], model_vocab: Mapping[str, int], source: str, ids: Iterable[int] | None = None
+) -> list[AddedToken]:
     """The added tokens with the ids `tokenizers` gives them when it reads the file: a token
     whose content is in model.vocab takes that entry's id; the others are numbered from the
     size of model.vocab on, in the order listed -- whatever id the file writes (its
     deserializer calls add_tokens).  An id so given that model.vocab holds for another token
-    is a FormatError: tokenizers would give one id to two tokens."""
+    is a FormatError: tokenizers would give one id to two tokens.  `ids`: model.vocab's ids,
+    when the caller has them at hand (else its values are read)."""
     next_id = len(model_vocab)
-    owners = {ident: key for key, ident in model_vocab.items()}
+    taken: set[int] | None = None  # made for the first token model.vocab lacks
     out: list[AddedToken] = []
     for j, token in enumerate(tokens):
         ident = model_vocab.get(token.content)
         if ident is None:
             ident = next_id
             next_id += 1
-            if ident in owners:
+            if taken is None:
+                taken = set(model_vocab.values() if ids is None else ids)
+            if ident in taken:
+                owner = next(key for key, i in model_vocab.items() if i == ident)
                 raise FormatError(
                     f"{source}: key 'added_tokens[{j}]': tokenizers gives {token.content!r} the id {ident} (it numbers the "
                     f"added tokens model.vocab lacks from the vocabulary's size, {len(model_vocab)}, on), which "
-                    f"model.vocab gives to {owners[ident]!r}: one id for two tokens"
+                    f"model.vocab gives to {owner!r}: one id for two tokens"
                 )
         out.append(replace(token, id=ident))
     return out

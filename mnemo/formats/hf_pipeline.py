@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, cast
 
@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.checks import check_int, type_error
-from mnemo.errors import ConfigError, FormatError, InputError, SpecialTokenError
+from mnemo.errors import ConfigError, FormatError, InputError, MnemoError, SpecialTokenError
 from mnemo.fileio import write_atomic
 from mnemo.formats.common import (
     BYTE_TO_CHAR,
@@ -49,6 +49,7 @@ from mnemo.formats.common import (
     tokenizer_of,
 )
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
+from mnemo.formats.hf_file import PlainVocab, ScannedModel
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
 from mnemo.formats.hf_post import PostProcessor, parse_post_processor, post_processor_json
 from mnemo.formats.hf_pretok import TOKENIZERS_UNICODE, PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
@@ -651,11 +652,33 @@ def _model_checks(model: Any, source: str) -> bool:
     return ignore
 
 
-def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_ok: bool = True, session: bool = False) -> Tokenizer | HFTokenizer:
+def from_json(
+    obj: Any,
+    source: str,
+    *,
+    add_special_tokens: bool = False,
+    plain_ok: bool = True,
+    session: bool = False,
+    scanned: ScannedModel | None = None,
+) -> Tokenizer | HFTokenizer:
     """A tokenizer from a parsed tokenizer.json: a plain Tokenizer when it holds everything
     the file does (and `plain_ok`), else an HFTokenizer.  FormatError names the key of any part
     mnemo does not reproduce (docs/interop.md lists them).  `session`: the file comes from a
-    live tokenizers object (the drop-in), whose truncation and padding the caller applies."""
+    live tokenizers object (the drop-in), whose truncation and padding the caller applies.
+    `scanned`: model.vocab and model.merges left out of `obj` by hf_file.read_json_file, read
+    from the file's bytes in the plain case, else put back into `obj` here."""
+    try:
+        return _from_json(obj, source, add_special_tokens, plain_ok, session, scanned)
+    except MnemoError:
+        if scanned is not None:
+            # json.loads of the whole file stops at a syntax error in those values first
+            scanned.fill(obj)
+        raise
+
+
+def _from_json(
+    obj: Any, source: str, add_special_tokens: bool, plain_ok: bool, session: bool, scanned: ScannedModel | None
+) -> Tokenizer | HFTokenizer:
     if not isinstance(obj, dict):
         raise FormatError(f"{source}: not a JSON object")
     ignore_merges = _model_checks(obj.get("model"), source)
@@ -676,17 +699,31 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
             f"{source}: key 'decoder' is {excerpt(decoder, 80)}: not a ByteLevel decoder, so tokenizers' decode "
             f"gives other text than the tokens' bytes"
         )
-    raw_vocab = model.get("vocab")
-    if not isinstance(raw_vocab, dict) or not (
-        set(map(type, raw_vocab.values())) <= {int} and (not raw_vocab or min(raw_vocab.values()) >= 0)
-    ):
-        raise FormatError(f"{source}: key 'model.vocab' should be an object mapping tokens to non-negative integer ids")
-    added = tokenizers_ids(parse_added_tokens(obj.get("added_tokens"), source), raw_vocab, source)
+    listed = parse_added_tokens(obj.get("added_tokens"), source)
     fast = fast_pattern(pre)
     # the pattern on tokenizers' own Unicode tables (its ids on letters new since Unicode 16)
     compiled = compile_pattern(fast, "tokenizers") if fast is not None else compiled_pattern(pre)
     pattern: str | SplitPattern = compiled if compiled is not None else "gpt2"
-    fields, unreachable, checked = _vocabulary(source, raw_vocab, model.get("merges"), added, ignore_merges, pattern)
+    template_adds = post.template is not None and add_special_tokens and post.template.added(False) > 0
+    # The plain case and a file converted from ranks, read from the file's bytes
+    # (tokenizer_json.py) when the result can be a plain Tokenizer; the rest from the JSON.
+    got: tuple[list[AddedToken], TokenizerFields, bool] | None = None
+    if scanned is not None:
+        if plain_ok and not forms and compiled is not None and not template_adds:
+            got = _scanned_vocabulary(scanned, source, listed, ignore_merges, pattern)
+        if got is None:
+            scanned.fill(obj)
+    raw_vocab: Mapping[str, int] = model.get("vocab")
+    if got is not None:
+        added, fields, checked = got
+        unreachable: dict[bytes, int] = {}
+    else:
+        if not isinstance(raw_vocab, dict) or not (
+            set(map(type, raw_vocab.values())) <= {int} and (not raw_vocab or min(raw_vocab.values()) >= 0)
+        ):
+            raise FormatError(f"{source}: key 'model.vocab' should be an object mapping tokens to non-negative integer ids")
+        added = tokenizers_ids(listed, raw_vocab, source)
+        fields, unreachable, checked = _vocabulary(source, raw_vocab, model.get("merges"), added, ignore_merges, pattern)
     assert fields.id_map is not None
     bpe_ids = set(fields.id_map[: 256 + len(fields.merges)])  # the ids of bytes and merges
     if ignore_merges and unreachable:
@@ -709,9 +746,10 @@ def from_json(obj: Any, source: str, *, add_special_tokens: bool = False, plain_
     plain_added = all(
         t.special and not (t.lstrip or t.rstrip or t.single_word) and t.id not in bpe_ids for t in added
     ) and (len({t.normalized for t in added}) <= 1 or not forms)
-    template_adds = post.template is not None and add_special_tokens and post.template.added(False) > 0
     if plain_ok and plain_added and not forms and compiled is not None and whole is None and not template_adds and not unreachable:
         return core
+    if scanned is not None and got is not None:
+        scanned.fill(obj)  # the HFTokenizer keeps the file's JSON
     return HFTokenizer(
         core,
         obj=obj,
@@ -763,10 +801,7 @@ def _vocabulary(
         found = _alphabet_merges(raw_vocab, raw_merges, contents)
         if found is not None:
             pairs, public, keys = found
-            bpe_ids = set(public)
-            specials = {t.content: t.id for t in added if t.id not in bpe_ids}
-            label = lambda pos: f"'model.vocab'[{keys[pos]!r}]"  # noqa: E731
-            return with_specials(source, pairs, public, [], specials, pattern, label), {}, False
+            return _with_added(source, pairs, public, added, pattern, lambda pos: keys[pos]), {}, False
     # each vocabulary entry's bytes, once (None: not in GPT-2's alphabet); the merges name them
     spelled = {key: token_bytes(key) for key in raw_vocab}
     merges = _merges(raw_merges, source, spelled)
@@ -820,6 +855,38 @@ def _vocabulary(
         vocab_where=lambda raw: f"'model.vocab'[{token_to_string(raw)!r}]",
     )
     return fields, unreachable, False
+
+
+def _scanned_vocabulary(
+    scanned: ScannedModel, source: str, listed: list[AddedToken], ignore_merges: bool, pattern: str | SplitPattern
+) -> tuple[list[AddedToken], TokenizerFields, bool] | None:
+    """What tokenizers_ids and _vocabulary give, read from the file's bytes (hf_file.py, over
+    tokenizer_json.py): for the plain case (_alphabet_merges' answer from the same merges) and
+    for a file converted from ranks (_converted_from_ranks'); None for any other file."""
+    plain = scanned.read(ignore_merges, listed)
+    if plain is None:
+        return None
+    added = tokenizers_ids(listed, PlainVocab(plain), source, plain.id_list())
+    if ignore_merges:
+        converted = scanned.converted(plain, added, pattern)
+        return None if converted is None else (added, converted, True)
+    label = lambda pos: plain.public_keys()[pos].decode("utf-8")  # noqa: E731
+    return added, _with_added(source, plain.pairs, plain.public, added, pattern, label), False
+
+
+def _with_added(
+    source: str,
+    pairs: list[tuple[int, int]],
+    public: list[int],
+    added: Sequence[AddedToken],
+    pattern: str | SplitPattern,
+    key: Callable[[int], str],
+) -> TokenizerFields:
+    """The fields of the plain case's merges and the added tokens that are no byte or merge
+    (`key(pos)`: the vocabulary string of public[pos], for messages)."""
+    bpe_ids = set(public)
+    specials = {t.content: t.id for t in added if t.id not in bpe_ids}
+    return with_specials(source, pairs, public, [], specials, pattern, lambda pos: f"'model.vocab'[{key(pos)!r}]")
 
 
 def _converted_from_ranks(

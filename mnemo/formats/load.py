@@ -39,6 +39,7 @@ from mnemo.fileio import read_file
 from mnemo.location import location
 from mnemo.formats.common import MAX_TEXT_FILE_BYTES, PathLike, is_sentencepiece, load_json, sentencepiece_error
 from mnemo.formats.gpt2 import load_gpt2
+from mnemo.formats.hf_file import read_json_file
 from mnemo.formats.hf_pipeline import HFTokenizer, from_json
 from mnemo.formats.hf_post import Template, TemplatePiece
 from mnemo.formats.tekken import from_tekken_json
@@ -362,9 +363,9 @@ def _tiktoken(where: str, name: str, options: dict[str, Any]) -> Tokenizer:
 
 
 def _json_file(where: str, options: dict[str, Any]) -> tuple[str, AnyTokenizer]:
-    obj = load_json(where, "tokenizer JSON file")
+    obj, scanned = read_json_file(where, "tokenizer JSON file")
     if isinstance(obj, dict) and isinstance(obj.get("model"), dict):
-        return TOKENIZER_JSON, from_json(obj, where, add_special_tokens=options["add_special_tokens"])
+        return TOKENIZER_JSON, from_json(obj, where, add_special_tokens=options["add_special_tokens"], scanned=scanned)
     if isinstance(obj, dict) and isinstance(obj.get("config"), dict) and isinstance(obj.get("vocab"), list):
         stem = _name(where)
         stem = stem[: -len(".json")] if stem.endswith(".json") else stem

@@ -423,12 +423,13 @@ def test_a_compiled_sequence_loads_as_a_tokenizer(
 def test_the_strings_path_builds_what_the_bytes_path_builds(
     hf_families: dict[str, Path], gpt2: mnemo.Tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """hf_pipeline._alphabet_merges reads a plain file on its strings (no bytes object per token);
-    with it turned off, every file takes the bytes path, which words every error.  Both build
+    """hf_pipeline._alphabet_merges reads a plain file on its strings (no bytes object per token),
+    or tokenizer_json on the file's bytes; with both turned off, every file takes the bytes
+    path, which words every error.  Both build
     the same merges, ids and special tokens: on each family's file and on GPT-2's tokenizer.json
     (the Llama 3 style file, with ignore_merges and tokens no merge makes, takes the bytes path
     either way)."""
-    from mnemo.formats import hf_pipeline
+    from mnemo.formats import hf_file, hf_pipeline
     from mnemo.interop import save_hf
 
     gpt2_json = tmp_path / "gpt2.json"
@@ -446,12 +447,22 @@ def test_the_strings_path_builds_what_the_bytes_path_builds(
         tok = getattr(tok, "core", tok)
         return tok.merges, tok.id_map, tok.special_tokens, tok.whole_tokens
 
+    real_scanned = hf_pipeline._scanned_vocabulary
+
+    def spy_scanned(*args: Any) -> Any:
+        found = real_scanned(*args)
+        taken.append(found is not None)
+        return found
+
     monkeypatch.setattr(hf_pipeline, "_alphabet_merges", spy)
+    monkeypatch.setattr(hf_pipeline, "_scanned_vocabulary", spy_scanned)
     fast = [core(mnemo.load(p)) for p in paths]
     monkeypatch.setattr(hf_pipeline, "_alphabet_merges", lambda *args: None)
+    monkeypatch.setattr(hf_file, "model_spans", lambda data: None)  # and no compiled reading
     slow = [core(mnemo.load(p)) for p in paths]
     assert fast == slow
-    assert taken.count(True) >= 4, taken  # every file without ignore_merges took the strings path
+    # every file without ignore_merges took the strings path or the compiled one (tokenizer_json)
+    assert taken.count(True) >= 4, taken
 
 
 def test_ignore_merges_leaves_only_a_few_entries_to_the_lookup(hf_families: dict[str, Path]) -> None:

@@ -1,0 +1,619 @@
+"""The BPE model of a tokenizer.json -- model.vocab and model.merges -- read without json.loads:
+the fast path of formats/hf_file.py and hf_pipeline.py for two cases, the plain one (every
+vocabulary entry a byte of GPT-2's alphabet, a merge's token or an added token's text; no
+ignore_merges) and a file converted from ranks (ignore_merges, the ids the ranks, every pair
+that spells a token listed: transformers' TikTokenConverter, Llama 3's layout).
+
+Steps, so that nothing is read twice and a file outside those cases costs little more than
+before:
+
+1. `model_spans(data)` walks the file's top-level object and its "model" object and returns
+   where the values of "vocab" and "merges" are (`Spans`), skipping every other value; the
+   caller parses the file with those two values cut out (a few KB of JSON) with json.loads.
+2. When that rest says one of the two cases may hold, `read_vocab` reads model.vocab strictly
+   into a `PlainModel` (every key back to back in one bytes object, an open-addressing table of
+   their hashes), and then
+   - `alphabet_merges` does what hf_pipeline._alphabet_merges does on the parsed strings, on
+     their UTF-8 bytes instead (UTF-8 is one-to-one and keeps concatenation, so a merge's token
+     is its parts' bytes joined exactly when it is their strings joined), or
+   - `ranked_tokens` and `listed_pairs` do _converted_from_ranks' reading and checks (the
+     ranks' fields in between are formats.tiktoken.fields_of_ranks', as there).
+
+Each returns None or False whenever it is not sure -- a key written with escapes where the walk
+needs to know it, a key listed twice, malformed JSON, a lone surrogate, an id that is not a
+plain non-negative integer, anything outside the case -- and the caller then puts the two values
+back with json.loads and goes hf_pipeline's own ways, which give the same answer or word the
+error.  So this module needs no error messages and is never the reason a file is rejected.
+tests/formats/test_tokenizer_json.py loads written, generated and randomly edited files both
+ways and compares.
+
+Why: json.loads of cl100k_base's tokenizer.json builds 200,000 strings and a dict in 0.08 s and
+the merges loop over them took 0.18 s more, where `tokenizers` loads the whole file in 0.15-0.17 s
+(docs/speed.md, "tokenizer.json without json.loads").
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from librt.strings import BytesWriter
+from librt.vecs import append, vec
+from mypy_extensions import i64
+
+from mnemo.encode_chunk import same_bytes
+from mnemo.jsonfield import json_string, skip_space
+from mnemo.ranks import HASH_MUL, M32, M62, MIX
+
+_QUOTE: Final = 0x22
+_COMMA: Final = 0x2C
+_COLON: Final = 0x3A
+_LBRACE: Final = 0x7B
+_RBRACE: Final = 0x7D
+_LBRACKET: Final = 0x5B
+_RBRACKET: Final = 0x5D
+_BACKSLASH: Final = 0x5C
+_SPACE: Final = 0x20
+_ZERO: Final = 0x30
+_NINE: Final = 0x39
+#: The longest id read here (digits); a longer one is left to the caller's checks.
+_MAX_DIGITS: Final = 10
+
+
+class Spans:
+    """Where model.vocab's and model.merges' values are in the file: [start, end) byte offsets,
+    start at the value's first byte ('{' or '['), end after its last."""
+
+    vocab_start: i64
+    vocab_end: i64
+    merges_start: i64
+    merges_end: i64
+
+    def __init__(self, vocab_start: i64, vocab_end: i64, merges_start: i64, merges_end: i64) -> None:
+        self.vocab_start = vocab_start
+        self.vocab_end = vocab_end
+        self.merges_start = merges_start
+        self.merges_end = merges_end
+
+
+def model_spans(data: bytes) -> Spans | None:
+    """The spans of model.vocab and model.merges when `data` is a JSON object with one "model"
+    member, an object with one "vocab" object and one "merges" array; else None.  Values are
+    skipped, not checked (the caller's json.loads of the rest checks them), except that every
+    string is checked as json_string checks it."""
+    n: i64 = len(data)
+    scratch = BytesWriter()
+    i = skip_space(data, 0, n)
+    if i >= n or data[i] != _LBRACE:
+        return None
+    spans: Spans | None = None
+    i = skip_space(data, i + 1, n)
+    while i < n and data[i] != _RBRACE:
+        key_start = i + 1
+        key_end, i = _member_key(data, i, n, scratch)
+        if i < 0 or _has_backslash(data, key_start, key_end):
+            return None  # a key with escapes might spell "model"
+        if _is_key(data, key_start, key_end, b"model"):
+            if spans is not None or data[i] != _LBRACE:
+                return None
+            spans = Spans(-1, -1, -1, -1)
+            i = _model(data, i, n, spans, scratch)
+        else:
+            i = skip_value(data, i, n, scratch)
+        i = _after_member(data, i, n)
+    if i >= n or spans is None or spans.vocab_start < 0 or spans.merges_start < 0:
+        return None
+    if skip_space(data, i + 1, n) != n:
+        return None
+    if data[spans.vocab_start] != _LBRACE or data[spans.merges_start] != _LBRACKET:
+        return None
+    return spans
+
+
+def _model(data: bytes, i: i64, n: i64, spans: Spans, scratch: BytesWriter) -> i64:
+    """Walk the "model" object whose '{' is at i, recording its vocab and merges in `spans`;
+    the index of its '}', or -1."""
+    i = skip_space(data, i + 1, n)
+    while i < n and data[i] != _RBRACE:
+        key_start = i + 1
+        key_end, i = _member_key(data, i, n, scratch)
+        if i < 0 or _has_backslash(data, key_start, key_end):
+            return -1
+        start = i
+        i = skip_value(data, i, n, scratch)
+        if i < 0:
+            return -1
+        if _is_key(data, key_start, key_end, b"vocab"):
+            if spans.vocab_start >= 0:
+                return -1
+            spans.vocab_start = start
+            spans.vocab_end = i
+        elif _is_key(data, key_start, key_end, b"merges"):
+            if spans.merges_start >= 0:
+                return -1
+            spans.merges_start = start
+            spans.merges_end = i
+        i = _after_member(data, i, n)
+    return i + 1 if i < n else -1
+
+
+def _member_key(data: bytes, i: i64, n: i64, scratch: BytesWriter) -> tuple[i64, i64]:
+    """For the member whose key's opening quote should be at i: the index of the key's closing
+    quote, and of its value's first byte; (-1, -1) when it is not `"key" :` and a value."""
+    if i >= n or data[i] != _QUOTE:
+        return -1, -1
+    i = json_string(data, i + 1, n, scratch, False)
+    if i < 0:
+        return -1, -1
+    close = i - 1
+    i = skip_space(data, i, n)
+    if i >= n or data[i] != _COLON:
+        return -1, -1
+    i = skip_space(data, i + 1, n)
+    if i >= n:
+        return -1, -1
+    return close, i
+
+
+def _after_member(data: bytes, i: i64, n: i64) -> i64:
+    """After a member's value (i: the index after it, or -1): the index of the next member's
+    key, or of the object's '}', or -1 (n when the text ends)."""
+    if i < 0:
+        return n
+    i = skip_space(data, i, n)
+    if i >= n:
+        return n
+    c: i64 = data[i]
+    if c == _COMMA:
+        i = skip_space(data, i + 1, n)
+        return i if i < n and data[i] == _QUOTE else n
+    return i if c == _RBRACE else n
+
+
+def _is_key(data: bytes, start: i64, end: i64, key: bytes) -> bool:
+    """Whether data[start:end] is exactly `key` (a key without escapes)."""
+    k: i64 = len(key)
+    if end - start != k:
+        return False
+    j: i64 = 0
+    while j < k:
+        if data[start + j] != key[j]:
+            return False
+        j += 1
+    return True
+
+
+def _has_backslash(data: bytes, start: i64, end: i64) -> bool:
+    j = start
+    while j < end:
+        if data[j] == _BACKSLASH:
+            return True
+        j += 1
+    return False
+
+
+def skip_value(data: bytes, i: i64, n: i64, scratch: BytesWriter) -> i64:
+    """The index after the JSON value that starts at i, or -1.  Strings are checked (json_string);
+    objects and arrays are skipped by their brackets, scalars up to the next delimiter, without
+    checking their grammar: the caller parses what it keeps."""
+    c: i64 = data[i]
+    if c == _QUOTE:
+        return json_string(data, i + 1, n, scratch, False)
+    if c == _LBRACE or c == _LBRACKET:
+        depth: i64 = 0
+        while i < n:
+            c = data[i]
+            if c == _QUOTE:
+                i = json_string(data, i + 1, n, scratch, False)
+                if i < 0:
+                    return -1
+                continue
+            if c == _LBRACE or c == _LBRACKET:
+                depth += 1
+            elif c == _RBRACE or c == _RBRACKET:
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        return -1
+    while i < n:
+        c = data[i]
+        if c == _COMMA or c == _RBRACE or c == _RBRACKET or c == _SPACE or c == 0x0A or c == 0x0D or c == 0x09:
+            return i
+        i += 1
+    return -1
+
+
+class PlainModel:
+    """model.vocab and model.merges of a file in the plain case, read by alphabet_merges.
+
+    `pairs` (the merges as pairs of mnemo's ids) and `public` (the file's id of each byte and
+    merge) are what hf_pipeline._alphabet_merges returns; the vocabulary's keys (UTF-8) stay
+    in one bytes object, `blob`, looked up through an open-addressing table of their
+    polynomial hashes (ranks.py's), so that no bytes object or dict entry is made per key."""
+
+    pairs: list[tuple[int, int]]
+    public: list[int]
+    blob: bytes
+    offsets: vec[i64]  # key e is blob[offsets[e]:offsets[e + 1]]
+    ids: vec[i64]  # key e's id
+    entry_of: vec[i64]  # the key of each byte and merge (mnemo's internal id -> e)
+    made: vec[i64]  # key e's internal id, or -1 (no byte or merge is that key)
+    slots: vec[i64]  # e + 1 of the key in each slot, or 0
+    hashes: vec[i64]  # the hash of the key in each slot
+    mask: i64
+    powers: vec[i64]  # HASH_MUL ** k & M62, k up to the longest key
+
+    def __init__(self, blob: bytes, offsets: vec[i64], ids: vec[i64]) -> None:
+        self.pairs = []
+        self.public = []
+        self.blob = blob
+        self.offsets = offsets
+        self.ids = ids
+        count: i64 = len(ids)
+        self.entry_of = vec[i64]()
+        self.made = vec[i64]([-1] * count)
+        size: i64 = 1024
+        while size < 2 * count:
+            size *= 2
+        self.mask = size - 1
+        self.slots = vec[i64]([0] * size)
+        self.hashes = vec[i64]([0] * size)
+        longest: i64 = 0
+        e: i64 = 0
+        while e < count:
+            n: i64 = offsets[e + 1] - offsets[e]
+            if n > longest:
+                longest = n
+            e += 1
+        powers = vec[i64]([1] * (longest + 2))
+        k: i64 = 1
+        while k <= longest + 1:
+            powers[k] = (powers[k - 1] * HASH_MUL) & M62
+            k += 1
+        self.powers = powers
+
+    def size(self) -> int:
+        return len(self.ids)
+
+    def key(self, e: i64) -> bytes:
+        return self.blob[self.offsets[e] : self.offsets[e + 1]]
+
+    def keys(self) -> list[bytes]:
+        """Every key, in the file's order."""
+        return [self.key(e) for e in range(len(self.ids))]
+
+    def public_keys(self) -> list[bytes]:
+        """The key of each byte and merge, by mnemo's internal id (for messages)."""
+        return [self.key(e) for e in self.entry_of]
+
+    def id_list(self) -> list[int]:
+        """Every key's id, in the file's order."""
+        return [int(i) for i in self.ids]
+
+    def leftover(self) -> list[bytes]:
+        """The keys no byte or merge is."""
+        return [self.key(e) for e in range(len(self.ids)) if self.made[e] < 0]
+
+    def get(self, key: bytes) -> int | None:
+        """The id of `key`, or None."""
+        n: i64 = len(key)
+        e = self.find(key, 0, n, 0, 0, hash_of(key, 0, n))
+        return None if e < 0 else int(self.ids[e])
+
+    def insert(self, e: i64) -> bool:
+        """Add key e; False when an equal key is there already."""
+        start: i64 = self.offsets[e]
+        n: i64 = self.offsets[e + 1] - start
+        h = hash_of(self.blob, start, n)
+        if self.find(self.blob, start, n, 0, 0, h) >= 0:
+            return False
+        slot: i64 = _slot(h) & self.mask
+        while self.slots[slot] != 0:
+            slot = (slot + 1) & self.mask
+        self.slots[slot] = e + 1
+        self.hashes[slot] = h
+        return True
+
+    def find(self, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64, h: i64) -> i64:
+        """The key that is raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size], whose hash is h,
+        or -1."""
+        slot: i64 = _slot(h) & self.mask
+        blob = self.blob
+        offsets = self.offsets
+        while True:
+            got: i64 = self.slots[slot]
+            if got == 0:
+                return -1
+            if self.hashes[slot] == h:
+                e = got - 1
+                at: i64 = offsets[e]
+                if (
+                    offsets[e + 1] - at == a_size + b_size
+                    and same_bytes(blob, at, raw, a_at, a_size)
+                    and same_bytes(blob, at + a_size, raw, b_at, b_size)
+                ):
+                    return e
+            slot = (slot + 1) & self.mask
+
+
+def hash_of(raw: bytes, start: i64, n: i64) -> i64:
+    """The polynomial hash of raw[start:start + n] (ranks.TokenTable's)."""
+    h: i64 = 0
+    i: i64 = 0
+    while i < n:
+        h = (h * HASH_MUL + i64(raw[start + i]) + 1) & M62
+        i += 1
+    return h
+
+
+def _slot(h: i64) -> i64:
+    return (((h ^ (h >> 29)) * MIX) >> 32) & M32
+
+
+def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: list[bytes]) -> bool:
+    """hf_pipeline._alphabet_merges on the file's bytes: fill model.pairs (the merges as pairs of
+    mnemo's ids) and model.public (the public id of each byte and merge); False when the merges
+    are not strictly a list of "a b" strings or two-string arrays, or anything is not the plain
+    case.  The caller checks that each key left over is an added token's text.  byte_keys[b]:
+    the UTF-8 of GPT-2's character for byte b."""
+    made = model.made
+    pairs = model.pairs
+    public = model.public
+    for byte in range(256):
+        char = byte_keys[byte]
+        e = model.find(char, 0, len(char), 0, 0, hash_of(char, 0, len(char)))
+        if e < 0:
+            return False
+        made[e] = byte
+        model.entry_of = append(model.entry_of, e)
+        public.append(int(model.ids[e]))
+    k: i64 = 256
+    end: i64 = spans.merges_end - 1  # the ']'
+    i = skip_space(data, spans.merges_start + 1, end)
+    w = BytesWriter()
+    while i < end:
+        ea, eb, e, i = _merge_item(model, data, i, end, w)
+        if i < 0 or made[ea] < 0 or made[eb] < 0 or made[e] >= 0:
+            return False
+        made[e] = k
+        k += 1
+        model.entry_of = append(model.entry_of, e)
+        pairs.append((int(made[ea]), int(made[eb])))
+        public.append(int(model.ids[e]))
+        i = _next_item(data, i, end)
+        if i < 0:
+            return False
+    return True
+
+
+def ranked_tokens(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
+    """The bytes of each key by its id, when the ids are exactly 0..n-1 and every key is spelled
+    in GPT-2's alphabet (alphabet[code point]: the byte, or -1); else None.  model.entry_of
+    becomes the key of each id."""
+    char_byte = vec[i64](alphabet)
+    count: i64 = len(model.ids)
+    by_id = vec[i64]([-1] * count)
+    e: i64 = 0
+    while e < count:
+        i: i64 = model.ids[e]
+        if i >= count or by_id[i] >= 0:
+            return None
+        by_id[i] = e
+        e += 1
+    blob = model.blob
+    offsets = model.offsets
+    limit: i64 = len(char_byte)
+    out: list[bytes] = []
+    w = BytesWriter()
+    for e in by_id:
+        w.truncate(0)
+        j: i64 = offsets[e]
+        stop: i64 = offsets[e + 1]
+        while j < stop:
+            c: i64 = blob[j]
+            if c >= 0x80:  # GPT-2's alphabet is below U+0800: two UTF-8 bytes at most
+                if c & 0xE0 != 0xC0 or j + 1 >= stop:
+                    return None
+                c = ((c & 0x1F) << 6) | (i64(blob[j + 1]) & 0x3F)
+                j += 1
+            b: i64 = char_byte[c] if c < limit else -1
+            if b < 0:
+                return None
+            w.append(b)
+            j += 1
+        out.append(w.getvalue())
+    model.entry_of = by_id
+    return out
+
+
+def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tuple[int, int]], public: list[int]) -> bool:
+    """hf_pipeline._converted_from_ranks' check of a file converted from ranks (ids dense, the
+    ranks' fields built: `merges` and the `public` id of each byte and merge): model.merges
+    goes by the rank of each pair's token, and lists each token's one pair (the last step of
+    tiktoken's merge of its bytes).  False otherwise, or when an item is not strictly a merge
+    of two keys."""
+    count: i64 = len(model.ids)
+    pair_of = vec[i64]([-1] * count)
+    k: i64 = 0
+    for left, right in merges:
+        pair_of[i64(public[256 + k])] = (i64(public[left]) << 32) | i64(public[right])
+        k += 1
+    listed = vec[i64]([0] * count)
+    ids = model.ids
+    last: i64 = -1
+    end: i64 = spans.merges_end - 1  # the ']'
+    i = skip_space(data, spans.merges_start + 1, end)
+    w = BytesWriter()
+    while i < end:
+        ea, eb, e, i = _merge_item(model, data, i, end, w)
+        if i < 0:
+            return False
+        made: i64 = ids[e]
+        if made < last:
+            return False
+        last = made
+        if pair_of[made] == (ids[ea] << 32) | ids[eb]:
+            listed[made] = 1
+        i = _next_item(data, i, end)
+        if i < 0:
+            return False
+    r: i64 = 0
+    while r < count:
+        if pair_of[r] >= 0 and listed[r] == 0:
+            return False
+        r += 1
+    return True
+
+
+def _merge_item(model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, i64, i64]:
+    """The merge item at i ("a b", or ["a", "b"]): the keys of a, b and a + b, and the index
+    after the item; that index is -1 when the item is anything else or a key is missing."""
+    c: i64 = data[i]
+    raw = data
+    if c == _QUOTE:
+        a_at = i + 1
+        i = json_string(data, a_at, end, w, False)
+        if i < 0:
+            return -1, -1, -1, -1
+        b_end = i - 1
+        if _has_backslash(data, a_at, b_end):
+            w.truncate(0)
+            json_string(data, a_at, end, w, True)
+            raw = w.getvalue()
+            a_at = 0
+            b_end = len(raw)
+        space = a_at
+        while space < b_end and raw[space] != _SPACE:
+            space += 1
+        a_size = space - a_at
+        b_at = space + 1
+        if b_at > b_end or _has_space(raw, b_at, b_end):
+            return -1, -1, -1, -1
+        b_size = b_end - b_at
+    elif c == _LBRACKET:
+        a_at, a_size, b_at, b_size, i, raw = _two_strings(data, i, end, w)
+        if i < 0:
+            return -1, -1, -1, -1
+    else:
+        return -1, -1, -1, -1
+    if a_size + b_size > len(model.powers) - 2:
+        return -1, -1, -1, -1  # longer than every key
+    ha = hash_of(raw, a_at, a_size)
+    hb = hash_of(raw, b_at, b_size)
+    ea = model.find(raw, a_at, a_size, 0, 0, ha)
+    eb = model.find(raw, b_at, b_size, 0, 0, hb)
+    e = model.find(raw, a_at, a_size, b_at, b_size, (ha * model.powers[b_size] + hb) & M62)
+    if ea < 0 or eb < 0 or e < 0:
+        return -1, -1, -1, -1
+    return ea, eb, e, i
+
+
+def _has_space(raw: bytes, start: i64, end: i64) -> bool:
+    while start < end:
+        if raw[start] == _SPACE:
+            return True
+        start += 1
+    return False
+
+
+def _two_strings(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, i64, i64, i64, bytes]:
+    """The merge ["a", "b"] whose '[' is at i: where a and b are (start, size of each) in the
+    bytes returned last (`data`, or both decoded when either has an escape), and the index after
+    the ']'; that index is -1 when the item is anything else."""
+    fail = (0, 0, 0, 0, -1, data)
+    a_at, a_end = _string_at(data, skip_space(data, i + 1, end), end, w)
+    if a_at < 0:
+        return fail
+    i = skip_space(data, a_end + 1, end)
+    if i >= end or data[i] != _COMMA:
+        return fail
+    b_at, b_end = _string_at(data, skip_space(data, i + 1, end), end, w)
+    if b_at < 0:
+        return fail
+    i = skip_space(data, b_end + 1, end)
+    if i >= end or data[i] != _RBRACKET:
+        return fail
+    i += 1
+    if not _has_backslash(data, a_at, a_end) and not _has_backslash(data, b_at, b_end):
+        return a_at, a_end - a_at, b_at, b_end - b_at, i, data
+    w.truncate(0)
+    json_string(data, a_at, end, w, True)
+    a_size: i64 = len(w.getvalue())
+    json_string(data, b_at, end, w, True)
+    raw = w.getvalue()
+    return 0, a_size, a_size, len(raw) - a_size, i, raw
+
+
+def _string_at(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64]:
+    """The string whose opening quote should be at i: where its contents start, and the index
+    of its closing quote; (-1, -1) when there is none."""
+    if i >= end or data[i] != _QUOTE:
+        return -1, -1
+    close = json_string(data, i + 1, end, w, False)
+    if close < 0:
+        return -1, -1
+    return i + 1, close - 1
+
+
+def _next_item(data: bytes, i: i64, end: i64) -> i64:
+    """After an item of an array that ends at `end` (its ']'): the next item's index, `end` when
+    there is none, or -1 (a missing or trailing comma)."""
+    i = skip_space(data, i, end)
+    if i >= end:
+        return end
+    if data[i] != _COMMA:
+        return -1
+    i = skip_space(data, i + 1, end)
+    return i if i < end else -1
+
+
+def read_vocab(data: bytes, spans: Spans) -> PlainModel | None:
+    """model.vocab as a PlainModel's keys and ids, or None (not strictly an object of plain
+    non-negative integers of at most _MAX_DIGITS digits, or a key listed twice)."""
+    start: i64 = spans.vocab_start
+    end: i64 = spans.vocab_end - 1  # the '}'
+    if data[end] != _RBRACE:
+        return None
+    keys = BytesWriter()
+    offsets = vec[i64]([0])
+    ids = vec[i64]()
+    at: i64 = 0
+    i = skip_space(data, start + 1, end)
+    while i < end:
+        if data[i] != _QUOTE:
+            return None
+        i = json_string(data, i + 1, end, keys, True)
+        if i < 0:
+            return None
+        i = skip_space(data, i, end)
+        if i >= end or data[i] != _COLON:
+            return None
+        i = skip_space(data, i + 1, end)
+        value: i64 = 0
+        digits: i64 = 0
+        while i < end:
+            c: i64 = data[i]
+            if c < _ZERO or c > _NINE:
+                break
+            value = value * 10 + (c - _ZERO)
+            digits += 1
+            i += 1
+        if digits == 0 or digits > _MAX_DIGITS or (digits > 1 and data[i - digits] == _ZERO):
+            return None
+        if i < end:
+            c = data[i]
+            if c != _COMMA and c != _SPACE and c != 0x0A and c != 0x0D and c != 0x09:
+                return None  # a fraction, an exponent, or junk
+        at = len(keys)
+        offsets = append(offsets, at)
+        ids = append(ids, value)
+        i = _next_item(data, i, end)
+        if i < 0:
+            return None
+    model = PlainModel(keys.getvalue(), offsets, ids)
+    e: i64 = 0
+    while e < len(ids):
+        if not model.insert(e):
+            return None
+        e += 1
+    return model
