@@ -61,6 +61,8 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("train", "missing --from", ["train", "text.txt", "-o", "t.bin", "--from", "nothere.bin"], "nothere.bin"),
     ("train", "--from a .tok", ["train", "text.txt", "-o", "t.bin", "--from", "data.tok"], "data.tok"),
     ("train", "output is --from", ["train", "text.txt", "-o", "tok.bin", "--from", "tok.bin"], "tok.bin"),
+    ("train", "--pattern not a regex", ["train", "text.txt", "-o", "t.bin", "--pattern", "(?<=x"],
+     "argument --pattern: split regex '(?<=x' does not compile"),
     # tokenize
     ("tokenize", "missing input", ["tokenize", "-t", "tok.bin", "nothere.txt", "-o", "t.tok"], "nothere.txt"),
     ("tokenize", "missing tokenizer", ["tokenize", "-t", "nothere.bin", "text.txt", "-o", "t.tok"], "nothere.bin"),
@@ -80,6 +82,8 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("tokshow", "--file is a folder", ["tokshow", "-t", "tok.bin", "--file", "."], "."),
     ("tokshow", "bad --index", ["tokshow", "-t", "tok.bin", "--chat", "chat.jsonl", "--index", "99"], "99"),
     ("tokshow", "--chat of text", ["tokshow", "-t", "tok.bin", "--chat", "text.txt"], "text.txt:1"),
+    ("tokshow", "unknown --pattern", ["tokshow", "-t", "tok.bin", "--pattern", "nosuch", "hello"],
+     "argument --pattern: unknown pattern 'nosuch'"),
     # info
     ("info", "missing file", ["info", "nothere.bin"], "nothere.bin"),
     ("info", "text file", ["info", "text.txt"], "text.txt"),
@@ -197,6 +201,8 @@ def test_full_standard_output(files: Path, argv: list[str]) -> None:
 # FormatError (a mnemo file that is not what it should be).  "usage": argparse refuses the option
 # syntax itself.  Never a bare MnemoError, never anything else.
 EXPECTED: dict[tuple[str, str], str] = {
+    ("train", "--pattern not a regex"): "usage",
+    ("tokshow", "unknown --pattern"): "usage",
     ("train", "missing input"): "InputError",
     ("train", "output folder missing"): "ConfigError",
     ("train", "unwritable output"): "ConfigError",

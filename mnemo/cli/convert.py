@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mnemo.cli.common import Inputs, check_output
-from mnemo.cli.options import Subcommands, path_arg
+from mnemo.cli.options import Subcommands, path_arg, pattern_arg
 from mnemo.constants import GPT2_FILE_NAMES, PATTERNS
 from mnemo.defaults import DEFAULT_GPT2_PATTERN
 from mnemo.errors import ConfigError, InputError
@@ -157,7 +157,7 @@ def add_convert(sub: Subcommands) -> None:
     p.add_argument("--to", dest="to_format", required=True, choices=CONVERT_FORMATS, help="format of OUT (required)")
     p.add_argument("--merges", type=path_arg, default=None,
                    help="--from gpt2 with IN a vocab .json: its merges.txt (default: IN is a folder holding both)")
-    p.add_argument("--pattern", default=None, metavar="PATTERN",
+    p.add_argument("--pattern", default=None, metavar="PATTERN", type=pattern_arg,
                    help="split pattern of a .tiktoken input (or --preset) or a gpt2 input: a preset name or a split "
                         f"regex (default {DEFAULT_GPT2_PATTERN})")
     p.add_argument("--preset", default=None, metavar="NAME",

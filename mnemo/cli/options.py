@@ -52,6 +52,32 @@ def whole(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
+def pattern_arg(text: str) -> str:
+    """--pattern of train and convert: a preset or a split regex, checked here so that an error
+    names the option (the library's message: what is wrong and what to give)."""
+    from mnemo.checks import check_pattern
+    from mnemo.errors import MnemoError
+    from mnemo.patterns import compile_pattern
+
+    try:
+        compile_pattern(check_pattern(text))
+    except MnemoError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def tokenizer_pattern_arg(text: str) -> str:
+    """--pattern of a TOKENIZER argument: pattern_arg's, or one of OpenAI's encodings."""
+    from mnemo.formats.tiktoken import TIKTOKEN_PRESETS
+
+    if text in TIKTOKEN_PRESETS:
+        return text
+    try:
+        return pattern_arg(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; nor one of OpenAI's encodings ({', '.join(TIKTOKEN_PRESETS)})") from None
+
+
 def positive(text: str) -> int:
     value = whole(text)
     if value < 1:
@@ -77,7 +103,7 @@ def pattern_option(p: argparse.ArgumentParser, several: bool = False) -> None:
 
     which = ("each .tiktoken TOKENIZER whose name names no OpenAI encoding (the others load as they are)" if several
              else "a .tiktoken TOKENIZER (or GPT-2 files), which holds none")
-    p.add_argument("--pattern", default=None, metavar="PATTERN",
+    p.add_argument("--pattern", default=None, metavar="PATTERN", type=tokenizer_pattern_arg,
                    help=f"split pattern of {which}: a preset ({', '.join(PRESETS)}; llama3 for Llama 3's "
                         f"tokenizer.model), a split regex, or an OpenAI encoding ({', '.join(TIKTOKEN_PRESETS)}), "
                         f"which sets the special tokens too (default: from the file's name; docs/interop.md)")

@@ -9,7 +9,7 @@ from mnemo.cli.common import (
     Inputs, amount, check_output, compiled_core, interactive, past_the_point_of_no_return, peak_rss_mib, plural,
     rate, ray_choice, read_as, shared_with_nodes,
 )
-from mnemo.cli.options import Subcommands, input_options, path_arg, positive, quiet_option, ray_option, whole
+from mnemo.cli.options import Subcommands, input_options, path_arg, pattern_arg, positive, quiet_option, ray_option, whole
 from mnemo.constants import TIES
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES, DEFAULT_PATTERN, DEFAULT_TIE, DEFAULT_VOCAB_SIZE
 from mnemo.errors import ConfigError
@@ -109,7 +109,7 @@ def add_train(sub: Subcommands) -> None:
                    help=".txt (documents separated by <|endoftext|>), .jsonl, .parquet or .arrow (or a datasets save_to_disk folder), optionally .xz/.gz/.zst")
     p.add_argument("-o", "--output", required=True, type=path_arg, help="the tokenizer.bin to write, a path or a URL (required)")
     p.add_argument("--vocab-size", type=whole, default=DEFAULT_VOCAB_SIZE, help=f"ids in all: bytes + merges + specials (default {DEFAULT_VOCAB_SIZE})")
-    p.add_argument("--pattern", default=None, metavar="PATTERN",
+    p.add_argument("--pattern", default=None, metavar="PATTERN", type=pattern_arg,
                    help=f"split pattern: a preset ({', '.join(PRESETS)}) or a split regex (default {DEFAULT_PATTERN}, "
                         "or that of --from; docs/pretokenizer.md); also that of a --from .tiktoken file, which holds none")
     p.add_argument("--tie", default=None, choices=TIES,
