@@ -15,6 +15,10 @@ Files (made or found here, offline):
   transformers' `TikTokenConverter`, its converter for tiktoken files such as Llama 3's (`ignore_merges`, every
   pair of tokens that spells a token listed: 290,209 merges for 128,000 tokens).
   The reference for these is `tokenizers.Tokenizer.from_file`.
+- `llama3_folder`: llama3_json's tokenizer.json in a transformers folder with a
+  tokenizer_config.json (bos and eos), as a model's folder holds it; timed beside
+  `tokenizers.Tokenizer.from_file` of its tokenizer.json (the ratios' reference) and
+  transformers' `AutoTokenizer.from_pretrained` of the folder.
 
 Each form is timed once a round in this process, the forms in turn; the best round counts, wall
 and CPU time, with ratios to the reference (below 1: mnemo is faster).  Before timing, the
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import sys
 import tempfile
@@ -40,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 from load_vs_tiktoken import FIXTURES, LLAMA3_SPECIALS, SAMPLE, write_llama3_like  # noqa: E402
 from timing import race_calls  # noqa: E402
 
-NAMES = ["tekken_240718", "tekken_240911", "cl100k_json", "o200k_json", "llama3_json"]
+NAMES = ["tekken_240718", "tekken_240911", "cl100k_json", "o200k_json", "llama3_json", "llama3_folder"]
 
 
 def tekken_file(name: str) -> Path:
@@ -77,6 +82,23 @@ def forms_of(name: str, tmp: Path) -> tuple[dict[str, Callable[[], object]], str
         ours, theirs = mnemo.load(path), Tekkenizer.from_file(path)
         assert ours.encode_ordinary(SAMPLE) == theirs.encode(SAMPLE, bos=False, eos=False), "mnemo and Tekkenizer disagree"
         reference: tuple[str, Callable[[], Any]] = ("Tekkenizer.from_file", lambda: Tekkenizer.from_file(path))
+    elif name == "llama3_folder":
+        import tokenizers
+        from transformers import AutoTokenizer
+
+        path = tmp / name
+        path.mkdir(exist_ok=True)
+        hf_file("llama3_json", tmp).replace(path / "tokenizer.json")
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}
+        (path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+        ours, their_tok = mnemo.load(path), tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
+        assert ours.encode(SAMPLE, allowed_special="all") == their_tok.encode(SAMPLE, add_special_tokens=False).ids, "mnemo and tokenizers disagree"
+        about = f"{name}: {path.name}/ (llama3_json's tokenizer.json and a tokenizer_config.json), {ours.n_vocab:,} ids"
+        return {
+            "tokenizers from_file": lambda: tokenizers.Tokenizer.from_file(str(path / "tokenizer.json")),
+            "transformers AutoTokenizer": lambda: AutoTokenizer.from_pretrained(str(path)),
+            "mnemo.load": lambda: mnemo.load(path),
+        }, about
     else:
         import tokenizers
 

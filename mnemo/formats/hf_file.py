@@ -47,6 +47,11 @@ class ScannedModel:
         self._what = what
         self._filled = False
 
+    @property
+    def data(self) -> bytes:
+        """The file's bytes."""
+        return self._data
+
     def read(self, ignore_merges: bool, added: Sequence[AddedToken]) -> PlainModel | None:
         """model.vocab, and without ignore_merges the plain case's merges
         (tokenizer_json.alphabet_merges, every key left over an added token's text); None when
@@ -105,8 +110,11 @@ class ScannedModel:
 def read_json_file(path: PathLike, what: str) -> tuple[Any, ScannedModel | None]:
     """The parsed JSON of the file, and its model's vocab and merges for from_json when they
     were left out of it (None: the object is whole)."""
-    source = os.fspath(path)
-    data = read_file(path, MAX_TEXT_FILE_BYTES, what)
+    return read_json_bytes(read_file(path, MAX_TEXT_FILE_BYTES, what), os.fspath(path), what)
+
+
+def read_json_bytes(data: bytes, source: str, what: str) -> tuple[Any, ScannedModel | None]:
+    """read_json_file of the file `source` whose bytes are `data`."""
     spans = model_spans(data)
     if spans is None:
         return _whole(data, source, what), None

@@ -49,7 +49,7 @@ from mnemo.formats.common import (
     tokenizer_of,
 )
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
-from mnemo.formats.hf_file import PlainVocab, ScannedModel
+from mnemo.formats.hf_file import PlainVocab, ScannedModel, read_json_bytes
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
 from mnemo.formats.hf_post import PostProcessor, parse_post_processor, post_processor_json
 from mnemo.formats.hf_pretok import TOKENIZERS_UNICODE, PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
@@ -127,7 +127,10 @@ class HFTokenizer:
         whole: Mapping[bytes, int] | None,
         post: PostProcessor,
         add_special_tokens: bool = False,
+        scanned: ScannedModel | None = None,
     ) -> None:
+        """`scanned`: model.vocab and model.merges are still out of `obj` (hf_file.py); they are
+        put back the first time the whole file's JSON is needed (a worker's image, save_hf)."""
         self.core = core
         self.source = source
         self.pre = pre
@@ -136,7 +139,8 @@ class HFTokenizer:
         self.whole = whole
         self.post = post
         self.add_special_tokens = add_special_tokens
-        self._obj = obj
+        self._obj = obj  # all but the model's vocab and merges while _scanned is not None
+        self._scanned = scanned
         self._worker_bytes: bytes | None = None
         self._fingerprint: str | None = None
         self._runner = Runner(pre)
@@ -465,7 +469,8 @@ class HFTokenizer:
                 "chat_template": self.chat_template,
             }
             head = json.dumps(options, ensure_ascii=False).encode("utf-8")
-            body = json.dumps(self._obj, ensure_ascii=False).encode("utf-8")
+            # the file's own bytes while its JSON is not needed otherwise: what json.loads read
+            body = self._scanned.data if self._scanned is not None else json.dumps(self._json(), ensure_ascii=False).encode("utf-8")
             self._worker_bytes = len(head).to_bytes(4, "little") + head + body
         return self._worker_bytes
 
@@ -475,12 +480,14 @@ class HFTokenizer:
         n = int.from_bytes(data[:4], "little")
         options = json.loads(data[4 : 4 + n])
         source = options["source"]
+        obj, scanned = read_json_bytes(data[4 + n :], source, "tokenizer.json")
         tok = from_json(
-            json.loads(data[4 + n :]),
+            obj,
             source,
             add_special_tokens=options["add_special_tokens"],
             plain_ok=False,
             session=options["session"],
+            scanned=scanned,
         )
         assert isinstance(tok, HFTokenizer)
         tok.post = parse_post_processor(options["post_processor"], source)
@@ -555,13 +562,20 @@ class HFTokenizer:
 
     # ---- files ----
 
+    def _json(self) -> Mapping[str, Any]:
+        """The whole tokenizer.json as json.loads reads it."""
+        if self._scanned is not None:
+            self._scanned.fill(cast("dict[str, Any]", self._obj))
+            self._scanned = None
+        return self._obj
+
     def to_hf_json(self) -> dict[str, Any]:
         """The tokenizer.json this was read from (it is what tokenizers runs)."""
-        copy: dict[str, Any] = json.loads(json.dumps(self._obj))
+        copy: dict[str, Any] = json.loads(json.dumps(self._json()))
         return copy
 
     def save_hf(self, path: PathLike) -> None:
-        write_atomic(path, json.dumps(self._obj, ensure_ascii=False, indent=1).encode("utf-8"))
+        write_atomic(path, json.dumps(self._json(), ensure_ascii=False, indent=1).encode("utf-8"))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """tokenizer.bin cannot hold what makes this tokenizer differ from a plain one."""
@@ -706,11 +720,10 @@ def _from_json(
     pattern: str | SplitPattern = compiled if compiled is not None else "gpt2"
     template_adds = post.template is not None and add_special_tokens and post.template.added(False) > 0
     # The plain case and a file converted from ranks, read from the file's bytes
-    # (tokenizer_json.py) when the result can be a plain Tokenizer; the rest from the JSON.
+    # (tokenizer_json.py); any other case from the JSON.
     got: tuple[list[AddedToken], TokenizerFields, bool] | None = None
     if scanned is not None:
-        if plain_ok and not forms and compiled is not None and not template_adds:
-            got = _scanned_vocabulary(scanned, source, listed, ignore_merges, pattern)
+        got = _scanned_vocabulary(scanned, source, listed, ignore_merges, pattern)
         if got is None:
             scanned.fill(obj)
     raw_vocab: Mapping[str, int] = model.get("vocab")
@@ -748,8 +761,6 @@ def _from_json(
     ) and (len({t.normalized for t in added}) <= 1 or not forms)
     if plain_ok and plain_added and not forms and compiled is not None and whole is None and not template_adds and not unreachable:
         return core
-    if scanned is not None and got is not None:
-        scanned.fill(obj)  # the HFTokenizer keeps the file's JSON
     return HFTokenizer(
         core,
         obj=obj,
@@ -760,6 +771,7 @@ def _from_json(
         whole=whole,
         post=post,
         add_special_tokens=add_special_tokens,
+        scanned=scanned if got is not None else None,  # its JSON filled when first needed
     )
 
 

@@ -235,7 +235,7 @@ def _transformers_folder(where: str, options: dict[str, Any]) -> HFTokenizer:
     as transformers applies them (its update_post_processor replaces the template when either
     is set explicitly)."""
     path = _join(where, "tokenizer.json")
-    obj = load_json(path, "tokenizer.json")
+    obj, scanned = read_json_file(path, "tokenizer.json")
     config_path = _join(where, "tokenizer_config.json")
     config: dict[str, Any] = {}
     if _isfile(config_path):
@@ -243,7 +243,7 @@ def _transformers_folder(where: str, options: dict[str, Any]) -> HFTokenizer:
         if not isinstance(raw, dict):
             raise FormatError(f"{config_path}: not a JSON object")
         config = raw
-    tok = from_json(obj, path, add_special_tokens=options["add_special_tokens"], plain_ok=False)
+    tok = from_json(obj, path, add_special_tokens=options["add_special_tokens"], plain_ok=False, scanned=scanned)
     assert isinstance(tok, HFTokenizer)
     tok.bos_token = _token_name(config.get("bos_token"))
     tok.eos_token = _token_name(config.get("eos_token"))

@@ -53,8 +53,8 @@ def outcome(make: Callable[[], Any]) -> tuple[Any, ...]:
         tok = make()
     except (MnemoError, ValueError) as exc:
         return ("error", type(exc).__name__, str(exc))
-    if isinstance(tok, HFTokenizer):
-        return ("hf", tok.encode(SAMPLE, allowed_special="all"), tok.n_vocab)
+    if isinstance(tok, HFTokenizer):  # its JSON too: read in parts, it is put back when needed
+        return ("hf", tok.encode(SAMPLE, allowed_special="all"), tok.n_vocab, tok.fingerprint, tok.to_hf_json())
     return ("plain", tok.fingerprint, sorted(tok.special_tokens.items()), tok.encode(SAMPLE, allowed_special="all"))
 
 
@@ -154,18 +154,29 @@ def test_the_compiled_merges_are_the_string_ways(small: Tokenizer, tmp_path: Pat
     assert [key.decode("utf-8") for key in plain.public_keys()] == keys
 
 
-def test_a_pipeline_keeps_the_whole_json(small: Tokenizer, tmp_path: Path) -> None:
-    """A file the plain case does not hold (an added token with lstrip) is an HFTokenizer whose
-    JSON is the file's, as json.loads gives it."""
+@pytest.mark.parametrize("extra", ["lstrip", "nfc", "folder"])
+def test_a_pipeline_keeps_the_whole_json(small: Tokenizer, tmp_path: Path, extra: str) -> None:
+    """A file that is more than a plain Tokenizer (an added token with lstrip, a normalizer, a
+    transformers folder) is an HFTokenizer whose core is read the compiled way and whose JSON,
+    put back when first needed, is the file's as json.loads gives it."""
     obj = to_hf_json(small)
-    obj["added_tokens"][0]["lstrip"] = True
+    if extra == "lstrip":
+        obj["added_tokens"][0]["lstrip"] = True
+    if extra == "nfc":
+        obj["normalizer"] = {"type": "NFC"}
     path = write(tmp_path / "tokenizer.json", obj, ensure_ascii=False)
-    fast, whole = both(path)
+    where = tmp_path if extra == "folder" else path
+    fast, whole = both(where)
     assert fast == whole and fast[0] == "hf"
-    tok = mnemo.load(str(path))
+    assert plain_taken(where)
+    tok = mnemo.load(str(where))
     assert isinstance(tok, HFTokenizer)
+    # what workers rebuild it from: the whole file, read again the same two ways
+    rebuilt = HFTokenizer._from_worker_image(tok._for_workers())
+    assert rebuilt.encode(SAMPLE, allowed_special="all") == tok.encode(SAMPLE, allowed_special="all")
+    assert rebuilt.to_hf_json() == obj and rebuilt.fingerprint == tok.fingerprint
     tok.save_hf(tmp_path / "again.json")
-    assert json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))["model"] == obj["model"]
+    assert json.loads((tmp_path / "again.json").read_text(encoding="utf-8")) == obj
 
 
 # ---- the walk declines what it is not sure of ----
