@@ -111,7 +111,7 @@ def model_spans(data: bytes) -> Spans | None:
 
 def _model(data: bytes, i: i64, n: i64, spans: Spans, scratch: BytesWriter) -> i64:
     """Walk the "model" object whose '{' is at i, recording its vocab and merges in `spans`;
-    the index of its '}', or -1."""
+    the index after its '}', or -1."""
     i = skip_space(data, i + 1, n)
     while i < n and data[i] != _RBRACE:
         key_start = i + 1
@@ -156,7 +156,7 @@ def _member_key(data: bytes, i: i64, n: i64, scratch: BytesWriter) -> tuple[i64,
 
 def _after_member(data: bytes, i: i64, n: i64) -> i64:
     """After a member's value (i: the index after it, or -1): the index of the next member's
-    key, or of the object's '}', or -1 (n when the text ends)."""
+    key, or of the object's '}'; n when the text ends there or is malformed."""
     if i < 0:
         return n
     i = skip_space(data, i, n)
@@ -224,7 +224,7 @@ def skip_value(data: bytes, i: i64, n: i64, scratch: BytesWriter) -> i64:
 
 
 class PlainModel:
-    """model.vocab and model.merges of a file in the plain case, read by alphabet_merges.
+    """model.vocab (read_vocab), and what alphabet_merges or ranked_tokens make of the merges.
 
     `pairs` (the merges as pairs of mnemo's ids) and `public` (the file's id of each byte and
     merge) are what hf_pipeline._alphabet_merges returns; the vocabulary's keys (UTF-8) stay

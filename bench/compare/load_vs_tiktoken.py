@@ -18,7 +18,10 @@ the machine's load hits all alike; the best round counts, wall and CPU time:
   docs/formats.md "Trust");
 - mnemo load, verify: `Tokenizer.load(..., verify=True)`: what a file another program wrote costs;
 - mnemo pickle.loads: a pickled Tokenizer (every `datasets.map(num_proc=N)` worker);
-- mnemo load_tiktoken: `mnemo.load_tiktoken(plain file, preset)`, the same file tiktoken reads.
+- mnemo load_tiktoken: `mnemo.load_tiktoken(plain file, preset)`, the same file tiktoken reads;
+- mnemo.load tokenizer.json: the same vocabulary as a tokenizer.json (cl100k_base and o200k_base
+  written by `save_hf`; llama3_like converted by transformers' `TikTokenConverter`, Llama 3's
+  layout; bench/compare/load_vs_reference.py times these beside `tokenizers`).
 
 Ratios are mnemo's time over tiktoken's: of the best times, and the median of the rounds' own
 ratios (below 1: mnemo is faster).  The
@@ -41,6 +44,7 @@ from typing import Any
 
 import mnemo
 from mnemo import Tokenizer
+from mnemo.interop import save_hf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 from timing import race_calls  # noqa: E402
@@ -97,6 +101,16 @@ def plain_loader(name: str, plain: Path) -> Callable[[], Tokenizer]:
     return lambda: mnemo.load_tiktoken(plain, name)
 
 
+def write_tokenizer_json(name: str, tok: Tokenizer, plain: Path, path: Path) -> None:
+    """The vocabulary as a tokenizer.json: save_hf's, or Llama 3's layout for llama3_like."""
+    if name == "llama3_like":
+        from transformers.convert_slow_tokenizer import TikTokenConverter
+
+        TikTokenConverter(vocab_file=str(plain), extra_special_tokens=list(LLAMA3_SPECIALS)).converted().save(str(path))
+    else:
+        save_hf(tok, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="rounds; the best counts (default 5)")
@@ -118,7 +132,9 @@ def main() -> None:
             tok.save(binary)
             pickled = pickle.dumps(tok, protocol=pickle.HIGHEST_PROTOCOL)
             reference = build_tiktoken()
-            for form in (tok, Tokenizer.load(binary), pickle.loads(pickled)):
+            as_json = tmp / f"{name}.json"
+            write_tokenizer_json(name, tok, plain, as_json)
+            for form in (tok, Tokenizer.load(binary), pickle.loads(pickled), mnemo.load(as_json)):
                 assert form.encode(SAMPLE) == reference.encode(SAMPLE), "mnemo and tiktoken disagree"
             forms: dict[str, Callable[[], object]] = {
                 "tiktoken": build_tiktoken,
@@ -126,6 +142,7 @@ def main() -> None:
                 "mnemo load, verify": lambda: Tokenizer.load(binary, verify=True),
                 "mnemo pickle.loads": lambda: pickle.loads(pickled),
                 "mnemo load_tiktoken": load_plain,
+                "mnemo.load tokenizer.json": lambda: mnemo.load(as_json),
             }
             print(f"\n{name}: {tok.n_vocab:,} ids{' (ranked)' if tok.ranked else ''}, tokenizer.bin {binary.stat().st_size:,} bytes, pickle {len(pickled):,} bytes")
             race_calls(forms, args.rounds)
