@@ -27,7 +27,7 @@ from mnemo.errors import ConfigError, FormatError
 from mnemo.patterns import split
 from mnemo.pretokenize import pattern_id
 from mnemo.superword import (
-    KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
+    CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
     kind_in, split_coarse,
 )
 from mnemo.training import CountStats, TrainStats
@@ -191,14 +191,19 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
     counter = WordCounter(pid)
     for doc in docs:
         add_coarse(counter, doc, pid)
-    for scale in (1, 997):
+    for scale in (1, 997, 50_021):
         table = {w: c * scale for w, c in counter.to_dict().items()}
+        # the last scale puts counts past what one bucket entry holds (CNT_MAX)
+        assert scale < 50_000 or max(table.values()) > CNT_MAX
         blob, meta = pack_words(table)
         enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
         words = Stage2Words(enc, blob, meta, pid)
-        # a table that starts small and grows on the way counts the same
-        small = Stage2Words(enc, blob, meta, pid, slots=64)
+        # one bucket whose table starts small and grows on the way, and many buckets (more
+        # than there are pairs: some empty) count the same
+        small = Stage2Words(enc, blob, meta, pid, slots=64, bucket_bits=0)
         assert small.pmask + 1 >= 2 * small.n_pairs > 64
+        many = Stage2Words(enc, blob, meta, pid, slots=64, bucket_bits=14)
+        assert many.n_pairs == small.n_pairs and sorted(many.pkeys) == sorted(small.pkeys)
         pairs: Counter[int] = Counter()
         seqs: list[tuple[list[int], int]] = []
         for word, count in table.items():
