@@ -31,7 +31,7 @@ from mypy_extensions import i16, i32, i64
 
 from mnemo import _unicode_tables
 from mnemo.constants import MAX_PAIR_TOTAL
-from mnemo.count import MASK32, META_BYTES, WordCounter
+from mnemo.count import MASK32, META_BYTES, PackedCounts, WordCounter
 from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
 from mnemo.errors import ConfigError
 from mnemo.pretokenize_named import _char, chunk_end, pattern_id
@@ -187,7 +187,82 @@ def split_coarse(text: bytes, pattern: str = "mnemonic") -> list[bytes]:
     return out
 
 
-def add_coarse(counter: WordCounter, data: bytes, pattern: i64) -> None:
+class CoarseCounter:
+    """Stage 2's coarse chunks as the counting pass finds them, in two parts: a coarse chunk of
+    one stage-1 chunk (two of three on English: " the", ",") is counted in a WordCounter, where
+    it repeats; a longer one is written out as it comes, once per occurrence, not looked up --
+    most occur once (100 MB of English: 2.27 M occurrences, 1.80 M distinct, 77 MB), so a table
+    of them was a hash, a cache miss and a new bytes object for nearly every one, and nothing
+    downstream needs them distinct: Stage2Words adds up its pairs and PieceTable its pieces.
+
+    `to_packed` gives both as one count.PackedCounts whose words may repeat (a repeated coarse
+    chunk, a coarse chunk of one stage-1 chunk counted by two workers): its consumers add the
+    counts of equal words.  The tables of two workers are added up by concatenation
+    (training.CountSum)."""
+
+    single: WordCounter
+    blob: BytesWriter
+    meta: BytesWriter
+    max_chunk_bytes: i64
+    n_bytes: i64
+    n_chunks: i64
+    skipped: i64
+
+    def __init__(self, pattern: i64, max_chunk_bytes: i64) -> None:
+        self.single = WordCounter(pattern, max_chunk_bytes)
+        self.blob = BytesWriter()
+        self.meta = BytesWriter()
+        self.max_chunk_bytes = max_chunk_bytes
+        self.n_bytes = 0
+        self.n_chunks = 0
+        self.skipped = 0
+
+    def add(self, data: bytes, start: i64, end: i64, parts: i64) -> None:
+        """The coarse chunk (or piece of one) data[start:end] of `parts` stage-1 chunks, once."""
+        if parts == 1:
+            self.single.count(data, start, end, 1)
+            return
+        blob = self.blob
+        # eight bytes at a time, then the writer cut back to the chunk's end (a slice of `data`
+        # would be a bytes object a chunk)
+        n: i64 = len(blob)
+        i: i64 = start
+        while i < end and i + 8 <= len(data):
+            write_i64_le(blob, read_i64_le(data, i))
+            i += 8
+        while i < end:
+            blob.append(data[i])
+            i += 1
+        blob.truncate(n + end - start)
+        write_i64_le(self.meta, end - start)
+        write_i64_le(self.meta, 1)
+
+    def to_packed(self) -> PackedCounts:
+        """Both parts as one PackedCounts (the class docstring: words may repeat)."""
+        sblob, smeta = self.single.to_packed()
+        return PackedCounts(sblob + self.blob.getvalue(), smeta + self.meta.getvalue())
+
+    def to_dict(self) -> dict[bytes, int]:
+        """The counts as a dict (word bytes -> count), equal words added up."""
+        blob, meta = self.to_packed()
+        return summed_dict(blob, meta)
+
+
+def summed_dict(blob: bytes, meta: bytes) -> dict[bytes, int]:
+    """Packed counts whose words may repeat (CoarseCounter's) as a dict, equal words added up."""
+    result: dict[bytes, int] = {}
+    pos: i64 = 0
+    m: i64 = 0
+    while m < len(meta):
+        n = read_i64_le(meta, m)
+        w = blob[pos : pos + n]
+        result[w] = result.get(w, 0) + read_i64_le(meta, m + 8)
+        pos += n
+        m += META_BYTES
+    return result
+
+
+def add_coarse(counter: CoarseCounter, data: bytes, pattern: i64) -> None:
     """Count the coarse chunks of one document in `counter` (stage 2's words).  A coarse chunk
     longer than counter.max_chunk_bytes is counted in pieces cut at the last stage-1 boundary
     that fits; a stage-1 chunk longer than that alone is skipped (counted in `skipped`), as in
@@ -195,7 +270,7 @@ def add_coarse(counter: WordCounter, data: bytes, pattern: i64) -> None:
     add_both(None, counter, data, pattern)
 
 
-def add_both(words: WordCounter | None, coarse: WordCounter, data: bytes, pattern: i64) -> None:
+def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, pattern: i64) -> None:
     """One pass over a document's stage-1 chunks: each counted in `words` (as WordCounter.add
     would: the same skips of long chunks), and the coarse chunks they make in `coarse`
     (add_coarse's rule).  One walk instead of two: the chunk ends are found once."""
@@ -204,8 +279,8 @@ def add_both(words: WordCounter | None, coarse: WordCounter, data: bytes, patter
     end: i64 = len(data)
     n_fine: i64 = 0
     n_coarse: i64 = 0
-    start: i64 = 0  # the coarse chunk being built starts here
-    piece: i64 = 0  # ... and its piece being counted (a long coarse chunk is counted in pieces)
+    piece: i64 = 0  # the piece of the coarse chunk being counted starts here (a long coarse chunk is counted in pieces)
+    parts: i64 = 0  # ... and holds this many stage-1 chunks
     joinable = False  # it ends with a JOIN chunk
     pos: i64 = 0
     while pos < end:
@@ -221,24 +296,27 @@ def add_both(words: WordCounter | None, coarse: WordCounter, data: bytes, patter
         if not (joinable and k != KIND_HARD):
             # a new coarse chunk starts at pos: count what the last one has left
             if pos > piece:
-                coarse.count(data, piece, pos, 1)
+                coarse.add(data, piece, pos, parts)
                 n_coarse += 1
-            start = pos
             piece = pos
+            parts = 0
         if e - piece > limit:
             # the piece cannot take this chunk: count it up to here, and the chunk starts the next
             # piece, or is skipped when it is too long alone
             if pos > piece:
-                coarse.count(data, piece, pos, 1)
+                coarse.add(data, piece, pos, parts)
                 n_coarse += 1
             piece = pos
+            parts = 0
             if n > limit:
                 coarse.skipped += 1
                 piece = e
+        if piece != e:
+            parts += 1
         joinable = k == KIND_JOIN
         pos = e
     if end > piece:
-        coarse.count(data, piece, end, 1)
+        coarse.add(data, piece, end, parts)
         n_coarse += 1
     coarse.n_bytes += end
     coarse.n_chunks += n_coarse

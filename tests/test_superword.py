@@ -27,7 +27,7 @@ from mnemo.errors import ConfigError, FormatError
 from mnemo.patterns import split
 from mnemo.pretokenize import pattern_id
 from mnemo.superword import (
-    CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
+    CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, CoarseCounter, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
     kind_in, split_coarse,
 )
 from mnemo.training import CountStats, TrainStats
@@ -116,18 +116,53 @@ def test_coarse_counting_matches_naive(corpus_docs: Callable[..., list[str]], li
     """add_coarse against reference_superword.count_coarse, with the usual limit and one that
     cuts most coarse chunks into pieces (and skips longer stage-1 chunks)."""
     docs = [d.encode() for name in CORPORA for d in corpus_docs(name, max_bytes=40_000)]
-    counter = WordCounter(pattern_id("mnemonic"), limit)
+    counter = CoarseCounter(pattern_id("mnemonic"), limit)
     for doc in docs:
         add_coarse(counter, doc, pattern_id("mnemonic"))
-    assert counter.to_dict() == naive.count_coarse(docs, "mnemonic", limit)
-    assert counter.n_bytes == sum(map(len, docs))
+    want = naive.count_coarse(docs, "mnemonic", limit)
+    assert counter.to_dict() == want
+    assert counter.n_bytes == sum(map(len, docs)) and counter.n_chunks == sum(want.values())
+    # a coarse chunk of one stage-1 chunk is counted in the table, a longer one written out as it comes
+    blob, meta = counter.to_packed()
+    listed = [(w, c) for w, c in zip(split_packed(blob, meta), counts_of(meta))]
+    assert {w for w, _ in listed if len(split(w, "mnemonic")) == 1} == set(counter.single.to_dict())
+    assert all(c == 1 for w, c in listed if len(split(w, "mnemonic")) > 1)
+    assert len(listed) > len(want)  # some longer ones repeat
     # training's one pass counts stage 1's words as WordCounter.add does, and the same coarse chunks
-    words, coarse, plain = (WordCounter(pattern_id("mnemonic"), limit) for _ in range(3))
+    words, plain = (WordCounter(pattern_id("mnemonic"), limit) for _ in range(2))
+    coarse = CoarseCounter(pattern_id("mnemonic"), limit)
     for doc in docs:
         add_both(words, coarse, doc, pattern_id("mnemonic"))
         plain.add(doc)
-    assert words.to_dict() == plain.to_dict() and coarse.to_dict() == counter.to_dict()
+    assert words.to_dict() == plain.to_dict() and coarse.to_dict() == want
+    assert coarse.to_packed() == counter.to_packed()
     assert (words.n_bytes, words.n_chunks, words.skipped) == (plain.n_bytes, plain.n_chunks, plain.skipped)
+
+
+def split_packed(blob: bytes, meta: bytes) -> list[bytes]:
+    out, pos = [], 0
+    for m in range(0, len(meta), 16):
+        n = int.from_bytes(meta[m : m + 8], "little")
+        out.append(blob[pos : pos + n])
+        pos += n
+    return out
+
+
+def counts_of(meta: bytes) -> list[int]:
+    return [int.from_bytes(meta[m + 8 : m + 16], "little") for m in range(0, len(meta), 16)]
+
+
+def test_coarse_chunks_written_out_at_the_end_of_a_document() -> None:
+    """A longer coarse chunk is copied eight bytes at a time: one that ends the document, whose
+    last eight bytes are not all there, and every length up to 40 at every place."""
+    pid = pattern_id("mnemonic")
+    for n in range(1, 40):
+        text = b" ".join(b"abcde"[: i % 5 + 1] for i in range(n))  # letters: one coarse chunk
+        for cut in range(len(text) + 1):
+            doc = text[:cut]
+            counter = CoarseCounter(pid, 256)
+            add_coarse(counter, doc, pid)
+            assert counter.to_dict() == naive.count_coarse([doc], "mnemonic", 256), (n, cut)
 
 
 # ---- training ------------------------------------------------------------------------------
@@ -188,7 +223,7 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
     merges = mnemo.train_from_iterator(english[:60], vocab_size=700 + 16, workers=1).merges
     ranks1 = naive_bpe.merge_ranks(merges)
     pid = pattern_id("mnemonic")
-    counter = WordCounter(pid)
+    counter = CoarseCounter(pid, 256)
     for doc in docs:
         add_coarse(counter, doc, pid)
     for scale in (1, 997, 50_021):
