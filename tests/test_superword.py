@@ -5,6 +5,7 @@ the cut of stage 2's words, files, streaming, linear time and the command line."
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import time
@@ -137,6 +138,20 @@ def test_coarse_counting_matches_naive(corpus_docs: Callable[..., list[str]], li
     assert words.to_dict() == plain.to_dict() and coarse.to_dict() == want
     assert coarse.to_packed() == counter.to_packed()
     assert (words.n_bytes, words.n_chunks, words.skipped) == (plain.n_bytes, plain.n_chunks, plain.skipped)
+
+
+def test_coarse_counting_of_many_distinct_short_chunks() -> None:
+    """Coarse chunks of one stage-1 chunk are counted in CoarseCounter's table, which grows on
+    the way: 20,000 distinct words, one a line, some twice, against the naive count."""
+    pid = pattern_id("mnemonic")
+    words = ["".join(w) for w in itertools.islice(itertools.product("abcdefghij", repeat=5), 20_000)]
+    docs = ["\n".join(words + words[::7]).encode(), b"ab\nab\nab", b"a"]
+    counter = CoarseCounter(pid, 256)
+    for doc in docs:
+        add_coarse(counter, doc, pid)
+    want = naive.count_coarse(docs, "mnemonic", 256)
+    assert len(want) > 20_000
+    assert counter.to_dict() == want
 
 
 def split_packed(blob: bytes, meta: bytes) -> list[bytes]:
