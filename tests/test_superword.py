@@ -210,24 +210,30 @@ def test_fast_training_equals_naive(english: list[str], tie: str) -> None:
 
 
 def test_the_cut_of_stage_two_is_exact(english: list[str]) -> None:
-    """Stage2Words.pieces: the estimated threshold, the always-exact 2 and one so high that the
-    run falls back give the same merges (and a fallback says so)."""
+    """Stage2Words.pieces: the estimated threshold, the always-exact 2, one so high that the
+    run falls back (halving down to one that holds: many runs) and one just above the last
+    merge's count (one fallback) give the same merges, and a fallback says so."""
     docs = english[:120]
     runs = []
     old = superbpe.SEAMS.theta
     try:
-        for theta in (None, 2, 10**9):
+        first = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1200, workers=1)
+        assert first.merge_counts is not None
+        above = first.merge_counts[-1] + 1
+        for theta in (None, 2, 10**9, above):
             superbpe.SEAMS.theta = theta
             stats = TrainStats(CountStats())
             tok = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1200, workers=1, stats=stats)
             runs.append((tok.merges, tok.merge_counts, stats.stage2))
     finally:
         superbpe.SEAMS.theta = old
-    (m0, c0, s0), (m2, c2, s2), (mh, ch, sh) = runs
-    assert m0 == m2 == mh and c0 == c2 == ch
-    assert s0 is not None and s2 is not None and sh is not None
-    assert s0.theta >= 2 and not s0.fell_back and s0.piece_tokens < s0.tokens
-    assert sh.fell_back and sh.theta == 2 and not s2.fell_back
+    (m0, c0, s0), (m2, c2, s2), (mh, ch, sh), (ma, ca, sa) = runs
+    assert m0 == m2 == mh == ma == first.merges and c0 == c2 == ch == ca == first.merge_counts
+    assert s0 is not None and s2 is not None and sh is not None and sa is not None
+    assert s0.theta >= 2 and not s0.fell_back and s0.runs == 1 and s0.piece_tokens < s0.tokens
+    assert not s2.fell_back and s2.runs == 1
+    assert sh.fell_back and sh.runs > 20 and 2 <= sh.theta < above
+    assert sa.fell_back and sa.runs == 2 and sa.theta == max(2, above // 2) and sa.piece_tokens < s2.piece_tokens
 
 
 def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
