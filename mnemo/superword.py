@@ -69,6 +69,8 @@ PAIR_SLOTS: Final[i64] = 1 << 14
 PAIR_SHIFT: Final[i64] = 20
 CNT_BITS: Final[i64] = 21
 CNT_MAX: Final[i64] = 0x1FFFFF
+#: PieceTable.packed sorts 16 bits a pass.
+RADIX: Final[i64] = 1 << 16
 #: Stage2Words.count_at_rank keeps counts below this in a histogram.
 RANK_CAP: Final[i64] = 1 << 16
 
@@ -279,7 +281,7 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
     end: i64 = len(data)
     n_fine: i64 = 0
     n_coarse: i64 = 0
-    piece: i64 = 0  # the piece of the coarse chunk being counted starts here (a long coarse chunk is counted in pieces)
+    piece: i64 = 0  # the coarse chunk being counted starts here (a long one is counted in pieces)
     parts: i64 = 0  # ... and holds this many stage-1 chunks
     joinable = False  # it ends with a JOIN chunk
     pos: i64 = 0
@@ -1012,19 +1014,72 @@ class PieceTable:
 
     def packed(self, ids: vec[i32]) -> tuple[bytes, bytes]:
         """The distinct pieces as packed counts (count.PackedCounts' layout), their ids four bytes
-        each (little-endian), in table order."""
-        blob = BytesWriter()
-        meta = BytesWriter()
+        each (little-endian), in the order of their first three ids.  Sorted so, the pieces that
+        begin alike lie together, and the merge loop's block index (merge_loop._Words) skips
+        more blocks: its stage-2 run on 100 MB of English took 1.55 s of CPU on sorted pieces
+        against 1.99 s in table (hash) order, the same merges."""
         slots = self.slots
+        keys = vec[i64](capacity=self.n)
+        refs = vec[i64](capacity=self.n)
         r: i64 = 0
         while r < len(slots):
             if slots[r] != 0:
-                n = slots[r] >> 32
-                write_i64_le(meta, 4 * n)
-                write_i64_le(meta, slots[r + 2])
-                _write_ids(blob, ids, slots[r + 3], n)
+                head = slots[r + 1]
+                # the first three ids, a missing third one as 0 (`add` packs two alone)
+                keys = append(keys, head if (slots[r] >> 32) > 2 else head << ID_BITS)
+                refs = append(refs, r)
             r += PIECE_FIELDS
+        refs = _sorted_by(keys, refs)
+        blob = BytesWriter()
+        meta = BytesWriter()
+        k: i64 = 0
+        while k < len(refs):
+            r = refs[k]
+            n = slots[r] >> 32
+            write_i64_le(meta, 4 * n)
+            write_i64_le(meta, slots[r + 2])
+            _write_ids(blob, ids, slots[r + 3], n)
+            k += 1
         return blob.getvalue(), meta.getvalue()
+
+
+def _sorted_by(keys: vec[i64], values: vec[i64]) -> vec[i64]:
+    """`values` in the order of their `keys` (each >= 0), equal keys in their order: a radix sort
+    of four passes of 16 bits (a list of a million boxed ints to sort cost more)."""
+    n: i64 = len(keys)
+    k2 = vec[i64](capacity=n)
+    v2 = vec[i64](capacity=n)
+    i: i64 = 0
+    while i < n:
+        k2 = append(k2, 0)
+        v2 = append(v2, 0)
+        i += 1
+    shift: i64 = 0
+    while shift < 64:
+        at = vec[i64](capacity=RADIX + 1)
+        d: i64 = 0
+        while d <= RADIX:
+            at = append(at, 0)
+            d += 1
+        i = 0
+        while i < n:
+            at[((keys[i] >> shift) & (RADIX - 1)) + 1] += 1
+            i += 1
+        d = 1
+        while d <= RADIX:
+            at[d] += at[d - 1]
+            d += 1
+        i = 0
+        while i < n:
+            d = (keys[i] >> shift) & (RADIX - 1)
+            k2[at[d]] = keys[i]
+            v2[at[d]] = values[i]
+            at[d] += 1
+            i += 1
+        keys, k2 = k2, keys
+        values, v2 = v2, values
+        shift += 16
+    return values
 
 
 def _write_ids(dst: BytesWriter, ids: vec[i32], start: i64, n: i64) -> None:

@@ -6,6 +6,7 @@ the cut of stage 2's words, files, streaming, linear time and the command line."
 from __future__ import annotations
 
 import itertools
+import random
 import subprocess
 import sys
 import time
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from librt.vecs import vec
+from mypy_extensions import i64
 
 import mnemo
 from mnemo import Tokenizer
@@ -29,7 +32,7 @@ from mnemo.patterns import split
 from mnemo.pretokenize import pattern_id
 from mnemo.superword import (
     CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, CoarseCounter, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
-    kind_in, split_coarse,
+    _sorted_by, kind_in, split_coarse,
 )
 from mnemo.training import CountStats, TrainStats
 
@@ -285,11 +288,27 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
                 for a, b in zip(cuts, cuts[1:]):
                     if b - a >= 2:
                         want[b"".join(t.to_bytes(4, "little") for t in ids[a:b])] += count
-            assert packed_to_dict(*words.pieces(theta)) == dict(want), theta
+            pblob, pmeta = words.pieces(theta)
+            assert packed_to_dict(pblob, pmeta) == dict(want), theta
+            # in the order of their first three ids (a missing third as 0)
+            heads = [(p + [0])[:3] for p in ([int.from_bytes(w[i : i + 4], "little") for i in range(0, len(w), 4)]
+                                             for w in split_packed(pblob, pmeta))]
+            assert heads == sorted(heads), theta
     # the pair counts' bound: a word of three tokens or more counted 2**62 times passes it
     blob, meta = pack_words({b" the cat sat": 1, b" on the mat and": 2**62})
     with pytest.raises(ConfigError, match="would pass"):
         Stage2Words(SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD), blob, meta, pid)
+
+
+def test_radix_sort_of_the_pieces() -> None:
+    """superword._sorted_by: values in the order of their keys, equal keys in their first order
+    (keys of every 16-bit digit, up to 2**63 - 1, and many repeats)."""
+    rng = random.Random(30)
+    keys = [rng.choice([0, 1, 2**16 - 1, 2**16, 2**62 + 5, 2**63 - 1, rng.randrange(2**63), rng.randrange(50)])
+            for _ in range(5000)]
+    got = _sorted_by(vec[i64](keys), vec[i64](range(len(keys))))
+    assert list(got) == sorted(range(len(keys)), key=lambda i: keys[i])
+    assert list(_sorted_by(vec[i64](), vec[i64]())) == []
 
 
 def test_four_word_limit_and_superwords_exist(trained: Tokenizer) -> None:
