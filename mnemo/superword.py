@@ -31,7 +31,7 @@ from mypy_extensions import i16, i32, i64
 
 from mnemo import _unicode_tables
 from mnemo.constants import MAX_PAIR_TOTAL
-from mnemo.count import MASK32, META_BYTES, WordCounter
+from mnemo.count import MASK32, META_BYTES, PackedCounts, WordCounter
 from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
 from mnemo.errors import ConfigError
 from mnemo.pretokenize_named import _char, chunk_end, pattern_id
@@ -61,6 +61,16 @@ HASH_MUL: Final[i64] = 0x2545F4914F6CDD1D
 HASH_SHIFT: Final[i64] = 40
 PIECE_MUL: Final[i64] = 0x3C6EF372FE94F82B
 PIECE_FIELDS: Final[i64] = 4
+#: Stage2Words.count_pairs: 2 ** PAIR_BUCKET_BITS buckets, each counted in a table of first
+#: PAIR_SLOTS slots (100 MB of English: about 10,000 distinct pairs a bucket, a table of 32,768
+#: slots, 512 KB, in the cache); an entry holds a count of up to CNT_MAX.
+PAIR_BUCKET_BITS: Final[i64] = 8
+PAIR_SLOTS: Final[i64] = 1 << 14
+PAIR_SHIFT: Final[i64] = 20
+CNT_BITS: Final[i64] = 21
+CNT_MAX: Final[i64] = 0x1FFFFF
+#: PieceTable.packed sorts 16 bits a pass.
+RADIX: Final[i64] = 1 << 16
 #: Stage2Words.count_at_rank keeps counts below this in a histogram.
 RANK_CAP: Final[i64] = 1 << 16
 
@@ -179,7 +189,82 @@ def split_coarse(text: bytes, pattern: str = "mnemonic") -> list[bytes]:
     return out
 
 
-def add_coarse(counter: WordCounter, data: bytes, pattern: i64) -> None:
+class CoarseCounter:
+    """Stage 2's coarse chunks as the counting pass finds them, in two parts: a coarse chunk of
+    one stage-1 chunk (two of three on English: " the", ",") is counted in a WordCounter, where
+    it repeats; a longer one is written out as it comes, once per occurrence, not looked up --
+    most occur once (100 MB of English: 2.27 M occurrences, 1.80 M distinct, 77 MB), so a table
+    of them was a hash, a cache miss and a new bytes object for nearly every one, and nothing
+    downstream needs them distinct: Stage2Words adds up its pairs and PieceTable its pieces.
+
+    `to_packed` gives both as one count.PackedCounts whose words may repeat (a repeated coarse
+    chunk, a coarse chunk of one stage-1 chunk counted by two workers): its consumers add the
+    counts of equal words.  The tables of two workers are added up by concatenation
+    (training.CountSum)."""
+
+    single: WordCounter
+    blob: BytesWriter
+    meta: BytesWriter
+    max_chunk_bytes: i64
+    n_bytes: i64
+    n_chunks: i64
+    skipped: i64
+
+    def __init__(self, pattern: i64, max_chunk_bytes: i64) -> None:
+        self.single = WordCounter(pattern, max_chunk_bytes)
+        self.blob = BytesWriter()
+        self.meta = BytesWriter()
+        self.max_chunk_bytes = max_chunk_bytes
+        self.n_bytes = 0
+        self.n_chunks = 0
+        self.skipped = 0
+
+    def add(self, data: bytes, start: i64, end: i64, parts: i64) -> None:
+        """The coarse chunk (or piece of one) data[start:end] of `parts` stage-1 chunks, once."""
+        if parts == 1:
+            self.single.count(data, start, end, 1)
+            return
+        blob = self.blob
+        # eight bytes at a time, then the writer cut back to the chunk's end (a slice of `data`
+        # would be a bytes object a chunk)
+        n: i64 = len(blob)
+        i: i64 = start
+        while i < end and i + 8 <= len(data):
+            write_i64_le(blob, read_i64_le(data, i))
+            i += 8
+        while i < end:
+            blob.append(data[i])
+            i += 1
+        blob.truncate(n + end - start)
+        write_i64_le(self.meta, end - start)
+        write_i64_le(self.meta, 1)
+
+    def to_packed(self) -> PackedCounts:
+        """Both parts as one PackedCounts (the class docstring: words may repeat)."""
+        sblob, smeta = self.single.to_packed()
+        return PackedCounts(sblob + self.blob.getvalue(), smeta + self.meta.getvalue())
+
+    def to_dict(self) -> dict[bytes, int]:
+        """The counts as a dict (word bytes -> count), equal words added up."""
+        blob, meta = self.to_packed()
+        return summed_dict(blob, meta)
+
+
+def summed_dict(blob: bytes, meta: bytes) -> dict[bytes, int]:
+    """Packed counts whose words may repeat (CoarseCounter's) as a dict, equal words added up."""
+    result: dict[bytes, int] = {}
+    pos: i64 = 0
+    m: i64 = 0
+    while m < len(meta):
+        n = read_i64_le(meta, m)
+        w = blob[pos : pos + n]
+        result[w] = result.get(w, 0) + read_i64_le(meta, m + 8)
+        pos += n
+        m += META_BYTES
+    return result
+
+
+def add_coarse(counter: CoarseCounter, data: bytes, pattern: i64) -> None:
     """Count the coarse chunks of one document in `counter` (stage 2's words).  A coarse chunk
     longer than counter.max_chunk_bytes is counted in pieces cut at the last stage-1 boundary
     that fits; a stage-1 chunk longer than that alone is skipped (counted in `skipped`), as in
@@ -187,7 +272,7 @@ def add_coarse(counter: WordCounter, data: bytes, pattern: i64) -> None:
     add_both(None, counter, data, pattern)
 
 
-def add_both(words: WordCounter | None, coarse: WordCounter, data: bytes, pattern: i64) -> None:
+def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, pattern: i64) -> None:
     """One pass over a document's stage-1 chunks: each counted in `words` (as WordCounter.add
     would: the same skips of long chunks), and the coarse chunks they make in `coarse`
     (add_coarse's rule).  One walk instead of two: the chunk ends are found once."""
@@ -196,8 +281,8 @@ def add_both(words: WordCounter | None, coarse: WordCounter, data: bytes, patter
     end: i64 = len(data)
     n_fine: i64 = 0
     n_coarse: i64 = 0
-    start: i64 = 0  # the coarse chunk being built starts here
-    piece: i64 = 0  # ... and its piece being counted (a long coarse chunk is counted in pieces)
+    piece: i64 = 0  # the coarse chunk being counted starts here (a long one is counted in pieces)
+    parts: i64 = 0  # ... and holds this many stage-1 chunks
     joinable = False  # it ends with a JOIN chunk
     pos: i64 = 0
     while pos < end:
@@ -213,24 +298,27 @@ def add_both(words: WordCounter | None, coarse: WordCounter, data: bytes, patter
         if not (joinable and k != KIND_HARD):
             # a new coarse chunk starts at pos: count what the last one has left
             if pos > piece:
-                coarse.count(data, piece, pos, 1)
+                coarse.add(data, piece, pos, parts)
                 n_coarse += 1
-            start = pos
             piece = pos
+            parts = 0
         if e - piece > limit:
             # the piece cannot take this chunk: count it up to here, and the chunk starts the next
             # piece, or is skipped when it is too long alone
             if pos > piece:
-                coarse.count(data, piece, pos, 1)
+                coarse.add(data, piece, pos, parts)
                 n_coarse += 1
             piece = pos
+            parts = 0
             if n > limit:
                 coarse.skipped += 1
                 piece = e
+        if piece != e:
+            parts += 1
         joinable = k == KIND_JOIN
         pos = e
     if end > piece:
-        coarse.count(data, piece, end, 1)
+        coarse.add(data, piece, end, parts)
         n_coarse += 1
     coarse.n_bytes += end
     coarse.n_chunks += n_coarse
@@ -546,40 +634,48 @@ class Stage2Words:
     exact (a merge needs a count of 2); superbpe.learn_stage2 tries a higher one first and falls
     back when the run goes below it.  Pieces of one token hold no pair and go; equal pieces are
     counted once with their counts added (the common phrases), so the merge loop reads far
-    fewer tokens (docs/superword.md has the figures)."""
+    fewer tokens (docs/superword.md has the figures).
+
+    The pair counts (`count_pairs`) are added up in buckets: every occurrence goes as one i64
+    (key << CNT_BITS | count) to the bucket its hash's top bits name, one sequential pass, then
+    each bucket is counted in a small table that stays in the cache.  One table of every pair
+    (2.45 M distinct pairs of 100 MB of English: 128 MB) missed the cache on nearly every one of
+    the 16 M occurrences."""
 
     ids: vec[i32]
     ends: vec[i64]
     wcounts: vec[i64]
-    pairs: vec[i64]
-    pmask: i64
+    #: the distinct pairs (keys, counts), in bucket order
+    pkeys: vec[i64]
+    pcounts: vec[i64]
     n_pairs: i64
+    #: the bucket table's size at the end (mask + 1 slots), and a table of every pair built for
+    #: pair_count (tests) on its first call
+    pmask: i64
+    pairs: vec[i64]
+    lmask: i64
     hot: vec[i64]
     hmask: i64
 
-    def __init__(self, enc: SuperEncoder, blob: bytes, meta: bytes, pattern: i64, slots: i64 = 0) -> None:
-        """`slots`: the pair table's first size (a power of two; 0: from the size of `blob`, the
-        tests make it small so that the table grows)."""
+    def __init__(
+        self, enc: SuperEncoder, blob: bytes, meta: bytes, pattern: i64, slots: i64 = 0, bucket_bits: i64 = PAIR_BUCKET_BITS
+    ) -> None:
+        """`slots`: the bucket table's first size (a power of two; 0: PAIR_SLOTS), `bucket_bits`:
+        log2 of the number of buckets (the tests make both small so that the table grows)."""
         self.ids = vec[i32](capacity=len(blob) // 3)  # about 4 bytes a stage-1 token: no regrowth
         self.ends = vec[i64]()
         self.wcounts = vec[i64]()
-        # about one distinct pair per 30 bytes of coarse chunks (English: 2.45 M pairs in 78 MB on
-        # 100 MB of text), at most half the slots full: sized so that it does not grow (each
-        # growth rehashes every pair)
-        if slots <= 0:
-            slots = 65536
-            while slots * 16 < len(blob):
-                slots *= 2
-        self.pairs = vec[i64]([-1] * (2 * slots))
-        self.pmask = slots - 1
+        self.pkeys = vec[i64]()
+        self.pcounts = vec[i64]()
         self.n_pairs = 0
+        self.pmask = 0
+        self.pairs = vec[i64]()
+        self.lmask = 0
         self.hot = vec[i64]([-1])
         self.hmask = 0
         ids = self.ids
         ends = self.ends
         wcounts = self.wcounts
-        pairs = self.pairs
-        mask = self.pmask
         bpos: i64 = 0
         m: i64 = 0
         total: i64 = 0
@@ -593,32 +689,9 @@ class Stage2Words:
                     _too_many_pairs(blob[bpos : bpos + wlen])  # the slice only here, not a bytes object a word
                 total += wcount * (n - 1)
                 tk = enc.tk2
-                prev: i64 = tk[0]
-                ids = append(ids, i32(prev))
-                i: i64 = 1
+                i: i64 = 0
                 while i < n:
-                    x = tk[i]
-                    ids = append(ids, i32(x))
-                    # the pair's count, inline (a method call, and the table taken from self for
-                    # each pair, cost more than the probe's arithmetic); taken again after a growth
-                    key: i64 = (prev << ID_BITS) | x
-                    h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
-                    while True:
-                        k = pairs[2 * h]
-                        if k == key:
-                            pairs[2 * h + 1] += wcount
-                            break
-                        if k == -1:
-                            pairs[2 * h] = key
-                            pairs[2 * h + 1] = wcount
-                            self.n_pairs += 1
-                            if 2 * self.n_pairs > mask:
-                                self.grow()
-                                pairs = self.pairs
-                                mask = self.pmask
-                            break
-                        h = (h + 1) & mask
-                    prev = x
+                    ids = append(ids, i32(tk[i]))
                     i += 1
                 ends = append(ends, len(ids))
                 wcounts = append(wcounts, wcount)
@@ -626,27 +699,140 @@ class Stage2Words:
         self.ids = ids
         self.ends = ends
         self.wcounts = wcounts
+        self.count_pairs(PAIR_SLOTS if slots <= 0 else slots, bucket_bits)
 
-    def grow(self) -> None:
-        old = self.pairs
-        size: i64 = 2 * (self.pmask + 1)
-        pairs = vec[i64]([-1] * (2 * size))
+    def count_pairs(self, slots: i64, bucket_bits: i64) -> None:
+        """The count of every distinct adjacent pair of the words into pkeys / pcounts, through
+        2 ** bucket_bits buckets (the class docstring)."""
+        ids = self.ids
+        ends = self.ends
+        wcounts = self.wcounts
+        nb: i64 = 1 << bucket_bits
+        bshift: i64 = 64 - bucket_bits
+        bmask: i64 = nb - 1
+        # the entries of each bucket (a count above CNT_MAX takes more than one entry)
+        fill = vec[i64](capacity=nb + 1)
+        b: i64 = 0
+        while b <= nb:
+            fill = append(fill, 0)
+            b += 1
+        start: i64 = 0
+        w: i64 = 0
+        n_entries: i64 = 0
+        while w < len(ends):
+            end = ends[w]
+            parts: i64 = 1 + (wcounts[w] - 1) // CNT_MAX
+            i: i64 = start + 1
+            while i < end:
+                key: i64 = (i64(ids[i - 1]) << ID_BITS) | i64(ids[i])
+                b = ((key * HASH_MUL) >> bshift) & bmask if bucket_bits > 0 else 0
+                fill[b + 1] += parts
+                i += 1
+            n_entries += parts * (end - start - 1)
+            start = end
+            w += 1
+        # fill[b] becomes where bucket b starts, then (below) where its next entry goes
+        b = 1
+        while b <= nb:
+            fill[b] += fill[b - 1]
+            b += 1
+        entries = vec[i64](capacity=n_entries)
+        k: i64 = 0
+        while k < n_entries:
+            entries = append(entries, 0)
+            k += 1
+        start = 0
+        w = 0
+        while w < len(ends):
+            end = ends[w]
+            wc = wcounts[w]
+            i = start + 1
+            while i < end:
+                key = (i64(ids[i - 1]) << ID_BITS) | i64(ids[i])
+                b = ((key * HASH_MUL) >> bshift) & bmask if bucket_bits > 0 else 0
+                c: i64 = wc
+                while c > CNT_MAX:
+                    entries[fill[b]] = (key << CNT_BITS) | CNT_MAX
+                    fill[b] += 1
+                    c -= CNT_MAX
+                entries[fill[b]] = (key << CNT_BITS) | c
+                fill[b] += 1
+                i += 1
+            start = end
+            w += 1
+        # each bucket (now entries[fill[b - 1] : fill[b]], fill[-1] read as 0) in one small
+        # table, reused: emptied as its pairs are taken out
+        size: i64 = slots
+        table = vec[i64](capacity=2 * size)
+        k = 0
+        while k < 2 * size:
+            table = append(table, -1)
+            k += 1
         mask: i64 = size - 1
-        i: i64 = 0
-        while i < len(old):
-            key = old[i]
-            if key != -1:
-                h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
-                while pairs[2 * h] != -1:
+        pkeys = vec[i64](capacity=n_entries // 4 + 16)
+        pcounts = vec[i64](capacity=n_entries // 4 + 16)
+        lo: i64 = 0
+        b = 0
+        while b < nb:
+            hi = fill[b]
+            used: i64 = 0
+            k = lo
+            while k < hi:
+                e: i64 = entries[k]
+                key = e >> CNT_BITS
+                h: i64 = ((key * HASH_MUL) >> PAIR_SHIFT) & mask
+                while True:
+                    t = table[2 * h]
+                    if t == key:
+                        table[2 * h + 1] += e & CNT_MAX
+                        break
+                    if t == -1:
+                        table[2 * h] = key
+                        table[2 * h + 1] = e & CNT_MAX
+                        used += 1
+                        if 2 * used > mask:
+                            table = _grow_pairs(table, 2 * (mask + 1))
+                            mask = 2 * mask + 1
+                        break
                     h = (h + 1) & mask
-                pairs[2 * h] = key
-                pairs[2 * h + 1] = old[i + 1]
-            i += 2
-        self.pairs = pairs
+                k += 1
+            h = 0
+            while h <= mask and used > 0:
+                t = table[2 * h]
+                if t != -1:
+                    pkeys = append(pkeys, t)
+                    pcounts = append(pcounts, table[2 * h + 1])
+                    table[2 * h] = -1
+                    used -= 1
+                h += 1
+            lo = hi
+            b += 1
+        self.pkeys = pkeys
+        self.pcounts = pcounts
+        self.n_pairs = len(pkeys)
         self.pmask = mask
 
     def pair_count(self, key: i64) -> i64:
-        at = _slot(self.pairs, 2, self.pmask, key)
+        """The count of pair `key` (0 when it never occurs): a table of every pair, built on the
+        first call (the tests' look-up; training reads pkeys / pcounts in order)."""
+        if len(self.pairs) == 0:
+            size: i64 = 1024
+            while size < 2 * self.n_pairs:
+                size *= 2
+            pairs = vec[i64]([-1] * (2 * size))
+            mask: i64 = size - 1
+            i: i64 = 0
+            while i < self.n_pairs:
+                key2 = self.pkeys[i]
+                h: i64 = ((key2 * HASH_MUL) >> HASH_SHIFT) & mask
+                while pairs[2 * h] != -1:
+                    h = (h + 1) & mask
+                pairs[2 * h] = key2
+                pairs[2 * h + 1] = self.pcounts[i]
+                i += 1
+            self.pairs = pairs
+            self.lmask = mask
+        at = _slot(self.pairs, 2, self.lmask, key)
         return 0 if at < 0 else self.pairs[at + 1]
 
     def count_at_rank(self, k: i64) -> i64:
@@ -657,16 +843,15 @@ class Stage2Words:
             return 0
         hist = vec[i64]([0] * RANK_CAP)
         big: list[int] = []
-        pairs = self.pairs
+        pcounts = self.pcounts
         i: i64 = 0
-        while i < len(pairs):
-            if pairs[i] != -1:
-                c = pairs[i + 1]
-                if c >= RANK_CAP:
-                    big.append(int(c))
-                else:
-                    hist[c] += 1
-            i += 2
+        while i < len(pcounts):
+            c = pcounts[i]
+            if c >= RANK_CAP:
+                big.append(int(c))
+            else:
+                hist[c] += 1
+            i += 1
         if k <= len(big):
             big.sort(reverse=True)
             return big[k - 1]
@@ -680,29 +865,30 @@ class Stage2Words:
     def frequent(self, theta: i64) -> None:
         """The pairs of count >= theta into `hot`, a table of keys alone (open addressing, at
         most a quarter full): a few tens of thousands of pairs at the estimated theta, a table
-        that stays in the cache, where the table of every pair (128 MB on 100 MB of English)
+        that stays in the cache, where a table of every pair (128 MB on 100 MB of English)
         missed it on most lookups."""
-        pairs = self.pairs
+        pkeys = self.pkeys
+        pcounts = self.pcounts
         n: i64 = 0
         i: i64 = 0
-        while i < len(pairs):
-            if pairs[i] != -1 and pairs[i + 1] >= theta:
+        while i < len(pcounts):
+            if pcounts[i] >= theta:
                 n += 1
-            i += 2
+            i += 1
         size: i64 = 1024
         while size < 4 * n:
             size *= 2
         hot = vec[i64]([-1] * size)
         mask: i64 = size - 1
         i = 0
-        while i < len(pairs):
-            key = pairs[i]
-            if key != -1 and pairs[i + 1] >= theta:
+        while i < len(pcounts):
+            if pcounts[i] >= theta:
+                key = pkeys[i]
                 h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
                 while hot[h] != -1:
                     h = (h + 1) & mask
                 hot[h] = key
-            i += 2
+            i += 1
         self.hot = hot
         self.hmask = mask
 
@@ -828,19 +1014,72 @@ class PieceTable:
 
     def packed(self, ids: vec[i32]) -> tuple[bytes, bytes]:
         """The distinct pieces as packed counts (count.PackedCounts' layout), their ids four bytes
-        each (little-endian), in table order."""
-        blob = BytesWriter()
-        meta = BytesWriter()
+        each (little-endian), in the order of their first three ids.  Sorted so, the pieces that
+        begin alike lie together, and the merge loop's block index (merge_loop._Words) skips
+        more blocks: its stage-2 run on 100 MB of English took 1.55 s of CPU on sorted pieces
+        against 1.99 s in table (hash) order, the same merges."""
         slots = self.slots
+        keys = vec[i64](capacity=self.n)
+        refs = vec[i64](capacity=self.n)
         r: i64 = 0
         while r < len(slots):
             if slots[r] != 0:
-                n = slots[r] >> 32
-                write_i64_le(meta, 4 * n)
-                write_i64_le(meta, slots[r + 2])
-                _write_ids(blob, ids, slots[r + 3], n)
+                head = slots[r + 1]
+                # the first three ids, a missing third one as 0 (`add` packs two alone)
+                keys = append(keys, head if (slots[r] >> 32) > 2 else head << ID_BITS)
+                refs = append(refs, r)
             r += PIECE_FIELDS
+        refs = _sorted_by(keys, refs)
+        blob = BytesWriter()
+        meta = BytesWriter()
+        k: i64 = 0
+        while k < len(refs):
+            r = refs[k]
+            n = slots[r] >> 32
+            write_i64_le(meta, 4 * n)
+            write_i64_le(meta, slots[r + 2])
+            _write_ids(blob, ids, slots[r + 3], n)
+            k += 1
         return blob.getvalue(), meta.getvalue()
+
+
+def _sorted_by(keys: vec[i64], values: vec[i64]) -> vec[i64]:
+    """`values` in the order of their `keys` (each >= 0), equal keys in their order: a radix sort
+    of four passes of 16 bits (a list of a million boxed ints to sort cost more)."""
+    n: i64 = len(keys)
+    k2 = vec[i64](capacity=n)
+    v2 = vec[i64](capacity=n)
+    i: i64 = 0
+    while i < n:
+        k2 = append(k2, 0)
+        v2 = append(v2, 0)
+        i += 1
+    shift: i64 = 0
+    while shift < 64:
+        at = vec[i64](capacity=RADIX + 1)
+        d: i64 = 0
+        while d <= RADIX:
+            at = append(at, 0)
+            d += 1
+        i = 0
+        while i < n:
+            at[((keys[i] >> shift) & (RADIX - 1)) + 1] += 1
+            i += 1
+        d = 1
+        while d <= RADIX:
+            at[d] += at[d - 1]
+            d += 1
+        i = 0
+        while i < n:
+            d = (keys[i] >> shift) & (RADIX - 1)
+            k2[at[d]] = keys[i]
+            v2[at[d]] = values[i]
+            at[d] += 1
+            i += 1
+        keys, k2 = k2, keys
+        values, v2 = v2, values
+        shift += 16
+    return values
 
 
 def _write_ids(dst: BytesWriter, ids: vec[i32], start: i64, n: i64) -> None:
@@ -849,6 +1088,28 @@ def _write_ids(dst: BytesWriter, ids: vec[i32], start: i64, n: i64) -> None:
     while j < start + n:
         write_i32_le(dst, ids[j])
         j += 1
+
+
+def _grow_pairs(old: vec[i64], size: i64) -> vec[i64]:
+    """A (key, count) table of `size` slots (-1: empty) holding the pairs of `old`, which it
+    empties (Stage2Words.count_pairs reuses the table)."""
+    table = vec[i64](capacity=2 * size)
+    k: i64 = 0
+    while k < 2 * size:
+        table = append(table, -1)
+        k += 1
+    mask: i64 = size - 1
+    i: i64 = 0
+    while i < len(old):
+        key = old[i]
+        if key != -1:
+            h: i64 = ((key * HASH_MUL) >> PAIR_SHIFT) & mask
+            while table[2 * h] != -1:
+                h = (h + 1) & mask
+            table[2 * h] = key
+            table[2 * h + 1] = old[i + 1]
+        i += 2
+    return table
 
 
 def _slot(table: vec[i64], stride: i64, mask: i64, key: i64) -> i64:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Union, cast
 
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
-from mnemo.superword import add_both
+from mnemo.superword import CoarseCounter, add_both
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.workers import resolve_workers
@@ -198,7 +198,8 @@ class CountPart:
     n_bytes: int
     n_chunks: int
     skipped: int
-    #: The coarse chunks' table (CountSettings.coarse), empty otherwise.
+    #: The coarse chunks' table (CountSettings.coarse; superword.CoarseCounter: its words may
+    #: repeat), empty otherwise.
     coarse_blob: bytes = b""
     coarse_meta: bytes = b""
 
@@ -220,7 +221,7 @@ def count_task(settings: CountSettings, state: object, job: Task | Iterable[byte
             counter.add(doc)
         blob, meta = counter.to_packed()
         return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped)
-    coarse = WordCounter(pid, settings.max_chunk_bytes)
+    coarse = CoarseCounter(pid, settings.max_chunk_bytes)
     for doc in docs:
         add_both(counter, coarse, doc, pid)
     blob, meta = counter.to_packed()
@@ -256,12 +257,30 @@ class TableSum:
         return blob, meta
 
 
+class Concatenated:
+    """Coarse-chunk tables added up: their words may repeat (superword.CoarseCounter), so the
+    sum is the tables one after the other, joined once at the end."""
+
+    def __init__(self) -> None:
+        self.blobs: list[bytes] = []
+        self.metas: list[bytes] = []
+
+    def add(self, blob: bytes, meta: bytes) -> None:
+        self.blobs.append(blob)
+        self.metas.append(meta)
+
+    def result(self) -> tuple[bytes, bytes]:
+        if len(self.blobs) == 1:
+            return self.blobs[0], self.metas[0]
+        return b"".join(self.blobs), b"".join(self.metas)
+
+
 class CountSum:
     """The counting combine: the parts' tables (words, and coarse chunks when counted) added up."""
 
     def __init__(self, pattern: str, max_chunk_bytes: int) -> None:
         self.words = TableSum(pattern, max_chunk_bytes)
-        self.coarse = TableSum(pattern, max_chunk_bytes)
+        self.coarse = Concatenated()
         self.n_bytes = 0
         self.n_chunks = 0
         self.skipped = 0

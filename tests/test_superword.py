@@ -5,6 +5,8 @@ the cut of stage 2's words, files, streaming, linear time and the command line."
 
 from __future__ import annotations
 
+import itertools
+import random
 import subprocess
 import sys
 import time
@@ -15,6 +17,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from librt.vecs import vec
+from mypy_extensions import i64
 
 import mnemo
 from mnemo import Tokenizer
@@ -27,8 +31,8 @@ from mnemo.errors import ConfigError, FormatError
 from mnemo.patterns import split
 from mnemo.pretokenize import pattern_id
 from mnemo.superword import (
-    KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
-    kind_in, split_coarse,
+    CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, CoarseCounter, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
+    _sorted_by, kind_in, split_coarse,
 )
 from mnemo.training import CountStats, TrainStats
 
@@ -116,18 +120,67 @@ def test_coarse_counting_matches_naive(corpus_docs: Callable[..., list[str]], li
     """add_coarse against reference_superword.count_coarse, with the usual limit and one that
     cuts most coarse chunks into pieces (and skips longer stage-1 chunks)."""
     docs = [d.encode() for name in CORPORA for d in corpus_docs(name, max_bytes=40_000)]
-    counter = WordCounter(pattern_id("mnemonic"), limit)
+    counter = CoarseCounter(pattern_id("mnemonic"), limit)
     for doc in docs:
         add_coarse(counter, doc, pattern_id("mnemonic"))
-    assert counter.to_dict() == naive.count_coarse(docs, "mnemonic", limit)
-    assert counter.n_bytes == sum(map(len, docs))
+    want = naive.count_coarse(docs, "mnemonic", limit)
+    assert counter.to_dict() == want
+    assert counter.n_bytes == sum(map(len, docs)) and counter.n_chunks == sum(want.values())
+    # a coarse chunk of one stage-1 chunk is counted in the table, a longer one written out as it comes
+    blob, meta = counter.to_packed()
+    listed = [(w, c) for w, c in zip(split_packed(blob, meta), counts_of(meta))]
+    assert {w for w, _ in listed if len(split(w, "mnemonic")) == 1} == set(counter.single.to_dict())
+    assert all(c == 1 for w, c in listed if len(split(w, "mnemonic")) > 1)
+    assert len(listed) > len(want)  # some longer ones repeat
     # training's one pass counts stage 1's words as WordCounter.add does, and the same coarse chunks
-    words, coarse, plain = (WordCounter(pattern_id("mnemonic"), limit) for _ in range(3))
+    words, plain = (WordCounter(pattern_id("mnemonic"), limit) for _ in range(2))
+    coarse = CoarseCounter(pattern_id("mnemonic"), limit)
     for doc in docs:
         add_both(words, coarse, doc, pattern_id("mnemonic"))
         plain.add(doc)
-    assert words.to_dict() == plain.to_dict() and coarse.to_dict() == counter.to_dict()
+    assert words.to_dict() == plain.to_dict() and coarse.to_dict() == want
+    assert coarse.to_packed() == counter.to_packed()
     assert (words.n_bytes, words.n_chunks, words.skipped) == (plain.n_bytes, plain.n_chunks, plain.skipped)
+
+
+def test_coarse_counting_of_many_distinct_short_chunks() -> None:
+    """Coarse chunks of one stage-1 chunk are counted in CoarseCounter's table, which grows on
+    the way: 20,000 distinct words, one a line, some twice, against the naive count."""
+    pid = pattern_id("mnemonic")
+    words = ["".join(w) for w in itertools.islice(itertools.product("abcdefghij", repeat=5), 20_000)]
+    docs = ["\n".join(words + words[::7]).encode(), b"ab\nab\nab", b"a"]
+    counter = CoarseCounter(pid, 256)
+    for doc in docs:
+        add_coarse(counter, doc, pid)
+    want = naive.count_coarse(docs, "mnemonic", 256)
+    assert len(want) > 20_000
+    assert counter.to_dict() == want
+
+
+def split_packed(blob: bytes, meta: bytes) -> list[bytes]:
+    out, pos = [], 0
+    for m in range(0, len(meta), 16):
+        n = int.from_bytes(meta[m : m + 8], "little")
+        out.append(blob[pos : pos + n])
+        pos += n
+    return out
+
+
+def counts_of(meta: bytes) -> list[int]:
+    return [int.from_bytes(meta[m + 8 : m + 16], "little") for m in range(0, len(meta), 16)]
+
+
+def test_coarse_chunks_written_out_at_the_end_of_a_document() -> None:
+    """A longer coarse chunk is copied eight bytes at a time: one that ends the document, whose
+    last eight bytes are not all there, and every length up to 40 at every place."""
+    pid = pattern_id("mnemonic")
+    for n in range(1, 40):
+        text = b" ".join(b"abcde"[: i % 5 + 1] for i in range(n))  # letters: one coarse chunk
+        for cut in range(len(text) + 1):
+            doc = text[:cut]
+            counter = CoarseCounter(pid, 256)
+            add_coarse(counter, doc, pid)
+            assert counter.to_dict() == naive.count_coarse([doc], "mnemonic", 256), (n, cut)
 
 
 # ---- training ------------------------------------------------------------------------------
@@ -160,24 +213,30 @@ def test_fast_training_equals_naive(english: list[str], tie: str) -> None:
 
 
 def test_the_cut_of_stage_two_is_exact(english: list[str]) -> None:
-    """Stage2Words.pieces: the estimated threshold, the always-exact 2 and one so high that the
-    run falls back give the same merges (and a fallback says so)."""
+    """Stage2Words.pieces: the estimated threshold, the always-exact 2, one so high that the
+    run falls back (halving down to one that holds: many runs) and one just above the last
+    merge's count (one fallback) give the same merges, and a fallback says so."""
     docs = english[:120]
     runs = []
     old = superbpe.SEAMS.theta
     try:
-        for theta in (None, 2, 10**9):
+        first = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1200, workers=1)
+        assert first.merge_counts is not None
+        above = first.merge_counts[-1] + 1
+        for theta in (None, 2, 10**9, above):
             superbpe.SEAMS.theta = theta
             stats = TrainStats(CountStats())
             tok = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1200, workers=1, stats=stats)
             runs.append((tok.merges, tok.merge_counts, stats.stage2))
     finally:
         superbpe.SEAMS.theta = old
-    (m0, c0, s0), (m2, c2, s2), (mh, ch, sh) = runs
-    assert m0 == m2 == mh and c0 == c2 == ch
-    assert s0 is not None and s2 is not None and sh is not None
-    assert s0.theta >= 2 and not s0.fell_back and s0.piece_tokens < s0.tokens
-    assert sh.fell_back and sh.theta == 2 and not s2.fell_back
+    (m0, c0, s0), (m2, c2, s2), (mh, ch, sh), (ma, ca, sa) = runs
+    assert m0 == m2 == mh == ma == first.merges and c0 == c2 == ch == ca == first.merge_counts
+    assert s0 is not None and s2 is not None and sh is not None and sa is not None
+    assert s0.theta >= 2 and not s0.fell_back and s0.runs == 1 and s0.piece_tokens < s0.tokens
+    assert not s2.fell_back and s2.runs == 1
+    assert sh.fell_back and sh.runs > 20 and 2 <= sh.theta < above
+    assert sa.fell_back and sa.runs == 2 and sa.theta == max(2, above // 2) and sa.piece_tokens < s2.piece_tokens
 
 
 def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
@@ -188,17 +247,22 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
     merges = mnemo.train_from_iterator(english[:60], vocab_size=700 + 16, workers=1).merges
     ranks1 = naive_bpe.merge_ranks(merges)
     pid = pattern_id("mnemonic")
-    counter = WordCounter(pid)
+    counter = CoarseCounter(pid, 256)
     for doc in docs:
         add_coarse(counter, doc, pid)
-    for scale in (1, 997):
+    for scale in (1, 997, 50_021):
         table = {w: c * scale for w, c in counter.to_dict().items()}
+        # the last scale puts counts past what one bucket entry holds (CNT_MAX)
+        assert scale < 50_000 or max(table.values()) > CNT_MAX
         blob, meta = pack_words(table)
         enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
         words = Stage2Words(enc, blob, meta, pid)
-        # a table that starts small and grows on the way counts the same
-        small = Stage2Words(enc, blob, meta, pid, slots=64)
+        # one bucket whose table starts small and grows on the way, and many buckets (more
+        # than there are pairs: some empty) count the same
+        small = Stage2Words(enc, blob, meta, pid, slots=64, bucket_bits=0)
         assert small.pmask + 1 >= 2 * small.n_pairs > 64
+        many = Stage2Words(enc, blob, meta, pid, slots=64, bucket_bits=14)
+        assert many.n_pairs == small.n_pairs and sorted(many.pkeys) == sorted(small.pkeys)
         pairs: Counter[int] = Counter()
         seqs: list[tuple[list[int], int]] = []
         for word, count in table.items():
@@ -224,11 +288,27 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
                 for a, b in zip(cuts, cuts[1:]):
                     if b - a >= 2:
                         want[b"".join(t.to_bytes(4, "little") for t in ids[a:b])] += count
-            assert packed_to_dict(*words.pieces(theta)) == dict(want), theta
+            pblob, pmeta = words.pieces(theta)
+            assert packed_to_dict(pblob, pmeta) == dict(want), theta
+            # in the order of their first three ids (a missing third as 0)
+            heads = [(p + [0])[:3] for p in ([int.from_bytes(w[i : i + 4], "little") for i in range(0, len(w), 4)]
+                                             for w in split_packed(pblob, pmeta))]
+            assert heads == sorted(heads), theta
     # the pair counts' bound: a word of three tokens or more counted 2**62 times passes it
     blob, meta = pack_words({b" the cat sat": 1, b" on the mat and": 2**62})
     with pytest.raises(ConfigError, match="would pass"):
         Stage2Words(SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD), blob, meta, pid)
+
+
+def test_radix_sort_of_the_pieces() -> None:
+    """superword._sorted_by: values in the order of their keys, equal keys in their first order
+    (keys of every 16-bit digit, up to 2**63 - 1, and many repeats)."""
+    rng = random.Random(30)
+    keys = [rng.choice([0, 1, 2**16 - 1, 2**16, 2**62 + 5, 2**63 - 1, rng.randrange(2**63), rng.randrange(50)])
+            for _ in range(5000)]
+    got = _sorted_by(vec[i64](keys), vec[i64](range(len(keys))))
+    assert list(got) == sorted(range(len(keys)), key=lambda i: keys[i])
+    assert list(_sorted_by(vec[i64](), vec[i64]())) == []
 
 
 def test_four_word_limit_and_superwords_exist(trained: Tokenizer) -> None:
