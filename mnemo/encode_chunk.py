@@ -120,6 +120,14 @@ BYTES_8: Final = 0x0101010101010101
 MISS_STEP: Final = 2
 BYPASS_ON: Final = 32
 BYPASS_CHUNKS: Final = 1024
+# pieces_bpe's switch: a chunk where the search for a safe place failed adds 1 to a score, one
+# cut into pieces takes PIECES_GAIN off (not below 0).  Past PIECES_OFF, the next PIECES_SKIP
+# chunks go to short_bpe without the search, then the score starts again at PIECES_OFF // 2.
+# With cl100k most multilingual chunks have safe places (the score stays near 0); with o200k
+# few do (8-22 %), and the failed searches cost more instructions than the pieces saved.
+PIECES_GAIN: Final = 3
+PIECES_OFF: Final = 64
+PIECES_SKIP: Final = 1024
 # encode_huge's positions are i32 (20 bytes of memory a byte of the chunk; i64 would take 40).
 MAX_CHUNK: Final = (1 << 31) - 2
 NO_RANK: Final = 1 << 40
@@ -221,6 +229,7 @@ class Encoder:
     cc_ids: vec[i64]
     cc_max_slots: i64
     cc_max_words: i64
+    pieces_score: i64
 
     def __init__(
         self,
@@ -318,6 +327,7 @@ class Encoder:
         # the chunk cache's bounds (tests make them small to reach them)
         self.cc_max_slots = CC_SLOTS
         self.cc_max_words = CC_WORDS
+        self.pieces_score = 0
         self.cc_clear()
         # False: every chunk is looked up and inserted, however often its length misses (tests
         # of the tables' filling set it)
@@ -600,6 +610,7 @@ class Encoder:
         while slot < len(misses):
             misses[slot] = 0
             slot += 1
+        self.pieces_score = 0
 
     # ---- one chunk ----
 
@@ -757,17 +768,25 @@ class Encoder:
             if self.lwords_room > 0:
                 if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
                     return
-                dn: i64 = self.short_bpe(data, start, end)
-                dtk = self.tk
+                dn: i64 = self.pieces_bpe(data, start, end, dst)
+                if dn >= 0:
+                    # a piece of 8 bytes or more may have taken the slot where the probe ended
+                    if self.lwords_room <= 0:
+                        return
+                    while lwords[(lat << 2) + 1] != 0:
+                        lat = (lat + 1) & lmask
+                else:
+                    dn = self.short_bpe(data, start, end)
+                    dtk = self.tk
+                    dt: i64 = 0
+                    while dt < dn:
+                        emit(dst, dtk[dt], wide)
+                        dt += 1
                 dp: i64 = self.pack_ids(dn)
                 lwords[lat << 2] = lk0
                 lwords[(lat << 2) + 1] = lk1 | (dn << 60)
                 lwords[(lat << 2) + 2] = dp
                 self.lwords_room -= 1
-                dt: i64 = 0
-                while dt < dn:
-                    emit(dst, dtk[dt], wide)
-                    dt += 1
                 return
         self.cc_encode(data, start, end, dst)
 
@@ -818,13 +837,16 @@ class Encoder:
         if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
             return
         if n < LONG_CHUNK:
-            count = self.short_bpe(data, start, end)
+            count = self.pieces_bpe(data, start, end, dst)
             tk = self.tk
-            wide = self.wide
-            t = 0
-            while t < count:
-                emit(dst, tk[t], wide)
-                t += 1
+            if count < 0:
+                count = self.short_bpe(data, start, end)
+                tk = self.tk
+                wide = self.wide
+                t = 0
+                while t < count:
+                    emit(dst, tk[t], wide)
+                    t += 1
             self.cc_insert(data, start, end, tag, tk, count)
             return
         # encode_long writes to dst (and may come back here for the pieces of the chunk, which
@@ -844,6 +866,61 @@ class Encoder:
             got[t] = x
             t += 1
         self.cc_insert(data, start, end, tag, got, count)
+
+    def pieces_bpe(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> i64:
+        """The ids of a chunk of LONG_WORD_MIN to LONG_CHUNK - 1 bytes that missed the tables and
+        caches, by its pieces between safe places (encode_pieces), written to `dst` and copied
+        into self.tk[:count]; returns count, or -1, having written nothing, when the chunk is
+        shorter or has no safe place (the caller runs short_bpe).  Most chunks of scripts
+        written without spaces have safe places (with cl100k, 79 % of the distinct multilingual
+        chunks of 16-63 bytes, 34 % of those of 8-15 bytes), and their pieces are tokens the
+        word tables hold, or chunks seen before: a few lookups instead of a BPE whose every
+        step scans the chunk and looks up two pairs (docs/speed.md)."""
+        if end - start < LONG_WORD_MIN:
+            return -1
+        score: i64 = self.pieces_score
+        if score > PIECES_OFF:  # skipping: see PIECES_OFF
+            self.pieces_score = PIECES_OFF // 2 if score == PIECES_OFF + 1 else score - 1
+            return -1
+        # Only a chunk with a byte >= 0x80: ASCII chunks seldom have a safe place (the letters
+        # of most pairs meet in some token), and looking for one cost English 2 % more
+        # instructions on first sight, for nothing (docs/speed.md).
+        high: i64 = 0
+        i: i64 = start
+        while i + 8 <= end:
+            high |= read_i64_le(data, i)
+            i += 8
+        if i < end:
+            high |= tail_word(data, i, end)
+        if (high >> 7) & BYTES_8 == 0:
+            return -1
+        mark: i64 = len(dst)
+        # The pieces' misses do not count toward the bypass (see MISS_STEP): on first sight most
+        # pieces miss, and counting them switched the lookups of whole chunks of their length off
+        # for a while, whose ids were then neither found nor kept (more BPE on the next pass).
+        bypass: bool = self.bypass
+        self.bypass = False
+        cut: bool = self.encode_pieces(data, start, end, dst)
+        self.bypass = bypass
+        if not cut:
+            score += 1
+            self.pieces_score = score if score <= PIECES_OFF else PIECES_OFF + PIECES_SKIP
+            return -1
+        self.pieces_score = max(score - PIECES_GAIN, 0)
+        # the pieces' own BPE used self.tk: the chunk's ids are read back from dst
+        wide = self.wide
+        step: i64 = 4 if wide else 2
+        count: i64 = (len(dst) - mark) // step
+        tk = self.tk
+        t: i64 = 0
+        while t < count:
+            q: i64 = mark + t * step
+            x: i64 = i64(dst[q]) | (i64(dst[q + 1]) << 8)
+            if wide:
+                x |= (i64(dst[q + 2]) << 16) | (i64(dst[q + 3]) << 24)
+            tk[t] = x
+            t += 1
+        return count
 
     def cc_insert(self, data: bytes, start: i64, end: i64, tag: i64, ids: vec[i64], count: i64) -> None:
         """Keep chunk data[start:end] (hash `tag`) and its ids[:count] in the chunk cache: its

@@ -25,7 +25,10 @@ from librt.strings import BytesWriter
 
 from mnemo.errors import ConfigError
 from mnemo.idmap import remap_in_place
-from mnemo.encode_chunk import BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, LONG_CHUNK, RUN_BYTES, SMALL_MAX_BYTES, Encoder, ids_of, lists_of, put
+from mnemo.encode_chunk import (
+    BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, LONG_CHUNK, PIECES_GAIN, PIECES_OFF, PIECES_SKIP, RUN_BYTES, SMALL_MAX_BYTES, Encoder,
+    ids_of, lists_of, put,
+)
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
 
@@ -799,3 +802,121 @@ def test_merges_out_of_order_and_whole_tokens() -> None:
         Encoder([(257, 97), (256, 98)])
     with pytest.raises(ConfigError, match=r"whole token 0 has 1 bytes: a token no merge makes has 2 to"):
         Encoder([], whole=[b"x"])
+
+
+def pieces_bpe_ids(enc: Encoder, data: bytes) -> list[int] | None:
+    """The ids by pieces_bpe, or None when it declines the chunk (too short, or no safe place:
+    nothing written).  The ids it copies into enc.tk for the caches are those it wrote."""
+    dst = BytesWriter()
+    count = enc.pieces_bpe(data, 0, len(data), dst)
+    if count < 0:
+        assert count == -1 and len(dst) == 0
+        return None
+    got = ids_of(dst.getvalue(), enc.wide)
+    assert list(enc.tk)[:count] == got
+    return got
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("lwords_room", [None, 0])
+def test_medium_chunks_by_their_pieces_equal_twin(
+    gpt2_encoder: tuple[Encoder, list[tuple[int, int]]], wide: bool, lwords_room: int | None
+) -> None:
+    """Chunks of 8 to LONG_CHUNK - 1 bytes that miss every table and cache are encoded by their
+    pieces between safe places when they have some (pieces_bpe), and kept: in the long-word
+    table while it has room (8-15 bytes), else in the chunk cache.  Text of scripts written
+    without spaces, cut at any byte: the path is taken for most chunks, each one's ids equal
+    the twin's, and so do a cold pass and a warm one (the ids read back from the pieces into
+    the caches).  lwords_room 0: no room, the chunk cache alone."""
+    merges = gpt2_encoder[1]
+    enc = Encoder(merges, wide=wide)
+    enc.bypass = False
+    ranks = merge_ranks(merges)
+    rng = random.Random(27)
+    alphabet = ["中", "文", "日本", "語", "の", "ภา", "ษา", "한국", " the", "ing", "é", "ß", "-", "Д", "да"]
+    distinct: set[bytes] = set()
+    while len(distinct) < 3000:
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(3, 25))).encode()
+        if len(text) >= 8:
+            distinct.add(text[: rng.randint(8, min(len(text), LONG_CHUNK - 1))])
+    chunks = sorted(distinct)
+    rng.shuffle(chunks)
+    taken = 0
+    for c in chunks[:1000]:
+        got = pieces_bpe_ids(enc, c)
+        if got is not None:
+            taken += 1
+            assert got == encode_chunk_naive(c, ranks)
+    assert taken > 500
+    assert pieces_bpe_ids(enc, "中文日".encode()[:7]) is None  # shorter than LONG_WORD_MIN
+    enc.clear_cache()
+    if lwords_room is not None:
+        enc.lwords_room = lwords_room
+    room = enc.lwords_room
+    data = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    assert enc.encode_ends(data, ends) == expected  # cold
+    cached = enc.cc_count
+    assert enc.encode_ends(data, ends) == expected  # warm
+    assert enc.cc_count == cached > 0  # every chunk was kept the first time
+    assert (enc.lwords_room < room) if room > 0 else enc.lwords_room == 0
+
+
+def test_pieces_do_not_count_toward_the_bypass(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """The pieces of pieces_bpe are looked up without raising the bypass's miss scores: a cold
+    pass over chunks of 8 bytes or more (which never count themselves) made of rare CJK
+    characters, whose 3-byte pieces are no token and miss, leaves every score at 0 and the
+    bypass on; before, their misses switched the lookups of all 3-byte chunks off for a while."""
+    merges = gpt2_encoder[1]
+    enc = Encoder(merges)
+    ranks = merge_ranks(merges)
+    rng = random.Random(28)
+    chunks = ["".join(chr(rng.randint(0x5000, 0x9F00)) for _ in range(rng.randint(3, 20))).encode() for _ in range(3000)]
+    assert sum(pieces_bpe_ids(enc, c) is not None for c in chunks[:200]) > 100
+    enc.clear_cache()
+    assert enc.bypass
+    assert enc.encode_chunks(chunks) == [i for c in chunks for i in encode_chunk_naive(c, ranks)]
+    assert enc.bypass and list(enc.misses) == [0] * len(enc.misses)
+
+
+def test_pieces_bpe_worked_example() -> None:
+    """pieces_bpe with the merges of test_pieces_worked_example ((b, c) -> 256, (a, 256) -> 257):
+    "abcabcabc" has safe places (c|a) but only ASCII bytes, and is declined (-1, nothing
+    written: ASCII chunks go straight to short_bpe); "abcabc中" (9 bytes, some >= 0x80) is cut
+    into "abc" "abc" and the three bytes of 中, each its own piece (no token holds any pair of
+    them): [257, 257, 0xE4, 0xB8, 0xAD]; "abc中" (6 bytes) is shorter than LONG_WORD_MIN."""
+    enc = Encoder([(98, 99), (97, 256)])
+    assert pieces_bpe_ids(enc, b"abcabcabc") is None
+    assert pieces_bpe_ids(enc, "abcabc中".encode()) == [257, 257, 0xE4, 0xB8, 0xAD]
+    assert pieces_bpe_ids(enc, "abc中".encode()) is None
+    assert enc.encode_chunks([b"abcabcabc", "abcabc中".encode()]) == [257, 257, 257, 257, 257, 0xE4, 0xB8, 0xAD]
+
+
+def test_pieces_switch_off_where_few_chunks_have_safe_places() -> None:
+    """pieces_bpe's score (PIECES_*).  Merges (C3, A9) -> 256 "é", (256, 256) -> 257 "éé",
+    (b, c) -> 258, (a, 258) -> 259 "abc": "éééé" (8 bytes) has no safe place (tokens hold C3|A9
+    and, where "é" meets "é", A9|C3), and each such chunk adds 1; "abcabc中" is cut (c|a and
+    every pair of 中's bytes are safe) into [259, 259, E4, B8, AD] and takes PIECES_GAIN off.
+    Past PIECES_OFF the next PIECES_SKIP chunks skip the search (declined at once, even one
+    with safe places), then the score starts again at PIECES_OFF // 2.  Ids equal the twin's."""
+    merges = [(0xC3, 0xA9), (256, 256), (98, 99), (97, 258)]
+    enc = Encoder(merges)
+    fail, cut = "é".encode() * 4, "abcabc中".encode()
+    pieces = [259, 259, 0xE4, 0xB8, 0xAD]
+    for k in range(PIECES_OFF):
+        assert pieces_bpe_ids(enc, fail) is None and enc.pieces_score == k + 1
+    assert pieces_bpe_ids(enc, cut) == pieces and enc.pieces_score == PIECES_OFF - PIECES_GAIN
+    for _ in range(PIECES_GAIN):
+        assert pieces_bpe_ids(enc, fail) is None
+    assert enc.pieces_score == PIECES_OFF
+    assert pieces_bpe_ids(enc, fail) is None and enc.pieces_score == PIECES_OFF + PIECES_SKIP
+    for _ in range(PIECES_SKIP):
+        assert pieces_bpe_ids(enc, cut) is None
+    assert enc.pieces_score == PIECES_OFF // 2
+    assert pieces_bpe_ids(enc, cut) == pieces
+    enc.clear_cache()
+    assert enc.pieces_score == 0
+    ranks = merge_ranks(merges)
+    chunks = [fail + bytes([i, 0xC3]) for i in range(200)] + [cut + bytes([i % 256, i // 256]) for i in range(1500)]
+    assert enc.encode_chunks(chunks) == [i for c in chunks for i in encode_chunk_naive(c, ranks)]
