@@ -426,13 +426,15 @@ def pack_words(words: dict[bytes, int]) -> PackedCounts:
 
 
 def packed_to_dict(blob: bytes, meta: bytes) -> dict[bytes, int]:
-    """The counts of to_packed as a dict (word bytes -> count)."""
+    """Packed counts as a dict (word bytes -> count), the counts of a word listed more than
+    once added up (to_packed lists each once; superword.CoarseCounter's may repeat)."""
     result: dict[bytes, int] = {}
     pos: i64 = 0
     m: i64 = 0
     while m < len(meta):
         n = read_i64_le(meta, m)
-        result[blob[pos : pos + n]] = read_i64_le(meta, m + 8)
+        w = blob[pos : pos + n]
+        result[w] = result.get(w, 0) + read_i64_le(meta, m + 8)
         pos += n
         m += META_BYTES
     return result

@@ -853,18 +853,8 @@ class Encoder:
         # is why cc_insert probes again): its ids are read back from there
         mark: i64 = len(dst)
         self.encode_long(data, start, end, dst)
-        wide = self.wide
-        step: i64 = 4 if wide else 2
-        count = (len(dst) - mark) // step
         got = self.cc_ids
-        t = 0
-        while t < count:
-            q: i64 = mark + t * step
-            x: i64 = i64(dst[q]) | (i64(dst[q + 1]) << 8)
-            if wide:
-                x |= (i64(dst[q + 2]) << 16) | (i64(dst[q + 3]) << 24)
-            got[t] = x
-            t += 1
+        count = self.read_back(dst, mark, got)
         self.cc_insert(data, start, end, tag, got, count)
 
     def pieces_bpe(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> i64:
@@ -908,17 +898,21 @@ class Encoder:
             return -1
         self.pieces_score = max(score - PIECES_GAIN, 0)
         # the pieces' own BPE used self.tk: the chunk's ids are read back from dst
+        return self.read_back(dst, mark, self.tk)
+
+    def read_back(self, dst: BytesWriter, mark: i64, out: vec[i64]) -> i64:
+        """The ids written to `dst` from offset `mark` on (uint16 or uint32, little-endian),
+        copied into out[:count]; returns count."""
         wide = self.wide
         step: i64 = 4 if wide else 2
         count: i64 = (len(dst) - mark) // step
-        tk = self.tk
         t: i64 = 0
         while t < count:
             q: i64 = mark + t * step
             x: i64 = i64(dst[q]) | (i64(dst[q + 1]) << 8)
             if wide:
                 x |= (i64(dst[q + 2]) << 16) | (i64(dst[q + 3]) << 24)
-            tk[t] = x
+            out[t] = x
             t += 1
         return count
 

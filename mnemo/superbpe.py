@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from mnemo import merge_loop, merge_loop_wide
 from mnemo.checks import check_int
-from mnemo.count import PackedCounts
+from mnemo.count import PackedCounts, packed_to_dict
 from mnemo.errors import ConfigError
 from mnemo.pretokenize import pattern_id
-from mnemo.superword import RULE_SUPERWORD, Stage2Words, SuperEncoder, summed_dict
+from mnemo.superword import RULE_SUPERWORD, Stage2Words, SuperEncoder
 
 #: A superword token holds at most this many space-separated words (the authors' `mw4`).
 MAX_WORDS = 4
@@ -104,7 +104,7 @@ def learn_stage2(
     if algorithm == "naive":
         from mnemo.reference_superword import train_stage2
 
-        return train_stage2(summed_dict(blob, meta), merges, counts, n_merges, pattern, tie, verify, progress, skip)
+        return train_stage2(packed_to_dict(blob, meta), merges, counts, n_merges, pattern, tie, verify, progress, skip)
     pid = pattern_id(pattern)
     enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD, wide=256 + n_merges > 65536)
     words = Stage2Words(enc, blob, meta, pid)

@@ -31,7 +31,7 @@ from mypy_extensions import i16, i32, i64
 
 from mnemo import _unicode_tables
 from mnemo.constants import MAX_PAIR_TOTAL
-from mnemo.count import MASK32, META_BYTES, PackedCounts, WordCounter
+from mnemo.count import MASK32, META_BYTES, PackedCounts, WordCounter, packed_to_dict
 from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
 from mnemo.errors import ConfigError
 from mnemo.pretokenize_named import _char, chunk_end, pattern_id
@@ -247,21 +247,7 @@ class CoarseCounter:
     def to_dict(self) -> dict[bytes, int]:
         """The counts as a dict (word bytes -> count), equal words added up."""
         blob, meta = self.to_packed()
-        return summed_dict(blob, meta)
-
-
-def summed_dict(blob: bytes, meta: bytes) -> dict[bytes, int]:
-    """Packed counts whose words may repeat (CoarseCounter's) as a dict, equal words added up."""
-    result: dict[bytes, int] = {}
-    pos: i64 = 0
-    m: i64 = 0
-    while m < len(meta):
-        n = read_i64_le(meta, m)
-        w = blob[pos : pos + n]
-        result[w] = result.get(w, 0) + read_i64_le(meta, m + 8)
-        pos += n
-        m += META_BYTES
-    return result
+        return packed_to_dict(blob, meta)
 
 
 def add_coarse(counter: CoarseCounter, data: bytes, pattern: i64) -> None:
