@@ -1,9 +1,9 @@
 """Tokenizer.encode_batch and encode_batch_to_numpy: a batch of texts encoded in this process or
 by the work engine's worker processes (mnemo/work.py), ids back as lists or as one flat array.
 
-Small batches (at most BATCH_BLOCK texts or less than BATCH_PARALLEL_BYTES of text) are encoded
-in this process.  Larger ones go to the engine's persistent worker processes in blocks of
-BATCH_BLOCK texts (started on first use, kept for the next calls; forked when no other thread
+Small batches (less than BATCH_PARALLEL_BYTES of text) are encoded in this process.  Larger ones
+go to the engine's persistent worker processes in blocks of about the same amount of text
+(`_blocks`; started on first use, kept for the next calls; forked when no other thread
 runs, else fresh interpreters that never run the caller's script again, so a script without an
 `if __name__ == "__main__":` guard is safe).  `workers`: how many (default: every CPU, or 1 in a
 process that multiprocessing started -- a datasets.map or DataLoader worker -- whose siblings use
@@ -38,9 +38,17 @@ if TYPE_CHECKING:
     from mnemo.tokenizer import AllOr, Tokenizer
     from mnemo.work import Shared
 
-# batches with more text than this go to worker processes, in blocks of this many.
+#: Batches with at least this much text (characters) go to worker processes, in blocks.
 BATCH_PARALLEL_BYTES: Final = 4_000_000
-BATCH_BLOCK: Final = 256
+#: A block holds at most BATCH_BLOCK texts (its task message lists their offsets) and about
+#: 1/BLOCKS_PER_WORKER of a worker's share of the batch's text, between BLOCK_TEXT_MIN and
+#: BLOCK_TEXT_MAX characters: blocks of equal text keep every worker busy to the end (blocks of
+#: equal counts of texts left one worker with twice the other's text), and a small last block
+#: leaves the caller little to unpack after the workers are done.
+BATCH_BLOCK: Final = 1024
+BLOCKS_PER_WORKER: Final = 4
+BLOCK_TEXT_MIN: Final = 1 << 16
+BLOCK_TEXT_MAX: Final = 1 << 20
 #: Blocks queued per worker: one it works on, one waiting in its socket.
 BATCH_DEPTH: Final = 2
 
@@ -104,7 +112,7 @@ def _check_batch(
             raise text_type_error(f"texts[{i}]", t)
     allowed, disallowed = tok._resolve_specials(allowed_special, disallowed_special)
     n_workers = _batch_workers(workers)
-    if len(texts) <= BATCH_BLOCK or sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
+    if sum(len(t) for t in texts) < BATCH_PARALLEL_BYTES:
         n_workers = 1
     return texts, allowed, disallowed, n_workers
 
@@ -117,7 +125,7 @@ def _batch_in_workers(
     n_workers: int,
     sink: Callable[[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
 ) -> None:
-    """(lengths, ids) of each block of BATCH_BLOCK texts, in order, from the engine's workers.
+    """(lengths, ids) of each block of texts (`_blocks`), in order, from the engine's workers.
 
     Each block's UTF-8 is appended to bytes the workers share (Executor.share) as the engine
     reads the block's task, and the task is the block's byte offsets: small enough that each
@@ -131,12 +139,27 @@ def _batch_in_workers(
     with shared_executor(n_workers, depth=BATCH_DEPTH) as executor, executor.share() as shared:
 
         def blocks() -> Iterator[TextBlock]:
-            for first in range(0, len(texts), BATCH_BLOCK):
-                datas = [text_bytes(t) for t in texts[first : first + BATCH_BLOCK]]
+            for first, stop in _blocks(texts, n_workers):
+                datas = [text_bytes(t) for t in texts[first:stop]]
                 start = shared.append(b"".join(datas))
                 yield TextBlock(shared.ref, first, tuple(itertools.accumulate(map(len, datas), initial=start)))
 
         map_ordered(blocks(), fn, sink, executor=executor, setup=setup)
+
+
+def _blocks(texts: Sequence[str], n_workers: int) -> Iterator[tuple[int, int]]:
+    """(first, stop) of each block of the batch: consecutive texts, at most BATCH_BLOCK of them,
+    closed once they hold the block's share of text (a longer text is a block of its own)."""
+    total = sum(len(t) for t in texts)
+    target = min(max(total // (n_workers * BLOCKS_PER_WORKER), BLOCK_TEXT_MIN), BLOCK_TEXT_MAX)
+    first = size = 0
+    for i, t in enumerate(texts):
+        size += len(t)
+        if size >= target or i + 1 - first == BATCH_BLOCK:
+            yield first, i + 1
+            first, size = i + 1, 0
+    if first < len(texts):
+        yield first, len(texts)
 
 
 @contextlib.contextmanager

@@ -200,6 +200,51 @@ def test_encode_batch_with_workers(small: Tokenizer) -> None:
         small.encode_batch(texts, workers=0)
 
 
+def test_batch_blocks_hold_equal_text() -> None:
+    """encode_batch's blocks: every text once, in order, at most BATCH_BLOCK texts each, closed
+    at the block's share of text -- so blocks of long and short texts hold about the same text."""
+    import random
+
+    from mnemo import batch_encode as module
+
+    rng = random.Random(7)
+    for n_workers in (2, 3, 8):
+        for sizes in (
+            [20_000] * 1000,  # equal texts
+            [rng.choice([10, 200, 5_000, 300_000]) for _ in range(3000)],  # mixed
+            [1] * 5000,  # tiny texts: the count closes each block
+            [3_000_000, 10, 2_500_000],  # texts longer than a block: one block each
+        ):
+            texts = ["x" * s for s in sizes]
+            blocks = list(module._blocks(texts, n_workers))
+            assert [b[0] for b in blocks] == [0] + [b[1] for b in blocks[:-1]] and blocks[-1][1] == len(texts)
+            target = min(max(sum(sizes) // (n_workers * module.BLOCKS_PER_WORKER), module.BLOCK_TEXT_MIN), module.BLOCK_TEXT_MAX)
+            for first, stop in blocks:
+                text = sum(sizes[first:stop])
+                assert 0 < stop - first <= module.BATCH_BLOCK
+                # under the target only when the count closed it, or at the end
+                assert text >= target or stop - first == module.BATCH_BLOCK or stop == len(texts)
+                # over it only by the last text
+                assert text - sizes[stop - 1] < target
+    assert list(module._blocks([], 2)) == []
+
+
+def test_few_long_texts_go_to_workers(small: Tokenizer) -> None:
+    """A batch of a few long texts (more text than BATCH_PARALLEL_BYTES, far fewer texts than a
+    block's count) is encoded by the workers, in blocks of text, with the same ids."""
+    from mnemo import batch_encode as module
+    from mnemo import work
+
+    texts = [f"text {i}: " + "hello wörld, the end. " * (module.BATCH_PARALLEL_BYTES // 22 // 12 + i) for i in range(12)]
+    if work._SHARED is not None:
+        work._SHARED.shutdown()
+        work._SHARED = None
+    assert small.encode_batch(texts, workers=2, disallowed_special=()) == [small.encode_ordinary(t) for t in texts]
+    assert work._SHARED is not None and len(work._SHARED._workers) == 2
+    flat, offsets = small.encode_batch_to_numpy(texts, workers=2, disallowed_special=())
+    assert [flat[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == [small.encode_ordinary(t) for t in texts]
+
+
 def test_decode_never_raises_on_bad_utf8(small: Tokenizer) -> None:
     ids = small.encode_bytes("é".encode()[:1] + b"hello")
     assert small.decode(ids) == "\ufffdhello"
