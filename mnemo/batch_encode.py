@@ -21,7 +21,7 @@ import gc
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -61,20 +61,24 @@ def encode_batch(
     wide = tok.n_vocab > VOCAB16
     if n_workers == 1 and wide:
         return [tok._encode_data(text_bytes(t), allowed, disallowed) for t in checked]
-    result: list[list[int]] = []
     ints = tok._encoder.ints
     if n_workers == 1:
         # The flat form's packed ids, then one list per text from the pre-made int objects:
         # faster than a loop of encode, which makes each text's list on its own.
         lengths, flat = encode_flat(tok, checked, allowed, disallowed)
+        here: list[list[int]] = []
         with _collector_paused():
-            lists_of(ints, flat.astype("<u2", copy=False).tobytes(), False, lengths.astype("<i8", copy=False).tobytes(), result)
-        return result
+            lists_of(ints, flat.astype("<u2", copy=False).tobytes(), False, lengths.astype("<i8", copy=False).tobytes(), here)
+        return here
 
-    def unpack(part: tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]) -> None:
+    result = cast("list[list[int]]", [None] * len(checked))  # each block's lists at their place
+
+    def unpack(first: int, part: tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]) -> None:
         # here, as each block arrives, while the workers encode the next ones
+        lists: list[list[int]] = []
         lists_of(ints, part[1].astype("<u4" if wide else "<u2", copy=False).tobytes(), wide,
-                 part[0].astype("<i8", copy=False).tobytes(), result)
+                 part[0].astype("<i8", copy=False).tobytes(), lists)
+        result[first : first + len(lists)] = lists
 
     with _collector_paused():
         _batch_in_workers(tok, checked, allowed, disallowed, n_workers, unpack)
@@ -92,10 +96,11 @@ def encode_batch_to_numpy(
     if n_workers == 1:
         lengths, flat = encode_flat(tok, checked, allowed, disallowed)
     else:
-        parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = []
-        _batch_in_workers(tok, checked, allowed, disallowed, n_workers, parts.append)
-        lengths = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-        flat = np.concatenate([p[1] for p in parts]).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+        parts: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]] = {}
+        _batch_in_workers(tok, checked, allowed, disallowed, n_workers, parts.__setitem__)
+        in_order = [parts[first] for first in sorted(parts)]
+        lengths = np.concatenate([p[0] for p in in_order]) if parts else np.zeros(0, dtype=np.int64)
+        flat = np.concatenate([p[1] for p in in_order]).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
     offsets = np.zeros(len(checked) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return flat, offsets
@@ -123,9 +128,11 @@ def _batch_in_workers(
     allowed: set[str],
     disallowed: set[str],
     n_workers: int,
-    sink: Callable[[tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
+    sink: Callable[[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]], None],
 ) -> None:
-    """(lengths, ids) of each block of texts (`_blocks`), in order, from the engine's workers.
+    """`sink(first, (lengths, ids))` of each block of texts (`_blocks`; `first`: the index of its
+    first text) from the engine's workers, the blocks with the most text first: a long text
+    that came last would leave one worker encoding it alone while the other waits.
 
     Each block's UTF-8 is appended to bytes the workers share (Executor.share) as the engine
     reads the block's task, and the task is the block's byte offsets: small enough that each
@@ -138,28 +145,33 @@ def _batch_in_workers(
     setup = setup_of(type(tok)._from_worker_image, tok._for_workers(), tok)
     with shared_executor(n_workers, depth=BATCH_DEPTH) as executor, executor.share() as shared:
 
+        order = sorted(_blocks(texts, n_workers), key=lambda block: -block[2])  # stable: ties keep their order
+        firsts = iter([first for first, _, _ in order])
+
         def blocks() -> Iterator[TextBlock]:
-            for first, stop in _blocks(texts, n_workers):
+            for first, stop, _ in order:
                 datas = [text_bytes(t) for t in texts[first:stop]]
                 start = shared.append(b"".join(datas))
                 yield TextBlock(shared.ref, first, tuple(itertools.accumulate(map(len, datas), initial=start)))
 
-        map_ordered(blocks(), fn, sink, executor=executor, setup=setup)
+        # map_ordered hands the results over in the order of the tasks
+        map_ordered(blocks(), fn, lambda part: sink(next(firsts), part), executor=executor, setup=setup)
 
 
-def _blocks(texts: Sequence[str], n_workers: int) -> Iterator[tuple[int, int]]:
-    """(first, stop) of each block of the batch: consecutive texts, at most BATCH_BLOCK of them,
-    closed once they hold the block's share of text (a longer text is a block of its own)."""
+def _blocks(texts: Sequence[str], n_workers: int) -> Iterator[tuple[int, int, int]]:
+    """(first, stop, characters) of each block of the batch, in order: consecutive texts, at
+    most BATCH_BLOCK of them, closed once they hold the block's share of text (so a longer text
+    closes the block it is in)."""
     total = sum(len(t) for t in texts)
     target = min(max(total // (n_workers * BLOCKS_PER_WORKER), BLOCK_TEXT_MIN), BLOCK_TEXT_MAX)
     first = size = 0
     for i, t in enumerate(texts):
         size += len(t)
         if size >= target or i + 1 - first == BATCH_BLOCK:
-            yield first, i + 1
+            yield first, i + 1, size
             first, size = i + 1, 0
     if first < len(texts):
-        yield first, len(texts)
+        yield first, len(texts), size
 
 
 @contextlib.contextmanager

@@ -219,8 +219,8 @@ def test_batch_blocks_hold_equal_text() -> None:
             blocks = list(module._blocks(texts, n_workers))
             assert [b[0] for b in blocks] == [0] + [b[1] for b in blocks[:-1]] and blocks[-1][1] == len(texts)
             target = min(max(sum(sizes) // (n_workers * module.BLOCKS_PER_WORKER), module.BLOCK_TEXT_MIN), module.BLOCK_TEXT_MAX)
-            for first, stop in blocks:
-                text = sum(sizes[first:stop])
+            for first, stop, text in blocks:
+                assert text == sum(sizes[first:stop])
                 assert 0 < stop - first <= module.BATCH_BLOCK
                 # under the target only when the count closed it, or at the end
                 assert text >= target or stop - first == module.BATCH_BLOCK or stop == len(texts)
@@ -231,7 +231,8 @@ def test_batch_blocks_hold_equal_text() -> None:
 
 def test_few_long_texts_go_to_workers(small: Tokenizer) -> None:
     """A batch of a few long texts (more text than BATCH_PARALLEL_BYTES, far fewer texts than a
-    block's count) is encoded by the workers, in blocks of text, with the same ids."""
+    block's count) is encoded by the workers, in blocks of text, with the same ids -- the longest
+    sent first (here the last texts), each text's ids back at its place."""
     from mnemo import batch_encode as module
     from mnemo import work
 
@@ -243,6 +244,10 @@ def test_few_long_texts_go_to_workers(small: Tokenizer) -> None:
     assert work._SHARED is not None and len(work._SHARED._workers) == 2
     flat, offsets = small.encode_batch_to_numpy(texts, workers=2, disallowed_special=())
     assert [flat[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == [small.encode_ordinary(t) for t in texts]
+    firsts: list[int] = []
+    module._batch_in_workers(small, texts, set(), set(), 2, lambda first, part: firsts.append(first))
+    blocks = {first: size for first, _, size in module._blocks(texts, 2)}
+    assert sorted(firsts) == sorted(blocks) and [blocks[f] for f in firsts] == sorted(blocks.values(), reverse=True)
 
 
 def test_decode_never_raises_on_bad_utf8(small: Tokenizer) -> None:
