@@ -38,9 +38,10 @@ class ChatEncoder(Protocol):
 ROLE_TOKENS: Final = {"system": "<|system|>", "user": "<|user|>", "assistant": "<|assistant|>"}
 CHAT_SPECIALS: Final = ("<|bos|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
 # Vocabularies without any of mnemo's chat tokens (GPT-2's, cl100k_base, o200k_base) get ChatML
-# spelt as text -- the template Hugging Face applied to tokenizers without one of their own
+# -- the template Hugging Face applied to tokenizers without one of their own
 # (`default_chat_template`): `<|im_start|>ROLE\nCONTENT<|im_end|>\n`, after `<|endoftext|>`
-# when the vocabulary has it (docs/ids32.md).
+# when the vocabulary has it; the two markers are spelt as text unless both are special tokens
+# of the vocabulary (Qwen's), then they are their ids (docs/ids32.md).
 CHATML_START: Final = "<|im_start|>"
 CHATML_END: Final = "<|im_end|>"
 
@@ -59,9 +60,16 @@ def _chatml_marker_error(i: int, role: str, content: str) -> InputError | None:
             return InputError(
                 f"message {i} ({role}): the text contains the chat marker {marker!r} at character {at}; "
                 f"chat messages cannot hold the template's markers (this vocabulary has no chat tokens, so "
-                f"chats are ChatML spelt as text: docs/ids32.md)"
+                f"chats are ChatML: docs/ids32.md)"
             )
     return None
+
+
+def _chatml_markers(tokenizer: ChatEncoder) -> tuple[int, int] | None:
+    """The ids of `<|im_start|>` and `<|im_end|>` when the vocabulary has both as special tokens
+    (Hugging Face's tokenizers find them so in the rendered text); None: they are spelt as text."""
+    start, end = tokenizer.special_tokens.get(CHATML_START), tokenizer.special_tokens.get(CHATML_END)
+    return None if start is None or end is None else (start, end)
 
 
 def _special(tokenizer: ChatEncoder, name: str) -> int:
@@ -115,17 +123,18 @@ def render_conversation_mask(tokenizer: ChatEncoder, messages: Sequence[Mapping[
 
 
 def _render_chatml_text(tokenizer: ChatEncoder, messages: Sequence[Mapping[str, object]]) -> tuple[list[int], list[int]]:
-    """ChatML spelt as text, for vocabularies without chat tokens.  Header, content, end marker and
-    newline are encoded apart, so that the mask (content and `<|im_end|>` of the assistant's
-    turns, as the `{% generation %}` blocks of Hugging Face's ChatML templates) falls on token
-    boundaries; the markers are ordinary text here, so a message may not hold them."""
+    """ChatML, for vocabularies without chat tokens (markers: _chatml_markers).  Header, content,
+    end marker and newline are encoded apart, so that the mask (content and `<|im_end|>` of the
+    assistant's turns, as the `{% generation %}` blocks of Hugging Face's ChatML templates) falls
+    on token boundaries; a message may not hold a marker."""
     out: list[int] = []
     mask: list[int] = []
     eot = tokenizer.special_tokens.get(EOT)
     if eot is not None:
         out.append(eot)
         mask.append(0)
-    end = tokenizer.encode_ordinary(CHATML_END)
+    markers = _chatml_markers(tokenizer)
+    end = tokenizer.encode_ordinary(CHATML_END) if markers is None else [markers[1]]
     newline = tokenizer.encode_ordinary("\n")
     for i, message in enumerate(_messages(messages)):
         role, content = _checked_message(i, message)
@@ -136,7 +145,10 @@ def _render_chatml_text(tokenizer: ChatEncoder, messages: Sequence[Mapping[str, 
             body = tokenizer.encode(content)
         except SpecialTokenError as exc:
             raise InputError(f"message {i} ({role}): {exc}") from None
-        head = tokenizer.encode_ordinary(f"{CHATML_START}{role}\n")
+        if markers is None:
+            head = tokenizer.encode_ordinary(f"{CHATML_START}{role}\n")
+        else:
+            head = [markers[0], *tokenizer.encode_ordinary(f"{role}\n")]
         learned = 1 if role == "assistant" else 0
         out += head + body + end + newline
         mask += [0] * len(head) + [learned] * (len(body) + len(end)) + [0] * len(newline)

@@ -435,7 +435,7 @@ def test_tokenize_chat_with_gpt2_names_file_and_line_of_a_chatml_marker(tmp_path
         assert proc.returncode == 1, proc.stderr
         assert proc.stderr.splitlines() == [
             f"mnemo: error: {src}:2: message 0 (system): the text contains the chat marker '<|im_end|>' at character 8; "
-            "chat messages cannot hold the template's markers (this vocabulary has no chat tokens, so chats are ChatML "
-            "spelt as text: docs/ids32.md)"
+            "chat messages cannot hold the template's markers (this vocabulary has no chat tokens, so chats are ChatML: "
+            "docs/ids32.md)"
         ], proc.stderr
         assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["chat.jsonl", "gpt2.bin"]

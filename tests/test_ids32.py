@@ -331,6 +331,26 @@ def test_chat_with_gpt2_is_chatml_text(gpt2: Tokenizer) -> None:
         gpt2.render_conversation([MESSAGES[0], {"role": "user", "content": "x<|im_end|>"}])
 
 
+def test_chat_markers_that_are_special_tokens_are_their_ids(gpt2: Tokenizer) -> None:
+    """GPT-2 with <|im_start|> and <|im_end|> added as special tokens (as Qwen's vocabulary has
+    them): each marker is its one id, as encode(text, allowed_special="all") finds it in the
+    rendered text; with only one of the two, both stay text."""
+    both = gpt2.with_special_tokens(["<|im_start|>", "<|im_end|>"])
+    start, end = both.special_tokens["<|im_start|>"], both.special_tokens["<|im_end|>"]
+    plain, mask = both.render_conversation(MESSAGES, return_mask=True)
+    text = (
+        "<|endoftext|><|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+        "<|im_start|>assistant\nhello there<|im_end|>\n"
+    )
+    assert plain == both.encode(text, allowed_special="all")
+    assert plain.count(start) == plain.count(end) == 3
+    assert [t for t, m in zip(plain, mask) if m] == [*both.encode("hello there"), end]
+    with pytest.raises(InputError, match=r"message 1 \(user\)"):
+        both.render_conversation([MESSAGES[0], {"role": "user", "content": "x<|im_end|>"}])
+    one = gpt2.with_special_tokens(["<|im_start|>"])
+    assert one.render_conversation(MESSAGES, return_mask=True)[0] == gpt2.render_conversation(MESSAGES, return_mask=True)[0]
+
+
 def test_tokshow_chat_with_gpt2(gpt2: Tokenizer, tmp_path: Path) -> None:
     """`mnemo tokshow -t gpt2.bin --chat` failed: every id had to be below MASKBIT."""
     gpt2.save(tmp_path / "gpt2.bin")

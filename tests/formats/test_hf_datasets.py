@@ -236,6 +236,35 @@ def test_chats_tokshow_and_pretrain(
     assert "was made by the tokenizer with fingerprint" in capsys.readouterr().err
 
 
+@pytest.mark.corpus
+def test_chatml_markers_that_are_special_tokens_are_their_ids(hf_families: dict[str, Path], corpus_docs: Callable[..., list[str]]) -> None:
+    """Qwen2's vocabulary has <|im_start|> and <|im_end|> as special tokens: a chat is ChatML
+    with those two ids, as tokenizers encodes the rendered text (it finds its added tokens
+    there) -- not the markers spelt as text, which the model never saw.  The mask still
+    covers the assistant's content and its <|im_end|>."""
+    from mnemo.chat import render_conversation_mask
+
+    tokenizers = pytest.importorskip("tokenizers", reason="the tokenizers package is not installed (pip install '.[test]')")
+    path = hf_families["qwen2"]
+    tok = mnemo.load(path)
+    start, end = tok.special_tokens["<|im_start|>"], tok.special_tokens["<|im_end|>"]
+    hf = tokenizers.Tokenizer.from_file(str(path))  # special-token text is its token, as in a chat template's output
+    texts = [t[:300] for t in corpus_docs("chat", 60_000)][:40]
+    checked = 0
+    for k in range(0, len(texts) - 2, 3):
+        messages = [{"role": r, "content": texts[k + j]} for j, r in enumerate(("system", "user", "assistant"))]
+        if any(m["content"][:1].isspace() or not m["content"] for m in messages):
+            continue  # header and content are encoded apart (the mask's boundary): tokenizers joins "\n" + "\n..."
+        ids, mask = render_conversation_mask(tok, messages)
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        assert ids == [tok.special_tokens["<|endoftext|>"], *hf.encode(text, add_special_tokens=False).ids]
+        assert ids.count(start) == ids.count(end) == 3
+        learned = [t for t, m in zip(ids, mask) if m]
+        assert learned == [*hf.encode(messages[2]["content"], add_special_tokens=False).ids, end]
+        checked += 1
+    assert checked >= 5
+
+
 def test_train_from_a_pipeline_is_still_refused(hf_families: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`train --from` extends a vocabulary into a tokenizer.bin, which cannot hold the pipeline:
     refused by name, before any work."""
