@@ -665,13 +665,16 @@ class Stage2Words:
         bpos: i64 = 0
         m: i64 = 0
         total: i64 = 0
+        # the bound as a native int once: the constant is a Python int (2**63 - 1), whose
+        # arithmetic mypyc would do on boxed objects for every word
+        most: i64 = MAX_PAIR_TOTAL
         while m < len(meta):
             wlen = read_i64_le(meta, m)
             wcount = read_i64_le(meta, m + 8)
             m += META_BYTES
             n = enc.word_ids(blob, bpos, bpos + wlen, pattern)
             if n >= 2 and wcount > 0:
-                if wcount > (MAX_PAIR_TOTAL - total) // (n - 1):
+                if wcount > (most - total) // (n - 1):
                     _too_many_pairs(blob[bpos : bpos + wlen])  # the slice only here, not a bytes object a word
                 total += wcount * (n - 1)
                 tk = enc.tk2
@@ -702,6 +705,7 @@ class Stage2Words:
         while b <= nb:
             fill = append(fill, 0)
             b += 1
+        b = 0  # the one bucket when bucket_bits is 0
         start: i64 = 0
         w: i64 = 0
         n_entries: i64 = 0
@@ -711,7 +715,8 @@ class Stage2Words:
             i: i64 = start + 1
             while i < end:
                 key: i64 = (i64(ids[i - 1]) << ID_BITS) | i64(ids[i])
-                b = ((key * HASH_MUL) >> bshift) & bmask if bucket_bits > 0 else 0
+                if bucket_bits > 0:  # not `x if c else 0`: mypyc boxes a conditional expression's value
+                    b = ((key * HASH_MUL) >> bshift) & bmask
                 fill[b + 1] += parts
                 i += 1
             n_entries += parts * (end - start - 1)
@@ -727,6 +732,7 @@ class Stage2Words:
         while k < n_entries:
             entries = append(entries, 0)
             k += 1
+        b = 0
         start = 0
         w = 0
         while w < len(ends):
@@ -735,7 +741,8 @@ class Stage2Words:
             i = start + 1
             while i < end:
                 key = (i64(ids[i - 1]) << ID_BITS) | i64(ids[i])
-                b = ((key * HASH_MUL) >> bshift) & bmask if bucket_bits > 0 else 0
+                if bucket_bits > 0:
+                    b = ((key * HASH_MUL) >> bshift) & bmask
                 c: i64 = wc
                 while c > CNT_MAX:
                     entries[fill[b]] = (key << CNT_BITS) | CNT_MAX
