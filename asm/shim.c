@@ -8,6 +8,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "kernels.h"
 
@@ -375,6 +378,67 @@ static PyObject *class_masks(PyObject *self, PyObject *const *args, Py_ssize_t n
     return res;
 }
 
+/* ---- huge pages --------------------------------------------------------------------- */
+
+/* The encoder's tables (several MB, read at random: one lookup a chunk) and the int objects its
+ * lists are made of sit on 4 KB pages, so nearly every lookup also misses the TLB, and in a
+ * virtual machine a TLB miss walks two page tables.  MADV_COLLAPSE (Linux 6.1) moves the
+ * pages of each 2 MB-aligned region into one huge page, now, whatever the system's THP
+ * setting ("madvise" on this project's machines, where memory nobody advised never gets
+ * one).  A region the memory only partly covers is taken whole: it is collapsed only when it
+ * lies inside one mapping, and a mapping that holds both ends of it holds memory of the same
+ * kind (anonymous, private: the malloc heap's), whose pages gain a huge page too, and up to
+ * 2 MB of zeros where nothing was mapped yet.  Nothing is read or written: it is a hint, and
+ * a failed one changes nothing. */
+#define HUGE_SPAN ((uintptr_t)1 << 21)
+#if defined(__linux__)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+static Py_ssize_t collapse(uintptr_t lo, uintptr_t hi) {
+    if (hi <= lo) return 0;
+    lo &= ~(HUGE_SPAN - 1);
+    hi = (hi + HUGE_SPAN - 1) & ~(HUGE_SPAN - 1);
+    return madvise((void *)lo, (size_t)(hi - lo), MADV_COLLAPSE) == 0 ? (Py_ssize_t)(hi - lo) : 0;
+}
+#else
+static Py_ssize_t collapse(uintptr_t lo, uintptr_t hi) {
+    (void)lo;
+    (void)hi;
+    return 0;
+}
+#endif
+
+static PyObject *huge_pages(PyObject *self, PyObject *arg) {
+    Py_buffer v;
+    if (get_buffer(arg, &v, PyBUF_SIMPLE, "huge_pages", "memory", "a buffer") < 0) return NULL;
+    uintptr_t lo = (uintptr_t)v.buf;
+    Py_ssize_t done = collapse(lo, lo + (uintptr_t)v.len);
+    PyBuffer_Release(&v);
+    return PyLong_FromSsize_t(done);
+}
+
+static PyObject *huge_pages_of(PyObject *self, PyObject *arg) {
+    if (!PyList_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "huge_pages_of(): objects must be a list, got %s",
+                            Py_TYPE(arg)->tp_name);
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    if (n == 0) return PyLong_FromLong(0);
+    /* the list's array of references, then the span of the objects themselves */
+    uintptr_t at = (uintptr_t)((PyListObject *)arg)->ob_item;
+    Py_ssize_t done = collapse(at, at + (uintptr_t)n * sizeof(PyObject *));
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_GET_ITEM(arg, i);
+        uintptr_t a = (uintptr_t)o, b = a + (uintptr_t)Py_TYPE(o)->tp_basicsize;
+        if (a < lo) lo = a;
+        if (b > hi) hi = b;
+    }
+    /* objects scattered over more than 64 MB: not what this is for */
+    if (hi - lo <= ((uintptr_t)64 << 20)) done += collapse(lo, hi);
+    return PyLong_FromSsize_t(done);
+}
+
 /* ---- module -------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -390,6 +454,8 @@ static PyMethodDef methods[] = {
      "memeq(a, a_off, b, b_off, n) -> bool"},
     {"class_masks", (PyCFunction)(void (*)(void))class_masks, METH_FASTCALL,
      "class_masks(data, table) -> bytes"},
+    {"huge_pages", huge_pages, METH_O, "huge_pages(memory) -> int"},
+    {"huge_pages_of", huge_pages_of, METH_O, "huge_pages_of(objects) -> int"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -63,6 +63,7 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64, u8
 
 from mnemo.errors import ConfigError, InputError
+from mnemo.kernels import huge_pages, huge_pages_of
 
 # The small cache, behind the word table once the word table has no room left for cached chunks:
 # chunks of 2 to 7 bytes whose encoding has at most 3 ids, in 16-byte entries [bytes | length <<
@@ -168,6 +169,10 @@ M21: Final = 0x1FFFFF
 M59: Final = (1 << 59) - 1
 M60: Final = (1 << 60) - 1
 M30: Final = (1 << 30) - 1
+# Encoder.use_huge_pages: from a word table of this many words (2 MB, a huge page) on.  With
+# fewer merges the tables mostly stay in the caches and their TLB reach, and asking for huge
+# pages would take a 2 MB region of the heap for every small encoder (tests make thousands).
+HUGE_WORDS: Final = 1 << 18
 
 
 class Encoder:
@@ -360,6 +365,23 @@ class Encoder:
         self.fill_long_words(spelled)
         self.fill_whole(whole_list)
         self.reset_front()
+        self.use_huge_pages()
+
+    def use_huge_pages(self) -> None:
+        """Put the tables every chunk reads at random, and the int objects of the id lists, on
+        huge pages (kernels.huge_pages; a hint that changes nothing but speed).  Each chunk's
+        lookups and each id's int object land on a different 4 KB page of ~10 MB (cl100k), and
+        nearly every one of them missed the TLB as well as the L2 cache (docs/speed.md)."""
+        if len(self.words) < HUGE_WORDS:
+            return
+        huge_pages(self.words)
+        huge_pages(self.lwords)
+        huge_pages(self.table)
+        huge_pages(self.pair_filter)
+        huge_pages(self.byte_pairs)
+        huge_pages(self.small)
+        huge_pages(self.front)
+        huge_pages_of(self.id_objects)
 
     def rank(self, a: i64, b: i64) -> i64:
         """The merge number of pair (a, b), or NO_RANK when no merge makes it."""
@@ -1497,6 +1519,8 @@ class Encoder:
         (cl100k, o200k) was first made as a new int object, then thrown away.  The table's
         objects exist anyway (the Tokenizer keeps the map), so no memory is added."""
         self.id_objects = table
+        if len(self.words) >= HUGE_WORDS:
+            huge_pages_of(table)
 
     def ids_list(self, packed: bytes) -> list[int]:
         """ids_of(packed, self.wide), made of the pre-made int objects of self.id_objects (self.ints,

@@ -31,6 +31,17 @@ class_masks(data, table) -> bytes
     crossing), then find the end of a run of bytes with some property by reading a mask word
     (mnemo/classmask.py).  Long texts release the GIL.
 
+huge_pages(memory) -> int
+    Ask Linux to move the pages of `memory` (any buffer) onto 2 MB huge pages now
+    (madvise MADV_COLLAPSE over the 2 MB-aligned regions it touches; asm/shim.c says why a
+    region it only partly covers is taken whole).  Returns the bytes of those regions when the
+    kernel did it, else 0 (another system, an older kernel, a region that spans two
+    mappings); it is a hint, so 0 changes nothing but speed.
+
+huge_pages_of(objects) -> int
+    The same for the memory of a list: its array of references and the span of its objects
+    (the encoder's pre-made int objects, which every list of ids references).
+
 backend() names the kernels in use ("avx2" or "c"); backends() lists those this build can
 run on this CPU; set_backend(name) switches (tests and benchmarks do); asm_built() says
 whether the NASM objects were linked in at all.
@@ -44,10 +55,23 @@ from mnemo._kernels import (
     backend,
     backends,
     class_masks,
+    huge_pages,
+    huge_pages_of,
     memeq,
     pair_positions,
     pair_scan,
     set_backend,
 )
 
-__all__ = ["asm_built", "backend", "backends", "class_masks", "memeq", "pair_positions", "pair_scan", "set_backend"]
+__all__ = [
+    "asm_built",
+    "backend",
+    "backends",
+    "class_masks",
+    "huge_pages",
+    "huge_pages_of",
+    "memeq",
+    "pair_positions",
+    "pair_scan",
+    "set_backend",
+]

@@ -508,3 +508,36 @@ def test_kernel_arguments_of_wrong_type_name_the_argument() -> None:
         kernels.set_backend(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not available"):
         kernels.set_backend("c\x00x")
+
+
+# ---- huge pages: a hint, never a change to the memory ----------------------------------------
+
+
+def test_huge_pages_leaves_the_memory_as_it_was() -> None:
+    """huge_pages moves pages, never their bytes: a buffer of every size and alignment reads the
+    same after it, and the result is 0 (nothing done, or not Linux) or whole 2 MB regions."""
+    rng = random.Random(27)
+    for n in (0, 1, 4095, 4096, 1 << 20, (2 << 20) + 3, 5 << 20):
+        data = bytearray(rng.randbytes(n))
+        before = bytes(data)
+        done = kernels.huge_pages(data)
+        assert done >= 0 and done % (2 << 20) == 0
+        assert data == before
+    view = memoryview(bytes(range(256)) * 40000)[3:-5]  # not page-aligned at either end
+    assert kernels.huge_pages(view) % (2 << 20) == 0
+    assert view[0] == 3
+
+
+def test_huge_pages_of_a_list_leaves_its_objects_alone() -> None:
+    ints = [k for k in range(200_000)]
+    assert kernels.huge_pages_of(ints) % (2 << 20) == 0
+    assert ints == list(range(200_000))
+    assert kernels.huge_pages_of([]) == 0
+    assert kernels.huge_pages_of(["a", 1.5, None]) % (2 << 20) == 0
+
+
+def test_huge_pages_arguments_of_wrong_type() -> None:
+    with pytest.raises(TypeError, match="memory must be a buffer"):
+        kernels.huge_pages("text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="objects must be a list"):
+        kernels.huge_pages_of((1, 2))  # type: ignore[arg-type]
