@@ -63,7 +63,7 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64, u8
 
 from mnemo.errors import ConfigError, InputError
-from mnemo.kernels import huge_pages, huge_pages_of
+from mnemo.kernels import huge_pages, huge_pages_of, id_list
 
 # The small cache, behind the word table once the word table has no room left for cached chunks:
 # chunks of 2 to 7 bytes whose encoding has at most 3 ids, in 16-byte entries [bytes | length <<
@@ -1524,30 +1524,11 @@ class Encoder:
 
     def ids_list(self, packed: bytes) -> list[int]:
         """ids_of(packed, self.wide), made of the pre-made int objects of self.id_objects (self.ints,
-        or the public ids given to set_public), in a list allocated at its final size (filling it
-        is faster than appending: docs/speed.md)."""
-        ints = self.id_objects
-        n_ints: i64 = len(ints)
-        i: i64 = 0
-        j: i64 = 0
-        size: i64 = len(packed)
-        if self.wide:
-            out: list[object] = [None] * (size >> 2)
-            while i < size:
-                x: i64 = i64(read_i32_le(packed, i))
-                if x < n_ints:
-                    out[j] = ints[x]
-                else:
-                    out[j] = x
-                i += 4
-                j += 1
-        else:
-            out = [None] * (size >> 1)
-            while i < size:
-                out[j] = ints[i64(read_i16_le(packed, i)) & M16]
-                i += 2
-                j += 1
-        return cast(list[int], out)
+        or the public ids given to set_public).  kernels.id_list makes it: raising each id's
+        object's reference count is a cache miss in megabytes of objects, and the C loop
+        fetches them ahead where the compiled one (ids_from, its twin) waited for each in turn
+        (docs/speed.md)."""
+        return cast(list[int], id_list(packed, self.id_objects, self.wide))
 
     # ---- many chunks ----
 
@@ -1617,6 +1598,38 @@ def ids_of(packed: bytes, wide: bool) -> list[int]:
         out.append(i64(read_i16_le(packed, i)) & M16)
         i += 2
     return out
+
+
+def ids_from(objects: list[object], packed: bytes, wide: bool) -> list[int]:
+    """kernels.id_list's compiled twin: the ids packed by the encoder (little-endian uint16, or
+    uint32 when `wide`) as a list of objects[id] (a new int for an id past the objects), in a
+    list allocated at its final size (filling it is faster than appending: docs/speed.md)."""
+    ints = objects
+    n_ints: i64 = len(ints)
+    i: i64 = 0
+    j: i64 = 0
+    size: i64 = len(packed)
+    if wide:
+        out: list[object] = [None] * (size >> 2)
+        while i < size:
+            x: i64 = i64(read_i32_le(packed, i)) & M32
+            if x < n_ints:
+                out[j] = ints[x]
+            else:
+                out[j] = x
+            i += 4
+            j += 1
+    else:
+        out = [None] * (size >> 1)
+        while i < size:
+            y: i64 = i64(read_i16_le(packed, i)) & M16
+            if y < n_ints:
+                out[j] = ints[y]
+            else:
+                out[j] = y
+            i += 2
+            j += 1
+    return cast(list[int], out)
 
 
 def lists_of(ints: list[object], packed: bytes, wide: bool, lengths: bytes, out: list[list[int]]) -> None:

@@ -42,6 +42,13 @@ huge_pages_of(objects) -> int
     The same for the memory of a list: its array of references and the span of its objects
     (the encoder's pre-made int objects, which every list of ids references).
 
+id_list(packed, objects, wide) -> list
+    The list [objects[x] for x in ids], where ids are `packed` read as little-endian uint16
+    (uint32 when `wide`), and a new int for an id past the objects: the encoder's lists of ids
+    (Encoder.ids_list; encode_chunk.ids_from is the compiled twin).  Each object and its
+    slot are fetched some ids ahead of use.  A length that is not a whole number of ids is a
+    ValueError.
+
 backend() names the kernels in use ("avx2" or "c"); backends() lists those this build can
 run on this CPU; set_backend(name) switches (tests and benchmarks do); asm_built() says
 whether the NASM objects were linked in at all.
@@ -57,6 +64,7 @@ from mnemo._kernels import (
     class_masks,
     huge_pages,
     huge_pages_of,
+    id_list,
     memeq,
     pair_positions,
     pair_scan,
@@ -70,6 +78,7 @@ __all__ = [
     "class_masks",
     "huge_pages",
     "huge_pages_of",
+    "id_list",
     "memeq",
     "pair_positions",
     "pair_scan",
