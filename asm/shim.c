@@ -439,6 +439,23 @@ static PyObject *huge_pages_of(PyObject *self, PyObject *arg) {
     return PyLong_FromSsize_t(done);
 }
 
+static PyObject *align_offset(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "align_offset() takes 2 positional arguments, got %zd",
+                            nargs);
+    long long align;
+    if (get_i64(args[1], "align_offset", "alignment", &align) < 0) return NULL;
+    if (align <= 0 || (align & (align - 1)) != 0)
+        return PyErr_Format(PyExc_ValueError,
+                            "align_offset(): alignment must be a power of two, got %lld", align);
+    Py_buffer v;
+    if (get_buffer(args[0], &v, PyBUF_SIMPLE, "align_offset", "memory", "a buffer") < 0)
+        return NULL;
+    uintptr_t a = (uintptr_t)v.buf;
+    PyBuffer_Release(&v);
+    return PyLong_FromUnsignedLongLong((unsigned long long)((-a) & ((uintptr_t)align - 1)));
+}
+
 /* ---- id lists ----------------------------------------------------------------------- */
 
 /* How far ahead id_list touches: the reference array's slot IDS_SLOT_AHEAD ids ahead, the
@@ -535,6 +552,8 @@ static PyMethodDef methods[] = {
     {"class_masks", (PyCFunction)(void (*)(void))class_masks, METH_FASTCALL,
      "class_masks(data, table) -> bytes"},
     {"huge_pages", huge_pages, METH_O, "huge_pages(memory) -> int"},
+    {"align_offset", (PyCFunction)(void (*)(void))align_offset, METH_FASTCALL,
+     "align_offset(memory, alignment) -> int"},
     {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,
      "id_list(packed, objects, wide) -> list"},
     {"huge_pages_of", huge_pages_of, METH_O, "huge_pages_of(objects) -> int"},

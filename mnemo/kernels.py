@@ -42,6 +42,11 @@ huge_pages_of(objects) -> int
     The same for the memory of a list: its array of references and the span of its objects
     (the encoder's pre-made int objects, which every list of ids references).
 
+align_offset(memory, alignment) -> int
+    How many bytes from the start of `memory` (any buffer) to its first address that is a
+    multiple of `alignment` (a power of two): where the encoder starts a table in a vec so that
+    no entry straddles two cache lines (encode_chunk.LINE).
+
 id_list(packed, objects, wide) -> list
     The list [objects[x] for x in ids], where ids are `packed` read as little-endian uint16
     (uint32 when `wide`), and a new int for an id past the objects: the encoder's lists of ids
@@ -58,6 +63,7 @@ int out of range (also beyond 64 bits, where Python itself would raise OverflowE
 """
 
 from mnemo._kernels import (
+    align_offset,
     asm_built,
     backend,
     backends,
@@ -72,6 +78,7 @@ from mnemo._kernels import (
 )
 
 __all__ = [
+    "align_offset",
     "asm_built",
     "backend",
     "backends",

@@ -600,3 +600,19 @@ def test_id_list_rejects_bad_arguments() -> None:
         kernels.id_list(b"", (1,), False)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="packed"):
         kernels.id_list("ab", [], False)  # type: ignore[arg-type]
+
+
+def test_align_offset() -> None:
+    data = bytes(1000)
+    addr = np.frombuffer(data, dtype=np.uint8).ctypes.data
+    for align in (1, 2, 8, 16, 64, 4096):
+        off = kernels.align_offset(data, align)
+        assert 0 <= off < align and (addr + off) % align == 0
+    view = memoryview(data)[3:]
+    assert (addr + 3 + kernels.align_offset(view, 64)) % 64 == 0
+    with pytest.raises(ValueError, match="power of two"):
+        kernels.align_offset(data, 48)
+    with pytest.raises(ValueError, match="power of two"):
+        kernels.align_offset(data, 0)
+    with pytest.raises(TypeError, match="memory must be a buffer"):
+        kernels.align_offset(3, 64)  # type: ignore[arg-type]
