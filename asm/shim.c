@@ -462,6 +462,11 @@ static PyObject *align_offset(PyObject *self, PyObject *const *args, Py_ssize_t 
  * object IDS_OBJECT_AHEAD ids ahead (its slot was fetched a few ids before). */
 #define IDS_SLOT_AHEAD 24
 #define IDS_OBJECT_AHEAD 12
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p, w) __builtin_prefetch((p), (w))
+#else
+#define PREFETCH(p, w) ((void)(p))
+#endif
 
 static inline uint32_t id_at(const uint8_t *p, Py_ssize_t i, int wide) {
     if (wide) {
@@ -511,11 +516,11 @@ static PyObject *id_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + IDS_SLOT_AHEAD < n) {
             uint32_t y = id_at(p, i + IDS_SLOT_AHEAD, wide);
-            if (y < n_objs) __builtin_prefetch(&objs[y], 0);
+            if (y < n_objs) PREFETCH(&objs[y], 0);
         }
         if (i + IDS_OBJECT_AHEAD < n) {
             uint32_t y = id_at(p, i + IDS_OBJECT_AHEAD, wide);
-            if (y < n_objs) __builtin_prefetch(objs[y], 1);
+            if (y < n_objs) PREFETCH(objs[y], 1);
         }
         uint32_t x = id_at(p, i, wide);
         PyObject *o;
