@@ -8,6 +8,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "kernels.h"
 
@@ -375,6 +378,169 @@ static PyObject *class_masks(PyObject *self, PyObject *const *args, Py_ssize_t n
     return res;
 }
 
+/* ---- huge pages --------------------------------------------------------------------- */
+
+/* The encoder's tables (several MB, read at random: one lookup a chunk) and the int objects its
+ * lists are made of sit on 4 KB pages, so nearly every lookup also misses the TLB, and in a
+ * virtual machine a TLB miss walks two page tables.  MADV_COLLAPSE (Linux 6.1) moves the
+ * pages of each 2 MB-aligned region into one huge page, now, whatever the system's THP
+ * setting ("madvise" on this project's machines, where memory nobody advised never gets
+ * one).  A region the memory only partly covers is taken whole: it is collapsed only when it
+ * lies inside one mapping, and a mapping that holds both ends of it holds memory of the same
+ * kind (anonymous, private: the malloc heap's), whose pages gain a huge page too, and up to
+ * 2 MB of zeros where nothing was mapped yet.  Nothing is read or written: it is a hint, and
+ * a failed one changes nothing. */
+#define HUGE_SPAN ((uintptr_t)1 << 21)
+#if defined(__linux__)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+static Py_ssize_t collapse(uintptr_t lo, uintptr_t hi) {
+    if (hi <= lo) return 0;
+    lo &= ~(HUGE_SPAN - 1);
+    hi = (hi + HUGE_SPAN - 1) & ~(HUGE_SPAN - 1);
+    return madvise((void *)lo, (size_t)(hi - lo), MADV_COLLAPSE) == 0 ? (Py_ssize_t)(hi - lo) : 0;
+}
+#else
+static Py_ssize_t collapse(uintptr_t lo, uintptr_t hi) {
+    (void)lo;
+    (void)hi;
+    return 0;
+}
+#endif
+
+static PyObject *huge_pages(PyObject *self, PyObject *arg) {
+    Py_buffer v;
+    if (get_buffer(arg, &v, PyBUF_SIMPLE, "huge_pages", "memory", "a buffer") < 0) return NULL;
+    uintptr_t lo = (uintptr_t)v.buf;
+    Py_ssize_t done = collapse(lo, lo + (uintptr_t)v.len);
+    PyBuffer_Release(&v);
+    return PyLong_FromSsize_t(done);
+}
+
+static PyObject *huge_pages_of(PyObject *self, PyObject *arg) {
+    if (!PyList_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "huge_pages_of(): objects must be a list, got %s",
+                            Py_TYPE(arg)->tp_name);
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    if (n == 0) return PyLong_FromLong(0);
+    /* the list's array of references, then the span of the objects themselves */
+    uintptr_t at = (uintptr_t)((PyListObject *)arg)->ob_item;
+    Py_ssize_t done = collapse(at, at + (uintptr_t)n * sizeof(PyObject *));
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_GET_ITEM(arg, i);
+        uintptr_t a = (uintptr_t)o, b = a + (uintptr_t)Py_TYPE(o)->tp_basicsize;
+        if (a < lo) lo = a;
+        if (b > hi) hi = b;
+    }
+    /* objects scattered over more than 64 MB: not what this is for */
+    if (hi - lo <= ((uintptr_t)64 << 20)) done += collapse(lo, hi);
+    return PyLong_FromSsize_t(done);
+}
+
+static PyObject *align_offset(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "align_offset() takes 2 positional arguments, got %zd",
+                            nargs);
+    long long align;
+    if (get_i64(args[1], "align_offset", "alignment", &align) < 0) return NULL;
+    if (align <= 0 || (align & (align - 1)) != 0)
+        return PyErr_Format(PyExc_ValueError,
+                            "align_offset(): alignment must be a power of two, got %lld", align);
+    Py_buffer v;
+    if (get_buffer(args[0], &v, PyBUF_SIMPLE, "align_offset", "memory", "a buffer") < 0)
+        return NULL;
+    uintptr_t a = (uintptr_t)v.buf;
+    PyBuffer_Release(&v);
+    return PyLong_FromUnsignedLongLong((unsigned long long)((-a) & ((uintptr_t)align - 1)));
+}
+
+/* ---- id lists ----------------------------------------------------------------------- */
+
+/* How far ahead id_list touches: the reference array's slot IDS_SLOT_AHEAD ids ahead, the
+ * object IDS_OBJECT_AHEAD ids ahead (its slot was fetched a few ids before). */
+#define IDS_SLOT_AHEAD 24
+#define IDS_OBJECT_AHEAD 12
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p, w) __builtin_prefetch((p), (w))
+#else
+#define PREFETCH(p, w) ((void)(p))
+#endif
+
+static inline uint32_t id_at(const uint8_t *p, Py_ssize_t i, int wide) {
+    if (wide) {
+        const uint8_t *q = p + 4 * i;
+        return (uint32_t)q[0] | ((uint32_t)q[1] << 8) | ((uint32_t)q[2] << 16) | ((uint32_t)q[3] << 24);
+    }
+    const uint8_t *q = p + 2 * i;
+    return (uint32_t)q[0] | ((uint32_t)q[1] << 8);
+}
+
+/* The list of a text's ids, made of pre-made int objects: every id's object is a reference
+ * count to raise in ~3 MB of objects (cl100k) read in no order, and the compiled loop waited
+ * for each miss in turn (Encoder.ids_list, its twin).  Here each object, and its slot in the
+ * reference array, is fetched some ids before its count is raised, so the misses overlap. */
+static PyObject *id_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "id_list() takes 3 positional arguments, got %zd",
+                            nargs);
+    PyObject *objects = args[1];
+    if (!PyList_Check(objects))
+        return PyErr_Format(PyExc_TypeError, "id_list(): objects must be a list, got %s",
+                            Py_TYPE(objects)->tp_name);
+    int wide = PyObject_IsTrue(args[2]);
+    if (wide < 0) return NULL;
+    Py_buffer v;
+    if (get_buffer(args[0], &v, PyBUF_C_CONTIGUOUS, "id_list", "packed", "a contiguous buffer") < 0)
+        return NULL;
+    Py_ssize_t step = wide ? 4 : 2;
+    if (v.len % step != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "id_list(): packed holds %zd bytes, not a whole number of %zd-byte ids",
+                     v.len, step);
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    Py_ssize_t n = v.len / step;
+    PyObject *out = PyList_New(n);
+    if (out == NULL) {
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    const uint8_t *p = (const uint8_t *)v.buf;
+    PyObject **items = ((PyListObject *)out)->ob_item;
+    PyObject **objs = ((PyListObject *)objects)->ob_item;
+    uint32_t n_objs = (uint32_t)(PyList_GET_SIZE(objects) < (Py_ssize_t)UINT32_MAX
+                                     ? PyList_GET_SIZE(objects) : (Py_ssize_t)UINT32_MAX);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + IDS_SLOT_AHEAD < n) {
+            uint32_t y = id_at(p, i + IDS_SLOT_AHEAD, wide);
+            if (y < n_objs) PREFETCH(&objs[y], 0);
+        }
+        if (i + IDS_OBJECT_AHEAD < n) {
+            uint32_t y = id_at(p, i + IDS_OBJECT_AHEAD, wide);
+            if (y < n_objs) PREFETCH(objs[y], 1);
+        }
+        uint32_t x = id_at(p, i, wide);
+        PyObject *o;
+        if (x < n_objs) {
+            o = objs[x];
+            Py_INCREF(o);
+        } else {
+            o = PyLong_FromUnsignedLong(x);
+            if (o == NULL) {
+                Py_DECREF(out); /* the items not set yet are NULL: list_dealloc skips them */
+                PyBuffer_Release(&v);
+                return NULL;
+            }
+        }
+        items[i] = o;
+    }
+    PyBuffer_Release(&v);
+    return out;
+}
+
 /* ---- module -------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -390,6 +556,12 @@ static PyMethodDef methods[] = {
      "memeq(a, a_off, b, b_off, n) -> bool"},
     {"class_masks", (PyCFunction)(void (*)(void))class_masks, METH_FASTCALL,
      "class_masks(data, table) -> bytes"},
+    {"huge_pages", huge_pages, METH_O, "huge_pages(memory) -> int"},
+    {"align_offset", (PyCFunction)(void (*)(void))align_offset, METH_FASTCALL,
+     "align_offset(memory, alignment) -> int"},
+    {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,
+     "id_list(packed, objects, wide) -> list"},
+    {"huge_pages_of", huge_pages_of, METH_O, "huge_pages_of(objects) -> int"},
     {NULL, NULL, 0, NULL},
 };
 

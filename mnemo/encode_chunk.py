@@ -63,6 +63,7 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64, u8
 
 from mnemo.errors import ConfigError, InputError
+from mnemo.kernels import align_offset, huge_pages, huge_pages_of, id_list
 
 # The small cache, behind the word table once the word table has no room left for cached chunks:
 # chunks of 2 to 7 bytes whose encoding has at most 3 ids, in 16-byte entries [bytes | length <<
@@ -168,6 +169,16 @@ M21: Final = 0x1FFFFF
 M59: Final = (1 << 59) - 1
 M60: Final = (1 << 60) - 1
 M30: Final = (1 << 30) - 1
+# The tables' entries (16 bytes, 32 for the long-word table) start at an index whose address is
+# a multiple of LINE bytes (Encoder.words_at and the like), so that no entry straddles two cache
+# lines: a vec's items start 8 bytes past a multiple of 16, and one entry in four of the word
+# table, the front cache and the small cache (half the long-word table's, for some
+# addresses) cost two cache misses where one would do.
+LINE: Final = 64
+# Encoder.use_huge_pages: from a word table of this many words (2 MB, a huge page) on.  With
+# fewer merges the tables mostly stay in the caches and their TLB reach, and asking for huge
+# pages would take a 2 MB region of the heap for every small encoder (tests make thousands).
+HUGE_WORDS: Final = 1 << 18
 
 
 class Encoder:
@@ -230,6 +241,10 @@ class Encoder:
     cc_max_slots: i64
     cc_max_words: i64
     pieces_score: i64
+    words_at: i64
+    lwords_at: i64
+    front_at: i64
+    small_at: i64
 
     def __init__(
         self,
@@ -313,15 +328,17 @@ class Encoder:
         self.pair_filter = pair_filter
         self.filter_mask = fmask
         self.byte_pairs = byte_pairs
-        self.small = vec[i64]([0] * (SMALL_SLOTS * 2))
+        self.small, self.small_at = line_aligned(SMALL_SLOTS * 2)
         self.words = vec[i64]([0] * 2)
+        self.words_at = 0
         self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
+        self.lwords_at = 0
         self.lwords_limit = 0
         self.misses = vec[i64]([0] * (CACHE_MAX_BYTES + 1))
         self.pool = vec[i32]([0] * 1024)
         self.pool_n = 0
-        self.front = vec[i64]([0] * (2 * FRONT_SLOTS))
+        self.front, self.front_at = line_aligned(2 * FRONT_SLOTS)
         self.front_seed = vec[i64]([0] * (2 * FRONT_SLOTS))
         self.cc_ids = vec[i64]([0] * (CACHE_MAX_BYTES + 1))
         # the chunk cache's bounds (tests make them small to reach them)
@@ -360,6 +377,23 @@ class Encoder:
         self.fill_long_words(spelled)
         self.fill_whole(whole_list)
         self.reset_front()
+        self.use_huge_pages()
+
+    def use_huge_pages(self) -> None:
+        """Put the tables every chunk reads at random, and the int objects of the id lists, on
+        huge pages (kernels.huge_pages; a hint that changes nothing but speed).  Each chunk's
+        lookups and each id's int object land on a different 4 KB page of ~10 MB (cl100k), and
+        nearly every one of them missed the TLB as well as the L2 cache (docs/speed.md)."""
+        if len(self.words) < HUGE_WORDS:
+            return
+        huge_pages(self.words)
+        huge_pages(self.lwords)
+        huge_pages(self.table)
+        huge_pages(self.pair_filter)
+        huge_pages(self.byte_pairs)
+        huge_pages(self.small)
+        huge_pages(self.front)
+        huge_pages_of(self.id_objects)
 
     def rank(self, a: i64, b: i64) -> i64:
         """The merge number of pair (a, b), or NO_RANK when no merge makes it."""
@@ -408,7 +442,7 @@ class Encoder:
         size: i64 = 1024
         while size < 2 * count:
             size *= 2
-        words: vec[i64] = vec[i64]([0] * (2 * size))
+        words, wat0 = line_aligned(2 * size)
         mask: i64 = size - 1
         seed: vec[i64] = vec[i64]([0] * (2 * FRONT_SLOTS))
         n_hot: i64 = 0
@@ -425,12 +459,13 @@ class Encoder:
                         seed[fat] = key
                         seed[fat + 1] = t
                 at: i64 = mixed & mask
-                while words[at << 1] != 0:
+                while words[(at << 1) + wat0] != 0:
                     at = (at + 1) & mask
-                words[at << 1] = key
-                words[(at << 1) + 1] = t
+                words[(at << 1) + wat0] = key
+                words[(at << 1) + wat0 + 1] = t
             k += 1
         self.words = words
+        self.words_at = wat0
         self.words_mask = mask
         self.front_seed = seed
         self.words_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
@@ -450,7 +485,7 @@ class Encoder:
         size: i64 = 1024
         while size < 2 * count:
             size *= 2
-        table: vec[i64] = vec[i64]([0] * (4 * size))
+        table, lat0 = line_aligned(4 * size)
         mask: i64 = size - 1
         t = 256
         while t < n + 256:
@@ -461,13 +496,14 @@ class Encoder:
                 k0: i64 = read_i64_le(padded, 0)
                 k1: i64 = read_i64_le(padded, 8) | (ln << 56)
                 at: i64 = ((((k0 * SMALL_MUL) ^ k1) * SMALL_MUL) >> WORD_SHIFT) & mask
-                while table[(at << 2) + 1] != 0:
+                while table[(at << 2) + lat0 + 1] != 0:
                     at = (at + 1) & mask
-                table[at << 2] = k0
-                table[(at << 2) + 1] = k1
-                table[(at << 2) + 2] = t
+                table[(at << 2) + lat0] = k0
+                table[(at << 2) + lat0 + 1] = k1
+                table[(at << 2) + lat0 + 2] = t
             t += 1
         self.lwords = table
+        self.lwords_at = lat0
         self.lwords_mask = mask
         self.lwords_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
         self.lwords_room = self.lwords_limit
@@ -575,22 +611,23 @@ class Encoder:
         front = self.front
         seed = self.front_seed
         slot: i64 = 0
+        at: i64 = self.front_at
         while slot < 2 * FRONT_SLOTS:
-            front[slot] = seed[slot]
+            front[slot + at] = seed[slot]
             slot += 1
 
     def clear_cache(self) -> None:
         words = self.words
-        slot: i64 = 0
-        while slot < len(words):
+        slot: i64 = self.words_at
+        while slot + 1 < len(words):
             if words[slot] >> 59 != 0:
                 words[slot] = 0
                 words[slot + 1] = 0
             slot += 2
         self.words_room = self.words_limit
         lwords = self.lwords
-        slot = 0
-        while slot < len(lwords):
+        slot = self.lwords_at
+        while slot + 3 < len(lwords):
             if lwords[slot + 1] >> 60 != 0:
                 lwords[slot] = 0
                 lwords[slot + 1] = 0
@@ -600,7 +637,7 @@ class Encoder:
         small = self.small
         slot = 0
         while slot < SMALL_SLOTS:
-            small[slot << 1] = 0  # no key is 0: a cached chunk has 2 to 7 bytes
+            small[(slot << 1) + self.small_at] = 0  # no key is 0: a cached chunk has 2 to 7 bytes
             slot += 1
         self.pool_n = 0
         self.cc_clear()
@@ -660,7 +697,7 @@ class Encoder:
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
             mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
             front = self.front
-            fat: i64 = (mixed & FRONT_MASK) << 1
+            fat: i64 = ((mixed & FRONT_MASK) << 1) + self.front_at
             fkey: i64 = front[fat]
             if fkey == key:
                 if wide:
@@ -673,11 +710,12 @@ class Encoder:
                 return
             words = self.words
             wmask = self.words_mask
+            wbase: i64 = self.words_at
             wat: i64 = mixed & wmask
             while True:
-                wkey: i64 = words[wat << 1]
+                wkey: i64 = words[(wat << 1) + wbase]
                 if (wkey & M59) == key:
-                    wv: i64 = words[(wat << 1) + 1]
+                    wv: i64 = words[(wat << 1) + wbase + 1]
                     front[fat] = wkey
                     front[fat + 1] = wv
                     if wkey == key:
@@ -704,8 +742,8 @@ class Encoder:
                 cn: i64 = self.short_bpe(data, start, end)
                 ctk = self.tk
                 cp: i64 = self.pack_ids(cn)
-                words[wat << 1] = key | (cn << 59)
-                words[(wat << 1) + 1] = cp
+                words[(wat << 1) + wbase] = key | (cn << 59)
+                words[(wat << 1) + wbase + 1] = cp
                 self.words_room -= 1
                 front[fat] = key | (cn << 59)
                 front[fat + 1] = cp
@@ -715,7 +753,7 @@ class Encoder:
                     ct += 1
                 return
             small = self.small
-            at: i64 = (((key * SMALL_MUL) >> SMALL_SHIFT) & SMALL_MASK) << 1
+            at: i64 = ((((key * SMALL_MUL) >> SMALL_SHIFT) & SMALL_MASK) << 1) + self.small_at
             stored: i64 = small[at]
             if (stored & M59) == key:
                 sp: i64 = small[at + 1]
@@ -746,11 +784,12 @@ class Encoder:
             lmix: i64 = (((lk0 * SMALL_MUL) ^ lk1) * SMALL_MUL) >> WORD_SHIFT
             lwords = self.lwords
             lmask = self.lwords_mask
+            lbase: i64 = self.lwords_at
             lat: i64 = lmix & lmask
             while True:
-                lkey: i64 = lwords[(lat << 2) + 1]
-                if (lkey & M60) == lk1 and lwords[lat << 2] == lk0:
-                    lv: i64 = lwords[(lat << 2) + 2]
+                lkey: i64 = lwords[(lat << 2) + lbase + 1]
+                if (lkey & M60) == lk1 and lwords[(lat << 2) + lbase] == lk0:
+                    lv: i64 = lwords[(lat << 2) + lbase + 2]
                     if lkey == lk1:
                         if wide:
                             write_i32_le(dst, i32(lv))
@@ -773,7 +812,7 @@ class Encoder:
                     # a piece of 8 bytes or more may have taken the slot where the probe ended
                     if self.lwords_room <= 0:
                         return
-                    while lwords[(lat << 2) + 1] != 0:
+                    while lwords[(lat << 2) + lbase + 1] != 0:
                         lat = (lat + 1) & lmask
                 else:
                     dn = self.short_bpe(data, start, end)
@@ -783,9 +822,9 @@ class Encoder:
                         emit(dst, dtk[dt], wide)
                         dt += 1
                 dp: i64 = self.pack_ids(dn)
-                lwords[lat << 2] = lk0
-                lwords[(lat << 2) + 1] = lk1 | (dn << 60)
-                lwords[(lat << 2) + 2] = dp
+                lwords[(lat << 2) + lbase] = lk0
+                lwords[(lat << 2) + lbase + 1] = lk1 | (dn << 60)
+                lwords[(lat << 2) + lbase + 2] = dp
                 self.lwords_room -= 1
                 return
         self.cc_encode(data, start, end, dst)
@@ -1497,33 +1536,16 @@ class Encoder:
         (cl100k, o200k) was first made as a new int object, then thrown away.  The table's
         objects exist anyway (the Tokenizer keeps the map), so no memory is added."""
         self.id_objects = table
+        if len(self.words) >= HUGE_WORDS:
+            huge_pages_of(table)
 
     def ids_list(self, packed: bytes) -> list[int]:
         """ids_of(packed, self.wide), made of the pre-made int objects of self.id_objects (self.ints,
-        or the public ids given to set_public), in a list allocated at its final size (filling it
-        is faster than appending: docs/speed.md)."""
-        ints = self.id_objects
-        n_ints: i64 = len(ints)
-        i: i64 = 0
-        j: i64 = 0
-        size: i64 = len(packed)
-        if self.wide:
-            out: list[object] = [None] * (size >> 2)
-            while i < size:
-                x: i64 = i64(read_i32_le(packed, i))
-                if x < n_ints:
-                    out[j] = ints[x]
-                else:
-                    out[j] = x
-                i += 4
-                j += 1
-        else:
-            out = [None] * (size >> 1)
-            while i < size:
-                out[j] = ints[i64(read_i16_le(packed, i)) & M16]
-                i += 2
-                j += 1
-        return cast(list[int], out)
+        or the public ids given to set_public).  kernels.id_list makes it: raising each id's
+        object's reference count is a cache miss in megabytes of objects, and the C loop
+        fetches them ahead where the compiled one (ids_from, its twin) waited for each in turn
+        (docs/speed.md)."""
+        return cast(list[int], id_list(packed, self.id_objects, self.wide))
 
     # ---- many chunks ----
 
@@ -1551,6 +1573,13 @@ class Encoder:
         for c in chunks:
             self.encode_uncached(c, 0, len(c), dst)
         return self.ids_list(dst.getvalue())
+
+
+def line_aligned(n: i64) -> tuple[vec[i64], i64]:
+    """A table of n zeroed words, and where it starts in the vec returned: the first index whose
+    address is a multiple of LINE bytes (see LINE; the vec holds LINE // 8 words more)."""
+    v: vec[i64] = vec[i64]([0] * (n + LINE // 8))
+    return v, align_offset(v, LINE) >> 3
 
 
 def same_bytes(a: bytes, a_at: i64, b: bytes, b_at: i64, n: i64) -> bool:
@@ -1593,6 +1622,38 @@ def ids_of(packed: bytes, wide: bool) -> list[int]:
         out.append(i64(read_i16_le(packed, i)) & M16)
         i += 2
     return out
+
+
+def ids_from(objects: list[object], packed: bytes, wide: bool) -> list[int]:
+    """kernels.id_list's compiled twin: the ids packed by the encoder (little-endian uint16, or
+    uint32 when `wide`) as a list of objects[id] (a new int for an id past the objects), in a
+    list allocated at its final size (filling it is faster than appending: docs/speed.md)."""
+    ints = objects
+    n_ints: i64 = len(ints)
+    i: i64 = 0
+    j: i64 = 0
+    size: i64 = len(packed)
+    if wide:
+        out: list[object] = [None] * (size >> 2)
+        while i < size:
+            x: i64 = i64(read_i32_le(packed, i)) & M32
+            if x < n_ints:
+                out[j] = ints[x]
+            else:
+                out[j] = x
+            i += 4
+            j += 1
+    else:
+        out = [None] * (size >> 1)
+        while i < size:
+            y: i64 = i64(read_i16_le(packed, i)) & M16
+            if y < n_ints:
+                out[j] = ints[y]
+            else:
+                out[j] = y
+            i += 2
+            j += 1
+    return cast(list[int], out)
 
 
 def lists_of(ints: list[object], packed: bytes, wide: bool, lengths: bytes, out: list[list[int]]) -> None:

@@ -31,6 +31,29 @@ class_masks(data, table) -> bytes
     crossing), then find the end of a run of bytes with some property by reading a mask word
     (mnemo/classmask.py).  Long texts release the GIL.
 
+huge_pages(memory) -> int
+    Ask Linux to move the pages of `memory` (any buffer) onto 2 MB huge pages now
+    (madvise MADV_COLLAPSE over the 2 MB-aligned regions it touches; asm/shim.c says why a
+    region it only partly covers is taken whole).  Returns the bytes of those regions when the
+    kernel did it, else 0 (another system, an older kernel, a region that spans two
+    mappings); it is a hint, so 0 changes nothing but speed.
+
+huge_pages_of(objects) -> int
+    The same for the memory of a list: its array of references and the span of its objects
+    (the encoder's pre-made int objects, which every list of ids references).
+
+align_offset(memory, alignment) -> int
+    How many bytes from the start of `memory` (any buffer) to its first address that is a
+    multiple of `alignment` (a power of two): where the encoder starts a table in a vec so that
+    no entry straddles two cache lines (encode_chunk.LINE).
+
+id_list(packed, objects, wide) -> list
+    The list [objects[x] for x in ids], where ids are `packed` read as little-endian uint16
+    (uint32 when `wide`), and a new int for an id past the objects: the encoder's lists of ids
+    (Encoder.ids_list; encode_chunk.ids_from is the compiled twin).  Each object and its
+    slot are fetched some ids ahead of use.  A length that is not a whole number of ids is a
+    ValueError.
+
 backend() names the kernels in use ("avx2" or "c"); backends() lists those this build can
 run on this CPU; set_backend(name) switches (tests and benchmarks do); asm_built() says
 whether the NASM objects were linked in at all.
@@ -40,14 +63,31 @@ int out of range (also beyond 64 bits, where Python itself would raise OverflowE
 """
 
 from mnemo._kernels import (
+    align_offset,
     asm_built,
     backend,
     backends,
     class_masks,
+    huge_pages,
+    huge_pages_of,
+    id_list,
     memeq,
     pair_positions,
     pair_scan,
     set_backend,
 )
 
-__all__ = ["asm_built", "backend", "backends", "class_masks", "memeq", "pair_positions", "pair_scan", "set_backend"]
+__all__ = [
+    "align_offset",
+    "asm_built",
+    "backend",
+    "backends",
+    "class_masks",
+    "huge_pages",
+    "huge_pages_of",
+    "id_list",
+    "memeq",
+    "pair_positions",
+    "pair_scan",
+    "set_backend",
+]

@@ -920,3 +920,23 @@ def test_pieces_switch_off_where_few_chunks_have_safe_places() -> None:
     ranks = merge_ranks(merges)
     chunks = [fail + bytes([i, 0xC3]) for i in range(200)] + [cut + bytes([i % 256, i // 256]) for i in range(1500)]
     assert enc.encode_chunks(chunks) == [i for c in chunks for i in encode_chunk_naive(c, ranks)]
+
+
+def test_tables_start_on_a_cache_line(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """The word tables, the front cache and the small cache start at a cache line inside their
+    vecs (encode_chunk.LINE), so that no entry straddles two lines; the words before the start
+    are never written."""
+    import numpy as np
+
+    from mnemo.encode_chunk import LINE
+
+    enc = Encoder(gpt2_encoder[1][:3000])
+    enc.bypass = False
+    for table, at in (("words", enc.words_at), ("lwords", enc.lwords_at), ("front", enc.front_at), ("small", enc.small_at)):
+        v = np.frombuffer(getattr(enc, table), dtype=np.int64)
+        assert 0 <= at < LINE // 8 and (v.ctypes.data + 8 * at) % LINE == 0, table
+    data = b" the cat sat on internationalization and encyclopedias again" * 40 + b" " * 16
+    enc.encode_chunks([data[i : i + 11] for i in range(0, len(data), 11)])
+    for table, at in (("words", enc.words_at), ("lwords", enc.lwords_at), ("front", enc.front_at), ("small", enc.small_at)):
+        v = np.frombuffer(getattr(enc, table), dtype=np.int64)
+        assert not v[:at].any(), table

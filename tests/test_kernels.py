@@ -508,3 +508,111 @@ def test_kernel_arguments_of_wrong_type_name_the_argument() -> None:
         kernels.set_backend(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not available"):
         kernels.set_backend("c\x00x")
+
+
+# ---- huge pages: a hint, never a change to the memory ----------------------------------------
+
+
+def test_huge_pages_leaves_the_memory_as_it_was() -> None:
+    """huge_pages moves pages, never their bytes: a buffer of every size and alignment reads the
+    same after it, and the result is 0 (nothing done, or not Linux) or whole 2 MB regions."""
+    rng = random.Random(27)
+    for n in (0, 1, 4095, 4096, 1 << 20, (2 << 20) + 3, 5 << 20):
+        data = bytearray(rng.randbytes(n))
+        before = bytes(data)
+        done = kernels.huge_pages(data)
+        assert done >= 0 and done % (2 << 20) == 0
+        assert data == before
+    view = memoryview(bytes(range(256)) * 40000)[3:-5]  # not page-aligned at either end
+    assert kernels.huge_pages(view) % (2 << 20) == 0
+    assert view[0] == 3
+
+
+def test_huge_pages_of_a_list_leaves_its_objects_alone() -> None:
+    ints = [k for k in range(200_000)]
+    assert kernels.huge_pages_of(ints) % (2 << 20) == 0
+    assert ints == list(range(200_000))
+    assert kernels.huge_pages_of([]) == 0
+    assert kernels.huge_pages_of(["a", 1.5, None]) % (2 << 20) == 0
+
+
+def test_huge_pages_arguments_of_wrong_type() -> None:
+    with pytest.raises(TypeError, match="memory must be a buffer"):
+        kernels.huge_pages("text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="objects must be a list"):
+        kernels.huge_pages_of((1, 2))  # type: ignore[arg-type]
+
+
+# ---- id lists: the C list builder against its compiled twin ----------------------------------
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_id_list_against_the_compiled_twin(wide: bool) -> None:
+    """Every length around the fetch-ahead distances, ids inside and past the objects (a new
+    int for those), both widths."""
+    from mnemo.encode_chunk import ids_from
+
+    rng = random.Random(31)
+    objects: list[object] = [k * 10 for k in range(1000)]
+    top = 70_000 if wide else 1 << 16
+    for n in list(range(0, 40)) + [100, 1000]:
+        ids = [rng.choice((rng.randrange(1000), rng.randrange(top))) for _ in range(n)]
+        packed = np.array(ids, dtype=np.uint32 if wide else np.uint16).tobytes()
+        want = [objects[x] if x < 1000 else x for x in ids]
+        got = kernels.id_list(packed, objects, wide)
+        assert got == want
+        assert ids_from(objects, packed, wide) == want
+        assert all(g is objects[x] for g, x in zip(got, ids) if x < 1000)  # the same objects
+
+
+def test_id_list_keeps_reference_counts_right() -> None:
+    import sys
+
+    obj = object()
+    before = sys.getrefcount(obj)
+    lst = kernels.id_list(np.zeros(500, dtype=np.uint16).tobytes(), [obj], False)
+    assert sys.getrefcount(obj) == before + 500
+    del lst
+    assert sys.getrefcount(obj) == before
+    assert kernels.id_list(b"", [obj], True) == []
+    assert kernels.id_list(np.array([5, 0], dtype=np.uint32).tobytes(), [], True) == [5, 0]
+
+
+def test_id_list_at_guard_pages(guarded: Guarded) -> None:
+    data = guarded.data
+    data[:] = np.frombuffer(bytes(range(256)) * (PAGE // 256), dtype=np.uint8)
+    objects: list[object] = list(range(1 << 16))
+    page = bytes(data)
+    for n in list(range(0, 80, 2)) + [PAGE]:
+        for wide in (False, True):
+            k = n - n % (4 if wide else 2)
+            want = kernels.id_list(page[PAGE - k :], objects, wide)
+            assert kernels.id_list(data[PAGE - k :], objects, wide) == want  # ends at the guard
+            assert kernels.id_list(data[:k], objects, wide) == kernels.id_list(page[:k], objects, wide)
+
+
+def test_id_list_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="whole number of 4-byte ids"):
+        kernels.id_list(b"abcdef", [], True)
+    with pytest.raises(ValueError, match="whole number of 2-byte ids"):
+        kernels.id_list(b"abc", [], False)
+    with pytest.raises(TypeError, match="objects must be a list"):
+        kernels.id_list(b"", (1,), False)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="packed"):
+        kernels.id_list("ab", [], False)  # type: ignore[arg-type]
+
+
+def test_align_offset() -> None:
+    data = bytes(1000)
+    addr = np.frombuffer(data, dtype=np.uint8).ctypes.data
+    for align in (1, 2, 8, 16, 64, 4096):
+        off = kernels.align_offset(data, align)
+        assert 0 <= off < align and (addr + off) % align == 0
+    view = memoryview(data)[3:]
+    assert (addr + 3 + kernels.align_offset(view, 64)) % 64 == 0
+    with pytest.raises(ValueError, match="power of two"):
+        kernels.align_offset(data, 48)
+    with pytest.raises(ValueError, match="power of two"):
+        kernels.align_offset(data, 0)
+    with pytest.raises(TypeError, match="memory must be a buffer"):
+        kernels.align_offset(3, 64)  # type: ignore[arg-type]
