@@ -139,14 +139,18 @@ def prepare(work: Path, corpora: list[str], vocabs: list[str], mb: float, warm_m
             from mnemo.interop import save_hf
 
             save_hf(mnemo.load_tiktoken(plain, MNEMO_PATTERN[v]), hf)
-        if v == "cl100k_base" and not (work / f"{v}.gigatok.json").exists():
+        if v == "cl100k_base" and not (work / f"{v}.gigatok.v2.json").exists():
             # gigatok runs a pre-tokenizer of its own only for the spellings it knows: cl100k's
-            # with its last branch \s+ (the same chunks as tiktoken's \s), not tiktoken's own
+            # as the `regex` module reads it, with its last branch \s+ (the same chunks as
+            # tiktoken's \s) -- not the export's, which save_hf rewrites for Oniguruma
+            # (`(?>\p{N}{1,3})`, `\Z`): gigatok fails on that one ("no fast pretokenizer")
+            from mnemo.patterns import compile_pattern, regex_of
+
             obj = json.loads(hf.read_text())
-            split = obj["pre_tokenizer"]["pretokenizers"][0]["pattern"]
-            assert split["Regex"].endswith(r"|\s")
-            split["Regex"] += "+"
-            (work / f"{v}.gigatok.json").write_text(json.dumps(obj))
+            spelled = regex_of(compile_pattern("cl100k"), "cl100k")
+            assert spelled.endswith(r"|\s")
+            obj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = spelled + "+"
+            (work / f"{v}.gigatok.v2.json").write_text(json.dumps(obj))
     if "mnemo32k" in vocabs and not (work / "mnemo32k.bin").exists():
         import mnemo
         from mnemo.interop import save_hf
@@ -250,7 +254,7 @@ def make_runner(runner: str, vocab: str, work: Path) -> Callable[[list[str]], li
         if vocab == "mnemo32k":
             gt = gigatok.Tokenizer(str(work / "mnemo32k.tokenizer.json"))
         elif vocab == "cl100k_base":
-            gt = gigatok.Tokenizer(str(work / "cl100k_base.gigatok.json"))
+            gt = gigatok.Tokenizer(str(work / "cl100k_base.gigatok.v2.json"))
         else:  # it has no o200k pre-tokenizer: GPT-2's split (../shared/notes/peers.md)
             gt = gigatok.Tokenizer.from_tiktoken(str(work / f"{vocab}.tiktoken"))
         if method == "encode":
