@@ -477,6 +477,52 @@ static inline uint32_t id_at(const uint8_t *p, Py_ssize_t i, int wide) {
     return (uint32_t)q[0] | ((uint32_t)q[1] << 8);
 }
 
+/* The packed ids in a librt.strings BytesWriter (the buffer the compiled encoder writes to),
+ * read where they are: getvalue() would copy them into a new bytes object first (4 bytes an
+ * id of fresh memory, on top of the list's 8).  The layout read here is librt.strings' ABI 1
+ * (its librt_strings_common.h), which mypyc-compiled code already inlines; librt's capsule
+ * says which ABI is loaded, and any other gives writer_data() nothing, so the caller takes the
+ * copy. */
+typedef struct {
+    PyObject_HEAD
+    char *buf;
+    Py_ssize_t len;
+    Py_ssize_t capacity;
+} librt_bytes_writer_abi1;
+
+static PyTypeObject *writer_type = NULL; /* the BytesWriter type, once librt's ABI is known */
+static int writer_known = 0;            /* 1 once looked up (found or not) */
+
+static void find_writer_type(void) {
+    writer_known = 1;
+    void **api = (void **)PyCapsule_Import("librt.strings._C_API", 0);
+    if (api == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    int (*abi)(void) = (int (*)(void))api[0];
+    int (*api_version)(void) = (int (*)(void))api[1];
+    PyTypeObject *(*type_of)(void) = (PyTypeObject * (*)(void)) api[6];
+    /* API 4 is the one read here; later ones keep its functions where they are */
+    if (abi() == 1 && api_version() >= 4) writer_type = type_of();
+}
+
+static PyObject *writer_in_place(PyObject *self, PyObject *unused) {
+    if (!writer_known) find_writer_type();
+    return PyBool_FromLong(writer_type != NULL);
+}
+
+/* 1 with the writer's bytes in *data, *len when `obj` is a BytesWriter of a known layout;
+ * 0 otherwise (not an error). */
+static int writer_data(PyObject *obj, const uint8_t **data, Py_ssize_t *len) {
+    if (!writer_known) find_writer_type();
+    if (writer_type == NULL || Py_TYPE(obj) != writer_type) return 0;
+    const librt_bytes_writer_abi1 *w = (const librt_bytes_writer_abi1 *)obj;
+    *data = (const uint8_t *)w->buf;
+    *len = w->len;
+    return 1;
+}
+
 /* The list of a text's ids, made of pre-made int objects: every id's object is a reference
  * count to raise in ~3 MB of objects (cl100k) read in no order, and the compiled loop waited
  * for each miss in turn (Encoder.ids_list, its twin).  Here each object, and its slot in the
@@ -492,23 +538,30 @@ static PyObject *id_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     int wide = PyObject_IsTrue(args[2]);
     if (wide < 0) return NULL;
     Py_buffer v;
-    if (get_buffer(args[0], &v, PyBUF_C_CONTIGUOUS, "id_list", "packed", "a contiguous buffer") < 0)
-        return NULL;
+    const uint8_t *p;
+    Py_ssize_t size;
+    v.obj = NULL; /* released below only when taken */
+    if (!writer_data(args[0], &p, &size)) {
+        if (get_buffer(args[0], &v, PyBUF_C_CONTIGUOUS, "id_list", "packed",
+                       "a contiguous buffer or a BytesWriter (see writer_in_place)") < 0)
+            return NULL;
+        p = (const uint8_t *)v.buf;
+        size = v.len;
+    }
     Py_ssize_t step = wide ? 4 : 2;
-    if (v.len % step != 0) {
+    if (size % step != 0) {
         PyErr_Format(PyExc_ValueError,
                      "id_list(): packed holds %zd bytes, not a whole number of %zd-byte ids",
-                     v.len, step);
-        PyBuffer_Release(&v);
+                     size, step);
+        if (v.obj) PyBuffer_Release(&v);
         return NULL;
     }
-    Py_ssize_t n = v.len / step;
+    Py_ssize_t n = size / step;
     PyObject *out = PyList_New(n);
     if (out == NULL) {
-        PyBuffer_Release(&v);
+        if (v.obj) PyBuffer_Release(&v);
         return NULL;
     }
-    const uint8_t *p = (const uint8_t *)v.buf;
     PyObject **items = ((PyListObject *)out)->ob_item;
     PyObject **objs = ((PyListObject *)objects)->ob_item;
     uint32_t n_objs = (uint32_t)(PyList_GET_SIZE(objects) < (Py_ssize_t)UINT32_MAX
@@ -531,13 +584,13 @@ static PyObject *id_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             o = PyLong_FromUnsignedLong(x);
             if (o == NULL) {
                 Py_DECREF(out); /* the items not set yet are NULL: list_dealloc skips them */
-                PyBuffer_Release(&v);
+                if (v.obj) PyBuffer_Release(&v);
                 return NULL;
             }
         }
         items[i] = o;
     }
-    PyBuffer_Release(&v);
+    if (v.obj) PyBuffer_Release(&v);
     return out;
 }
 
@@ -557,6 +610,8 @@ static PyMethodDef methods[] = {
     {"class_masks", (PyCFunction)(void (*)(void))class_masks, METH_FASTCALL,
      "class_masks(data, table) -> bytes"},
     {"huge_pages", huge_pages, METH_O, "huge_pages(memory) -> int"},
+    {"writer_in_place", writer_in_place, METH_NOARGS,
+     "writer_in_place() -> bool: whether id_list reads a BytesWriter where it is"},
     {"align_offset", (PyCFunction)(void (*)(void))align_offset, METH_FASTCALL,
      "align_offset(memory, alignment) -> int"},
     {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,

@@ -63,7 +63,10 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64, u8
 
 from mnemo.errors import ConfigError, InputError
-from mnemo.kernels import align_offset, huge_pages, huge_pages_of, id_list
+from mnemo.kernels import align_offset, huge_pages, huge_pages_of, id_list, writer_in_place
+
+# Whether kernels.id_list reads a BytesWriter where it is (writer_ids)
+WRITER_IN_PLACE: Final = writer_in_place()
 
 # The small cache, behind the word table once the word table has no room left for cached chunks:
 # chunks of 2 to 7 bytes whose encoding has at most 3 ids, in 16-byte entries [bytes | length <<
@@ -1547,6 +1550,13 @@ class Encoder:
         (docs/speed.md)."""
         return cast(list[int], id_list(packed, self.id_objects, self.wide))
 
+    def writer_ids(self, dst: BytesWriter) -> list[int]:
+        """ids_list of what `dst` holds, read in place: getvalue() would first copy every packed
+        id into a new bytes object (4 bytes an id of fresh memory beside the list's 8)."""
+        if WRITER_IN_PLACE:
+            return cast(list[int], id_list(dst, self.id_objects, self.wide))
+        return self.ids_list(dst.getvalue())
+
     # ---- many chunks ----
 
     def encode_chunks(self, chunks: list[bytes]) -> list[int]:
@@ -1554,7 +1564,7 @@ class Encoder:
         dst = BytesWriter()
         for c in chunks:
             self.encode_span(c, 0, len(c), dst)
-        return self.ids_list(dst.getvalue())
+        return self.writer_ids(dst)
 
     def encode_ends(self, data: bytes, ends: list[int]) -> list[int]:
         """The ids of data cut at `ends` (increasing chunk end offsets, the last = len(data))."""
@@ -1566,13 +1576,13 @@ class Encoder:
                 raise ConfigError(f"chunk end {end} is out of order (previous end {pos}, length {len(data)})")
             self.encode_span(data, pos, end, dst)
             pos = end
-        return self.ids_list(dst.getvalue())
+        return self.writer_ids(dst)
 
     def encode_chunks_uncached(self, chunks: list[bytes]) -> list[int]:
         dst = BytesWriter()
         for c in chunks:
             self.encode_uncached(c, 0, len(c), dst)
-        return self.ids_list(dst.getvalue())
+        return self.writer_ids(dst)
 
 
 def line_aligned(n: i64) -> tuple[vec[i64], i64]:

@@ -38,14 +38,14 @@ def encode_range(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, 
     """Append the ids of data[start:end], split with `pattern`, to `out` (see encode_range_packed)."""
     dst = BytesWriter()
     encode_range_packed(enc, data, start, end, pattern, dst)
-    out.extend(enc.ids_list(dst.getvalue()))
+    out.extend(enc.writer_ids(dst))
 
 
 def encode_bytes(enc: Encoder, data: bytes, pattern: i64) -> list[int]:
     """The ids of a whole byte string, split with `pattern`."""
     dst = BytesWriter()
     encode_range_packed(enc, data, 0, len(data), pattern, dst)
-    return enc.ids_list(dst.getvalue())
+    return enc.writer_ids(dst)
 
 
 def encode_documents_packed(enc: Encoder, docs: list[bytes], pattern: i64, bos: i64, eos: i64) -> bytes:
@@ -73,7 +73,7 @@ def encode_some_packed(
 
     `start` must be a chunk start of the text data[:end] and so is the result: the pattern
     sees the whole text up to `end`, so calls that pick up where the last one stopped give the
-    ids of encode_range_packed.  Tokenizer._encode_pieces encodes long texts so: between calls
+    ids of encode_range_packed.  Tokenizer._encode_long encodes long texts so: between calls
     Python runs its signal handlers (Ctrl-C), which compiled code never does."""
     if isinstance(enc, SuperEncoder):  # whole coarse chunks
         return enc.encode_coarse_some(data, start, end, pattern, budget, dst)

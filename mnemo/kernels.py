@@ -52,7 +52,12 @@ id_list(packed, objects, wide) -> list
     (uint32 when `wide`), and a new int for an id past the objects: the encoder's lists of ids
     (Encoder.ids_list; encode_chunk.ids_from is the compiled twin).  Each object and its
     slot are fetched some ids ahead of use.  A length that is not a whole number of ids is a
-    ValueError.
+    ValueError.  `packed` may also be a librt.strings BytesWriter, read where it is (no copy
+    by getvalue) when writer_in_place() says its memory layout is known.
+
+writer_in_place() -> bool
+    Whether the loaded librt.strings has the BytesWriter layout id_list reads (its ABI 1); if
+    not, callers pass getvalue()'s copy (Encoder.writer_ids).
 
 backend() names the kernels in use ("avx2" or "c"); backends() lists those this build can
 run on this CPU; set_backend(name) switches (tests and benchmarks do); asm_built() says
@@ -75,6 +80,7 @@ from mnemo._kernels import (
     pair_positions,
     pair_scan,
     set_backend,
+    writer_in_place,
 )
 
 __all__ = [
@@ -90,4 +96,5 @@ __all__ = [
     "pair_positions",
     "pair_scan",
     "set_backend",
+    "writer_in_place",
 ]

@@ -40,6 +40,38 @@ if TYPE_CHECKING:
 PIECE_BYTES: Final = 1 << 20
 
 
+#: Texts of at least this many bytes write their packed ids into a kept buffer (take_writer).
+KEPT_WRITER_FROM: Final = 1 << 16
+
+#: The largest buffer kept between calls: the packed ids of ~10 MB of hostile text (uint32).
+KEPT_WRITER_MAX: Final = 32 << 20
+
+# At most one buffer, kept for the next long text.  A list, so that taking it (pop) is one step
+# under the GIL: two threads never write into the same buffer.
+_kept: list[BytesWriter] = []
+
+
+def take_writer() -> BytesWriter:
+    """A buffer for the packed ids of a long text: the one the last long text left, if any.
+
+    Why keep it: a 10 MB text's buffer grows by steps to megabytes, and when it and the text's
+    other buffers are freed, glibc gives that memory back to the kernel (its trim threshold
+    follows the largest single block), so the next call faults it in again page by page: 12,000
+    minor faults and 40 % of `encode_ordinary` on 10 MB of `^` (docs/speed.md, "Worst case and
+    memory").  Kept, it costs its size between calls, at most KEPT_WRITER_MAX, one per process."""
+    try:
+        return _kept.pop()
+    except IndexError:
+        return BytesWriter()
+
+
+def give_writer(dst: BytesWriter) -> None:
+    """Give back a buffer from take_writer, emptied; kept if it is not too large and none is."""
+    if len(dst) <= KEPT_WRITER_MAX and not _kept:
+        dst.truncate(0)
+        _kept.append(dst)
+
+
 def python_handles_signals() -> bool:
     """Whether Ctrl-C or SIGTERM would run a Python handler, which waits for compiled code to
     return (the default KeyboardInterrupt, the CLI's cleanup).  Workers ignore SIGINT and die of

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Literal, cast, overload
 
 import numpy as np
 import numpy.typing as npt
-from librt.strings import BytesWriter
 
 from mnemo import batch_encode, decoding, packing, unstable
 from mnemo.chat import render_document
 from mnemo.checks import check_errors, check_int, text_type_error, type_error
 from mnemo.constants import maskbit_for
-from mnemo.encode_text import encode_bytes, encode_range
+from mnemo.encode_text import encode_bytes, encode_range, encode_range_packed
 from mnemo.errors import ConfigError, SpecialTokenError, UnknownTokenError
 from mnemo.streaming import encode_stream, text_bytes
 from mnemo.vocabulary import Vocabulary
@@ -75,27 +74,32 @@ class Tokenizer(Vocabulary):
         return encode_stream(texts, encode, self.split_pattern, specials, longest, self.superword is not None)
 
     def _encode_range(self, data: bytes, start: int, end: int, out: list[int]) -> None:
-        if end - start > packing.PIECE_BYTES and packing.python_handles_signals():
-            self._encode_pieces(data, start, end, out)
-        else:
+        if end - start < packing.KEPT_WRITER_FROM and end - start <= packing.PIECE_BYTES:
             encode_range(self._encoder, data, start, end, self._pattern_id, out)
+        else:
+            out.extend(self._encode_long(data, start, end))
 
     def _encode_all(self, data: bytes) -> list[int]:
-        """Public ids of a whole text (Encoder.set_public): one compiled call, or pieces for a long one."""
-        if len(data) <= packing.PIECE_BYTES or not packing.python_handles_signals():
+        """Public ids of a whole text (Encoder.set_public): one compiled call, or _encode_long."""
+        if len(data) < packing.KEPT_WRITER_FROM and len(data) <= packing.PIECE_BYTES:
             return encode_bytes(self._encoder, data, self._pattern_id)
         # The list as ids_list makes it, not extended into an empty one: that copy of 1-3 M
         # references (and its fresh memory) was a fifth of encode_ordinary on 10 MB of `^`.
-        dst = BytesWriter()
-        packing.pack_pieces(self._encoder, data, 0, len(data), self._pattern_id, dst)
-        return self._encoder.ids_list(dst.getvalue())
+        return self._encode_long(data, 0, len(data))
 
-    def _encode_pieces(self, data: bytes, start: int, end: int, out: list[int]) -> None:
-        """Append the ids of data[start:end] as encode_range does, in pieces (packing.pack_pieces),
-        so that Ctrl-C and SIGTERM are not kept waiting by one long compiled call."""
-        dst = BytesWriter()
-        packing.pack_pieces(self._encoder, data, start, end, self._pattern_id, dst)
-        out.extend(self._encoder.ids_list(dst.getvalue()))
+    def _encode_long(self, data: bytes, start: int, end: int) -> list[int]:
+        """The ids of a long data[start:end], packed into the kept buffer (packing.take_writer);
+        over PIECE_BYTES in pieces (packing.pack_pieces), so that Ctrl-C and SIGTERM are not
+        kept waiting by one long compiled call."""
+        dst = packing.take_writer()
+        try:
+            if end - start > packing.PIECE_BYTES and packing.python_handles_signals():
+                packing.pack_pieces(self._encoder, data, start, end, self._pattern_id, dst)
+            else:
+                encode_range_packed(self._encoder, data, start, end, self._pattern_id, dst)
+            return self._encoder.writer_ids(dst)
+        finally:
+            packing.give_writer(dst)
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Ids of raw bytes (any bytes, valid UTF-8 or not); special-token text is plain text.

@@ -591,6 +591,30 @@ def test_id_list_at_guard_pages(guarded: Guarded) -> None:
             assert kernels.id_list(data[:k], objects, wide) == kernels.id_list(page[:k], objects, wide)
 
 
+@pytest.mark.parametrize("wide", [False, True])
+def test_id_list_reads_a_bytes_writer_in_place(wide: bool) -> None:
+    """A BytesWriter gives the list its getvalue() copy would, at every length from the
+    writer's embedded buffer (256 bytes) to a grown one, with writes after a truncate."""
+    from librt.strings import BytesWriter
+
+    assert kernels.writer_in_place()  # the librt this build pins: the in-place path is the one tested
+    rng = random.Random(37)
+    objects: list[object] = [k * 3 for k in range(500)]
+    dst = BytesWriter()
+    for n in [0, 1, 63, 64, 65, 127, 128, 129, 1000, 50_000, 7]:
+        dst.truncate(0)
+        ids = [rng.choice((rng.randrange(500), rng.randrange(70_000 if wide else 1 << 16))) for _ in range(n)]
+        dst.write(np.array(ids, dtype=np.uint32 if wide else np.uint16).tobytes())
+        want = kernels.id_list(dst.getvalue(), objects, wide)
+        got = kernels.id_list(dst, objects, wide)
+        assert got == want == [objects[x] if x < 500 else x for x in ids]
+        assert all(g is objects[x] for g, x in zip(got, ids) if x < 500)
+    dst.truncate(0)
+    dst.write(b"abc")
+    with pytest.raises(ValueError, match="3 bytes, not a whole number of 2-byte ids"):
+        kernels.id_list(dst, objects, False)
+
+
 def test_id_list_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="whole number of 4-byte ids"):
         kernels.id_list(b"abcdef", [], True)
@@ -598,7 +622,7 @@ def test_id_list_rejects_bad_arguments() -> None:
         kernels.id_list(b"abc", [], False)
     with pytest.raises(TypeError, match="objects must be a list"):
         kernels.id_list(b"", (1,), False)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="packed"):
+    with pytest.raises(TypeError, match="packed must be a contiguous buffer or a BytesWriter"):
         kernels.id_list("ab", [], False)  # type: ignore[arg-type]
 
 

@@ -518,6 +518,32 @@ def test_long_texts_give_the_ids_of_one_call(spacy: Tokenizer) -> None:
         assert spacy.encode_ordinary(text) == encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
 
 
+def test_long_texts_reuse_one_kept_writer(spacy: Tokenizer) -> None:
+    """A long text's packed ids go to the buffer the last long text left (packing.take_writer),
+    which comes back empty; one is kept, and none over KEPT_WRITER_MAX."""
+    text = "Quick brown fox 1234 " * (packing.KEPT_WRITER_FROM // 10)
+    data = text.encode("utf-8")
+    want = encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
+    assert spacy.encode_ordinary(text) == want
+    assert len(packing._kept) == 1 and len(packing._kept[0]) == 0
+    kept = packing._kept[0]
+    assert spacy.encode_ordinary(text) == want and packing._kept == [kept]
+    out: list[int] = []
+    spacy._encode_range(data, 0, len(data), out)  # encode()'s path between special tokens
+    assert out == want and packing._kept == [kept]
+    # two at once (threads): the second gets a new one; one of them is kept
+    a, b = packing.take_writer(), packing.take_writer()
+    assert a is kept and b is not kept and packing._kept == []
+    b.write(b"x" * 10)
+    packing.give_writer(b)
+    packing.give_writer(a)
+    assert packing._kept == [b] and len(b) == 0
+    big = packing.take_writer()
+    big.write(b"\0" * (packing.KEPT_WRITER_MAX + 2))
+    packing.give_writer(big)
+    assert packing._kept == []
+
+
 INTERRUPTED = """
 import sys, time
 from mnemo import Tokenizer
