@@ -527,45 +527,11 @@ static int writer_data(PyObject *obj, const uint8_t **data, Py_ssize_t *len) {
  * count to raise in ~3 MB of objects (cl100k) read in no order, and the compiled loop waited
  * for each miss in turn (Encoder.ids_list, its twin).  Here each object, and its slot in the
  * reference array, is fetched some ids before its count is raised, so the misses overlap. */
-static PyObject *id_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3)
-        return PyErr_Format(PyExc_TypeError, "id_list() takes 3 positional arguments, got %zd",
-                            nargs);
-    PyObject *objects = args[1];
-    if (!PyList_Check(objects))
-        return PyErr_Format(PyExc_TypeError, "id_list(): objects must be a list, got %s",
-                            Py_TYPE(objects)->tp_name);
-    int wide = PyObject_IsTrue(args[2]);
-    if (wide < 0) return NULL;
-    Py_buffer v;
-    const uint8_t *p;
-    Py_ssize_t size;
-    v.obj = NULL; /* released below only when taken */
-    if (!writer_data(args[0], &p, &size)) {
-        if (get_buffer(args[0], &v, PyBUF_C_CONTIGUOUS, "id_list", "packed",
-                       "a contiguous buffer or a BytesWriter (see writer_in_place)") < 0)
-            return NULL;
-        p = (const uint8_t *)v.buf;
-        size = v.len;
-    }
-    Py_ssize_t step = wide ? 4 : 2;
-    if (size % step != 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "id_list(): packed holds %zd bytes, not a whole number of %zd-byte ids",
-                     size, step);
-        if (v.obj) PyBuffer_Release(&v);
-        return NULL;
-    }
-    Py_ssize_t n = size / step;
-    PyObject *out = PyList_New(n);
-    if (out == NULL) {
-        if (v.obj) PyBuffer_Release(&v);
-        return NULL;
-    }
-    PyObject **items = ((PyListObject *)out)->ob_item;
-    PyObject **objs = ((PyListObject *)objects)->ob_item;
-    uint32_t n_objs = (uint32_t)(PyList_GET_SIZE(objects) < (Py_ssize_t)UINT32_MAX
-                                     ? PyList_GET_SIZE(objects) : (Py_ssize_t)UINT32_MAX);
+/* items[0..n) = the objects of the n ids at p (a new int for an id past the objects), each
+ * object and its slot fetched ahead.  -1 with an exception set (items from the failure on are
+ * left NULL, which list_dealloc skips). */
+static int fill_ids(PyObject **items, const uint8_t *p, Py_ssize_t n, PyObject **objs,
+                    uint32_t n_objs, int wide) {
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + IDS_SLOT_AHEAD < n) {
             uint32_t y = id_at(p, i + IDS_SLOT_AHEAD, wide);
@@ -582,15 +548,134 @@ static PyObject *id_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             Py_INCREF(o);
         } else {
             o = PyLong_FromUnsignedLong(x);
-            if (o == NULL) {
-                Py_DECREF(out); /* the items not set yet are NULL: list_dealloc skips them */
-                if (v.obj) PyBuffer_Release(&v);
-                return NULL;
-            }
+            if (o == NULL) return -1;
         }
         items[i] = o;
     }
+    return 0;
+}
+
+static uint32_t objects_count(PyObject *objects) {
+    Py_ssize_t n = PyList_GET_SIZE(objects);
+    return (uint32_t)(n < (Py_ssize_t)UINT32_MAX ? n : (Py_ssize_t)UINT32_MAX);
+}
+
+/* The packed ids of `arg` (a buffer, or a BytesWriter read in place) and their count; -1 with
+ * an exception when they are not a whole number of ids.  *v is to be released when v->obj. */
+static Py_ssize_t packed_ids(PyObject *arg, int wide, const char *fname, Py_buffer *v,
+                             const uint8_t **p) {
+    Py_ssize_t size;
+    v->obj = NULL;
+    if (!writer_data(arg, p, &size)) {
+        if (get_buffer(arg, v, PyBUF_C_CONTIGUOUS, fname, "packed",
+                       "a contiguous buffer or a BytesWriter (see writer_in_place)") < 0)
+            return -1;
+        *p = (const uint8_t *)v->buf;
+        size = v->len;
+    }
+    Py_ssize_t step = wide ? 4 : 2;
+    if (size % step != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): packed holds %zd bytes, not a whole number of %zd-byte ids", fname,
+                     size, step);
+        if (v->obj) PyBuffer_Release(v);
+        return -1;
+    }
+    return size / step;
+}
+
+/* The arguments id_list and id_lists share: (packed, objects, wide, ...), `want` of them.
+ * Sets *wide; 0, or -1 with a TypeError. */
+static int id_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *fname,
+                   int *wide) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd positional arguments, got %zd", fname, want,
+                     nargs);
+        return -1;
+    }
+    if (!PyList_Check(args[1])) {
+        PyErr_Format(PyExc_TypeError, "%s(): objects must be a list, got %s", fname,
+                     Py_TYPE(args[1])->tp_name);
+        return -1;
+    }
+    *wide = PyObject_IsTrue(args[2]);
+    return *wide < 0 ? -1 : 0;
+}
+
+static PyObject *id_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int wide;
+    if (id_args(args, nargs, 3, "id_list", &wide) < 0) return NULL;
+    PyObject *objects = args[1];
+    Py_buffer v;
+    const uint8_t *p;
+    Py_ssize_t n = packed_ids(args[0], wide, "id_list", &v, &p);
+    if (n < 0) return NULL;
+    PyObject *out = PyList_New(n);
+    if (out != NULL &&
+        fill_ids(((PyListObject *)out)->ob_item, p, n, ((PyListObject *)objects)->ob_item,
+                 objects_count(objects), wide) < 0)
+        Py_CLEAR(out);
     if (v.obj) PyBuffer_Release(&v);
+    return out;
+}
+
+/* One list per text of a batch, made as id_list makes one: `lengths` holds each text's id
+ * count (int64, native order) and `packed` all their ids back to back (encode_batch's
+ * unpacking, where the compiled encode_chunk.lists_of, its twin, waited for each object's
+ * miss in turn). */
+static PyObject *id_lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int wide;
+    if (id_args(args, nargs, 4, "id_lists", &wide) < 0) return NULL;
+    PyObject *objects = args[1];
+    Py_buffer lv;
+    if (get_buffer(args[3], &lv, PyBUF_C_CONTIGUOUS, "id_lists", "lengths",
+                   "a contiguous buffer of int64") < 0)
+        return NULL;
+    if (lv.len % 8 != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "id_lists(): lengths holds %zd bytes, not a whole number of int64", lv.len);
+        PyBuffer_Release(&lv);
+        return NULL;
+    }
+    Py_buffer v;
+    const uint8_t *p;
+    Py_ssize_t n = packed_ids(args[0], wide, "id_lists", &v, &p);
+    if (n < 0) {
+        PyBuffer_Release(&lv);
+        return NULL;
+    }
+    Py_ssize_t texts = lv.len / 8;
+    const uint8_t *lp = (const uint8_t *)lv.buf;
+    PyObject **objs = ((PyListObject *)objects)->ob_item;
+    uint32_t n_objs = objects_count(objects);
+    PyObject *out = PyList_New(texts);
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t k = 0; out != NULL && k < texts; k++) {
+        int64_t m;
+        memcpy(&m, lp + 8 * k, 8);
+        if (m < 0 || m > n - pos) {
+            PyErr_Format(PyExc_ValueError,
+                         "id_lists(): text %zd's length of %lld ids is more than the packed ids "
+                         "hold (%zd left)",
+                         k, (long long)m, n - pos);
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *lst = PyList_New((Py_ssize_t)m);
+        if (lst == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, k, lst);
+        if (fill_ids(((PyListObject *)lst)->ob_item, p + pos * (wide ? 4 : 2), (Py_ssize_t)m,
+                     objs, n_objs, wide) < 0) {
+            Py_CLEAR(out);
+            break;
+        }
+        pos += (Py_ssize_t)m;
+    }
+    if (v.obj) PyBuffer_Release(&v);
+    PyBuffer_Release(&lv);
     return out;
 }
 
@@ -610,6 +695,8 @@ static PyMethodDef methods[] = {
     {"class_masks", (PyCFunction)(void (*)(void))class_masks, METH_FASTCALL,
      "class_masks(data, table) -> bytes"},
     {"huge_pages", huge_pages, METH_O, "huge_pages(memory) -> int"},
+    {"id_lists", (PyCFunction)(void (*)(void))id_lists, METH_FASTCALL,
+     "id_lists(packed, objects, wide, lengths) -> list of lists"},
     {"writer_in_place", writer_in_place, METH_NOARGS,
      "writer_in_place() -> bool: whether id_list reads a BytesWriter where it is"},
     {"align_offset", (PyCFunction)(void (*)(void))align_offset, METH_FASTCALL,

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from mnemo.checks import text_type_error, type_error
 from mnemo.constants import VOCAB16
 from mnemo.errors import ArgumentTypeError, ConfigError
-from mnemo.encode_chunk import lists_of
+from mnemo.kernels import id_lists
 from mnemo.packing import encode_flat, encode_flat_block
 from mnemo.workers import resolve_workers
 from mnemo.streaming import text_bytes
@@ -66,23 +66,29 @@ def encode_batch(
         # The flat form's packed ids, then one list per text from the pre-made int objects:
         # faster than a loop of encode, which makes each text's list on its own.
         lengths, flat = encode_flat(tok, checked, allowed, disallowed)
-        here: list[list[int]] = []
         with _collector_paused():
-            lists_of(ints, flat.astype("<u2", copy=False).tobytes(), False, lengths.astype("<i8", copy=False).tobytes(), here)
-        return here
+            return _lists(ints, flat, False, lengths)
 
     result = cast("list[list[int]]", [None] * len(checked))  # each block's lists at their place
 
     def unpack(first: int, part: tuple[npt.NDArray[np.int64], npt.NDArray[np.unsignedinteger]]) -> None:
         # here, as each block arrives, while the workers encode the next ones
-        lists: list[list[int]] = []
-        lists_of(ints, part[1].astype("<u4" if wide else "<u2", copy=False).tobytes(), wide,
-                 part[0].astype("<i8", copy=False).tobytes(), lists)
+        lists = _lists(ints, part[1], wide, part[0])
         result[first : first + len(lists)] = lists
 
     with _collector_paused():
         _batch_in_workers(tok, checked, allowed, disallowed, n_workers, unpack)
     return result
+
+
+def _lists(
+    ints: list[object], ids: npt.NDArray[np.unsignedinteger], wide: bool, lengths: npt.NDArray[np.int64]
+) -> list[list[int]]:
+    """One list per text, made of the pre-made int objects (kernels.id_lists; its compiled twin
+    is encode_chunk.lists_of): the flat form's ids read where they are, no copy."""
+    packed = np.ascontiguousarray(ids, dtype="<u4" if wide else "<u2").data
+    counts = np.ascontiguousarray(lengths, dtype=np.int64).data
+    return cast("list[list[int]]", id_lists(packed, ints, wide, counts))
 
 
 def encode_batch_to_numpy(

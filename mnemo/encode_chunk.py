@@ -1670,8 +1670,8 @@ def lists_of(ints: list[object], packed: bytes, wide: bool, lengths: bytes, out:
     """Append to `out` one list per document: `lengths` holds each one's id count (int64,
     little-endian) and `packed` all their ids back to back (uint16, or uint32 when `wide`).
     Ids below len(ints) are references to its pre-made int objects (Encoder.ints); others (a
-    special token's public id, say) are made here.  encode_batch's unpacking: slicing a
-    .tolist() of every id made every int object and then copied each slice."""
+    special token's public id, say) are made here.  The compiled twin of kernels.id_lists,
+    which encode_batch's unpacking uses."""
     n_ints: i64 = len(ints)
     pos: i64 = 0
     k: i64 = 0

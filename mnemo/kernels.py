@@ -55,6 +55,12 @@ id_list(packed, objects, wide) -> list
     ValueError.  `packed` may also be a librt.strings BytesWriter, read where it is (no copy
     by getvalue) when writer_in_place() says its memory layout is known.
 
+id_lists(packed, objects, wide, lengths) -> list of lists
+    One such list per text of a batch: `lengths` holds each text's id count (int64, native
+    order) and `packed` all their ids back to back (encode_batch's unpacking;
+    encode_chunk.lists_of is the compiled twin).  Lengths that need more ids than `packed`
+    holds are a ValueError.
+
 writer_in_place() -> bool
     Whether the loaded librt.strings has the BytesWriter layout id_list reads (its ABI 1); if
     not, callers pass getvalue()'s copy (Encoder.writer_ids).
@@ -76,6 +82,7 @@ from mnemo._kernels import (
     huge_pages,
     huge_pages_of,
     id_list,
+    id_lists,
     memeq,
     pair_positions,
     pair_scan,
@@ -92,6 +99,7 @@ __all__ = [
     "huge_pages",
     "huge_pages_of",
     "id_list",
+    "id_lists",
     "memeq",
     "pair_positions",
     "pair_scan",

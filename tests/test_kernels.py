@@ -615,6 +615,41 @@ def test_id_list_reads_a_bytes_writer_in_place(wide: bool) -> None:
         kernels.id_list(dst, objects, False)
 
 
+@pytest.mark.parametrize("wide", [False, True])
+def test_id_lists_against_the_compiled_twin(wide: bool) -> None:
+    """encode_batch's unpacking: one list per length, as encode_chunk.lists_of makes them, from
+    bytes, a numpy array or a BytesWriter; lengths past the ids are a ValueError."""
+    from librt.strings import BytesWriter
+
+    from mnemo.encode_chunk import lists_of
+
+    rng = random.Random(41)
+    objects: list[object] = list(range(300))
+    for texts in [0, 1, 2, 7, 100]:
+        lengths = [rng.choice((0, 1, rng.randrange(40), rng.randrange(500))) for _ in range(texts)]
+        top = 70_000 if wide else 1 << 16
+        ids = np.array([rng.choice((rng.randrange(300), rng.randrange(top))) for _ in range(sum(lengths))],
+                       dtype=np.uint32 if wide else np.uint16)
+        packed = ids.tobytes()
+        want: list[list[int]] = []
+        lists_of(objects, packed, wide, np.asarray(lengths, dtype="<i8").tobytes(), want)
+        writer = BytesWriter()
+        writer.write(packed)
+        for source in (packed, ids, writer):
+            got = kernels.id_lists(source, objects, wide, np.asarray(lengths, dtype=np.int64))
+            assert got == want
+            assert all(g is objects[x] for lst in got for g, x in zip(lst, lst) if x < 300)
+    packed = np.arange(10, dtype=np.uint32 if wide else np.uint16).tobytes()
+    with pytest.raises(ValueError, match="text 1's length of 99 ids is more than the packed ids hold"):
+        kernels.id_lists(packed, objects, wide, np.array([1, 99], dtype=np.int64))
+    with pytest.raises(ValueError, match="length of -1 ids"):
+        kernels.id_lists(packed, objects, wide, np.array([-1], dtype=np.int64))
+    with pytest.raises(ValueError, match="not a whole number of int64"):
+        kernels.id_lists(packed, objects, wide, b"abc")
+    with pytest.raises(TypeError, match="objects must be a list"):
+        kernels.id_lists(packed, (1,), wide, b"")  # type: ignore[arg-type]
+
+
 def test_id_list_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="whole number of 4-byte ids"):
         kernels.id_list(b"abcdef", [], True)
