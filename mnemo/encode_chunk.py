@@ -1098,51 +1098,63 @@ class Encoder:
     def short_bpe(self, data: bytes, start: i64, end: i64) -> i64:
         """BPE of a chunk of fewer than LONG_CHUNK bytes into self.tk; returns the id count.
 
-        rk[i] is the merge number of the pair (tk[i], tk[i + 1]).  Each step finds the smallest
-        and its leftmost place, glues that one pair and moves the rest of both arrays down by
-        one, then recomputes the two ranks next to the new token.  One occurrence a step, the
-        leftmost first, is the same as every occurrence of the merge in one left-to-right pass:
-        a pair holding the new token has a higher merge number, so the next step takes the next
-        occurrence to the right that did not overlap.  (The rewrite of the whole arrays a step
-        that this replaced mispredicted a branch at every token: random text and base64 are
-        millions of chunks of a few bytes, each through here.)
+        While it works, self.rk[i] holds token i and the merge number of the pair it starts, as
+        one word: rank << ID_BITS | token (NO_RANK for the last token).  Each step finds the
+        smallest word and its leftmost place -- the smallest merge number, since equal merge
+        numbers are the same pair and so the same token --, glues that one pair and moves the
+        rest down by one, then recomputes the two words next to the new token.  One occurrence a
+        step, the leftmost first, is the same as every occurrence of the merge in one
+        left-to-right pass: a pair holding the new token has a higher merge number, so the next
+        step takes the next occurrence to the right that did not overlap.  One array, not a
+        token array and a rank array: the scan reads half as much and each step moves one.
+        (The rewrite of the whole arrays a step that this replaced mispredicted a branch at
+        every token: random text and base64 are millions of chunks of a few bytes, each
+        through here.)
         """
         tk = self.tk
-        rk = self.rk
+        pk = self.rk
         byte_pairs = self.byte_pairs
         n: i64 = end - start
+        if n <= 0:
+            return 0
+        a: i64 = data[start]
         i: i64 = 0
-        while i < n:
-            tk[i] = data[start + i]
-            i += 1
-        i = 0
         while i < n - 1:
-            rk[i] = byte_pairs[(tk[i] << 8) | tk[i + 1]]
+            b: i64 = data[start + i + 1]
+            pk[i] = (byte_pairs[(a << 8) | b] << ID_BITS) | a
+            a = b
             i += 1
+        pk[n - 1] = (NO_RANK << ID_BITS) | a
         while n > 1:
-            best: i64 = rk[0]
+            best: i64 = pk[0]
             at: i64 = 0
             i = 1
             while i < n - 1:
-                r: i64 = rk[i]
-                if r < best:
-                    best = r
+                v: i64 = pk[i]
+                if v < best:
+                    best = v
                     at = i
                 i += 1
-            if best == NO_RANK:
+            merge: i64 = best >> ID_BITS
+            if merge == NO_RANK:
                 break
-            new: i64 = 256 + best
-            tk[at] = new
+            new: i64 = 256 + merge
             n -= 1
             i = at + 1
             while i < n:
-                tk[i] = tk[i + 1]
-                rk[i] = rk[i + 1]
+                pk[i] = pk[i + 1]
                 i += 1
             if at < n - 1:
-                rk[at] = self.rank(new, tk[at + 1])
+                pk[at] = (self.rank(new, pk[at + 1] & M21) << ID_BITS) | new
+            else:
+                pk[at] = (NO_RANK << ID_BITS) | new
             if at > 0:
-                rk[at - 1] = self.rank(tk[at - 1], new)
+                left: i64 = pk[at - 1] & M21
+                pk[at - 1] = (self.rank(left, new) << ID_BITS) | left
+        i = 0
+        while i < n:
+            tk[i] = pk[i] & M21
+            i += 1
         return n
 
     def encode_long(self, data: bytes, start: i64, end: i64, dst: BytesWriter) -> None:
