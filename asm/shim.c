@@ -584,6 +584,23 @@ static Py_ssize_t packed_ids(PyObject *arg, int wide, const char *fname, Py_buff
     return size / step;
 }
 
+/* A large list's array of references, not written yet: its pages fault in 2 MB at a time
+ * (MADV_HUGEPAGE on the 2 MB-aligned span inside it).  glibc maps such an array afresh for a
+ * call of a few MB once its heap was trimmed, and on this project's VMs a 4 KB fault costs
+ * about 1.5 us: 2,500 of them for a 10 MB list. */
+#define FRESH_HUGE_MIN ((size_t)4 << 20)
+static void fresh_huge(void *at, size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size < FRESH_HUGE_MIN) return;
+    uintptr_t lo = ((uintptr_t)at + HUGE_SPAN - 1) & ~(HUGE_SPAN - 1);
+    uintptr_t hi = ((uintptr_t)at + size) & ~(HUGE_SPAN - 1);
+    if (hi > lo) (void)madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE);
+#else
+    (void)at;
+    (void)size;
+#endif
+}
+
 /* The arguments id_list and id_lists share: (packed, objects, wide, ...), `want` of them.
  * Sets *wide; 0, or -1 with a TypeError. */
 static int id_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *fname,
@@ -611,6 +628,7 @@ static PyObject *id_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t n = packed_ids(args[0], wide, "id_list", &v, &p);
     if (n < 0) return NULL;
     PyObject *out = PyList_New(n);
+    if (out != NULL) fresh_huge(((PyListObject *)out)->ob_item, (size_t)n * sizeof(PyObject *));
     if (out != NULL &&
         fill_ids(((PyListObject *)out)->ob_item, p, n, ((PyListObject *)objects)->ob_item,
                  objects_count(objects), wide) < 0)

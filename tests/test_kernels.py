@@ -555,7 +555,7 @@ def test_id_list_against_the_compiled_twin(wide: bool) -> None:
     rng = random.Random(31)
     objects: list[object] = [k * 10 for k in range(1000)]
     top = 70_000 if wide else 1 << 16
-    for n in list(range(0, 40)) + [100, 1000]:
+    for n in list(range(0, 40)) + [100, 1000, 600_000]:  # 600,000: a 4.8 MB list, given huge pages
         ids = [rng.choice((rng.randrange(1000), rng.randrange(top))) for _ in range(n)]
         packed = np.array(ids, dtype=np.uint32 if wide else np.uint16).tobytes()
         want = [objects[x] if x < 1000 else x for x in ids]
