@@ -46,8 +46,9 @@ KEPT_WRITER_FROM: Final = 1 << 16
 #: The largest buffer kept between calls: the packed ids of ~10 MB of hostile text (uint32).
 KEPT_WRITER_MAX: Final = 32 << 20
 
-# At most one buffer, kept for the next long text.  A list, so that taking it (pop) is one step
-# under the GIL: two threads never write into the same buffer.
+# The buffer kept for the next long text: one (two threads giving theirs back at the same moment
+# may both keep theirs).  A list, so that taking it (pop) is one step under the GIL: two threads
+# never write into the same buffer.
 _kept: list[BytesWriter] = []
 
 
