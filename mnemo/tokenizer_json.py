@@ -238,8 +238,7 @@ class PlainModel:
     ids: vec[i64]  # key e's id
     entry_of: vec[i64]  # the key of each byte and merge (mnemo's internal id -> e)
     made: vec[i64]  # key e's internal id, or -1 (no byte or merge is that key)
-    slots: vec[i64]  # e + 1 of the key in each slot, or 0
-    hashes: vec[i64]  # the hash of the key in each slot
+    slots: vec[i64]  # per slot: 32 bits of its key's hash << 32 | e + 1 of the key; 0: empty
     mask: i64
     powers: vec[i64]  # HASH_MUL ** k & M62, k up to the longest key
 
@@ -256,8 +255,9 @@ class PlainModel:
         while size < 2 * count:
             size *= 2
         self.mask = size - 1
+        # the key and bits of its hash in one word: a probe is one random load, in 2 MB for
+        # cl100k (two vectors of keys and of hashes were 4 MB, two loads a probe)
         self.slots = vec[i64]([0] * size)
-        self.hashes = vec[i64]([0] * size)
         longest: i64 = 0
         e: i64 = 0
         while e < count:
@@ -305,35 +305,42 @@ class PlainModel:
         start: i64 = self.offsets[e]
         n: i64 = self.offsets[e + 1] - start
         h = hash_of(self.blob, start, n)
-        if self.find(self.blob, start, n, 0, 0, h) >= 0:
-            return False
+        check: i64 = _check(h)
+        slots = self.slots
         slot: i64 = _slot(h) & self.mask
-        while self.slots[slot] != 0:
+        while True:
+            got: i64 = slots[slot]
+            if got == 0:
+                break
+            if got >> 32 == check and self.is_key((got & M32) - 1, self.blob, start, n, 0, 0):
+                return False
             slot = (slot + 1) & self.mask
-        self.slots[slot] = e + 1
-        self.hashes[slot] = h
+        slots[slot] = (check << 32) | (e + 1)
         return True
 
     def find(self, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64, h: i64) -> i64:
         """The key that is raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size], whose hash is h,
         or -1."""
+        check: i64 = _check(h)
         slot: i64 = _slot(h) & self.mask
-        blob = self.blob
-        offsets = self.offsets
+        slots = self.slots
         while True:
-            got: i64 = self.slots[slot]
+            got: i64 = slots[slot]
             if got == 0:
                 return -1
-            if self.hashes[slot] == h:
-                e = got - 1
-                at: i64 = offsets[e]
-                if (
-                    offsets[e + 1] - at == a_size + b_size
-                    and same_bytes(blob, at, raw, a_at, a_size)
-                    and same_bytes(blob, at + a_size, raw, b_at, b_size)
-                ):
-                    return e
+            if got >> 32 == check and self.is_key((got & M32) - 1, raw, a_at, a_size, b_at, b_size):
+                return (got & M32) - 1
             slot = (slot + 1) & self.mask
+
+    def is_key(self, e: i64, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64) -> bool:
+        """Whether key e is raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size]."""
+        offsets = self.offsets
+        at: i64 = offsets[e]
+        return (
+            offsets[e + 1] - at == a_size + b_size
+            and same_bytes(self.blob, at, raw, a_at, a_size)
+            and same_bytes(self.blob, at + a_size, raw, b_at, b_size)
+        )
 
 
 def hash_of(raw: bytes, start: i64, n: i64) -> i64:
@@ -348,6 +355,11 @@ def hash_of(raw: bytes, start: i64, n: i64) -> i64:
 
 def _slot(h: i64) -> i64:
     return (((h ^ (h >> 29)) * MIX) >> 32) & M32
+
+
+def _check(h: i64) -> i64:
+    """The hash's bits a slot keeps (its top 31; `_slot` mixes them all)."""
+    return h >> 31
 
 
 def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: list[bytes]) -> bool:
@@ -371,8 +383,11 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
     end: i64 = spans.merges_end - 1  # the ']'
     i = skip_space(data, spans.merges_start + 1, end)
     w = BytesWriter()
+    e = -1
     while i < end:
-        ea, eb, e, i = _merge_item(model, data, i, end, w)
+        # the key after the last merge's token is tried first: files list the vocabulary and
+        # the merges by id
+        ea, eb, e, i = _merge_item(model, data, i, end, w, e + 1, -1)
         if i < 0 or made[ea] < 0 or made[eb] < 0 or made[e] >= 0:
             return False
         made[e] = k
@@ -428,15 +443,24 @@ def ranked_tokens(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
 
 def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tuple[int, int]], public: list[int]) -> bool:
     """hf_pipeline._converted_from_ranks' check of a file converted from ranks (ids dense, the
-    ranks' fields built: `merges` and the `public` id of each byte and merge): model.merges
-    goes by the rank of each pair's token, and lists each token's one pair (the last step of
-    tiktoken's merge of its bytes).  False otherwise, or when an item is not strictly a merge
-    of two keys."""
+    ranks' fields built: `merges` and the `public` id of each byte and merge; model.entry_of
+    the key of each id, as ranked_tokens leaves it): model.merges goes by the rank of each
+    pair's token, and lists each token's one pair (the last step of tiktoken's merge of its
+    bytes).  False otherwise, or when an item is not strictly a merge of two keys.
+
+    An item a b whose a + b is token T's key is T's one pair (left, right) exactly when a is as
+    long as left's key: T's key is left's then right's (GPT-2's alphabet spells each byte with
+    one character), so a is left's key and b right's.  So an item costs no look-up of its
+    parts' ids, only the two that show they are keys (two random loads of 2 MB fewer an item,
+    of 290,209 for a Llama-3-like file)."""
     count: i64 = len(model.ids)
-    pair_of = vec[i64]([-1] * count)
+    offsets = model.offsets
+    entry_of = model.entry_of
+    split = vec[i64]([-1] * count)  # the length of the key of each rank's pair's left part
     k: i64 = 0
-    for left, right in merges:
-        pair_of[i64(public[256 + k])] = (i64(public[left]) << 32) | i64(public[right])
+    for left, _ in merges:
+        e_left: i64 = entry_of[i64(public[left])]
+        split[i64(public[256 + k])] = offsets[e_left + 1] - offsets[e_left]
         k += 1
     listed = vec[i64]([0] * count)
     ids = model.ids
@@ -444,30 +468,37 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
     end: i64 = spans.merges_end - 1  # the ']'
     i = skip_space(data, spans.merges_start + 1, end)
     w = BytesWriter()
+    e: i64 = -1
     while i < end:
-        ea, eb, e, i = _merge_item(model, data, i, end, w)
+        # the same token as the last item's, or the next key: the merges go by rank, and the
+        # vocabulary is listed by rank too
+        ea, _, e, i = _merge_item(model, data, i, end, w, e, e + 1)
         if i < 0:
             return False
         made: i64 = ids[e]
         if made < last:
             return False
         last = made
-        if pair_of[made] == (ids[ea] << 32) | ids[eb]:
+        if split[made] == offsets[ea + 1] - offsets[ea]:  # (ea's offsets: loaded by its find)
             listed[made] = 1
         i = _next_item(data, i, end)
         if i < 0:
             return False
     r: i64 = 0
     while r < count:
-        if pair_of[r] >= 0 and listed[r] == 0:
+        if split[r] >= 0 and listed[r] == 0:
             return False
         r += 1
     return True
 
 
-def _merge_item(model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, i64, i64]:
+def _merge_item(
+    model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter, guess: i64, guess2: i64
+) -> tuple[i64, i64, i64, i64]:
     """The merge item at i ("a b", or ["a", "b"]): the keys of a, b and a + b, and the index
-    after the item; that index is -1 when the item is anything else or a key is missing."""
+    after the item; that index is -1 when the item is anything else or a key is missing.
+    `guess`, `guess2`: keys that may be a + b, compared first (in the file's order, so no random
+    load), the table probed only when neither is; -1 or out of range: none."""
     c: i64 = data[i]
     raw = data
     if c == _QUOTE:
@@ -502,7 +533,13 @@ def _merge_item(model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter
     hb = hash_of(raw, b_at, b_size)
     ea = model.find(raw, a_at, a_size, 0, 0, ha)
     eb = model.find(raw, b_at, b_size, 0, 0, hb)
-    e = model.find(raw, a_at, a_size, b_at, b_size, (ha * model.powers[b_size] + hb) & M62)
+    count: i64 = len(model.ids)
+    if guess >= 0 and guess < count and model.is_key(guess, raw, a_at, a_size, b_at, b_size):
+        e: i64 = guess
+    elif guess2 >= 0 and guess2 < count and model.is_key(guess2, raw, a_at, a_size, b_at, b_size):
+        e = guess2
+    else:
+        e = model.find(raw, a_at, a_size, b_at, b_size, (ha * model.powers[b_size] + hb) & M62)
     if ea < 0 or eb < 0 or e < 0:
         return -1, -1, -1, -1
     return ea, eb, e, i
