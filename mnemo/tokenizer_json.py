@@ -57,6 +57,14 @@ _ZERO: Final = 0x30
 _NINE: Final = 0x39
 #: The longest id read here (digits); a longer one is left to the caller's checks.
 _MAX_DIGITS: Final = 10
+#: Keys of up to this many bytes are looked up by their bytes (PlainModel.short), the others
+#: by hash.  Five bytes, their length and the key's index fit one word: a table of 8 bytes a
+#: slot, 1 MB for the Llama-3-like file's 128,000 keys (16 bytes a slot, with up to 7 bytes,
+#: made its probes miss the cache more often than they saved).
+SHORT_KEY: Final = 5
+#: A short key's index (+ 1) sits at this bit of its slot, above short_word's bits.
+SHORT_E: Final = 8 * SHORT_KEY + 3
+SHORT_MASK: Final = (1 << SHORT_E) - 1
 
 
 class Spans:
@@ -228,8 +236,11 @@ class PlainModel:
 
     `pairs` (the merges as pairs of mnemo's ids) and `public` (the file's id of each byte and
     merge) are what hf_pipeline._alphabet_merges returns; the vocabulary's keys (UTF-8) stay
-    in one bytes object, `blob`, looked up through an open-addressing table of their
-    polynomial hashes (ranks.py's), so that no bytes object or dict entry is made per key."""
+    in one bytes object, `blob`, looked up through open-addressing tables: keys of up to
+    SHORT_KEY bytes by their bytes (one word), the others by their polynomial hashes
+    (ranks.py's), so that no bytes object or dict entry is made per key.  A merge looks up
+    its two parts, mostly short: one random load each, where a hashed key takes three (its
+    slot, its offsets, its bytes), most of the time of reading a file's merges."""
 
     pairs: list[tuple[int, int]]
     public: list[int]
@@ -238,7 +249,10 @@ class PlainModel:
     ids: vec[i64]  # key e's id
     entry_of: vec[i64]  # the key of each byte and merge (mnemo's internal id -> e)
     made: vec[i64]  # key e's internal id, or -1 (no byte or merge is that key)
-    slots: vec[i64]  # per slot: 32 bits of its key's hash << 32 | e + 1 of the key; 0: empty
+    short: vec[i64]  # (e + 1) << SHORT_E | short_word of its key; 0: empty
+    short_mask: i64
+    short_max: i64  # SHORT_KEY, or -1 when there are too many keys for SHORT_E's bits
+    slots: vec[i64]  # keys longer than short_max: 31 bits of the hash << 32 | e + 1; 0: empty
     mask: i64
     powers: vec[i64]  # HASH_MUL ** k & M62, k up to the longest key
 
@@ -251,20 +265,29 @@ class PlainModel:
         count: i64 = len(ids)
         self.entry_of = vec[i64]()
         self.made = vec[i64]([-1] * count)
-        size: i64 = 1024
-        while size < 2 * count:
-            size *= 2
-        self.mask = size - 1
-        # the key and bits of its hash in one word: a probe is one random load, in 2 MB for
-        # cl100k (two vectors of keys and of hashes were 4 MB, two loads a probe)
-        self.slots = vec[i64]([0] * size)
+        self.short_max = SHORT_KEY if count < (1 << (63 - SHORT_E)) - 1 else -1
         longest: i64 = 0
+        n_short: i64 = 0
         e: i64 = 0
         while e < count:
             n: i64 = offsets[e + 1] - offsets[e]
             if n > longest:
                 longest = n
+            if n <= self.short_max:
+                n_short += 1
             e += 1
+        size: i64 = 1024
+        while size < 2 * n_short:
+            size *= 2
+        self.short_mask = size - 1
+        self.short = vec[i64]([0] * size)
+        size = 1024
+        while size < 2 * (count - n_short):
+            size *= 2
+        self.mask = size - 1
+        # the key and bits of its hash in one word: a probe is one random load (two vectors of
+        # keys and of hashes were two)
+        self.slots = vec[i64]([0] * size)
         powers = vec[i64]([1] * (longest + 2))
         k: i64 = 1
         while k <= longest + 1:
@@ -296,14 +319,23 @@ class PlainModel:
 
     def get(self, key: bytes) -> int | None:
         """The id of `key`, or None."""
-        n: i64 = len(key)
-        e = self.find(key, 0, n, 0, 0, hash_of(key, 0, n))
+        e = self.find(key, 0, len(key), 0, 0)
         return None if e < 0 else int(self.ids[e])
 
     def insert(self, e: i64) -> bool:
         """Add key e; False when an equal key is there already."""
         start: i64 = self.offsets[e]
         n: i64 = self.offsets[e + 1] - start
+        if n <= self.short_max:
+            word = short_word(self.blob, start, n, 0, 0)
+            short = self.short
+            at: i64 = _slot(word) & self.short_mask
+            while short[at] != 0:
+                if short[at] & SHORT_MASK == word:
+                    return False
+                at = (at + 1) & self.short_mask
+            short[at] = ((e + 1) << SHORT_E) | word
+            return True
         h = hash_of(self.blob, start, n)
         check: i64 = _check(h)
         slots = self.slots
@@ -318,14 +350,26 @@ class PlainModel:
         slots[slot] = (check << 32) | (e + 1)
         return True
 
-    def find(self, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64, h: i64) -> i64:
-        """The key that is raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size], whose hash is h,
-        or -1."""
+    def find(self, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64) -> i64:
+        """The key that is raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size], or -1; b_size is
+        at most the longest key's size + 1 (powers)."""
+        if a_size + b_size <= self.short_max:
+            word = short_word(raw, a_at, a_size, b_at, b_size)
+            short = self.short
+            at: i64 = _slot(word) & self.short_mask
+            while True:
+                got: i64 = short[at]
+                if got == 0:
+                    return -1
+                if got & SHORT_MASK == word:
+                    return (got >> SHORT_E) - 1
+                at = (at + 1) & self.short_mask
+        h = (hash_of(raw, a_at, a_size) * self.powers[b_size] + hash_of(raw, b_at, b_size)) & M62
         check: i64 = _check(h)
         slot: i64 = _slot(h) & self.mask
         slots = self.slots
         while True:
-            got: i64 = slots[slot]
+            got = slots[slot]
             if got == 0:
                 return -1
             if got >> 32 == check and self.is_key((got & M32) - 1, raw, a_at, a_size, b_at, b_size):
@@ -341,6 +385,21 @@ class PlainModel:
             and same_bytes(self.blob, at, raw, a_at, a_size)
             and same_bytes(self.blob, at + a_size, raw, b_at, b_size)
         )
+
+
+def short_word(raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64) -> i64:
+    """A key of at most SHORT_KEY bytes, raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size], as
+    one word: its bytes little-endian, its length above them (bits SHORT_KEY * 8 on)."""
+    word: i64 = (a_size + b_size) << (8 * SHORT_KEY)
+    j: i64 = 0
+    while j < a_size:
+        word |= i64(raw[a_at + j]) << (8 * j)
+        j += 1
+    k: i64 = 0
+    while k < b_size:
+        word |= i64(raw[b_at + k]) << (8 * (a_size + k))
+        k += 1
+    return word
 
 
 def hash_of(raw: bytes, start: i64, n: i64) -> i64:
@@ -373,7 +432,7 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
     public = model.public
     for byte in range(256):
         char = byte_keys[byte]
-        e = model.find(char, 0, len(char), 0, 0, hash_of(char, 0, len(char)))
+        e = model.find(char, 0, len(char), 0, 0)
         if e < 0:
             return False
         made[e] = byte
@@ -529,17 +588,15 @@ def _merge_item(
         return -1, -1, -1, -1
     if a_size + b_size > len(model.powers) - 2:
         return -1, -1, -1, -1  # longer than every key
-    ha = hash_of(raw, a_at, a_size)
-    hb = hash_of(raw, b_at, b_size)
-    ea = model.find(raw, a_at, a_size, 0, 0, ha)
-    eb = model.find(raw, b_at, b_size, 0, 0, hb)
+    ea = model.find(raw, a_at, a_size, 0, 0)
+    eb = model.find(raw, b_at, b_size, 0, 0)
     count: i64 = len(model.ids)
     if guess >= 0 and guess < count and model.is_key(guess, raw, a_at, a_size, b_at, b_size):
         e: i64 = guess
     elif guess2 >= 0 and guess2 < count and model.is_key(guess2, raw, a_at, a_size, b_at, b_size):
         e = guess2
     else:
-        e = model.find(raw, a_at, a_size, b_at, b_size, (ha * model.powers[b_size] + hb) & M62)
+        e = model.find(raw, a_at, a_size, b_at, b_size)
     if ea < 0 or eb < 0 or e < 0:
         return -1, -1, -1, -1
     return ea, eb, e, i
