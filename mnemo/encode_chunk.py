@@ -573,9 +573,10 @@ class Encoder:
            glues in between change neither token, and c is above both tokens' numbers
            (monotone), so it was never due before they met.  A seam glue leaves no token ending
            at the seam, so T cannot be made: SPELLS_NOT.  Otherwise the next to go is the one
-           of x_i, y_j with the lower p / q; at a tie (one merge glues both away) the pair of
-           the two new tokens has a higher number than that merge, so it is never due before
-           they go: both climb.  Reaching (a, b), merge k glues them: SPELLS_ITSELF.
+           of x_i, y_j with the lower p / q; at a tie (one merge glues both away, the left one
+           first) a pair with a new token has a higher number than that merge (monotone), so
+           none is due before both are gone: both climb.  Reaching (a, b), the pair is merge
+           k's alone (no pair listed twice), and it glues them: SPELLS_ITSELF.
 
         tests/test_encode_chunk.py compares it with a BPE of every token's bytes on random
         merges (reference.bpe_naive), on GPT-2's merges and on cl100k_base's."""
