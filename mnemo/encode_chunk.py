@@ -287,6 +287,7 @@ class Encoder:
         byte_pairs: vec[i64] = vec[i64]([NO_RANK] * 65536)
         mask: i64 = size - 1
         monotone: bool = True
+        repeated: bool = False  # a pair listed twice (callers refuse it; fill_spells needs it not)
         k: i64 = 0
         for pair in merges:
             a: i64 = pair[0]
@@ -300,6 +301,8 @@ class Encoder:
             key: i64 = (a << ID_BITS) | b
             h: i64 = ((key * HASH_MUL) >> HASH_SHIFT) & mask
             while table[h] != -1:
+                if (table[h] >> ID_BITS) == key:
+                    repeated = True
                 h = (h + 1) & mask
             table[h] = (key << ID_BITS) | k
             fh: i64 = (key * FILTER_MUL) >> 34
@@ -375,6 +378,8 @@ class Encoder:
         # the bytes of every token, 256 + merges of them: the Tokenizer's vocabulary reuses the
         # list instead of spelling 200,000 tokens again (o200k)
         self.spelled = spelled
+        if monotone and not repeated:
+            self.fill_spells(spelled)
         self.fill_cross(spelled)
         self.fill_words(spelled)
         self.fill_long_words(spelled)
@@ -521,6 +526,87 @@ class Encoder:
                 known = SPELLS_ITSELF
             self.spells[k] = u8(known)
         return known == SPELLS_ITSELF
+
+    def fill_spells(self, spelled: list[bytes]) -> None:
+        """Whether BPE of each token's bytes gives the token alone (spells: what fill_words and
+        fill_long_words ask spells_itself), for the tokens of up to LONG_WORD_MAX bytes whose
+        answer is still unknown, from the answers of its two parts instead of a BPE of its
+        bytes: `spells_by_parts`.  Only for monotone merges (each merge's parts are made by
+        lower-numbered merges) with no pair listed twice: the proof there needs both.  A few
+        pair lookups a token where short_bpe ran a BPE of its bytes."""
+        n: i64 = self.n_merges
+        spells = self.spells
+        right_spine: vec[i64] = vec[i64]([0] * (LONG_WORD_MAX + 1))
+        left_spine: vec[i64] = vec[i64]([0] * (LONG_WORD_MAX + 1))
+        k: i64 = 0
+        while k < n:
+            if spells[k] == SPELLS_UNKNOWN and len(spelled[256 + k]) <= LONG_WORD_MAX:
+                spells[k] = u8(self.spells_by_parts(k, right_spine, left_spine))
+            k += 1
+
+    def spells_by_parts(self, k: i64, right_spine: vec[i64], left_spine: vec[i64]) -> i64:
+        """SPELLS_ITSELF when BPE of merge k's bytes gives its token T alone, else SPELLS_NOT;
+        the merges are monotone and the answers of T's parts a and b are known (they are
+        shorter).  The spines: scratch of LONG_WORD_MAX + 1 ids each.
+
+        BPE here glues the lowest-numbered pair that has a merge, its leftmost occurrence first
+        (short_bpe).  Why the rule below is that BPE's answer:
+
+        1. Locality.  When BPE of some bytes ends in tokens t1 .. tm, no glue of the run
+           crossed a boundary between two of them (tokens only grow), so the glues inside t_i
+           are the run on t_i's bytes alone: each was the lowest pair of the whole run, so the
+           lowest among t_i's own pairs, which depend only on the tokens inside t_i (equal
+           numbers: left to right in both); and the run stops with no merge left between any
+           two tokens, so t_i's run stops at t_i too.
+        2. T = 256 + k comes out of its bytes only through its own merge (a, b), so the run
+           passes through [a, b] side by side, and by 1 BPE of a's bytes gives a and of b's
+           gives b: if either part does not spell itself, T does not (SPELLS_NOT).
+        3. Let both parts spell themselves.  By 2 and induction, a's run alone glues exactly
+           the merges of a's tree, each when it is the lowest pair, so by increasing number (a
+           merge's parts come from lower numbers).  On a's bytes then b's, the run is a's and
+           b's runs interleaved by number -- unless a glue takes the pair across the seam.
+           That pair is (the last token of a's side, the first of b's side).  The last token of
+           a's side climbs a's right spine: x_0 = a's last byte, x_1, .., x_r = a, where x_i
+           is the right part of x_(i+1) and is glued away at number p(x_i) = x_(i+1) - 256
+           (p(a) = infinity); the first token of b's side climbs b's left spine y_0 .. y_s = b
+           likewise, glued away at q(y_j).  While x_i and y_j stand side by side, their pair,
+           if a merge numbered c makes it, is glued before x_i goes iff c < p(x_i) (at
+           c = p(x_i) the occurrence that glues x_i away lies left of the seam and comes first)
+           and before y_j goes iff c <= q(y_j) (at c = q(y_j) the seam is the leftmost).  Other
+           glues in between change neither token, and c is above both tokens' numbers
+           (monotone), so it was never due before they met.  A seam glue leaves no token ending
+           at the seam, so T cannot be made: SPELLS_NOT.  Otherwise the next to go is the one
+           of x_i, y_j with the lower p / q; at a tie (one merge glues both away, the left one
+           first) a pair with a new token has a higher number than that merge (monotone), so
+           none is due before both are gone: both climb.  Reaching (a, b), the pair is merge
+           k's alone (no pair listed twice), and it glues them: SPELLS_ITSELF.
+
+        tests/test_encode_chunk.py compares it with a BPE of every token's bytes on random
+        merges (reference.bpe_naive), on GPT-2's merges and on cl100k_base's."""
+        left = self.left
+        right = self.right
+        spells = self.spells
+        a: i64 = left[k]
+        b: i64 = right[k]
+        if a >= 256 and i64(spells[a - 256]) != SPELLS_ITSELF:
+            return SPELLS_NOT
+        if b >= 256 and i64(spells[b - 256]) != SPELLS_ITSELF:
+            return SPELLS_NOT
+        i: i64 = spine(right, a, right_spine) - 1
+        j: i64 = spine(left, b, left_spine) - 1
+        while i > 0 or j > 0:
+            x: i64 = right_spine[i]
+            y: i64 = left_spine[j]
+            px: i64 = right_spine[i - 1] - 256 if i > 0 else NO_RANK
+            py: i64 = left_spine[j - 1] - 256 if j > 0 else NO_RANK
+            c: i64 = self.byte_pairs[(x << 8) | y] if x < 256 and y < 256 else self.rank(x, y)
+            if c != NO_RANK and c < px and c <= py:
+                return SPELLS_NOT
+            if px <= py:
+                i -= 1
+            if py <= px:
+                j -= 1
+        return SPELLS_ITSELF
 
     def fill_cross(self, spelled: list[bytes]) -> None:
         """cross[x << 8 | y] = 1 when some token BPE makes holds byte x followed by byte y, for
@@ -1739,6 +1825,18 @@ def spell_merges(left: vec[i64], right: vec[i64]) -> list[bytes]:
                     stack.pop()
         k += 1
     return spelled
+
+
+def spine(parts: vec[i64], t: i64, out: vec[i64]) -> i64:
+    """Token t's spine, top-down, into out: t, then parts[t - 256] (its right part, or its left
+    one) and so on down to a byte; returns how many."""
+    n: i64 = 0
+    while True:
+        out[n] = t
+        n += 1
+        if t < 256:
+            return n
+        t = parts[t - 256]
 
 
 def tail_word(data: bytes, i: i64, end: i64) -> i64:

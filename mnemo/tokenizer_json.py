@@ -57,6 +57,14 @@ _ZERO: Final = 0x30
 _NINE: Final = 0x39
 #: The longest id read here (digits); a longer one is left to the caller's checks.
 _MAX_DIGITS: Final = 10
+#: Keys of up to this many bytes are looked up by their bytes (PlainModel.short), the others
+#: by hash.  Five bytes, their length and the key's index fit one word: a table of 8 bytes a
+#: slot, 1 MB for the Llama-3-like file's 128,000 keys (16 bytes a slot, with up to 7 bytes,
+#: made its probes miss the cache more often than they saved).
+SHORT_KEY: Final = 5
+#: A short key's index (+ 1) sits at this bit of its slot, above short_word's bits.
+SHORT_E: Final = 8 * SHORT_KEY + 3
+SHORT_MASK: Final = (1 << SHORT_E) - 1
 
 
 class Spans:
@@ -228,8 +236,11 @@ class PlainModel:
 
     `pairs` (the merges as pairs of mnemo's ids) and `public` (the file's id of each byte and
     merge) are what hf_pipeline._alphabet_merges returns; the vocabulary's keys (UTF-8) stay
-    in one bytes object, `blob`, looked up through an open-addressing table of their
-    polynomial hashes (ranks.py's), so that no bytes object or dict entry is made per key."""
+    in one bytes object, `blob`, looked up through open-addressing tables: keys of up to
+    SHORT_KEY bytes by their bytes (one word), the others by their polynomial hashes
+    (ranks.py's), so that no bytes object or dict entry is made per key.  A merge looks up
+    its two parts, mostly short: one random load each, where a hashed key takes three (its
+    slot, its offsets, its bytes), most of the time of reading a file's merges."""
 
     pairs: list[tuple[int, int]]
     public: list[int]
@@ -238,8 +249,10 @@ class PlainModel:
     ids: vec[i64]  # key e's id
     entry_of: vec[i64]  # the key of each byte and merge (mnemo's internal id -> e)
     made: vec[i64]  # key e's internal id, or -1 (no byte or merge is that key)
-    slots: vec[i64]  # e + 1 of the key in each slot, or 0
-    hashes: vec[i64]  # the hash of the key in each slot
+    short: vec[i64]  # (e + 1) << SHORT_E | short_word of its key; 0: empty
+    short_mask: i64
+    short_max: i64  # SHORT_KEY, or -1 when there are too many keys for SHORT_E's bits
+    slots: vec[i64]  # keys longer than short_max: 31 bits of the hash << 32 | e + 1; 0: empty
     mask: i64
     powers: vec[i64]  # HASH_MUL ** k & M62, k up to the longest key
 
@@ -252,19 +265,29 @@ class PlainModel:
         count: i64 = len(ids)
         self.entry_of = vec[i64]()
         self.made = vec[i64]([-1] * count)
-        size: i64 = 1024
-        while size < 2 * count:
-            size *= 2
-        self.mask = size - 1
-        self.slots = vec[i64]([0] * size)
-        self.hashes = vec[i64]([0] * size)
+        self.short_max = SHORT_KEY if count < (1 << (63 - SHORT_E)) - 1 else -1
         longest: i64 = 0
+        n_short: i64 = 0
         e: i64 = 0
         while e < count:
             n: i64 = offsets[e + 1] - offsets[e]
             if n > longest:
                 longest = n
+            if n <= self.short_max:
+                n_short += 1
             e += 1
+        size: i64 = 1024
+        while size < 2 * n_short:
+            size *= 2
+        self.short_mask = size - 1
+        self.short = vec[i64]([0] * size)
+        size = 1024
+        while size < 2 * (count - n_short):
+            size *= 2
+        self.mask = size - 1
+        # the key and bits of its hash in one word: a probe is one random load (two vectors of
+        # keys and of hashes were two)
+        self.slots = vec[i64]([0] * size)
         powers = vec[i64]([1] * (longest + 2))
         k: i64 = 1
         while k <= longest + 1:
@@ -296,44 +319,87 @@ class PlainModel:
 
     def get(self, key: bytes) -> int | None:
         """The id of `key`, or None."""
-        n: i64 = len(key)
-        e = self.find(key, 0, n, 0, 0, hash_of(key, 0, n))
+        e = self.find(key, 0, len(key), 0, 0)
         return None if e < 0 else int(self.ids[e])
 
     def insert(self, e: i64) -> bool:
         """Add key e; False when an equal key is there already."""
         start: i64 = self.offsets[e]
         n: i64 = self.offsets[e + 1] - start
+        if n <= self.short_max:
+            word = short_word(self.blob, start, n, 0, 0)
+            short = self.short
+            at: i64 = _slot(word) & self.short_mask
+            while short[at] != 0:
+                if short[at] & SHORT_MASK == word:
+                    return False
+                at = (at + 1) & self.short_mask
+            short[at] = ((e + 1) << SHORT_E) | word
+            return True
         h = hash_of(self.blob, start, n)
-        if self.find(self.blob, start, n, 0, 0, h) >= 0:
-            return False
+        check: i64 = _check(h)
+        slots = self.slots
         slot: i64 = _slot(h) & self.mask
-        while self.slots[slot] != 0:
+        while True:
+            got: i64 = slots[slot]
+            if got == 0:
+                break
+            if got >> 32 == check and self.is_key((got & M32) - 1, self.blob, start, n, 0, 0):
+                return False
             slot = (slot + 1) & self.mask
-        self.slots[slot] = e + 1
-        self.hashes[slot] = h
+        slots[slot] = (check << 32) | (e + 1)
         return True
 
-    def find(self, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64, h: i64) -> i64:
-        """The key that is raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size], whose hash is h,
-        or -1."""
+    def find(self, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64) -> i64:
+        """The key that is raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size], or -1; b_size is
+        at most the longest key's size + 1 (powers)."""
+        if a_size + b_size <= self.short_max:
+            word = short_word(raw, a_at, a_size, b_at, b_size)
+            short = self.short
+            at: i64 = _slot(word) & self.short_mask
+            while True:
+                got: i64 = short[at]
+                if got == 0:
+                    return -1
+                if got & SHORT_MASK == word:
+                    return (got >> SHORT_E) - 1
+                at = (at + 1) & self.short_mask
+        h = (hash_of(raw, a_at, a_size) * self.powers[b_size] + hash_of(raw, b_at, b_size)) & M62
+        check: i64 = _check(h)
         slot: i64 = _slot(h) & self.mask
-        blob = self.blob
-        offsets = self.offsets
+        slots = self.slots
         while True:
-            got: i64 = self.slots[slot]
+            got = slots[slot]
             if got == 0:
                 return -1
-            if self.hashes[slot] == h:
-                e = got - 1
-                at: i64 = offsets[e]
-                if (
-                    offsets[e + 1] - at == a_size + b_size
-                    and same_bytes(blob, at, raw, a_at, a_size)
-                    and same_bytes(blob, at + a_size, raw, b_at, b_size)
-                ):
-                    return e
+            if got >> 32 == check and self.is_key((got & M32) - 1, raw, a_at, a_size, b_at, b_size):
+                return (got & M32) - 1
             slot = (slot + 1) & self.mask
+
+    def is_key(self, e: i64, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64) -> bool:
+        """Whether key e is raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size]."""
+        offsets = self.offsets
+        at: i64 = offsets[e]
+        return (
+            offsets[e + 1] - at == a_size + b_size
+            and same_bytes(self.blob, at, raw, a_at, a_size)
+            and same_bytes(self.blob, at + a_size, raw, b_at, b_size)
+        )
+
+
+def short_word(raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64) -> i64:
+    """A key of at most SHORT_KEY bytes, raw[a_at:a_at + a_size] + raw[b_at:b_at + b_size], as
+    one word: its bytes little-endian, its length above them (bits SHORT_KEY * 8 on)."""
+    word: i64 = (a_size + b_size) << (8 * SHORT_KEY)
+    j: i64 = 0
+    while j < a_size:
+        word |= i64(raw[a_at + j]) << (8 * j)
+        j += 1
+    k: i64 = 0
+    while k < b_size:
+        word |= i64(raw[b_at + k]) << (8 * (a_size + k))
+        k += 1
+    return word
 
 
 def hash_of(raw: bytes, start: i64, n: i64) -> i64:
@@ -350,6 +416,11 @@ def _slot(h: i64) -> i64:
     return (((h ^ (h >> 29)) * MIX) >> 32) & M32
 
 
+def _check(h: i64) -> i64:
+    """The hash's bits a slot keeps (its top 31; `_slot` mixes them all)."""
+    return h >> 31
+
+
 def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: list[bytes]) -> bool:
     """hf_pipeline._alphabet_merges on the file's bytes: fill model.pairs (the merges as pairs of
     mnemo's ids) and model.public (the public id of each byte and merge); False when the merges
@@ -361,7 +432,7 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
     public = model.public
     for byte in range(256):
         char = byte_keys[byte]
-        e = model.find(char, 0, len(char), 0, 0, hash_of(char, 0, len(char)))
+        e = model.find(char, 0, len(char), 0, 0)
         if e < 0:
             return False
         made[e] = byte
@@ -371,8 +442,11 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
     end: i64 = spans.merges_end - 1  # the ']'
     i = skip_space(data, spans.merges_start + 1, end)
     w = BytesWriter()
+    e = -1
     while i < end:
-        ea, eb, e, i = _merge_item(model, data, i, end, w)
+        # the key after the last merge's token is tried first: files list the vocabulary and
+        # the merges by id
+        ea, eb, e, i = _merge_item(model, data, i, end, w, e + 1, -1)
         if i < 0 or made[ea] < 0 or made[eb] < 0 or made[e] >= 0:
             return False
         made[e] = k
@@ -428,15 +502,24 @@ def ranked_tokens(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
 
 def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tuple[int, int]], public: list[int]) -> bool:
     """hf_pipeline._converted_from_ranks' check of a file converted from ranks (ids dense, the
-    ranks' fields built: `merges` and the `public` id of each byte and merge): model.merges
-    goes by the rank of each pair's token, and lists each token's one pair (the last step of
-    tiktoken's merge of its bytes).  False otherwise, or when an item is not strictly a merge
-    of two keys."""
+    ranks' fields built: `merges` and the `public` id of each byte and merge; model.entry_of
+    the key of each id, as ranked_tokens leaves it): model.merges goes by the rank of each
+    pair's token, and lists each token's one pair (the last step of tiktoken's merge of its
+    bytes).  False otherwise, or when an item is not strictly a merge of two keys.
+
+    An item a b whose a + b is token T's key is T's one pair (left, right) exactly when a is as
+    long as left's key: T's key is left's then right's (GPT-2's alphabet spells each byte with
+    one character), so a is left's key and b right's.  So an item costs no look-up of its
+    parts' ids, only the two that show they are keys (two random loads of 2 MB fewer an item,
+    of 290,209 for a Llama-3-like file)."""
     count: i64 = len(model.ids)
-    pair_of = vec[i64]([-1] * count)
+    offsets = model.offsets
+    entry_of = model.entry_of
+    split = vec[i64]([-1] * count)  # the length of the key of each rank's pair's left part
     k: i64 = 0
-    for left, right in merges:
-        pair_of[i64(public[256 + k])] = (i64(public[left]) << 32) | i64(public[right])
+    for left, _ in merges:
+        e_left: i64 = entry_of[i64(public[left])]
+        split[i64(public[256 + k])] = offsets[e_left + 1] - offsets[e_left]
         k += 1
     listed = vec[i64]([0] * count)
     ids = model.ids
@@ -444,30 +527,37 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
     end: i64 = spans.merges_end - 1  # the ']'
     i = skip_space(data, spans.merges_start + 1, end)
     w = BytesWriter()
+    e: i64 = -1
     while i < end:
-        ea, eb, e, i = _merge_item(model, data, i, end, w)
+        # the same token as the last item's, or the next key: the merges go by rank, and the
+        # vocabulary is listed by rank too
+        ea, _, e, i = _merge_item(model, data, i, end, w, e, e + 1)
         if i < 0:
             return False
         made: i64 = ids[e]
         if made < last:
             return False
         last = made
-        if pair_of[made] == (ids[ea] << 32) | ids[eb]:
+        if split[made] == offsets[ea + 1] - offsets[ea]:  # (ea's offsets: loaded by its find)
             listed[made] = 1
         i = _next_item(data, i, end)
         if i < 0:
             return False
     r: i64 = 0
     while r < count:
-        if pair_of[r] >= 0 and listed[r] == 0:
+        if split[r] >= 0 and listed[r] == 0:
             return False
         r += 1
     return True
 
 
-def _merge_item(model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, i64, i64]:
+def _merge_item(
+    model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter, guess: i64, guess2: i64
+) -> tuple[i64, i64, i64, i64]:
     """The merge item at i ("a b", or ["a", "b"]): the keys of a, b and a + b, and the index
-    after the item; that index is -1 when the item is anything else or a key is missing."""
+    after the item; that index is -1 when the item is anything else or a key is missing.
+    `guess`, `guess2`: keys that may be a + b, compared first (in the file's order, so no random
+    load), the table probed only when neither is; -1 or out of range: none."""
     c: i64 = data[i]
     raw = data
     if c == _QUOTE:
@@ -498,11 +588,15 @@ def _merge_item(model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter
         return -1, -1, -1, -1
     if a_size + b_size > len(model.powers) - 2:
         return -1, -1, -1, -1  # longer than every key
-    ha = hash_of(raw, a_at, a_size)
-    hb = hash_of(raw, b_at, b_size)
-    ea = model.find(raw, a_at, a_size, 0, 0, ha)
-    eb = model.find(raw, b_at, b_size, 0, 0, hb)
-    e = model.find(raw, a_at, a_size, b_at, b_size, (ha * model.powers[b_size] + hb) & M62)
+    ea = model.find(raw, a_at, a_size, 0, 0)
+    eb = model.find(raw, b_at, b_size, 0, 0)
+    count: i64 = len(model.ids)
+    if guess >= 0 and guess < count and model.is_key(guess, raw, a_at, a_size, b_at, b_size):
+        e: i64 = guess
+    elif guess2 >= 0 and guess2 < count and model.is_key(guess2, raw, a_at, a_size, b_at, b_size):
+        e = guess2
+    else:
+        e = model.find(raw, a_at, a_size, b_at, b_size)
     if ea < 0 or eb < 0 or e < 0:
         return -1, -1, -1, -1
     return ea, eb, e, i

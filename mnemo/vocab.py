@@ -26,6 +26,7 @@ from typing import Final, cast
 from mnemo.checks import type_error
 from mnemo.constants import MAX_SPECIALS, MAX_TOKEN_ID, MAX_VOCAB
 from mnemo.errors import ConfigError, FormatError, MnemoError
+from mnemo.idmap import distinct_ids
 from mnemo.patterns import SplitPattern
 
 DEFAULT_SPECIAL_TOKENS: Final[tuple[str, ...]] = (
@@ -355,7 +356,9 @@ def check_public_ids(source: str, public: Sequence[object], label: Callable[[int
     """Another tool's ids (label(i) names the token of public[i] in messages, made only for
     one): non-negative integers, distinct, at most MAX_TOKEN_ID; a FormatError naming `source`
     otherwise."""
-    if public and set(map(type, public)) == {int}:  # the common case, checked in C loops
+    if isinstance(public, list) and distinct_ids(public, MAX_TOKEN_ID):  # the common case, compiled
+        return
+    if public and set(map(type, public)) == {int}:  # then in C loops
         ids = cast("Sequence[int]", public)
         if min(ids) >= 0 and max(ids) <= MAX_TOKEN_ID and len(set(ids)) == len(ids):
             return

@@ -26,11 +26,12 @@ from librt.strings import BytesWriter
 from mnemo.errors import ConfigError
 from mnemo.idmap import remap_in_place
 from mnemo.encode_chunk import (
-    BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, LONG_CHUNK, PIECES_GAIN, PIECES_OFF, PIECES_SKIP, RUN_BYTES, SMALL_MAX_BYTES, Encoder,
-    ids_of, lists_of, put,
+    BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, LONG_CHUNK, LONG_WORD_MAX, PIECES_GAIN, PIECES_OFF, PIECES_SKIP, RUN_BYTES,
+    SMALL_MAX_BYTES, Encoder, export_tables, ids_of, lists_of, put,
 )
 from mnemo.interop import bytes_to_unicode, load_gpt2
-from mnemo.reference import encode_chunk_naive, encode_chunks_naive, merge_ranks
+from mnemo.ranks import merges_of_ranks
+from mnemo.reference import bpe_naive, encode_chunk_naive, encode_chunks_naive, merge_ranks
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -629,6 +630,85 @@ def test_word_table_every_short_token(cs336_dir: Path) -> None:
     padded = b"".join(short) + b" " * 8
     ends = [*accumulate(len(t) for t in short), len(padded)]
     assert Encoder(merges).encode_ends(padded, ends) == encode_chunks_naive([*short, b" " * 8], merges)
+
+
+def spells_naive(merges: list[tuple[int, int]]) -> list[bool]:
+    """For each merge: whether the naive BPE of its token's bytes gives that token alone (only
+    for tokens of up to LONG_WORD_MAX bytes, the encoder's tables' answers; False beyond)."""
+    ranks = merge_ranks(merges)
+    spelled = vocab_of(merges)
+    return [
+        len(spelled[256 + k]) <= LONG_WORD_MAX and bpe_naive(list(spelled[256 + k]), ranks) == [256 + k]
+        for k in range(len(merges))
+    ]
+
+
+def table_bits(enc: Encoder) -> list[bool]:
+    """export_tables' bits, one a merge."""
+    tables = export_tables(enc)
+    return [bool(tables[k >> 3] >> (k & 7) & 1) for k in range(enc.n_merges)]
+
+
+def test_spells_by_parts_worked_examples() -> None:
+    """Encoder.spells_by_parts, case by case.  x y z: with merges yz (0), xy (1), xy+z (2), BPE
+    of "xyz" glues yz first and ends at [x, yz]: token 258 is not its bytes' BPE (the seam pair
+    (y, z) is glued, number 0, before x y is, number 1).  With xy first it is.  a a a: merges aa
+    (0), a+aa (1): BPE of "aaa" glues the leftmost a a, the pair across the seam, and ends at
+    [aa, a] (a tie with the glue that makes the right part aa, which lies to the right of the
+    seam); with aa+a instead, the tie goes to the glue inside the left part, and it is."""
+    x, y, z, a = b"xyza"
+    assert table_bits(Encoder([(y, z), (x, y), (257, z)])) == [True, True, False]
+    assert table_bits(Encoder([(x, y), (y, z), (256, z)])) == [True, True, True]
+    assert table_bits(Encoder([(a, a), (a, 256)])) == [True, False]
+    assert table_bits(Encoder([(a, a), (256, a)])) == [True, True]
+    # aa+aa (number 1): BPE of "aaaa" glues both a a (number 0) left to right, then aa aa
+    assert table_bits(Encoder([(a, a), (256, 256)])) == [True, True]
+    # a part that does not spell itself: 259 = 258 + z, 258 = xy + z (not its bytes' BPE)
+    assert table_bits(Encoder([(y, z), (x, y), (257, z), (258, z)])) == [True, True, False, False]
+    # x + yz is what BPE makes of "xyz" when yz comes first
+    assert table_bits(Encoder([(y, z), (x, y), (x, 256)])) == [True, True, True]
+    for merges in ([(y, z), (x, y), (257, z)], [(a, a), (a, 256)], [(y, z), (x, y), (257, z), (258, z)]):
+        assert table_bits(Encoder(merges)) == spells_naive(merges)
+
+
+def random_monotone_merges(rng: random.Random) -> list[tuple[int, int]]:
+    """Merges over one to four letters, each of two earlier ids (no pair twice): many tokens
+    share substrings, and some spell the same bytes."""
+    letters = list(b"abcd"[: rng.randint(1, 4)])
+    merges: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    for _ in range(rng.randint(1, 120)):
+        ids = letters + list(range(256, 256 + len(merges)))
+        pair = (rng.choice(ids), rng.choice(ids))
+        if pair not in seen:
+            seen.add(pair)
+            merges.append(pair)
+    return merges
+
+
+def test_spells_by_parts_equals_bpe_on_random_merges() -> None:
+    """The encoder's answer, from the parts' answers (spells_by_parts), is the naive BPE's for
+    every token of random monotone merges."""
+    rng = random.Random(27)
+    itself = 0
+    for _ in range(1500):
+        merges = random_monotone_merges(rng)
+        want = spells_naive(merges)
+        assert table_bits(Encoder(merges)) == want, merges
+        itself += sum(want)
+    assert itself > 10_000
+
+
+def test_spells_by_parts_on_real_vocabularies(cs336_dir: Path, tiktoken_ranks: Callable[[str], dict[bytes, int]]) -> None:
+    """GPT-2's merges (some tokens are not their bytes' BPE): the naive BPE's answer for every
+    token; cl100k_base's: the rank path's (tables_from_ranks, shown another way)."""
+    merges = load_gpt2(cs336_dir / "gpt2_vocab.json", cs336_dir / "gpt2_merges.txt").merges
+    want = spells_naive(merges)
+    assert table_bits(Encoder(merges)) == want and not all(want)
+    ranks = tiktoken_ranks("cl100k_base")
+    vocab = merges_of_ranks(sorted(ranks, key=ranks.__getitem__))
+    assert vocab is not None and vocab.proper
+    assert export_tables(Encoder(vocab.merges, True)) == export_tables(Encoder(vocab.merges, True, tables=vocab.tables))
 
 
 def test_long_word_table_keeps_only_tokens_their_bytes_encode_to() -> None:

@@ -4,12 +4,15 @@ same thing in the same words (they used to be two validations with two wordings)
 
 from __future__ import annotations
 
+import random
 import re
+from typing import cast
 
 import pytest
 
 from mnemo import ConfigError, FormatError, Tokenizer
-from mnemo.vocab import from_ranks, spell
+from mnemo.idmap import distinct_ids
+from mnemo.vocab import check_public_ids, from_ranks, spell
 from mnemo.vocabfile import encode_tokenizer_bin, parse_tokenizer_bin
 
 BAD = [
@@ -74,3 +77,32 @@ def test_from_ranks_numbers_merges_then_whole_tokens() -> None:
 def test_from_ranks_refuses(ranks: dict[bytes, int], specials: dict[str, int], message: str) -> None:
     with pytest.raises(FormatError, match=message):
         from_ranks("r", ranks, pattern="gpt2", specials=specials)
+
+
+def python_distinct_ids(public: list[object], limit: int) -> bool:
+    """The rules of check_public_ids, in Python: every item an int and not a bool, 0 to limit,
+    no two equal."""
+    return all(type(i) is int and 0 <= i <= limit for i in public) and len(set(public)) == len(public)
+
+
+def test_distinct_ids_is_check_public_ids_rule() -> None:
+    """The compiled check of an importer's ids says yes exactly when the Python rule does (or
+    declines ids spread too wide for its table, and check_public_ids checks those itself)."""
+    rng = random.Random(4)
+    spread = 0
+    for _ in range(3000):
+        n = rng.randint(0, 40)
+        top = rng.choice([n, 2 * n, 300, 70_000, 2**31 - 1, 2**40])
+        public: list[object] = [rng.randint(0, top) for _ in range(n)]
+        if public and rng.random() < 0.3:
+            public[rng.randrange(n)] = rng.choice([-1, True, False, 1.0, "1", None, 2**31, 2**31 - 1, 2**70, public[0]])
+        got = distinct_ids(public, 2**31 - 1)
+        want = python_distinct_ids(public, 2**31 - 1)
+        assert got == want or (want and max(cast(list[int], public)) >= 8 * n + 65536), public
+        spread += want and not got
+    assert spread > 10
+    assert distinct_ids(list(range(100_000)), 2**31 - 1) and not distinct_ids([*range(100_000), 5], 2**31 - 1)
+    with pytest.raises(FormatError, match=r"id 7 is given to both a 1 and a 2 \(duplicate id\)"):
+        check_public_ids("f", [3, 7, 7], lambda pos: f"a {pos}")
+    with pytest.raises(FormatError, match=r"a 1 has id True, not a non-negative integer"):
+        check_public_ids("f", [3, True], lambda pos: f"a {pos}")

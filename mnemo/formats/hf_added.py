@@ -31,7 +31,7 @@ took seconds to compile.)
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -95,14 +95,18 @@ def parse_added_tokens(obj: Any, source: str) -> list[AddedToken]:
 
 
 def tokenizers_ids(
-    tokens: Sequence[AddedToken], model_vocab: Mapping[str, int], source: str, ids: Iterable[int] | None = None
+    tokens: Sequence[AddedToken],
+    model_vocab: Mapping[str, int],
+    source: str,
+    ids: Callable[[], Iterable[int]] | None = None,
 ) -> list[AddedToken]:
     """The added tokens with the ids `tokenizers` gives them when it reads the file: a token
     whose content is in model.vocab takes that entry's id; the others are numbered from the
     size of model.vocab on, in the order listed -- whatever id the file writes (its
     deserializer calls add_tokens).  An id so given that model.vocab holds for another token
-    is a FormatError: tokenizers would give one id to two tokens.  `ids`: model.vocab's ids,
-    when the caller has them at hand (else its values are read)."""
+    is a FormatError: tokenizers would give one id to two tokens.  `ids`: gives model.vocab's
+    ids, when the caller has a faster way to them (else its values are read); called only for
+    a token model.vocab lacks."""
     next_id = len(model_vocab)
     taken: set[int] | None = None  # made for the first token model.vocab lacks
     out: list[AddedToken] = []
@@ -112,7 +116,7 @@ def tokenizers_ids(
             ident = next_id
             next_id += 1
             if taken is None:
-                taken = set(model_vocab.values() if ids is None else ids)
+                taken = set(model_vocab.values() if ids is None else ids())
             if ident in taken:
                 owner = next(key for key, i in model_vocab.items() if i == ident)
                 raise FormatError(

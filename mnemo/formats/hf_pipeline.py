@@ -30,6 +30,7 @@ import json
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any, Final, Literal, cast
 
 import numpy as np
@@ -738,7 +739,7 @@ def _from_json(
         added = tokenizers_ids(listed, raw_vocab, source)
         fields, unreachable, checked = _vocabulary(source, raw_vocab, model.get("merges"), added, ignore_merges, pattern)
     assert fields.id_map is not None
-    bpe_ids = set(fields.id_map[: 256 + len(fields.merges)])  # the ids of bytes and merges
+    bpe_ids = _among(added, islice(fields.id_map, 256 + len(fields.merges)))  # added ids of bytes and merges
     if ignore_merges and unreachable:
         cut = 256 + len(fields.merges)
         whole_raw = sorted(unreachable, key=unreachable.__getitem__)
@@ -773,6 +774,12 @@ def _from_json(
         add_special_tokens=add_special_tokens,
         scanned=scanned if got is not None else None,  # its JSON filled when first needed
     )
+
+
+def _among(added: Sequence[AddedToken], ids: Iterable[int]) -> set[int]:
+    """The added tokens' ids that `ids` holds: a set of a few ids met with the list in one C
+    loop (a set of every id, to look a few up, was 3 ms of cl100k's load)."""
+    return {t.id for t in added}.intersection(ids)
 
 
 def _left_to_look_up(core: Tokenizer, whole: dict[bytes, int]) -> dict[bytes, int] | None:
@@ -878,7 +885,7 @@ def _scanned_vocabulary(
     plain = scanned.read(ignore_merges, listed)
     if plain is None:
         return None
-    added = tokenizers_ids(listed, PlainVocab(plain), source, plain.id_list())
+    added = tokenizers_ids(listed, PlainVocab(plain), source, plain.id_list)
     if ignore_merges:
         converted = scanned.converted(plain, added, pattern)
         return None if converted is None else (added, converted, True)
@@ -896,7 +903,7 @@ def _with_added(
 ) -> TokenizerFields:
     """The fields of the plain case's merges and the added tokens that are no byte or merge
     (`key(pos)`: the vocabulary string of public[pos], for messages)."""
-    bpe_ids = set(public)
+    bpe_ids = _among(added, public)
     specials = {t.content: t.id for t in added if t.id not in bpe_ids}
     return with_specials(source, pairs, public, [], specials, pattern, lambda pos: f"'model.vocab'[{key(pos)!r}]")
 

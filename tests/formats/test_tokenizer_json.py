@@ -260,6 +260,27 @@ def test_a_converted_file_in_parts(small: Tokenizer, tmp_path: Path) -> None:
     assert plain_taken(path)
 
 
+def test_a_converted_file_without_one_listed_pair(small: Tokenizer, tmp_path: Path) -> None:
+    """Each token with several listed pairs, each pair taken out in turn: the compiled check
+    (which knows a token's one pair by the length of its left part) and the whole-file way
+    agree on every file, and the compiled way declines exactly the files that lack a token's
+    one pair (the first of them refused as the other way refuses it)."""
+    obj = json.loads(converted_file(small, tmp_path).read_text(encoding="utf-8"))
+    merges = obj["model"]["merges"]
+    spelled = ["".join(m) if isinstance(m, list) else m.replace(" ", "") for m in merges]
+    several = [t for t in dict.fromkeys(spelled) if spelled.count(t) > 1][:6]
+    assert several
+    declined = 0
+    for target in several:
+        for k in [k for k, t in enumerate(spelled) if t == target]:
+            obj["model"]["merges"] = merges[:k] + merges[k + 1 :]
+            path = write(tmp_path / "edited.json", obj)
+            fast, whole = both(path)
+            assert fast == whole
+            declined += not plain_taken(path) if fast[0] != "error" else 1
+    assert declined == len(several)
+
+
 @pytest.fixture(scope="module", params=["plain", "converted"])
 def compact(request: pytest.FixtureRequest, small: Tokenizer, tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """A small file of each kind the compiled way reads, without white space."""
