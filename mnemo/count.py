@@ -31,15 +31,24 @@ a dict (`mnemo.count_words`, tests).
 
 Why two tables: a lookup in one table for all words reads a slot and then the word's record, two
 dependent cache misses; the short table reads one (docs/measurements.md has the figures).
+
+With `track` (superword training), every word also gets an id, 0, 1, 2, ... in order of first
+appearance, which `count` returns and `to_packed` lists the words in: the counting pass hands
+stage 2 each stage-1 chunk as that id, so that stage 2 never looks a chunk up again
+(superword.CoarseCounter).  A short word's id sits in `sid`, a vec beside the table, at its
+slot's index: its load does not wait for the slot's (keeping the id in the slot and the counts
+in an array by id made the count's load wait for the slot's, and counting slower); a longer
+word's id in `lid`, by its index.  Such a table counts through `count` only (`add` refuses it).
 """
 
 from typing import Final, NamedTuple
 
 from librt.strings import BytesWriter, read_i64_le, write_i64_le
-from librt.vecs import vec
+from librt.vecs import append, vec
 from mypy_extensions import i64
 
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES
+from mnemo.errors import ConfigError
 from mnemo.kernels import memeq
 from mnemo.patterns import program_of
 from mnemo.pretokenize import SplitProgram, scan
@@ -62,6 +71,8 @@ PREFIX: Final[i64] = 1
 PREFIX2: Final[i64] = 2
 COUNT: Final[i64] = 3
 FIELDS: Final[i64] = 4
+#: WordCounter._packed_by_id marks a short word's slot with this bit (a longer word's index has none).
+SHORT_REF: Final[i64] = 0x4000000000000000
 
 
 def word_hash(data: bytes, pos: i64, n: i64, prefix: i64, prefix2: i64) -> i64:
@@ -118,8 +129,13 @@ class WordCounter:
     n_bytes: i64
     n_chunks: i64
     skipped: i64
+    #: ids of first appearance (module docstring): sid per short slot, lid per longer word
+    track: bool
+    sid: vec[i64]
+    lid: vec[i64]
+    n_ids: i64
 
-    def __init__(self, pattern: i64, max_chunk_bytes: i64 = DEFAULT_MAX_CHUNK_BYTES) -> None:
+    def __init__(self, pattern: i64, max_chunk_bytes: i64 = DEFAULT_MAX_CHUNK_BYTES, track: bool = False) -> None:
         self.pattern = pattern
         self.program = program_of(pattern)
         self.max_chunk_bytes = max_chunk_bytes
@@ -136,9 +152,15 @@ class WordCounter:
         self.n_bytes = 0
         self.n_chunks = 0
         self.skipped = 0
+        self.track = track
+        self.sid = vec[i64]([-1] * INITIAL_SLOTS) if track else vec[i64]()
+        self.lid = vec[i64]()
+        self.n_ids = 0
 
     def add(self, data: bytes) -> None:
         """Count the chunks of one document (or of a piece of one cut where a chunk ends)."""
+        if self.track:
+            raise ConfigError("a WordCounter with ids counts through count(), not add()")
         end: i64 = len(data)
         prog = self.program
         limit = self.max_chunk_bytes
@@ -233,9 +255,10 @@ class WordCounter:
         self.n_bytes += end
         self.n_chunks += n_chunks
 
-    def count(self, data: bytes, pos: i64, e: i64, times: i64) -> None:
-        """Add `times` to the count of the word data[pos:e] (not empty): what `add` does for each
-        chunk, used to merge the workers' tables (add_packed).  `add` keeps its own inline copy
+    def count(self, data: bytes, pos: i64, e: i64, times: i64) -> i64:
+        """Add `times` to the count of the word data[pos:e] (not empty) and return its id (with
+        `track`; -1 without): what `add` does for each chunk, used to merge the workers' tables
+        (add_packed) and by superword training's counting pass.  `add` keeps its own inline copy
         of these lookups: calling this method for every chunk made counting slower
         (docs/speed.md).  tests/test_count.py checks that the
         two agree on every word."""
@@ -275,14 +298,21 @@ class WordCounter:
                 s = short[at]
                 if s == skey:
                     short[at + 1] = short[at + 1] + times
-                    return
+                    if self.track:
+                        return self.sid[at >> 1]
+                    return -1
                 if s == 0:
                     short[at] = skey
                     short[at + 1] = times
                     self.n_short += 1
+                    new: i64 = -1
+                    if self.track:
+                        new = self.n_ids
+                        self.sid[at >> 1] = new
+                        self.n_ids += 1
                     if 2 * self.n_short > short_mask:  # keep the load factor below one half
                         self._grow_short()
-                    return
+                    return new
                 at = (at + 2) & (2 * short_mask + 1)
         key = h | (n << 32)
         slots = self.slots
@@ -293,14 +323,15 @@ class WordCounter:
             s = slots[at]
             if s == 0:
                 # a new word: the slow path, which may grow the table
-                self._insert(data, pos, e, key, prefix, prefix2, at, times)
-                return
+                return self._insert(data, pos, e, key, prefix, prefix2, at, times)
             if (s & MASK32) == h:
                 base = ((s >> 32) - 1) * FIELDS
                 if words[base + KEY] == key and words[base + PREFIX] == prefix and words[base + PREFIX2] == prefix2:
                     if n <= 2 * PREFIX_BYTES or self._rest_equal(data, pos, n, (s >> 32) - 1):
                         words[base + COUNT] = words[base + COUNT] + times
-                        return
+                        if self.track:
+                            return self.lid[(s >> 32) - 1]
+                        return -1
             at = (at + 1) & mask
 
     def _rest_equal(self, data: bytes, pos: i64, n: i64, w: i64) -> bool:
@@ -315,20 +346,20 @@ class WordCounter:
             j += 1
         return True
 
-    def _insert(self, data: bytes, pos: i64, e: i64, key: i64, prefix: i64, prefix2: i64, at: i64, times: i64) -> None:
+    def _insert(self, data: bytes, pos: i64, e: i64, key: i64, prefix: i64, prefix2: i64, at: i64, times: i64) -> i64:
+        """Add a longer word at its empty slot `at`; its id (-1 without `track`)."""
         w: i64 = len(self.word_bytes)
         self.word_bytes.append(data[pos:e])
         base = w * FIELDS
         if base + FIELDS > len(self.words):
-            # Grow by doubling into a new vec.  (librt's `append` measured O(n) per call here --
-            # quadratic over a run -- so the records are preallocated and overwritten instead.)
-            bigger = vec[i64]([0] * (2 * len(self.words) + FIELDS * 1024))
-            i: i64 = 0
-            old = self.words
-            while i < base:
-                bigger[i] = old[i]
-                i += 1
-            self.words = bigger
+            self.words = _doubled(self.words, base, FIELDS * 1024)
+        new: i64 = -1
+        if self.track:
+            if w >= len(self.lid):
+                self.lid = _doubled(self.lid, w, 1024)
+            new = self.n_ids
+            self.lid[w] = new
+            self.n_ids += 1
         words = self.words
         words[base + KEY] = key
         words[base + PREFIX] = prefix
@@ -337,6 +368,7 @@ class WordCounter:
         self.slots[at] = (key & MASK32) | ((w + 1) << 32)
         if 2 * (w + 1) > self.mask:  # keep the load factor below one half
             self._grow()
+        return new
 
     def _grow(self) -> None:
         size = 2 * (self.mask + 1)
@@ -354,6 +386,9 @@ class WordCounter:
     def _grow_short(self) -> None:
         size = 2 * (self.short_mask + 1)
         table = vec[i64]([0] * (2 * size))
+        track = self.track
+        sid = vec[i64]([-1] * size) if track else self.sid
+        old_sid = self.sid
         mask = size - 1
         old = self.short
         i: i64 = 0
@@ -366,7 +401,10 @@ class WordCounter:
                     at = (at + 2) & (2 * mask + 1)
                 table[at] = key
                 table[at + 1] = old[i + 1]
+                if track:
+                    sid[at >> 1] = old_sid[i >> 1]
             i += 2
+        self.sid = sid
         self.short = table
         self.short_mask = mask
 
@@ -380,7 +418,10 @@ class WordCounter:
         return packed_to_dict(blob, meta)
 
     def to_packed(self) -> PackedCounts:
-        """The counts as a PackedCounts, in to_dict's order."""
+        """The counts as a PackedCounts, in to_dict's order; with `track`, in the order of the
+        words' ids (the i-th word listed has id i)."""
+        if self.track:
+            return self._packed_by_id()
         blob = BytesWriter()
         meta = BytesWriter()
         short = self.short
@@ -403,15 +444,74 @@ class WordCounter:
             base += FIELDS
         return PackedCounts(blob.getvalue(), meta.getvalue())
 
-    def add_packed(self, blob: bytes, meta: bytes) -> None:
-        """Add counts made by to_packed (another worker's table) to this table."""
+    def _packed_by_id(self) -> PackedCounts:
+        """to_packed of a tracking table: each word where its id says."""
+        ref = vec[i64](capacity=self.n_ids)
+        k: i64 = 0
+        while k < self.n_ids:
+            ref = append(ref, -1)
+            k += 1
+        short = self.short
+        sid = self.sid
+        i: i64 = 0
+        while i < len(short):
+            if short[i] != 0:
+                ref[sid[i >> 1]] = SHORT_REF | i
+            i += 2
+        lid = self.lid
+        w: i64 = 0
+        while w < len(self.word_bytes):
+            ref[lid[w]] = w
+            w += 1
+        blob = BytesWriter()
+        meta = BytesWriter()
+        words = self.words
+        k = 0
+        while k < len(ref):
+            r = ref[k]
+            if r >= SHORT_REF:
+                i = r - SHORT_REF
+                key = short[i]
+                n = key >> 56
+                write_i64_le(blob, key & LOW7)
+                blob.truncate(len(blob) - 8 + n)
+                write_i64_le(meta, n)
+                write_i64_le(meta, short[i + 1])
+            else:
+                word = self.word_bytes[r]
+                blob.write(word)
+                write_i64_le(meta, len(word))
+                write_i64_le(meta, words[r * FIELDS + COUNT])
+            k += 1
+        return PackedCounts(blob.getvalue(), meta.getvalue())
+
+    def add_packed(self, blob: bytes, meta: bytes) -> vec[i64]:
+        """Add counts made by to_packed (another worker's table) to this table.  With `track`,
+        the id here of each word listed there, in its order (empty without)."""
+        ids = vec[i64]()
+        track = self.track
         pos: i64 = 0
         m: i64 = 0
         while m < len(meta):
             n = read_i64_le(meta, m)
-            self.count(blob, pos, pos + n, read_i64_le(meta, m + 8))
+            got = self.count(blob, pos, pos + n, read_i64_le(meta, m + 8))
+            if track:
+                ids = append(ids, got)
             pos += n
             m += META_BYTES
+        return ids
+
+
+def _doubled(old: vec[i64], used: i64, extra: i64) -> vec[i64]:
+    """A vec of twice old's length plus `extra`, zeros, with old[:used] copied in.  (librt's
+    `append` measured O(n) per call on a table's records -- quadratic over a run -- so they are
+    preallocated this way and overwritten instead.)"""
+    bigger = vec[i64]([0] * (2 * len(old) + extra))
+    i: i64 = 0
+    while i < used:
+        bigger[i] = old[i]
+        i += 1
+    return bigger
 
 
 def pack_words(words: dict[bytes, int]) -> PackedCounts:

@@ -2,8 +2,8 @@
 superword=T)` learns stage 1 up to id T as usual, then this module's stage 2 continues from
 those merges on the coarse chunks counted in the same pass (training.py counts both tables).
 
-Stage 2's words are the coarse chunks, each as the stage-1 tokens of its stage-1 chunks (the
-chunk re-split alone, as `SuperEncoder.word_ids` does), so that stage-1 merges never cross a
+Stage 2's words are the coarse chunks, each as the stage-1 tokens of its stage-1 chunks (each
+stage-1 chunk encoded alone: superword.Stage2Words), so that stage-1 merges never cross a
 stage-1 boundary here either; the merge loop continues from them (merge_loop.continue_state) and
 refuses, as the authors' final tokenizers did, every token of more than MAX_WORDS words.
 """
@@ -15,10 +15,9 @@ from dataclasses import dataclass
 
 from mnemo import merge_loop, merge_loop_wide
 from mnemo.checks import check_int
-from mnemo.count import PackedCounts, packed_to_dict
 from mnemo.errors import ConfigError
 from mnemo.pretokenize import pattern_id
-from mnemo.superword import RULE_SUPERWORD, Stage2Words, SuperEncoder
+from mnemo.superword import RULE_SUPERWORD, CoarseCounts, Stage2Words, SuperEncoder
 
 #: A superword token holds at most this many space-separated words (the authors' `mw4`).
 MAX_WORDS = 4
@@ -82,7 +81,7 @@ THETA_DIVISOR = 2
 
 def learn_stage2(
     stage1: tuple[Merges, list[int]],
-    coarse: PackedCounts,
+    coarse: CoarseCounts,
     n_merges: int,
     pattern: str,
     tie: str,
@@ -99,15 +98,14 @@ def learn_stage2(
     count, or no pair left), the merges below theta may differ from the uncut words' and it
     runs again with theta halved, down to theta = 2, which is always exact."""
     merges, counts = stage1
-    blob, meta = coarse
     stats = Stage2Stats() if stats is None else stats
     if algorithm == "naive":
         from mnemo.reference_superword import train_stage2
 
-        return train_stage2(packed_to_dict(blob, meta), merges, counts, n_merges, pattern, tie, verify, progress, skip)
+        return train_stage2(coarse.to_dict(), merges, counts, n_merges, pattern, tie, verify, progress, skip)
     pid = pattern_id(pattern)
     enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD, wide=256 + n_merges > 65536)
-    words = Stage2Words(enc, blob, meta, pid)
+    words = Stage2Words(enc, coarse, pid)
     stats.words = len(words.ends)
     stats.tokens = len(words.ids)
     theta = SEAMS.theta

@@ -189,65 +189,191 @@ def split_coarse(text: bytes, pattern: str = "mnemonic") -> list[bytes]:
     return out
 
 
+#: CoarseCounts.ids: the end of a coarse chunk.
+END_OF_COARSE: Final[i64] = -1
+
+
+class CoarseCounts:
+    """Stage 2's coarse chunks as the counting pass hands them on (this module owns the layout):
+
+      words   a count.PackedCounts (wblob, wmeta) of stage-1 chunks, listed in the order of their
+              ids: training's own stage-1 table (WordCounter with `track`), which `ids` names
+      ids     every coarse chunk (or piece of one) of two stage-1 chunks or more, once per
+              occurrence, as the ids in `words` of its stage-1 chunks, four bytes each
+              (little-endian), then END_OF_COARSE
+      single  a PackedCounts (sblob, smeta) of coarse chunks given as bytes, each re-split when
+              read (coarse_of_packed; the counting pass leaves it empty)
+
+    The coarse chunks of one stage-1 chunk (two of three occurrences on English) are not listed:
+    every stage-1 chunk counted in `words` is in exactly one coarse chunk (or piece), so a
+    word's count less its occurrences in `ids` is its count as a coarse chunk of its own.
+
+    Why ids: stage 2 takes each stage-1 chunk's tokens by its id, with no look-up and no
+    re-split -- the counting pass found every chunk in its table already -- where looking each
+    of the 17 M chunk occurrences of 100 MB of English up again (the encoder's cache, or a table
+    of the distinct chunks) cost what the counting did; and the counting pass needs no second
+    table for the single ones.  The workers' ids are renumbered where their tables are added up
+    (training.CountSum, `renumber`)."""
+
+    wblob: bytes
+    wmeta: bytes
+    sblob: bytes
+    smeta: bytes
+    ids: bytes
+
+    def __init__(self, wblob: bytes, wmeta: bytes, sblob: bytes, smeta: bytes, ids: bytes) -> None:
+        self.wblob = wblob
+        self.wmeta = wmeta
+        self.sblob = sblob
+        self.smeta = smeta
+        self.ids = ids
+
+    def alone(self) -> vec[i64]:
+        """Each word's count as a coarse chunk of its own: its count less its occurrences in `ids`."""
+        wmeta = self.wmeta
+        alone = vec[i64](capacity=len(wmeta) // META_BYTES)
+        m: i64 = 0
+        while m < len(wmeta):
+            alone = append(alone, read_i64_le(wmeta, m + 8))
+            m += META_BYTES
+        ids = self.ids
+        p: i64 = 0
+        while p < len(ids):
+            x: i64 = i64(read_i32_le(ids, p))
+            if x != END_OF_COARSE:
+                alone[x] -= 1
+            p += 4
+        return alone
+
+    def to_packed(self) -> PackedCounts:
+        """Every coarse chunk as its bytes (count.PackedCounts; words may repeat): those given
+        as bytes, the stage-1 chunks that are coarse chunks alone, then each longer one, count 1
+        (the naive twin's and the tests' view)."""
+        starts = word_starts(self.wmeta)
+        wblob = self.wblob
+        blob = BytesWriter()
+        meta = BytesWriter()
+        blob.write(self.sblob)
+        meta.write(self.smeta)
+        alone = self.alone()
+        x: i64 = 0
+        while x < len(alone):
+            if alone[x] > 0:
+                blob.write(wblob[starts[x] : starts[x + 1]])
+                write_i64_le(meta, starts[x + 1] - starts[x])
+                write_i64_le(meta, alone[x])
+            x += 1
+        ids = self.ids
+        n: i64 = 0
+        p: i64 = 0
+        while p < len(ids):
+            x = i64(read_i32_le(ids, p))
+            p += 4
+            if x == END_OF_COARSE:
+                write_i64_le(meta, n)
+                write_i64_le(meta, 1)
+                n = 0
+            else:
+                blob.write(wblob[starts[x] : starts[x + 1]])
+                n += starts[x + 1] - starts[x]
+        return PackedCounts(blob.getvalue(), meta.getvalue())
+
+    def to_dict(self) -> dict[bytes, int]:
+        """The counts as a dict (coarse chunk bytes -> count), equal chunks added up."""
+        blob, meta = self.to_packed()
+        return packed_to_dict(blob, meta)
+
+
+def coarse_of_packed(blob: bytes, meta: bytes) -> CoarseCounts:
+    """CoarseCounts of coarse chunks given as bytes with their counts (all in `single`)."""
+    return CoarseCounts(b"", b"", blob, meta, b"")
+
+
+def word_starts(meta: bytes) -> vec[i64]:
+    """Where each word of packed counts starts in its blob, and the blob's end after them."""
+    starts = vec[i64](capacity=len(meta) // META_BYTES + 1)
+    pos: i64 = 0
+    m: i64 = 0
+    while m < len(meta):
+        starts = append(starts, pos)
+        pos += read_i64_le(meta, m)
+        m += META_BYTES
+    return append(starts, pos)
+
+
+def renumber(ids: bytes, remap: vec[i64]) -> bytes:
+    """CoarseCounts.ids with each id x replaced by remap[x] (a worker's ids as the table they are
+    added to numbers its words: WordCounter.add_packed's answer)."""
+    out = BytesWriter()
+    p: i64 = 0
+    while p < len(ids):
+        x: i64 = i64(read_i32_le(ids, p))
+        if x != END_OF_COARSE:  # not a conditional expression: mypyc would box its value
+            x = remap[x]
+        write_i32_le(out, i32(x))
+        p += 4
+    return out.getvalue()
+
+
 class CoarseCounter:
-    """Stage 2's coarse chunks as the counting pass finds them, in two parts: a coarse chunk of
-    one stage-1 chunk (two of three on English: " the", ",") is counted in a WordCounter, where
-    it repeats; a longer one is written out as it comes, once per occurrence, not looked up --
-    most occur once (100 MB of English: 2.27 M occurrences, 1.80 M distinct, 77 MB), so a table
-    of them was a hash, a cache miss and a new bytes object for nearly every one, and nothing
-    downstream needs them distinct: Stage2Words adds up its pairs and PieceTable its pieces.
+    """Stage 2's coarse chunks as the counting pass finds them (CoarseCounts): a coarse chunk of
+    one stage-1 chunk (two of three on English: " the", ",") is that chunk's count in `words`,
+    nothing more; a longer one is written out as it comes, once per occurrence, not looked up,
+    as the ids of its stage-1 chunks in `words` -- most occur once (100 MB of English: 2.27 M
+    occurrences, 1.80 M distinct), and nothing downstream needs them distinct: Stage2Words adds
+    up its pairs and PieceTable its pieces.
 
-    `to_packed` gives both as one count.PackedCounts whose words may repeat (a repeated coarse
-    chunk, a coarse chunk of one stage-1 chunk counted by two workers): its consumers add the
-    counts of equal words.  The tables of two workers are added up by concatenation
-    (training.CountSum)."""
+    `words` is the tracking WordCounter that gives the ids: training's stage-1 table, counted in
+    the same pass (add_both), or a table of its own.  `to_counts` hands all of it on."""
 
-    single: WordCounter
-    blob: BytesWriter
-    meta: BytesWriter
+    words: WordCounter
+    ids: BytesWriter
+    pending: vec[i64]
     max_chunk_bytes: i64
     n_bytes: i64
     n_chunks: i64
     skipped: i64
 
-    def __init__(self, pattern: i64, max_chunk_bytes: i64) -> None:
-        self.single = WordCounter(pattern, max_chunk_bytes)
-        self.blob = BytesWriter()
-        self.meta = BytesWriter()
+    def __init__(self, pattern: i64, max_chunk_bytes: i64, words: WordCounter | None = None) -> None:
+        if words is None:
+            words = WordCounter(pattern, max_chunk_bytes, track=True)
+        elif not words.track or words.max_chunk_bytes != max_chunk_bytes:
+            raise ConfigError(
+                "the coarse chunks' word table must give ids (WordCounter(track=True)) and skip the same "
+                f"chunks (max_chunk_bytes {words.max_chunk_bytes}, here {max_chunk_bytes})"
+            )
+        self.words = words
+        self.ids = BytesWriter()
+        self.pending = vec[i64]()
         self.max_chunk_bytes = max_chunk_bytes
         self.n_bytes = 0
         self.n_chunks = 0
         self.skipped = 0
 
-    def add(self, data: bytes, start: i64, end: i64, parts: i64) -> None:
-        """The coarse chunk (or piece of one) data[start:end] of `parts` stage-1 chunks, once."""
+    def flush(self, parts: i64) -> None:
+        """The coarse chunk (or piece of one) of `parts` stage-1 chunks whose ids are `pending`,
+        once (one alone is counted in `words` already)."""
         if parts == 1:
-            self.single.count(data, start, end, 1)
             return
-        blob = self.blob
-        # eight bytes at a time, then the writer cut back to the chunk's end (a slice of `data`
-        # would be a bytes object a chunk)
-        n: i64 = len(blob)
-        i: i64 = start
-        while i < end and i + 8 <= len(data):
-            write_i64_le(blob, read_i64_le(data, i))
-            i += 8
-        while i < end:
-            blob.append(data[i])
-            i += 1
-        blob.truncate(n + end - start)
-        write_i64_le(self.meta, end - start)
-        write_i64_le(self.meta, 1)
+        ids = self.ids
+        pending = self.pending
+        k: i64 = 0
+        while k < parts:
+            write_i32_le(ids, i32(pending[k]))
+            k += 1
+        write_i32_le(ids, i32(END_OF_COARSE))
+
+    def to_counts(self) -> CoarseCounts:
+        wblob, wmeta = self.words.to_packed()
+        return CoarseCounts(wblob, wmeta, b"", b"", self.ids.getvalue())
 
     def to_packed(self) -> PackedCounts:
-        """Both parts as one PackedCounts (the class docstring: words may repeat)."""
-        sblob, smeta = self.single.to_packed()
-        return PackedCounts(sblob + self.blob.getvalue(), smeta + self.meta.getvalue())
+        """The coarse chunks as bytes (CoarseCounts.to_packed)."""
+        return self.to_counts().to_packed()
 
     def to_dict(self) -> dict[bytes, int]:
         """The counts as a dict (word bytes -> count), equal words added up."""
-        blob, meta = self.to_packed()
-        return packed_to_dict(blob, meta)
+        return self.to_counts().to_dict()
 
 
 def add_coarse(counter: CoarseCounter, data: bytes, pattern: i64) -> None:
@@ -259,32 +385,37 @@ def add_coarse(counter: CoarseCounter, data: bytes, pattern: i64) -> None:
 
 
 def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, pattern: i64) -> None:
-    """One pass over a document's stage-1 chunks: each counted in `words` (as WordCounter.add
-    would: the same skips of long chunks), and the coarse chunks they make in `coarse`
-    (add_coarse's rule).  One walk instead of two: the chunk ends are found once."""
+    """One pass over a document's stage-1 chunks: each counted in coarse.words (`words`, when
+    given, must be that table: as WordCounter.add would count, the same skips of long chunks),
+    and the coarse chunks they make in `coarse` (add_coarse's rule).  One walk instead of two:
+    the chunk ends are found once, and each chunk's id comes from the one look-up that counts
+    it."""
+    table = coarse.words
+    if words is not None and words is not table:
+        raise ConfigError("add_both counts the words in the coarse counter's own word table (CoarseCounter(words=...))")
     limit: i64 = coarse.max_chunk_bytes
-    wlimit: i64 = words.max_chunk_bytes if words is not None else 0
     end: i64 = len(data)
     n_fine: i64 = 0
     n_coarse: i64 = 0
     piece: i64 = 0  # the coarse chunk being counted starts here (a long one is counted in pieces)
-    parts: i64 = 0  # ... and holds this many stage-1 chunks
+    parts: i64 = 0  # ... and holds this many stage-1 chunks, whose ids are coarse.pending[:parts]
+    pending = coarse.pending
     joinable = False  # it ends with a JOIN chunk
     pos: i64 = 0
     while pos < end:
         e = chunk_end(data, pos, end, pattern)
         n = e - pos
         n_fine += 1
-        if words is not None:
-            if n > wlimit:
-                words.skipped += 1
-            else:
-                words.count(data, pos, e, 1)
+        wid: i64 = -1
+        if n > limit:
+            table.skipped += 1
+        else:
+            wid = table.count(data, pos, e, 1)
         k = kind_in(data, pos, e, pattern)
         if not (joinable and k != KIND_HARD):
             # a new coarse chunk starts at pos: count what the last one has left
             if pos > piece:
-                coarse.add(data, piece, pos, parts)
+                coarse.flush(parts)
                 n_coarse += 1
             piece = pos
             parts = 0
@@ -292,7 +423,7 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
             # the piece cannot take this chunk: count it up to here, and the chunk starts the next
             # piece, or is skipped when it is too long alone
             if pos > piece:
-                coarse.add(data, piece, pos, parts)
+                coarse.flush(parts)
                 n_coarse += 1
             piece = pos
             parts = 0
@@ -300,17 +431,21 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
                 coarse.skipped += 1
                 piece = e
         if piece != e:
+            if parts < len(pending):
+                pending[parts] = wid
+            else:
+                pending = append(pending, wid)
+                coarse.pending = pending
             parts += 1
         joinable = k == KIND_JOIN
         pos = e
     if end > piece:
-        coarse.add(data, piece, end, parts)
+        coarse.flush(parts)
         n_coarse += 1
     coarse.n_bytes += end
     coarse.n_chunks += n_coarse
-    if words is not None:
-        words.n_bytes += end
-        words.n_chunks += n_fine
+    table.n_bytes += end
+    table.n_chunks += n_fine
 
 
 class SuperEncoder(Encoder):
@@ -608,8 +743,9 @@ class SuperEncoder(Encoder):
 
 
 class Stage2Words:
-    """Stage 2's words: each coarse chunk of the packed counts as its stage-1 tokens
-    (`SuperEncoder.word_ids`), and the weighted count of every adjacent pair of them.
+    """Stage 2's words: each coarse chunk of a CoarseCounts as its stage-1 tokens (each stage-1
+    chunk encoded alone, `SuperEncoder.word_ids`: once per distinct chunk of the id stream), and
+    the weighted count of every adjacent pair of them.
 
     `pieces(theta)` cuts the words where the pair of stage-1 tokens has a count below theta.
     Exact for every merge of count >= theta: a stage-2 token is made of stage-1 tokens in one
@@ -644,11 +780,13 @@ class Stage2Words:
     hmask: i64
 
     def __init__(
-        self, enc: SuperEncoder, blob: bytes, meta: bytes, pattern: i64, slots: i64 = 0, bucket_bits: i64 = PAIR_BUCKET_BITS
+        self, enc: SuperEncoder, coarse: CoarseCounts, pattern: i64, slots: i64 = 0, bucket_bits: i64 = PAIR_BUCKET_BITS
     ) -> None:
         """`slots`: the bucket table's first size (a power of two; 0: PAIR_SLOTS), `bucket_bits`:
         log2 of the number of buckets (the tests make both small so that the table grows)."""
-        self.ids = vec[i32](capacity=len(blob) // 3)  # about 4 bytes a stage-1 token: no regrowth
+        # no regrowth: about 4 bytes a token of the chunks given as bytes, 1.1-1.2 tokens a
+        # stage-1 chunk in `ids` (four bytes each), a few tokens a word alone
+        self.ids = vec[i32](capacity=len(coarse.sblob) // 3 + len(coarse.ids) * 5 // 16 + len(coarse.wmeta) // 4 + 16)
         self.ends = vec[i64]()
         self.wcounts = vec[i64]()
         self.pkeys = vec[i64]()
@@ -659,15 +797,19 @@ class Stage2Words:
         self.lmask = 0
         self.hot = vec[i64]([-1])
         self.hmask = 0
-        ids = self.ids
-        ends = self.ends
-        wcounts = self.wcounts
-        bpos: i64 = 0
-        m: i64 = 0
-        total: i64 = 0
         # the bound as a native int once: the constant is a Python int (2**63 - 1), whose
         # arithmetic mypyc would do on boxed objects for every word
         most: i64 = MAX_PAIR_TOTAL
+        total: i64 = 0
+        ids = self.ids
+        ends = self.ends
+        wcounts = self.wcounts
+        # the coarse chunks given as bytes: each re-split and encoded (they are counted: one call
+        # a distinct chunk)
+        blob = coarse.sblob
+        meta = coarse.smeta
+        bpos: i64 = 0
+        m: i64 = 0
         while m < len(meta):
             wlen = read_i64_le(meta, m)
             wcount = read_i64_le(meta, m + 8)
@@ -685,6 +827,74 @@ class Stage2Words:
                 ends = append(ends, len(ids))
                 wcounts = append(wcounts, wcount)
             bpos += wlen
+        # the longer ones, a stage-1 chunk at a time by its id: its tokens encoded on its first
+        # occurrence into `pool`, then copied from there (`at`: pool start << 24 | length)
+        wblob = coarse.wblob
+        starts = word_starts(coarse.wmeta)
+        at = vec[i64](capacity=len(starts))
+        k: i64 = 1
+        while k < len(starts):
+            at = append(at, -1)
+            k += 1
+        pool = vec[i32]()
+        cids = coarse.ids
+        first: i64 = len(ids)  # where the coarse chunk being read starts in ids
+        p: i64 = 0
+        while p < len(cids):
+            x: i64 = i64(read_i32_le(cids, p))
+            p += 4
+            if x == END_OF_COARSE:
+                # two stage-1 chunks or more: at least two tokens
+                n = len(ids) - first
+                if total > most - (n - 1):
+                    _too_many_pairs(b"")
+                total += n - 1
+                ends = append(ends, len(ids))
+                wcounts = append(wcounts, 1)
+                first = len(ids)
+                continue
+            r = at[x]
+            if r < 0:
+                n = enc.word_ids(wblob, starts[x], starts[x + 1], pattern)
+                r = (i64(len(pool)) << 24) | n
+                at[x] = r
+                tk = enc.tk2
+                i = 0
+                while i < n:
+                    pool = append(pool, i32(tk[i]))
+                    i += 1
+            j: i64 = r >> 24
+            stop: i64 = j + (r & 0xFFFFFF)
+            while j < stop:
+                ids = append(ids, pool[j])
+                j += 1
+        # the stage-1 chunks that are coarse chunks of their own, as often as they are
+        alone = coarse.alone()
+        x = 0
+        while x < len(alone):
+            wcount = alone[x]
+            if wcount > 0:
+                r = at[x]
+                if r < 0:  # met alone only: encoded here, where it is copied from
+                    n = enc.word_ids(wblob, starts[x], starts[x + 1], pattern)
+                    r = (i64(len(pool)) << 24) | n
+                    tk = enc.tk2
+                    i = 0
+                    while i < n:
+                        pool = append(pool, i32(tk[i]))
+                        i += 1
+                n = r & 0xFFFFFF
+                if n >= 2:
+                    if wcount > (most - total) // (n - 1):
+                        _too_many_pairs(wblob[starts[x] : starts[x + 1]])
+                    total += wcount * (n - 1)
+                    j = r >> 24
+                    while j < (r >> 24) + n:
+                        ids = append(ids, pool[j])
+                        j += 1
+                    ends = append(ends, len(ids))
+                    wcounts = append(wcounts, wcount)
+            x += 1
         self.ids = ids
         self.ends = ends
         self.wcounts = wcounts

@@ -20,8 +20,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Union, cast
 
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
-from mnemo.superword import CoarseCounter, add_both
+from mnemo.superword import CoarseCounter, CoarseCounts, add_both, renumber
 from mnemo.checks import check_int, check_pattern, check_tie, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.workers import resolve_workers
@@ -55,7 +58,7 @@ class CountStats:
     n_skipped: int = 0
     seconds: float = 0.0
     #: Superword training: the coarse chunks' counts, read in the same pass (docs/superword.md).
-    coarse: PackedCounts | None = None
+    coarse: CoarseCounts | None = None
 
 
 
@@ -198,17 +201,18 @@ class CountPart:
     n_bytes: int
     n_chunks: int
     skipped: int
-    #: The coarse chunks' table (CountSettings.coarse; superword.CoarseCounter: its words may
-    #: repeat), empty otherwise.
-    coarse_blob: bytes = b""
-    coarse_meta: bytes = b""
+    #: The coarse chunks of two stage-1 chunks or more (CountSettings.coarse; superword.CoarseCounts'
+    #: `ids`): the ids of their stage-1 chunks, which are the indices of `blob` / `meta`'s
+    #: words; empty otherwise.
+    coarse_ids: bytes = b""
 
 
 def count_task(settings: CountSettings, state: object, job: Task | Iterable[bytes]) -> CountPart:
     """The counting map: one Task (read here, by whichever process runs this) or documents the
     caller read (a list when it goes to a worker), counted in a table of their own."""
     pid = handle(settings.pattern)
-    counter = WordCounter(pid, settings.max_chunk_bytes)
+    # with coarse chunks, the words get ids (listed in their order) that the coarse chunks name
+    counter = WordCounter(pid, settings.max_chunk_bytes, track=settings.coarse)
     docs = (
         iter_task_documents(
             job, text_field=settings.text_field, specials=settings.specials, whole_documents=settings.whole_documents
@@ -221,34 +225,40 @@ def count_task(settings: CountSettings, state: object, job: Task | Iterable[byte
             counter.add(doc)
         blob, meta = counter.to_packed()
         return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped)
-    coarse = CoarseCounter(pid, settings.max_chunk_bytes)
+    coarse = CoarseCounter(pid, settings.max_chunk_bytes, counter)
     for doc in docs:
         add_both(counter, coarse, doc, pid)
-    blob, meta = counter.to_packed()
-    cblob, cmeta = coarse.to_packed()
-    return CountPart(blob, meta, counter.n_bytes, counter.n_chunks, counter.skipped, cblob, cmeta)
+    got = coarse.to_counts()  # counter.to_packed() as its wblob, wmeta
+    return CountPart(got.wblob, got.wmeta, counter.n_bytes, counter.n_chunks, counter.skipped, got.ids)
 
 
 class TableSum:
     """Count tables added into one, as they arrive.  A single table (one worker, one task) is
-    the sum as it is: it is not unpacked and packed again."""
+    the sum as it is: it is not unpacked and packed again.  With `track`, the sum lists its
+    words in the order of their ids (count.WordCounter), and `add` says where each word of the
+    table added went."""
 
-    def __init__(self, pattern: str, max_chunk_bytes: int) -> None:
+    def __init__(self, pattern: str, max_chunk_bytes: int, track: bool = False) -> None:
         self.pattern = pattern
         self.max_chunk_bytes = max_chunk_bytes
+        self.track = track
         self.only: tuple[bytes, bytes] | None = None
         self.words: WordCounter | None = None
 
-    def add(self, blob: bytes, meta: bytes) -> None:
+    def add(self, blob: bytes, meta: bytes) -> vec[i64] | None:
+        """Add a table; with `track`, the ids of its words in the sum (a vec, WordCounter.add_packed's
+        answer), or None when they are the same (the first table)."""
         if self.words is None and self.only is None:
             self.only = (blob, meta)
-            return
+            return None
         if self.words is None:
-            self.words = WordCounter(handle(self.pattern), self.max_chunk_bytes)
+            self.words = WordCounter(handle(self.pattern), self.max_chunk_bytes, track=self.track)
             assert self.only is not None
+            # into an empty table, its distinct words take ids 0, 1, 2, ... in their order: the
+            # ids the first table's coarse chunks already use
             self.words.add_packed(*self.only)
             self.only = None
-        self.words.add_packed(blob, meta)
+        return self.words.add_packed(blob, meta)
 
     def result(self) -> tuple[bytes, bytes]:
         if self.words is None:
@@ -257,30 +267,13 @@ class TableSum:
         return blob, meta
 
 
-class Concatenated:
-    """Coarse-chunk tables added up: their words may repeat (superword.CoarseCounter), so the
-    sum is the tables one after the other, joined once at the end."""
-
-    def __init__(self) -> None:
-        self.blobs: list[bytes] = []
-        self.metas: list[bytes] = []
-
-    def add(self, blob: bytes, meta: bytes) -> None:
-        self.blobs.append(blob)
-        self.metas.append(meta)
-
-    def result(self) -> tuple[bytes, bytes]:
-        if len(self.blobs) == 1:
-            return self.blobs[0], self.metas[0]
-        return b"".join(self.blobs), b"".join(self.metas)
-
-
 class CountSum:
-    """The counting combine: the parts' tables (words, and coarse chunks when counted) added up."""
+    """The counting combine: the parts' tables (words, and coarse chunks when counted) added up.
+    The coarse chunks' ids of each part are renumbered as the sum numbers its words."""
 
-    def __init__(self, pattern: str, max_chunk_bytes: int) -> None:
-        self.words = TableSum(pattern, max_chunk_bytes)
-        self.coarse = Concatenated()
+    def __init__(self, pattern: str, max_chunk_bytes: int, coarse: bool = False) -> None:
+        self.words = TableSum(pattern, max_chunk_bytes, track=coarse)
+        self.ids: list[bytes] = []
         self.n_bytes = 0
         self.n_chunks = 0
         self.skipped = 0
@@ -289,14 +282,14 @@ class CountSum:
         self.n_bytes += part.n_bytes
         self.n_chunks += part.n_chunks
         self.skipped += part.skipped
-        self.words.add(part.blob, part.meta)
-        if part.coarse_meta:
-            self.coarse.add(part.coarse_blob, part.coarse_meta)
+        remap = self.words.add(part.blob, part.meta)
+        if part.coarse_ids:
+            self.ids.append(part.coarse_ids if remap is None else renumber(part.coarse_ids, remap))
 
     def result(self) -> CountPart:
         blob, meta = self.words.result()
-        cblob, cmeta = self.coarse.result()
-        return CountPart(blob, meta, self.n_bytes, self.n_chunks, self.skipped, cblob, cmeta)
+        ids = self.ids[0] if len(self.ids) == 1 else b"".join(self.ids)
+        return CountPart(blob, meta, self.n_bytes, self.n_chunks, self.skipped, ids)
 
 
 def _reporting(docs: Iterator[bytes], progress: Progress | None) -> Iterator[bytes]:
@@ -383,7 +376,7 @@ def _count(
             progress("count", stats.n_bytes, 0)
 
     settings = CountSettings(run.key, run.max_chunk_bytes, tuple(special_tokens), run.text_field, whole, coarse)
-    combine = partial(CountSum, run.key, run.max_chunk_bytes)
+    combine = partial(CountSum, run.key, run.max_chunk_bytes, coarse)
     if ray is not None:
         from mnemo.work_ray import plan_count_tasks, ray_executor
 
@@ -422,7 +415,7 @@ def _count(
     stats.n_bytes, stats.n_chunks, stats.n_skipped = total.n_bytes, total.n_chunks, total.skipped
     stats.seconds = time.perf_counter() - t0
     if coarse:
-        stats.coarse = PackedCounts(total.coarse_blob, total.coarse_meta)
+        stats.coarse = CoarseCounts(total.blob, total.meta, b"", b"", total.coarse_ids)
     return PackedCounts(total.blob, total.meta), stats
 
 

@@ -28,13 +28,13 @@ from mnemo import superbpe
 from mnemo.constants import PATTERNS
 from mnemo.count import WordCounter, pack_words, packed_to_dict
 from mnemo.errors import ConfigError, FormatError
-from mnemo.patterns import split
+from mnemo.patterns import for_counting, split
 from mnemo.pretokenize import pattern_id
 from mnemo.superword import (
-    CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, CoarseCounter, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
+    CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, CoarseCounter, CoarseCounts, coarse_of_packed, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
     _sorted_by, kind_in, split_coarse,
 )
-from mnemo.training import CountStats, TrainStats
+from mnemo.training import CountPart, CountStats, CountSum, TrainStats
 
 MNEMO = str(Path(sys.executable).parent / "mnemo")
 CORPORA = ("english", "code", "multilingual", "chat")
@@ -126,15 +126,18 @@ def test_coarse_counting_matches_naive(corpus_docs: Callable[..., list[str]], li
     want = naive.count_coarse(docs, "mnemonic", limit)
     assert counter.to_dict() == want
     assert counter.n_bytes == sum(map(len, docs)) and counter.n_chunks == sum(want.values())
-    # a coarse chunk of one stage-1 chunk is counted in the table, a longer one written out as it comes
+    # a coarse chunk of one stage-1 chunk is its word's count less its other occurrences, a
+    # longer one written out as it comes
     blob, meta = counter.to_packed()
     listed = [(w, c) for w, c in zip(split_packed(blob, meta), counts_of(meta))]
-    assert {w for w, _ in listed if len(split(w, "mnemonic")) == 1} == set(counter.single.to_dict())
+    assert {w: c for w, c in listed if len(split(w, "mnemonic")) == 1} == {
+        w: c for w, c in want.items() if len(split(w, "mnemonic")) == 1
+    }
     assert all(c == 1 for w, c in listed if len(split(w, "mnemonic")) > 1)
     assert len(listed) > len(want)  # some longer ones repeat
     # training's one pass counts stage 1's words as WordCounter.add does, and the same coarse chunks
-    words, plain = (WordCounter(pattern_id("mnemonic"), limit) for _ in range(2))
-    coarse = CoarseCounter(pattern_id("mnemonic"), limit)
+    words, plain = WordCounter(pattern_id("mnemonic"), limit, track=True), WordCounter(pattern_id("mnemonic"), limit)
+    coarse = CoarseCounter(pattern_id("mnemonic"), limit, words)
     for doc in docs:
         add_both(words, coarse, doc, pattern_id("mnemonic"))
         plain.add(doc)
@@ -144,8 +147,8 @@ def test_coarse_counting_matches_naive(corpus_docs: Callable[..., list[str]], li
 
 
 def test_coarse_counting_of_many_distinct_short_chunks() -> None:
-    """Coarse chunks of one stage-1 chunk are counted in CoarseCounter's table, which grows on
-    the way: 20,000 distinct words, one a line, some twice, against the naive count."""
+    """Coarse chunks of one stage-1 chunk are counted in CoarseCounter's word table, which grows
+    on the way: 20,000 distinct words, one a line, some twice, against the naive count."""
     pid = pattern_id("mnemonic")
     words = ["".join(w) for w in itertools.islice(itertools.product("abcdefghij", repeat=5), 20_000)]
     docs = ["\n".join(words + words[::7]).encode(), b"ab\nab\nab", b"a"]
@@ -256,12 +259,12 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
         assert scale < 50_000 or max(table.values()) > CNT_MAX
         blob, meta = pack_words(table)
         enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
-        words = Stage2Words(enc, blob, meta, pid)
+        words = Stage2Words(enc, coarse_of_packed(blob, meta), pid)
         # one bucket whose table starts small and grows on the way, and many buckets (more
         # than there are pairs: some empty) count the same
-        small = Stage2Words(enc, blob, meta, pid, slots=64, bucket_bits=0)
+        small = Stage2Words(enc, coarse_of_packed(blob, meta), pid, slots=64, bucket_bits=0)
         assert small.pmask + 1 >= 2 * small.n_pairs > 64
-        many = Stage2Words(enc, blob, meta, pid, slots=64, bucket_bits=14)
+        many = Stage2Words(enc, coarse_of_packed(blob, meta), pid, slots=64, bucket_bits=14)
         assert many.n_pairs == small.n_pairs and sorted(many.pkeys) == sorted(small.pkeys)
         pairs: Counter[int] = Counter()
         seqs: list[tuple[list[int], int]] = []
@@ -297,7 +300,45 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
     # the pair counts' bound: a word of three tokens or more counted 2**62 times passes it
     blob, meta = pack_words({b" the cat sat": 1, b" on the mat and": 2**62})
     with pytest.raises(ConfigError, match="would pass"):
-        Stage2Words(SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD), blob, meta, pid)
+        Stage2Words(SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD), coarse_of_packed(blob, meta), pid)
+
+
+def test_stage_two_words_by_id_equal_words_by_bytes(english: list[str]) -> None:
+    """Stage2Words from the counting pass's ids (each stage-1 chunk's tokens taken by its id,
+    no re-split) counts the same pairs and cuts the same pieces as from the coarse chunks'
+    bytes, and so do two workers' tables added up (training.CountSum renumbers the ids of the
+    second as the sum numbers its words)."""
+    docs = [d.encode() for d in english[:80]]
+    merges = mnemo.train_from_iterator(english[:80], vocab_size=700 + 16, workers=1).merges
+    pid = pattern_id("mnemonic")
+    total = CountSum(for_counting("mnemonic")[1], 256, coarse=True)
+    for half in (docs[:40], docs[40:]):
+        words = WordCounter(pid, 256, track=True)
+        coarse = CoarseCounter(pid, 256, words)
+        for doc in half:
+            add_both(words, coarse, doc, pid)
+        got = coarse.to_counts()
+        total.add(CountPart(got.wblob, got.wmeta, 0, 0, 0, got.ids))
+    s = total.result()
+    summed = CoarseCounts(s.blob, s.meta, b"", b"", s.coarse_ids)
+    one = CoarseCounter(pid, 256)
+    for doc in docs:
+        add_coarse(one, doc, pid)
+    assert summed.to_dict() == one.to_dict() == naive.count_coarse(docs, "mnemonic", 256)
+    assert packed_to_dict(s.blob, s.meta) == one.words.to_dict()
+    enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
+    for counts in (one.to_counts(), summed):
+        by_id = Stage2Words(enc, counts, pid)
+        by_bytes = Stage2Words(enc, coarse_of_packed(*counts.to_packed()), pid)
+        assert len(by_id.ids) == len(by_bytes.ids) and len(by_id.ends) == len(by_bytes.ends)
+        assert sorted(zip(by_id.pkeys, by_id.pcounts)) == sorted(zip(by_bytes.pkeys, by_bytes.pcounts))
+        for rank in (1, 50, 500):
+            theta = by_id.count_at_rank(rank)
+            assert packed_to_dict(*by_id.pieces(theta)) == packed_to_dict(*by_bytes.pieces(theta)), rank
+    with pytest.raises(ConfigError, match="ids"):
+        CoarseCounter(pid, 256, WordCounter(pid, 256))
+    with pytest.raises(ConfigError, match="own word table"):
+        add_both(WordCounter(pid, 256, track=True), one, b"a b", pid)
 
 
 def test_radix_sort_of_the_pieces() -> None:
