@@ -890,7 +890,8 @@ def _scanned_vocabulary(
         converted = scanned.converted(plain, added, pattern)
         return None if converted is None else (added, converted, True)
     label = lambda pos: plain.public_keys()[pos].decode("utf-8")  # noqa: E731
-    return added, _with_added(source, plain.pairs, plain.public, added, pattern, label), False
+    fields = _with_added(source, plain.pairs, plain.public, added, pattern, label)
+    return added, replace(fields, spelled=scanned.spelled(plain)), False
 
 
 def _with_added(
