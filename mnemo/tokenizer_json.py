@@ -345,9 +345,15 @@ class PlainModel:
         """The key of each byte and merge, by mnemo's internal id (for messages)."""
         return [self.key(e) for e in self.entry_of]
 
-    def id_list(self) -> list[int]:
-        """Every key's id, in the file's order."""
-        return [int(i) for i in self.ids]
+    def ids_from(self, low: i64) -> list[int]:
+        """The keys' ids of `low` and more: with low the vocabulary's size, the only ones an
+        added token's new id can meet (tokenizers_ids), none in most files (a list of every
+        id, made into a set, cost more than the rest of tokenizers_ids)."""
+        out: list[int] = []
+        for i in self.ids:
+            if i >= low:
+                out.append(int(i))
+        return out
 
     def leftover(self) -> list[bytes]:
         """The keys no byte or merge is."""
@@ -717,8 +723,7 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
     long as left's key: T's key is left's then right's (GPT-2's alphabet spells each byte with
     one character), so a is left's key and b right's.  So an item costs no look-up of its
     parts' ids, only the two that show they are keys (two random loads of 2 MB fewer an item,
-    of 290,209 for a Llama-3-like file), and those are made after the walk over the items, in
-    one short loop (find_parts)."""
+    of 290,209 for a Llama-3-like file)."""
     count: i64 = len(model.ids)
     offsets = model.offsets
     entry_of = model.entry_of
@@ -734,54 +739,56 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
     end: i64 = spans.merges_end - 1  # the ']'
     i = skip_space(data, spans.merges_start + 1, end)
     w = BytesWriter()
-    side = BytesWriter()  # the parts of items written with escapes, decoded
-    spots = vec[i64]()  # each part: its offset << 1, | 1 when it is in `side` (find_parts)
-    sizes = vec[i64]()
-    longest: i64 = len(model.powers) - 2
     e: i64 = -1
     while i < end:
-        a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
-        if i < 0 or a_size + b_size > longest:
-            return False
         # the same token as the last item's, or the next key: the merges go by rank, and the
         # vocabulary is listed by rank too
-        if e >= 0 and model.is_key(e, raw, a_at, a_size, b_at, b_size):
-            pass
-        elif e + 1 < count and model.is_key(e + 1, raw, a_at, a_size, b_at, b_size):
-            e += 1
-        else:
-            e = model.find(raw, a_at, a_size, b_at, b_size)
-            if e < 0:
-                return False
+        ea, _, e, i = _merge_item(model, data, i, end, w, e, e + 1)
+        if i < 0:
+            return False
         made: i64 = ids[e]
         if made < last:
             return False
         last = made
-        if split[made] == a_size:  # (a is a key, of a_size bytes: checked below)
+        if split[made] == offsets[ea + 1] - offsets[ea]:  # (ea's offsets: loaded by its find)
             listed[made] = 1
-        if raw is data:
-            spots = append(spots, a_at << 1)
-            spots = append(spots, b_at << 1)
-        else:
-            at: i64 = len(side)
-            side.write(raw[a_at : a_at + a_size])
-            side.write(raw[b_at : b_at + b_size])
-            spots = append(spots, (at << 1) | 1)
-            spots = append(spots, ((at + a_size) << 1) | 1)
-        sizes = append(sizes, a_size)
-        sizes = append(sizes, b_size)
         i = _next_item(data, i, end)
         if i < 0:
             return False
-    # every part a key (its id is not needed: above), the look-ups in one short loop
-    if len(find_parts(model, data, side.getvalue(), spots, sizes)) != len(sizes):
-        return False
     r: i64 = 0
     while r < count:
         if split[r] >= 0 and listed[r] == 0:
             return False
         r += 1
     return True
+
+
+def _merge_item(
+    model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter, guess: i64, guess2: i64
+) -> tuple[i64, i64, i64, i64]:
+    """The merge item at i ("a b", or ["a", "b"]): the keys of a, b and a + b, and the index
+    after the item; that index is -1 when the item is anything else or a key is missing.
+    `guess`, `guess2`: keys that may be a + b, compared first (in the file's order, so no random
+    load), the table probed only when neither is; -1 or out of range: none.  (One item at a
+    time: the look-ups of a converted file's items in one loop of their own, as find_parts
+    does for alphabet_merges, measured no faster.)"""
+    a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
+    if i < 0:
+        return -1, -1, -1, -1
+    if a_size + b_size > len(model.powers) - 2:
+        return -1, -1, -1, -1  # longer than every key
+    ea = model.find(raw, a_at, a_size, 0, 0)
+    eb = model.find(raw, b_at, b_size, 0, 0)
+    count: i64 = len(model.ids)
+    if guess >= 0 and guess < count and model.is_key(guess, raw, a_at, a_size, b_at, b_size):
+        e: i64 = guess
+    elif guess2 >= 0 and guess2 < count and model.is_key(guess2, raw, a_at, a_size, b_at, b_size):
+        e = guess2
+    else:
+        e = model.find(raw, a_at, a_size, b_at, b_size)
+    if ea < 0 or eb < 0 or e < 0:
+        return -1, -1, -1, -1
+    return ea, eb, e, i
 
 
 def _item_parts(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, i64, i64, i64, bytes]:

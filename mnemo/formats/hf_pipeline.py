@@ -885,7 +885,7 @@ def _scanned_vocabulary(
     plain = scanned.read(ignore_merges, listed)
     if plain is None:
         return None
-    added = tokenizers_ids(listed, PlainVocab(plain), source, plain.id_list)
+    added = tokenizers_ids(listed, PlainVocab(plain), source, lambda: plain.ids_from(plain.size()))
     if ignore_merges:
         converted = scanned.converted(plain, added, pattern)
         return None if converted is None else (added, converted, True)
