@@ -623,12 +623,20 @@ class Encoder:
         n: i64 = self.n_merges
         left = self.left
         right = self.right
+        # each token's first and last byte, read in order (the parts' objects, read at random,
+        # missed the cache twice a merge), then looked up by part in tables that fit the cache
+        first: vec[u8] = vec[u8]([0] * (n + 256))
+        last: vec[u8] = vec[u8]([0] * (n + 256))
+        t: i64 = 0
+        while t < n + 256:
+            word = spelled[t]
+            first[t] = u8(word[0])
+            last[t] = u8(word[len(word) - 1])
+            t += 1
         cross: vec[u8] = vec[u8]([0] * 65536)
         k: i64 = 0
         while k < n:
-            a = spelled[left[k]]
-            c = spelled[right[k]]
-            cross[(i64(a[len(a) - 1]) << 8) | c[0]] = 1
+            cross[(i64(last[left[k]]) << 8) | i64(first[right[k]])] = 1
             k += 1
         self.cross = cross
 

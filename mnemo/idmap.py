@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from librt.strings import BytesWriter, write_i32_le
 from librt.vecs import vec
-from mypy_extensions import i64, u8
+from mypy_extensions import i32, i64, u8
 
 
 def remap_in_place(ids: list[Any], table: list[Any]) -> None:
@@ -63,3 +64,44 @@ def distinct_ids(public: list[object], limit: int) -> bool:
         seen[v] = 1
         i += 1
     return True
+
+
+def is_identity(public: list[int], n: i64) -> bool:
+    """Whether `public` is exactly [0, 1, ..., n - 1] (the Tokenizer then keeps no id map):
+    one compiled pass, where `public == list(range(n))` made n int objects first (7 ms of
+    o200k_base's load)."""
+    if len(public) != n:
+        return False
+    i: i64 = 0
+    while i < n:
+        if public[i] != i:
+            return False
+        i += 1
+    return True
+
+
+def packed_ids(public: list[int], wide: bool) -> bytes:
+    """The ids as little-endian uint32 (`wide`) or uint16, back to back: the bytes of the
+    Tokenizer's public-id array (numpy's asarray of the list, an int object at a time, was 7 ms
+    of o200k_base's load).  Every id fits (the caller chose `wide` from the largest)."""
+    out = BytesWriter()
+    for x in public:
+        v: i64 = x
+        if wide:
+            write_i32_le(out, i32(v))
+        else:
+            out.append(u8(v & 0xFF))
+            out.append(u8(v >> 8))
+    return out.getvalue()
+
+
+def placed(tokens: list[bytes], public: list[int], n_ids: i64) -> list[bytes | None]:
+    """tokens[i] at index public[i] of a list of n_ids, None elsewhere (the Tokenizer's vocab by
+    public id; the ids are distinct and below n_ids): one compiled pass, where numpy's object
+    arrays (fill, scatter, tolist) took 5.6 ms of o200k_base's load."""
+    table: list[bytes | None] = [None] * n_ids
+    i: i64 = 0
+    for raw in tokens:
+        table[public[i]] = raw
+        i += 1
+    return table

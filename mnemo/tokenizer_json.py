@@ -38,7 +38,7 @@ from typing import Final
 
 from librt.strings import BytesWriter
 from librt.vecs import append, vec
-from mypy_extensions import i64
+from mypy_extensions import i64, u8
 
 from mnemo.encode_chunk import same_bytes
 from mnemo.jsonfield import json_string, skip_space
@@ -87,7 +87,8 @@ def model_spans(data: bytes) -> Spans | None:
     """The spans of model.vocab and model.merges when `data` is a JSON object with one "model"
     member, an object with one "vocab" object and one "merges" array; else None.  Values are
     skipped, not checked (the caller's json.loads of the rest checks them), except that every
-    string is checked as json_string checks it."""
+    string outside model.vocab and model.merges is checked as json_string checks it (those two
+    are checked by whatever reads them: skip_brackets)."""
     n: i64 = len(data)
     scratch = BytesWriter()
     i = skip_space(data, 0, n)
@@ -127,10 +128,14 @@ def _model(data: bytes, i: i64, n: i64, spans: Spans, scratch: BytesWriter) -> i
         if i < 0 or _has_backslash(data, key_start, key_end):
             return -1
         start = i
-        i = skip_value(data, i, n, scratch)
+        vocab = _is_key(data, key_start, key_end, b"vocab")
+        if (vocab or _is_key(data, key_start, key_end, b"merges")) and (data[i] == _LBRACE or data[i] == _LBRACKET):
+            i = skip_brackets(data, i, n)
+        else:
+            i = skip_value(data, i, n, scratch)
         if i < 0:
             return -1
-        if _is_key(data, key_start, key_end, b"vocab"):
+        if vocab:
             if spans.vocab_start >= 0:
                 return -1
             spans.vocab_start = start
@@ -231,6 +236,37 @@ def skip_value(data: bytes, i: i64, n: i64, scratch: BytesWriter) -> i64:
     return -1
 
 
+def skip_brackets(data: bytes, i: i64, n: i64) -> i64:
+    """The index after the object or array that starts at i, or -1: skip_value without checking
+    its strings, only where each ends (a quote that no backslash escapes).  For model.vocab and
+    model.merges, most of the file: whatever reads them checks their strings (read_vocab and
+    the merges' readers with json_string, or json.loads when they decline), so the walk need
+    not check them first (json_string's checks of each UTF-8 sequence, one pass more over them,
+    were most of the walk)."""
+    depth: i64 = 0
+    while i < n:
+        c: i64 = data[i]
+        if c == _QUOTE:
+            i += 1
+            while i < n:
+                c = data[i]
+                if c == _QUOTE:
+                    break
+                if c == _BACKSLASH:
+                    i += 1
+                i += 1
+            if i >= n:
+                return -1
+        elif c == _LBRACE or c == _LBRACKET:
+            depth += 1
+        elif c == _RBRACE or c == _RBRACKET:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
 class PlainModel:
     """model.vocab (read_vocab), and what alphabet_merges or ranked_tokens make of the merges.
 
@@ -309,9 +345,15 @@ class PlainModel:
         """The key of each byte and merge, by mnemo's internal id (for messages)."""
         return [self.key(e) for e in self.entry_of]
 
-    def id_list(self) -> list[int]:
-        """Every key's id, in the file's order."""
-        return [int(i) for i in self.ids]
+    def ids_from(self, low: i64) -> list[int]:
+        """The keys' ids of `low` and more: with low the vocabulary's size, the only ones an
+        added token's new id can meet (tokenizers_ids), none in most files (a list of every
+        id, made into a set, cost more than the rest of tokenizers_ids)."""
+        out: list[int] = []
+        for i in self.ids:
+            if i >= low:
+                out.append(int(i))
+        return out
 
     def leftover(self) -> list[bytes]:
         """The keys no byte or merge is."""
@@ -322,32 +364,53 @@ class PlainModel:
         e = self.find(key, 0, len(key), 0, 0)
         return None if e < 0 else int(self.ids[e])
 
-    def insert(self, e: i64) -> bool:
-        """Add key e; False when an equal key is there already."""
-        start: i64 = self.offsets[e]
-        n: i64 = self.offsets[e + 1] - start
-        if n <= self.short_max:
-            word = short_word(self.blob, start, n, 0, 0)
-            short = self.short
-            at: i64 = _slot(word) & self.short_mask
-            while short[at] != 0:
-                if short[at] & SHORT_MASK == word:
-                    return False
-                at = (at + 1) & self.short_mask
-            short[at] = ((e + 1) << SHORT_E) | word
-            return True
-        h = hash_of(self.blob, start, n)
-        check: i64 = _check(h)
+    def insert_all(self) -> bool:
+        """Add every key, in order; False when a key is there twice.  The words and hashes first,
+        then the probes in one short loop, so that the processor has the loads of several keys
+        in flight (one key's code at a time kept one miss in flight)."""
+        count: i64 = len(self.ids)
+        offsets = self.offsets
+        blob = self.blob
+        short_max: i64 = self.short_max
+        words = vec[i64]([0] * count)
+        e: i64 = 0
+        while e < count:
+            start: i64 = offsets[e]
+            n: i64 = offsets[e + 1] - start
+            words[e] = short_word(blob, start, n, 0, 0) if n <= short_max else hash_of(blob, start, n)
+            e += 1
+        short = self.short
+        short_mask: i64 = self.short_mask
         slots = self.slots
-        slot: i64 = _slot(h) & self.mask
-        while True:
-            got: i64 = slots[slot]
-            if got == 0:
-                break
-            if got >> 32 == check and self.is_key((got & M32) - 1, self.blob, start, n, 0, 0):
-                return False
-            slot = (slot + 1) & self.mask
-        slots[slot] = (check << 32) | (e + 1)
+        mask: i64 = self.mask
+        e = 0
+        while e < count:
+            word: i64 = words[e]
+            start = offsets[e]
+            n = offsets[e + 1] - start
+            got: i64 = 0
+            if n <= short_max:
+                at: i64 = _slot(word) & short_mask
+                while True:
+                    got = short[at]
+                    if got == 0:
+                        break
+                    if got & SHORT_MASK == word:
+                        return False
+                    at = (at + 1) & short_mask
+                short[at] = ((e + 1) << SHORT_E) | word
+            else:
+                check: i64 = _check(word)
+                slot: i64 = _slot(word) & mask
+                while True:
+                    got = slots[slot]
+                    if got == 0:
+                        break
+                    if got >> 32 == check and self.is_key((got & M32) - 1, blob, start, n, 0, 0):
+                        return False
+                    slot = (slot + 1) & mask
+                slots[slot] = (check << 32) | (e + 1)
+            e += 1
         return True
 
     def find(self, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64) -> i64:
@@ -426,7 +489,14 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
     mnemo's ids) and model.public (the public id of each byte and merge); False when the merges
     are not strictly a list of "a b" strings or two-string arrays, or anything is not the plain
     case.  The caller checks that each key left over is an added token's text.  byte_keys[b]:
-    the UTF-8 of GPT-2's character for byte b."""
+    the UTF-8 of GPT-2's character for byte b.
+
+    In passes, so that the look-ups of the parts' keys -- a random load in a table of a few MB
+    each, most of the time of reading the merges when one followed another -- are made by a
+    short loop whose loads the processor keeps several of in flight (`find_parts`): the items
+    parsed in the file's order (each token's key is found there: it is most often the key after
+    the last one), then the parts looked up, then the rule checked.  The rule is the one-pass
+    rule: each token made once, its parts a byte or a token made by an earlier merge."""
     made = model.made
     pairs = model.pairs
     public = model.public
@@ -438,26 +508,134 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
         made[e] = byte
         model.entry_of = append(model.entry_of, e)
         public.append(int(model.ids[e]))
-    k: i64 = 256
     end: i64 = spans.merges_end - 1  # the ']'
     i = skip_space(data, spans.merges_start + 1, end)
     w = BytesWriter()
+    side = BytesWriter()  # the parts of items written with escapes, decoded
+    spots = vec[i64]()  # each part: its offset << 1, | 1 when it is in `side`
+    sizes = vec[i64]()
+    tokens = vec[i64]()  # each item's token's key
+    count: i64 = len(model.ids)
+    longest: i64 = len(model.powers) - 2
     e = -1
     while i < end:
+        a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
+        if i < 0 or a_size + b_size > longest:
+            return False
         # the key after the last merge's token is tried first: files list the vocabulary and
         # the merges by id
-        ea, eb, e, i = _merge_item(model, data, i, end, w, e + 1, -1)
-        if i < 0 or made[ea] < 0 or made[eb] < 0 or made[e] >= 0:
-            return False
-        made[e] = k
-        k += 1
-        model.entry_of = append(model.entry_of, e)
-        pairs.append((int(made[ea]), int(made[eb])))
-        public.append(int(model.ids[e]))
+        guess: i64 = e + 1
+        if guess < count and model.is_key(guess, raw, a_at, a_size, b_at, b_size):
+            e = guess
+        else:
+            e = model.find(raw, a_at, a_size, b_at, b_size)
+            if e < 0:
+                return False
+        tokens = append(tokens, e)
+        if raw is data:
+            spots = append(spots, a_at << 1)
+            spots = append(spots, b_at << 1)
+        else:
+            at: i64 = len(side)
+            side.write(raw[a_at : a_at + a_size])
+            side.write(raw[b_at : b_at + b_size])
+            spots = append(spots, (at << 1) | 1)
+            spots = append(spots, ((at + a_size) << 1) | 1)
+        sizes = append(sizes, a_size)
+        sizes = append(sizes, b_size)
         i = _next_item(data, i, end)
         if i < 0:
             return False
+    found = find_parts(model, data, side.getvalue(), spots, sizes)
+    if len(found) != len(sizes):
+        return False
+    n: i64 = len(tokens)
+    k: i64 = 0
+    while k < n:
+        e = tokens[k]
+        if made[e] >= 0:
+            return False  # a byte, or made by an earlier merge
+        made[e] = 256 + k
+        k += 1
+    # the parts' ids, in a loop of their own (random loads, several in flight)
+    j: i64 = 0
+    while j < 2 * n:
+        x: i64 = made[found[j]]
+        if x < 0 or x >= 256 + (j >> 1):
+            return False  # a part no byte or earlier merge makes
+        found[j] = x
+        j += 1
+    k = 0
+    while k < n:
+        e = tokens[k]
+        model.entry_of = append(model.entry_of, e)
+        pairs.append((int(found[2 * k]), int(found[2 * k + 1])))
+        public.append(int(model.ids[e]))
+        k += 1
     return True
+
+
+def find_parts(model: PlainModel, data: bytes, side: bytes, spots: vec[i64], sizes: vec[i64]) -> vec[i64]:
+    """model.find of each part (spots[j] >> 1: its offset in `data`, or in `side` when spots[j]
+    & 1; sizes[j]: its size), or an empty vec when a part is no key.  The probes come from one
+    short loop over words computed first, so that the processor has the loads of several parts
+    in flight (one part's code at a time, with its branches on each load, kept one miss in
+    flight: most of reading o200k_base's merges); a hashed key's candidate is then compared with
+    the part's bytes, and the full find runs only when the bits of a slot matched another key."""
+    n: i64 = len(sizes)
+    short_max: i64 = model.short_max
+    words = vec[i64]([0] * n)
+    j: i64 = 0
+    while j < n:
+        spot: i64 = spots[j]
+        raw = side if spot & 1 else data
+        size: i64 = sizes[j]
+        if size <= short_max:
+            words[j] = short_word(raw, spot >> 1, size, 0, 0)
+        else:
+            words[j] = hash_of(raw, spot >> 1, size)
+        j += 1
+    found = vec[i64]([0] * n)
+    short = model.short
+    short_mask: i64 = model.short_mask
+    slots = model.slots
+    mask: i64 = model.mask
+    j = 0
+    while j < n:
+        word: i64 = words[j]
+        got: i64 = 0
+        if sizes[j] <= short_max:
+            at: i64 = _slot(word) & short_mask
+            while True:
+                got = short[at]
+                if got == 0 or got & SHORT_MASK == word:
+                    break
+                at = (at + 1) & short_mask
+            found[j] = (got >> SHORT_E) - 1
+        else:
+            check: i64 = _check(word)
+            slot: i64 = _slot(word) & mask
+            while True:
+                got = slots[slot]
+                if got == 0 or got >> 32 == check:
+                    break
+                slot = (slot + 1) & mask
+            found[j] = (got & M32) - 1
+        j += 1
+    j = 0
+    while j < n:
+        e: i64 = found[j]
+        size = sizes[j]
+        if size > short_max and e >= 0:
+            spot = spots[j]
+            raw = side if spot & 1 else data
+            if not model.is_key(e, raw, spot >> 1, size, 0, 0):
+                e = model.find(raw, spot >> 1, size, 0, 0)
+                found[j] = e
+        if e < 0:
+            return vec[i64]()
+        j += 1
+    return found
 
 
 def ranked_tokens(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
@@ -493,10 +671,44 @@ def ranked_tokens(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
             b: i64 = char_byte[c] if c < limit else -1
             if b < 0:
                 return None
-            w.append(b)
+            w.append(u8(b))
             j += 1
         out.append(w.getvalue())
     model.entry_of = by_id
+    return out
+
+
+def spelled_keys(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
+    """The bytes of each byte and merge, by mnemo's internal id (model.entry_of, as
+    alphabet_merges leaves it), decoded from their keys in GPT-2's alphabet (alphabet[code
+    point]: the byte, or -1); None when a key is not spelled in that alphabet (never after
+    alphabet_merges: each key is the byte keys of its token's bytes, joined).  What
+    encode_chunk.spell_merges makes of the merges, read in the file's order: spell_merges joins
+    each token's two parts, two objects anywhere in the heap (a cache miss each: a sixth of
+    building o200k_base's encoder)."""
+    char_byte = vec[i64](alphabet)
+    limit: i64 = len(char_byte)
+    blob = model.blob
+    offsets = model.offsets
+    out: list[bytes] = []
+    w = BytesWriter()
+    for e in model.entry_of:
+        w.truncate(0)
+        j: i64 = offsets[e]
+        stop: i64 = offsets[e + 1]
+        while j < stop:
+            c: i64 = blob[j]
+            if c >= 0x80:  # GPT-2's alphabet is below U+0800: two UTF-8 bytes at most
+                if c & 0xE0 != 0xC0 or j + 1 >= stop:
+                    return None
+                c = ((c & 0x1F) << 6) | (i64(blob[j + 1]) & 0x3F)
+                j += 1
+            b: i64 = char_byte[c] if c < limit else -1
+            if b < 0:
+                return None
+            w.append(u8(b))
+            j += 1
+        out.append(w.getvalue())
     return out
 
 
@@ -557,34 +769,11 @@ def _merge_item(
     """The merge item at i ("a b", or ["a", "b"]): the keys of a, b and a + b, and the index
     after the item; that index is -1 when the item is anything else or a key is missing.
     `guess`, `guess2`: keys that may be a + b, compared first (in the file's order, so no random
-    load), the table probed only when neither is; -1 or out of range: none."""
-    c: i64 = data[i]
-    raw = data
-    if c == _QUOTE:
-        a_at = i + 1
-        i = json_string(data, a_at, end, w, False)
-        if i < 0:
-            return -1, -1, -1, -1
-        b_end = i - 1
-        if _has_backslash(data, a_at, b_end):
-            w.truncate(0)
-            json_string(data, a_at, end, w, True)
-            raw = w.getvalue()
-            a_at = 0
-            b_end = len(raw)
-        space = a_at
-        while space < b_end and raw[space] != _SPACE:
-            space += 1
-        a_size = space - a_at
-        b_at = space + 1
-        if b_at > b_end or _has_space(raw, b_at, b_end):
-            return -1, -1, -1, -1
-        b_size = b_end - b_at
-    elif c == _LBRACKET:
-        a_at, a_size, b_at, b_size, i, raw = _two_strings(data, i, end, w)
-        if i < 0:
-            return -1, -1, -1, -1
-    else:
+    load), the table probed only when neither is; -1 or out of range: none.  (One item at a
+    time: the look-ups of a converted file's items in one loop of their own, as find_parts
+    does for alphabet_merges, measured no faster.)"""
+    a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
+    if i < 0:
         return -1, -1, -1, -1
     if a_size + b_size > len(model.powers) - 2:
         return -1, -1, -1, -1  # longer than every key
@@ -600,6 +789,37 @@ def _merge_item(
     if ea < 0 or eb < 0 or e < 0:
         return -1, -1, -1, -1
     return ea, eb, e, i
+
+
+def _item_parts(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, i64, i64, i64, bytes]:
+    """The merge item at i ("a b", or ["a", "b"]): where a and b are (start, size of each) in
+    the bytes returned last (`data`, or the item decoded when it has an escape), and the index
+    after the item; that index is -1 when the item is anything else."""
+    fail = (0, 0, 0, 0, -1, data)
+    c: i64 = data[i]
+    raw = data
+    if c == _QUOTE:
+        a_at = i + 1
+        i = json_string(data, a_at, end, w, False)
+        if i < 0:
+            return fail
+        b_end = i - 1
+        if _has_backslash(data, a_at, b_end):
+            w.truncate(0)
+            json_string(data, a_at, end, w, True)
+            raw = w.getvalue()
+            a_at = 0
+            b_end = len(raw)
+        space = a_at
+        while space < b_end and raw[space] != _SPACE:
+            space += 1
+        b_at = space + 1
+        if b_at > b_end or _has_space(raw, b_at, b_end):
+            return fail
+        return a_at, space - a_at, b_at, b_end - b_at, i, raw
+    if c == _LBRACKET:
+        return _two_strings(data, i, end, w)
+    return fail
 
 
 def _has_space(raw: bytes, start: i64, end: i64) -> bool:
@@ -705,9 +925,4 @@ def read_vocab(data: bytes, spans: Spans) -> PlainModel | None:
         if i < 0:
             return None
     model = PlainModel(keys.getvalue(), offsets, ids)
-    e: i64 = 0
-    while e < len(ids):
-        if not model.insert(e):
-            return None
-        e += 1
-    return model
+    return model if model.insert_all() else None

@@ -11,7 +11,7 @@ from typing import cast
 import pytest
 
 from mnemo import ConfigError, FormatError, Tokenizer
-from mnemo.idmap import distinct_ids
+from mnemo.idmap import distinct_ids, is_identity, packed_ids, placed
 from mnemo.vocab import check_public_ids, from_ranks, spell
 from mnemo.vocabfile import encode_tokenizer_bin, parse_tokenizer_bin
 
@@ -83,6 +83,26 @@ def python_distinct_ids(public: list[object], limit: int) -> bool:
     """The rules of check_public_ids, in Python: every item an int and not a bool, 0 to limit,
     no two equal."""
     return all(type(i) is int and 0 <= i <= limit for i in public) and len(set(public)) == len(public)
+
+
+def test_the_id_map_helpers() -> None:
+    """is_identity, packed_ids and placed (Tokenizer._setup's id map, compiled) against their
+    Python definitions."""
+    rng = random.Random(9)
+    for _ in range(300):
+        n = rng.randint(0, 50)
+        public = rng.sample(range(rng.choice([n, 2 * n + 1, 70_000, 2**31 - 1])), n)
+        assert is_identity(public, n) == (public == list(range(n)))
+        assert is_identity(list(range(n)), n) and not is_identity(list(range(n)), n + 1)
+        wide = bool(public) and max(public) >= 65_536
+        assert packed_ids(public, wide) == b"".join(i.to_bytes(4 if wide else 2, "little") for i in public)
+        tokens = [bytes([65 + j % 26]) * (j + 1) for j in range(n)]
+        if not public or max(public) < 100_000:
+            size = max(public, default=-1) + 3
+            want: list[bytes | None] = [None] * size
+            for i, raw in zip(public, tokens):
+                want[i] = raw
+            assert placed(tokens, public, size) == want
 
 
 def test_distinct_ids_is_check_public_ids_rule() -> None:

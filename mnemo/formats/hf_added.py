@@ -105,8 +105,9 @@ def tokenizers_ids(
     size of model.vocab on, in the order listed -- whatever id the file writes (its
     deserializer calls add_tokens).  An id so given that model.vocab holds for another token
     is a FormatError: tokenizers would give one id to two tokens.  `ids`: gives model.vocab's
-    ids, when the caller has a faster way to them (else its values are read); called only for
-    a token model.vocab lacks."""
+    ids, or at least those from len(model_vocab) on (the only ones an id given here can meet),
+    when the caller has a faster way to them (else its values are read); called only for a
+    token model.vocab lacks."""
     next_id = len(model_vocab)
     taken: set[int] | None = None  # made for the first token model.vocab lacks
     out: list[AddedToken] = []

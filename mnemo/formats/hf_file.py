@@ -28,7 +28,16 @@ from mnemo.formats.common import BYTE_TO_CHAR, CHAR_TO_BYTE, MAX_TEXT_FILE_BYTES
 from mnemo.formats.hf_added import AddedToken
 from mnemo.formats.tiktoken import fields_of_ranks
 from mnemo.patterns import SplitPattern, compile_pattern
-from mnemo.tokenizer_json import PlainModel, Spans, alphabet_merges, listed_pairs, model_spans, ranked_tokens, read_vocab
+from mnemo.tokenizer_json import (
+    PlainModel,
+    Spans,
+    alphabet_merges,
+    listed_pairs,
+    model_spans,
+    ranked_tokens,
+    read_vocab,
+    spelled_keys,
+)
 from mnemo.vocab import TokenizerFields
 
 #: the UTF-8 of GPT-2's character for each byte: the keys of the 256 byte tokens
@@ -66,6 +75,12 @@ class ScannedModel:
         if not alphabet_merges(model, self._data, self._spans, BYTE_KEYS):
             return None
         return model if set(model.leftover()) <= contents else None
+
+    def spelled(self, model: PlainModel) -> list[bytes] | None:
+        """The bytes of each byte and merge that `read` found, by mnemo's internal id, decoded
+        from their keys in the file's order (tokenizer_json.spelled_keys): the encoder then does
+        not spell them from the merges."""
+        return spelled_keys(model, ALPHABET)
 
     def converted(self, model: PlainModel, added: Sequence[AddedToken], pattern: str | SplitPattern) -> TokenizerFields | None:
         """hf_pipeline._converted_from_ranks on the file's bytes (a file converted from ranks,

@@ -885,12 +885,13 @@ def _scanned_vocabulary(
     plain = scanned.read(ignore_merges, listed)
     if plain is None:
         return None
-    added = tokenizers_ids(listed, PlainVocab(plain), source, plain.id_list)
+    added = tokenizers_ids(listed, PlainVocab(plain), source, lambda: plain.ids_from(plain.size()))
     if ignore_merges:
         converted = scanned.converted(plain, added, pattern)
         return None if converted is None else (added, converted, True)
     label = lambda pos: plain.public_keys()[pos].decode("utf-8")  # noqa: E731
-    return added, _with_added(source, plain.pairs, plain.public, added, pattern, label), False
+    fields = _with_added(source, plain.pairs, plain.public, added, pattern, label)
+    return added, replace(fields, spelled=scanned.spelled(plain)), False
 
 
 def _with_added(

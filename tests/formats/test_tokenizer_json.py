@@ -26,7 +26,11 @@ from mnemo.formats.hf_added import parse_added_tokens
 from mnemo.formats.hf import to_hf_json
 from mnemo.formats.hf_file import read_json_file
 from mnemo.formats.hf_pipeline import HFTokenizer, _alphabet_merges
-from mnemo.tokenizer_json import model_spans
+from librt.vecs import vec
+from mypy_extensions import i64
+
+from mnemo.encode_chunk import spell_merges
+from mnemo.tokenizer_json import model_spans, read_vocab
 
 SAMPLE = "Hello <|endoftext|> world: the 12,345 cats' naïve café — 東京 \n\n  end"
 
@@ -152,6 +156,23 @@ def test_the_compiled_merges_are_the_string_ways(small: Tokenizer, tmp_path: Pat
     pairs, public, keys = found
     assert plain.pairs == pairs and plain.public == public
     assert [key.decode("utf-8") for key in plain.public_keys()] == keys
+    # the tokens' bytes decoded from their keys are what the encoder spells from the merges
+    assert scanned.spelled(plain) == spell_merges(vec[i64]([a for a, _ in pairs]), vec[i64]([b for _, b in pairs]))
+
+
+def test_the_walk_skips_the_model_values_without_checking_their_strings() -> None:
+    """skip_brackets finds where model.vocab and model.merges end by their quotes alone (an
+    escaped quote or bracket inside a string does not end it); what reads them checks them, so
+    a bad string there is found later (by read_vocab, then json.loads of the whole file)."""
+    text = r'{"model": {"vocab": {"a\"}]": 0, "\u00e9": 1, "b\\": 2}, "merges": [["a\"}]", "]["]], "x": "}"}}'
+    data = text.encode("utf-8")
+    spans = model_spans(data)
+    assert spans is not None
+    assert json.loads(data[spans.vocab_start : spans.vocab_end]) == {'a"}]': 0, "\u00e9": 1, "b\\": 2}
+    assert json.loads(data[spans.merges_start : spans.merges_end]) == [['a"}]', "]["]]
+    bad = b'{"model": {"vocab": {"a\x01": 0}, "merges": []}}'
+    spans = model_spans(bad)
+    assert spans is not None and read_vocab(bad, spans) is None
 
 
 @pytest.mark.parametrize("extra", ["lstrip", "nfc", "folder"])
