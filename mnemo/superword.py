@@ -70,6 +70,8 @@ PAIR_SLOTS: Final[i64] = 1 << 14
 PAIR_SHIFT: Final[i64] = 20
 CNT_BITS: Final[i64] = 21
 CNT_MAX: Final[i64] = 0x1FFFFF
+#: Stage2Words.pieces hands PieceTable this many pieces at a time (add_batch).
+PIECE_BATCH: Final[i64] = 16
 #: PieceTable.packed sorts 16 bits a pass.
 RADIX: Final[i64] = 1 << 16
 #: Stage2Words.count_at_rank keeps counts below this in a histogram.
@@ -1115,6 +1117,10 @@ class Stage2Words:
         hot = self.hot
         hmask = self.hmask
         table = PieceTable()
+        bstarts = _filled64(PIECE_BATCH, 0)
+        bends = _filled64(PIECE_BATCH, 0)
+        bcounts = _filled64(PIECE_BATCH, 0)
+        nb: i64 = 0
         start: i64 = 0
         w: i64 = 0
         while w < len(ends):
@@ -1137,11 +1143,18 @@ class Stage2Words:
                         h = (h + 1) & hmask
                 if cut:
                     if i - piece >= 2:
-                        table.add(ids, piece, i, wcounts[w])
+                        bstarts[nb] = piece
+                        bends[nb] = i
+                        bcounts[nb] = wcounts[w]
+                        nb += 1
+                        if nb == PIECE_BATCH:
+                            table.add_batch(ids, bstarts, bends, bcounts, nb)
+                            nb = 0
                     piece = i
                 i += 1
             start = end
             w += 1
+        table.add_batch(ids, bstarts, bends, bcounts, nb)
         return table.packed(ids)
 
 
@@ -1156,25 +1169,52 @@ class PieceTable:
     slots: vec[i64]  # PIECE_FIELDS a slot: hash (32 bits) | length << 32 (0 = empty), first ids, count, start in ids
     mask: i64
     n: i64
+    #: add_batch's hashes and first ids of a batch, and the sum of the slots it loaded ahead
+    tags: vec[i64]
+    heads: vec[i64]
+    touch: i64
 
     def __init__(self) -> None:
         self.slots = _filled64(PIECE_FIELDS * 65536, 0)
         self.mask = 65535
         self.n = 0
+        self.tags = _filled64(PIECE_BATCH, 0)
+        self.heads = _filled64(PIECE_BATCH, 0)
+        self.touch = 0
 
     def add(self, ids: vec[i32], start: i64, end: i64, count: i64) -> None:
         """Add `count` to the piece ids[start:end] (two ids or more)."""
-        n: i64 = end - start
-        head: i64 = (i64(ids[start]) << ID_BITS) | i64(ids[start + 1])
-        if n > 2:
-            head = (head << ID_BITS) | i64(ids[start + 2])
-        x: i64 = (head + n) * HASH_MUL
-        j: i64 = start + 3
-        while j < end:
-            x = (x ^ i64(ids[j])) * HASH_MUL
-            j += 1
-        x ^= x >> 29
-        tag: i64 = (((x * PIECE_MUL) >> 32) & MASK32) | (n << 32)
+        head: i64 = _piece_head(ids, start, end)
+        self.put(ids, start, end, count, _piece_tag(ids, start, end, head), head)
+
+    def add_batch(self, ids: vec[i32], starts: vec[i64], ends: vec[i64], counts: vec[i64], n: i64) -> None:
+        """`add` for the first `n` pieces of starts / ends / counts, their slots loaded first,
+        all of them, then probed: the loads of a table of 64 MB miss the cache for most pieces,
+        and loads that wait on nothing else overlap one another where a probe's own branches
+        on its load would hold the next piece's load back."""
+        tags = self.tags
+        heads = self.heads
+        slots = self.slots
+        mask = self.mask
+        touch: i64 = 0
+        k: i64 = 0
+        while k < n:
+            start = starts[k]
+            end = ends[k]
+            head: i64 = _piece_head(ids, start, end)
+            tag: i64 = _piece_tag(ids, start, end, head)
+            heads[k] = head
+            tags[k] = tag
+            touch += slots[(tag & mask) * PIECE_FIELDS]
+            k += 1
+        self.touch = touch
+        k = 0
+        while k < n:
+            self.put(ids, starts[k], ends[k], counts[k], tags[k], heads[k])
+            k += 1
+
+    def put(self, ids: vec[i32], start: i64, end: i64, count: i64, tag: i64, head: i64) -> None:
+        """Add `count` to the piece ids[start:end] whose tag and head are given."""
         slots = self.slots
         mask = self.mask
         at: i64 = tag & mask
@@ -1192,7 +1232,7 @@ class PieceTable:
                 return
             if t == tag and slots[r + 1] == head:
                 o: i64 = slots[r + 3] - start
-                j = start + 3
+                j: i64 = start + 3
                 while j < end and ids[j] == ids[j + o]:
                     j += 1
                 if j >= end:
@@ -1274,6 +1314,26 @@ class PieceTable:
                 j += 1
             k += 1
         return bytes(out), bytes(info)
+
+
+def _piece_head(ids: vec[i32], start: i64, end: i64) -> i64:
+    """A piece's first three ids packed (two for a piece of two)."""
+    head: i64 = (i64(ids[start]) << ID_BITS) | i64(ids[start + 1])
+    if end - start > 2:
+        head = (head << ID_BITS) | i64(ids[start + 2])
+    return head
+
+
+def _piece_tag(ids: vec[i32], start: i64, end: i64, head: i64) -> i64:
+    """A piece's slot tag: its hash (32 bits) | its length << 32."""
+    n: i64 = end - start
+    x: i64 = (head + n) * HASH_MUL
+    j: i64 = start + 3
+    while j < end:
+        x = (x ^ i64(ids[j])) * HASH_MUL
+        j += 1
+    x ^= x >> 29
+    return (((x * PIECE_MUL) >> 32) & MASK32) | (n << 32)
 
 
 def _sorted_by(keys: vec[i64], values: vec[i64]) -> vec[i64]:
