@@ -811,6 +811,15 @@ class Stage2Words:
         # arithmetic mypyc would do on boxed objects for every word
         most: i64 = MAX_PAIR_TOTAL
         total: i64 = 0
+        # the pairs' buckets (count_pairs) sized as the tokens are stored: fill[b + 1] the entries
+        # of bucket b (a count above CNT_MAX takes more than one entry), one pass fewer over them
+        nb: i64 = 1 << bucket_bits
+        bshift: i64 = 64 - bucket_bits
+        bmask: i64 = nb - 1
+        fill = _filled64(nb + 1, 0)
+        b: i64 = 0  # the one bucket when bucket_bits is 0
+        n_entries: i64 = 0
+        key: i64 = 0
         ends = self.ends
         wcounts = self.wcounts
         # the coarse chunks given as bytes: each re-split and encoded (they are counted: one call
@@ -831,11 +840,19 @@ class Stage2Words:
                 if q + n > len(ids):
                     ids = _room32(ids, q + n)
                 tk = enc.tk2
-                i: i64 = 0
+                parts: i64 = 1 + (wcount - 1) // CNT_MAX
+                ids[q] = i32(tk[0])
+                q += 1
+                i: i64 = 1
                 while i < n:
                     ids[q] = i32(tk[i])
+                    key = (tk[i - 1] << ID_BITS) | tk[i]
+                    if bucket_bits > 0:  # not `x if c else 0`: mypyc boxes a conditional expression's value
+                        b = ((key * HASH_MUL) >> bshift) & bmask
+                    fill[b + 1] += parts
                     q += 1
                     i += 1
+                n_entries += parts * (n - 1)
                 ends = append(ends, q)
                 wcounts = append(wcounts, wcount)
             bpos += wlen
@@ -847,6 +864,7 @@ class Stage2Words:
         pool = vec[i32]()
         cids = coarse.ids
         first: i64 = q  # where the coarse chunk being read starts in ids
+        last: i64 = -1  # the token before, in the coarse chunk being read (-1: none yet)
         p: i64 = 0
         while p < len(cids):
             x: i64 = i64(read_i32_le(cids, p))
@@ -857,9 +875,11 @@ class Stage2Words:
                 if total > most - (n - 1):
                     _too_many_pairs(b"")
                 total += n - 1
+                n_entries += n - 1
                 ends = append(ends, q)
                 wcounts = append(wcounts, 1)
                 first = q
+                last = -1
                 continue
             r = at[x]
             if r < 0:
@@ -876,7 +896,14 @@ class Stage2Words:
             if q + (stop - j) > len(ids):
                 ids = _room32(ids, q + (stop - j))
             while j < stop:
-                ids[q] = pool[j]
+                tok: i64 = i64(pool[j])
+                ids[q] = i32(tok)
+                if last >= 0:
+                    key = (last << ID_BITS) | tok
+                    if bucket_bits > 0:
+                        b = ((key * HASH_MUL) >> bshift) & bmask
+                    fill[b + 1] += 1
+                last = tok
                 q += 1
                 j += 1
         # the stage-1 chunks that are coarse chunks of their own, as often as they are
@@ -901,51 +928,41 @@ class Stage2Words:
                     total += wcount * (n - 1)
                     if q + n > len(ids):
                         ids = _room32(ids, q + n)
+                    parts = 1 + (wcount - 1) // CNT_MAX
                     j = r >> 24
+                    ids[q] = pool[j]
+                    q += 1
+                    j += 1
                     while j < (r >> 24) + n:
                         ids[q] = pool[j]
+                        key = (i64(pool[j - 1]) << ID_BITS) | i64(pool[j])
+                        if bucket_bits > 0:
+                            b = ((key * HASH_MUL) >> bshift) & bmask
+                        fill[b + 1] += parts
                         q += 1
                         j += 1
+                    n_entries += parts * (n - 1)
                     ends = append(ends, q)
                     wcounts = append(wcounts, wcount)
             x += 1
         self.ids = ids[0:q]
         self.ends = ends
         self.wcounts = wcounts
-        self.count_pairs(PAIR_SLOTS if slots <= 0 else slots, bucket_bits)
+        self.count_pairs(PAIR_SLOTS if slots <= 0 else slots, bucket_bits, fill, n_entries)
 
-    def count_pairs(self, slots: i64, bucket_bits: i64) -> None:
+    def count_pairs(self, slots: i64, bucket_bits: i64, fill: vec[i64], n_entries: i64) -> None:
         """The count of every distinct adjacent pair of the words into pkeys / pcounts, through
-        2 ** bucket_bits buckets (the class docstring)."""
+        2 ** bucket_bits buckets (the class docstring); fill[b + 1] holds the entries of bucket b,
+        n_entries their sum (counted by __init__ as it stored the tokens)."""
         ids = self.ids
         ends = self.ends
         wcounts = self.wcounts
         nb: i64 = 1 << bucket_bits
         bshift: i64 = 64 - bucket_bits
         bmask: i64 = nb - 1
-        # the entries of each bucket (a count above CNT_MAX takes more than one entry)
-        fill = vec[i64](capacity=nb + 1)
-        b: i64 = 0
-        while b <= nb:
-            fill = append(fill, 0)
-            b += 1
-        b = 0  # the one bucket when bucket_bits is 0
+        b: i64 = 0  # the one bucket when bucket_bits is 0
         start: i64 = 0
         w: i64 = 0
-        n_entries: i64 = 0
-        while w < len(ends):
-            end = ends[w]
-            parts: i64 = 1 + (wcounts[w] - 1) // CNT_MAX
-            i: i64 = start + 1
-            while i < end:
-                key: i64 = (i64(ids[i - 1]) << ID_BITS) | i64(ids[i])
-                if bucket_bits > 0:  # not `x if c else 0`: mypyc boxes a conditional expression's value
-                    b = ((key * HASH_MUL) >> bshift) & bmask
-                fill[b + 1] += parts
-                i += 1
-            n_entries += parts * (end - start - 1)
-            start = end
-            w += 1
         # fill[b] becomes where bucket b starts, then (below) where its next entry goes
         b = 1
         while b <= nb:
