@@ -18,8 +18,8 @@ tokens, both rules give the same ids.
 
 Paths, all with the same result (tests compare each with the naive twin in reference.py):
 
-- the front cache: 16,384 entries, two a set (256 KB, so that it stays in the L2 cache) for
-  chunks of 2 to 7 bytes, the last two chunks seen in their set (at first the earliest 6,144
+- the front cache: 16,384 direct-mapped entries (256 KB, so that it stays in the L2 cache) for
+  chunks of 2 to 7 bytes, each the last chunk seen at its slot (at first the earliest 6,144
   words), keyed by the bytes themselves, so a hit is exact;
 - the word tables: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
   merges: most chunks of prose are one such token, and these tables never miss them; tokens of
@@ -84,19 +84,15 @@ SMALL_SHIFT: Final = 44
 # are.  Load factor at most 1/2, linear probing; entries [key, id], key 0 = empty.
 WORD_SHIFT: Final = 40
 INT_OBJECTS: Final = 65536
-# The front cache: FRONT_SLOTS entries [key | count << 59, ids or id] (256 KB, so that it stays
-# in the L2 cache) in front of the word table, for chunks of 2 to 7 bytes: the last two chunks
-# seen in each set.  The word table misses L2 on most lookups (4 MB for cl100k); the
+# The front cache: FRONT_SLOTS direct-mapped entries [key | count << 59, ids or id] (256 KB, so
+# that it stays in the L2 cache) in front of the word table, for chunks of 2 to 7 bytes: the
+# last chunk seen at each slot.  The word table misses L2 on most lookups (4 MB for cl100k); the
 # front cache holds the chunks a text repeats.  It starts with the first HOT_WORDS words by id
-# (the earliest merges: the most frequent words of the training text), each in its set's first
-# free way.
+# (the earliest merges: the most frequent words of the training text), each in its slot unless
+# an earlier one took it.
 HOT_WORDS: Final = 6144
 FRONT_SLOTS: Final = 16384
-# Two ways a set (one 32-byte half of a cache line): [key0, v0, key1, v1], the last one found or
-# filled in way 0.  Direct-mapped, the same 256 KB missed on 9.7 % of the 2-7-byte chunks of
-# 2 MB of English on first sight (the floor, every distinct chunk once: 6.5 %) and 7.0 % on the
-# second pass; two ways miss on 7.7 % and 4.8 % (a replay of the slots' hash, docs/speed.md).
-FRONT_SET_MASK: Final = FRONT_SLOTS // 2 - 1
+FRONT_MASK: Final = 16383
 # The long-word table: every token of 8 to 15 bytes whose own bytes encode to it alone (9 % of
 # English chunks with 32,768 ids, most of the chunks of 8 bytes and more), filled once from the
 # merges like the word table.  Without it they went to the 8 MB main cache (since replaced by the
@@ -466,13 +462,10 @@ class Encoder:
                 mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
                 if n_hot < HOT_WORDS:
                     n_hot += 1
-                    fat: i64 = (mixed & FRONT_SET_MASK) << 2
+                    fat: i64 = (mixed & FRONT_MASK) << 1
                     if seed[fat] == 0:
                         seed[fat] = key
                         seed[fat + 1] = t
-                    elif seed[fat + 2] == 0:
-                        seed[fat + 2] = key
-                        seed[fat + 3] = t
                 at: i64 = mixed & mask
                 while words[(at << 1) + wat0] != 0:
                     at = (at + 1) & mask
@@ -801,7 +794,7 @@ class Encoder:
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
             mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
             front = self.front
-            fat: i64 = ((mixed & FRONT_SET_MASK) << 2) + self.front_at
+            fat: i64 = ((mixed & FRONT_MASK) << 1) + self.front_at
             fkey: i64 = front[fat]
             if fkey == key:
                 if wide:
@@ -812,21 +805,6 @@ class Encoder:
             if (fkey & M59) == key:
                 self.entry_emit(fkey >> 59, front[fat + 1], dst)
                 return
-            fkey1: i64 = front[fat + 2]
-            if (fkey1 & M59) == key:
-                fv1: i64 = front[fat + 3]
-                front[fat + 2] = fkey
-                front[fat + 3] = front[fat + 1]
-                front[fat] = fkey1
-                front[fat + 1] = fv1
-                if fkey1 == key:
-                    if wide:
-                        write_i32_le(dst, i32(fv1))
-                    else:
-                        write_i16_le(dst, i16((fv1 ^ 0x8000) - 0x8000))
-                    return
-                self.entry_emit(fkey1 >> 59, fv1, dst)
-                return
             words = self.words
             wmask = self.words_mask
             wbase: i64 = self.words_at
@@ -835,7 +813,8 @@ class Encoder:
                 wkey: i64 = words[(wat << 1) + wbase]
                 if (wkey & M59) == key:
                     wv: i64 = words[(wat << 1) + wbase + 1]
-                    front_fill(front, fat, wkey, wv)
+                    front[fat] = wkey
+                    front[fat + 1] = wv
                     if wkey == key:
                         if wide:
                             write_i32_le(dst, i32(wv))
@@ -863,7 +842,8 @@ class Encoder:
                 words[(wat << 1) + wbase] = key | (cn << 59)
                 words[(wat << 1) + wbase + 1] = cp
                 self.words_room -= 1
-                front_fill(front, fat, key | (cn << 59), cp)
+                front[fat] = key | (cn << 59)
+                front[fat + 1] = cp
                 ct: i64 = 0
                 while ct < cn:
                     emit(dst, ctk[ct], wide)
@@ -874,7 +854,8 @@ class Encoder:
             stored: i64 = small[at]
             if (stored & M59) == key:
                 sp: i64 = small[at + 1]
-                front_fill(front, fat, stored, sp)
+                front[fat] = stored
+                front[fat + 1] = sp
                 self.entry_emit(stored >> 59, sp, dst)
                 return
             if self.n_whole != 0 and self.whole_emit(data, start, end, dst):
@@ -887,7 +868,8 @@ class Encoder:
                 sp = self.pack_ids(sn)
                 small[at] = key | (sn << 59)
                 small[at + 1] = sp
-                front_fill(front, fat, key | (sn << 59), sp)
+                front[fat] = key | (sn << 59)
+                front[fat + 1] = sp
             st: i64 = 0
             while st < sn:
                 emit(dst, stk[st], wide)
@@ -1714,14 +1696,6 @@ def line_aligned(n: i64) -> tuple[vec[i64], i64]:
     address is a multiple of LINE bytes (see LINE; the vec holds LINE // 8 words more)."""
     v: vec[i64] = vec[i64]([0] * (n + LINE // 8))
     return v, align_offset(v, LINE) >> 3
-
-
-def front_fill(front: vec[i64], fat: i64, key: i64, v: i64) -> None:
-    """Put [key, v] in way 0 of the front cache's set at `fat`, what was there in way 1."""
-    front[fat + 2] = front[fat]
-    front[fat + 3] = front[fat + 1]
-    front[fat] = key
-    front[fat + 1] = v
 
 
 def same_bytes(a: bytes, a_at: i64, b: bytes, b_at: i64, n: i64) -> bool:

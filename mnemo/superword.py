@@ -23,10 +23,11 @@ list, O(n log n).  mnemo/reference_superword.py has the naive twins.
 
 from __future__ import annotations
 
+import sys
 from typing import Final
 
 from librt.strings import BytesWriter, read_i32_le, read_i64_le, write_i32_le, write_i64_le
-from librt.vecs import append, vec
+from librt.vecs import append, extend, vec
 from mypy_extensions import i16, i32, i64
 
 from mnemo import _unicode_tables
@@ -69,10 +70,16 @@ PAIR_SLOTS: Final[i64] = 1 << 14
 PAIR_SHIFT: Final[i64] = 20
 CNT_BITS: Final[i64] = 21
 CNT_MAX: Final[i64] = 0x1FFFFF
+#: Stage2Words.pieces hands PieceTable this many pieces at a time (add_batch).
+PIECE_BATCH: Final[i64] = 16
 #: PieceTable.packed sorts 16 bits a pass.
 RADIX: Final[i64] = 1 << 16
 #: Stage2Words.count_at_rank keeps counts below this in a histogram.
 RANK_CAP: Final[i64] = 1 << 16
+#: PieceTable.packed hands its vecs' buffers on as the little-endian bytes of PackedCounts.
+_LITTLE: Final = sys.byteorder == "little"
+#: _filled64 / _filled32 copy a block of this many items at a time.
+FILL_BLOCK: Final[i64] = 4096
 
 
 def rule_id(name: str) -> i64:
@@ -784,9 +791,12 @@ class Stage2Words:
     ) -> None:
         """`slots`: the bucket table's first size (a power of two; 0: PAIR_SLOTS), `bucket_bits`:
         log2 of the number of buckets (the tests make both small so that the table grows)."""
-        # no regrowth: about 4 bytes a token of the chunks given as bytes, 1.1-1.2 tokens a
-        # stage-1 chunk in `ids` (four bytes each), a few tokens a word alone
-        self.ids = vec[i32](capacity=len(coarse.sblob) // 3 + len(coarse.ids) * 5 // 16 + len(coarse.wmeta) // 4 + 16)
+        # the tokens are stored at q, not appended (a call through librt's table for each of the
+        # 19.6 M tokens of 100 MB of English); the array zero-filled a block at a time, to about
+        # 4 bytes a token of the chunks given as bytes, 1.1-1.2 tokens a stage-1 chunk in `ids`
+        # (four bytes each), a few tokens a word alone, and lengthened if that is short
+        ids = _filled32(len(coarse.sblob) // 3 + len(coarse.ids) * 5 // 16 + len(coarse.wmeta) // 4 + 16, 0)
+        q: i64 = 0
         self.ends = vec[i64]()
         self.wcounts = vec[i64]()
         self.pkeys = vec[i64]()
@@ -801,7 +811,15 @@ class Stage2Words:
         # arithmetic mypyc would do on boxed objects for every word
         most: i64 = MAX_PAIR_TOTAL
         total: i64 = 0
-        ids = self.ids
+        # the pairs' buckets (count_pairs) sized as the tokens are stored: fill[b + 1] the entries
+        # of bucket b (a count above CNT_MAX takes more than one entry), one pass fewer over them
+        nb: i64 = 1 << bucket_bits
+        bshift: i64 = 64 - bucket_bits
+        bmask: i64 = nb - 1
+        fill = _filled64(nb + 1, 0)
+        b: i64 = 0  # the one bucket when bucket_bits is 0
+        n_entries: i64 = 0
+        key: i64 = 0
         ends = self.ends
         wcounts = self.wcounts
         # the coarse chunks given as bytes: each re-split and encoded (they are counted: one call
@@ -819,39 +837,49 @@ class Stage2Words:
                 if wcount > (most - total) // (n - 1):
                     _too_many_pairs(blob[bpos : bpos + wlen])  # the slice only here, not a bytes object a word
                 total += wcount * (n - 1)
+                if q + n > len(ids):
+                    ids = _room32(ids, q + n)
                 tk = enc.tk2
-                i: i64 = 0
+                parts: i64 = 1 + (wcount - 1) // CNT_MAX
+                ids[q] = i32(tk[0])
+                q += 1
+                i: i64 = 1
                 while i < n:
-                    ids = append(ids, i32(tk[i]))
+                    ids[q] = i32(tk[i])
+                    key = (tk[i - 1] << ID_BITS) | tk[i]
+                    if bucket_bits > 0:  # not `x if c else 0`: mypyc boxes a conditional expression's value
+                        b = ((key * HASH_MUL) >> bshift) & bmask
+                    fill[b + 1] += parts
+                    q += 1
                     i += 1
-                ends = append(ends, len(ids))
+                n_entries += parts * (n - 1)
+                ends = append(ends, q)
                 wcounts = append(wcounts, wcount)
             bpos += wlen
         # the longer ones, a stage-1 chunk at a time by its id: its tokens encoded on its first
         # occurrence into `pool`, then copied from there (`at`: pool start << 24 | length)
         wblob = coarse.wblob
         starts = word_starts(coarse.wmeta)
-        at = vec[i64](capacity=len(starts))
-        k: i64 = 1
-        while k < len(starts):
-            at = append(at, -1)
-            k += 1
+        at = _filled64(len(starts) - 1, -1)
         pool = vec[i32]()
         cids = coarse.ids
-        first: i64 = len(ids)  # where the coarse chunk being read starts in ids
+        first: i64 = q  # where the coarse chunk being read starts in ids
+        last: i64 = -1  # the token before, in the coarse chunk being read (-1: none yet)
         p: i64 = 0
         while p < len(cids):
             x: i64 = i64(read_i32_le(cids, p))
             p += 4
             if x == END_OF_COARSE:
                 # two stage-1 chunks or more: at least two tokens
-                n = len(ids) - first
+                n = q - first
                 if total > most - (n - 1):
                     _too_many_pairs(b"")
                 total += n - 1
-                ends = append(ends, len(ids))
+                n_entries += n - 1
+                ends = append(ends, q)
                 wcounts = append(wcounts, 1)
-                first = len(ids)
+                first = q
+                last = -1
                 continue
             r = at[x]
             if r < 0:
@@ -865,8 +893,18 @@ class Stage2Words:
                     i += 1
             j: i64 = r >> 24
             stop: i64 = j + (r & 0xFFFFFF)
+            if q + (stop - j) > len(ids):
+                ids = _room32(ids, q + (stop - j))
             while j < stop:
-                ids = append(ids, pool[j])
+                tok: i64 = i64(pool[j])
+                ids[q] = i32(tok)
+                if last >= 0:
+                    key = (last << ID_BITS) | tok
+                    if bucket_bits > 0:
+                        b = ((key * HASH_MUL) >> bshift) & bmask
+                    fill[b + 1] += 1
+                last = tok
+                q += 1
                 j += 1
         # the stage-1 chunks that are coarse chunks of their own, as often as they are
         alone = coarse.alone()
@@ -888,60 +926,50 @@ class Stage2Words:
                     if wcount > (most - total) // (n - 1):
                         _too_many_pairs(wblob[starts[x] : starts[x + 1]])
                     total += wcount * (n - 1)
+                    if q + n > len(ids):
+                        ids = _room32(ids, q + n)
+                    parts = 1 + (wcount - 1) // CNT_MAX
                     j = r >> 24
+                    ids[q] = pool[j]
+                    q += 1
+                    j += 1
                     while j < (r >> 24) + n:
-                        ids = append(ids, pool[j])
+                        ids[q] = pool[j]
+                        key = (i64(pool[j - 1]) << ID_BITS) | i64(pool[j])
+                        if bucket_bits > 0:
+                            b = ((key * HASH_MUL) >> bshift) & bmask
+                        fill[b + 1] += parts
+                        q += 1
                         j += 1
-                    ends = append(ends, len(ids))
+                    n_entries += parts * (n - 1)
+                    ends = append(ends, q)
                     wcounts = append(wcounts, wcount)
             x += 1
-        self.ids = ids
+        self.ids = ids[0:q]
         self.ends = ends
         self.wcounts = wcounts
-        self.count_pairs(PAIR_SLOTS if slots <= 0 else slots, bucket_bits)
+        self.count_pairs(PAIR_SLOTS if slots <= 0 else slots, bucket_bits, fill, n_entries)
 
-    def count_pairs(self, slots: i64, bucket_bits: i64) -> None:
+    def count_pairs(self, slots: i64, bucket_bits: i64, fill: vec[i64], n_entries: i64) -> None:
         """The count of every distinct adjacent pair of the words into pkeys / pcounts, through
-        2 ** bucket_bits buckets (the class docstring)."""
+        2 ** bucket_bits buckets (the class docstring); fill[b + 1] holds the entries of bucket b,
+        n_entries their sum (counted by __init__ as it stored the tokens)."""
         ids = self.ids
         ends = self.ends
         wcounts = self.wcounts
         nb: i64 = 1 << bucket_bits
         bshift: i64 = 64 - bucket_bits
         bmask: i64 = nb - 1
-        # the entries of each bucket (a count above CNT_MAX takes more than one entry)
-        fill = vec[i64](capacity=nb + 1)
-        b: i64 = 0
-        while b <= nb:
-            fill = append(fill, 0)
-            b += 1
-        b = 0  # the one bucket when bucket_bits is 0
+        b: i64 = 0  # the one bucket when bucket_bits is 0
         start: i64 = 0
         w: i64 = 0
-        n_entries: i64 = 0
-        while w < len(ends):
-            end = ends[w]
-            parts: i64 = 1 + (wcounts[w] - 1) // CNT_MAX
-            i: i64 = start + 1
-            while i < end:
-                key: i64 = (i64(ids[i - 1]) << ID_BITS) | i64(ids[i])
-                if bucket_bits > 0:  # not `x if c else 0`: mypyc boxes a conditional expression's value
-                    b = ((key * HASH_MUL) >> bshift) & bmask
-                fill[b + 1] += parts
-                i += 1
-            n_entries += parts * (end - start - 1)
-            start = end
-            w += 1
         # fill[b] becomes where bucket b starts, then (below) where its next entry goes
         b = 1
         while b <= nb:
             fill[b] += fill[b - 1]
             b += 1
-        entries = vec[i64](capacity=n_entries)
+        entries = _filled64(n_entries, 0)
         k: i64 = 0
-        while k < n_entries:
-            entries = append(entries, 0)
-            k += 1
         b = 0
         start = 0
         w = 0
@@ -966,11 +994,7 @@ class Stage2Words:
         # each bucket (now entries[fill[b - 1] : fill[b]], fill[-1] read as 0) in one small
         # table, reused: emptied as its pairs are taken out
         size: i64 = slots
-        table = vec[i64](capacity=2 * size)
-        k = 0
-        while k < 2 * size:
-            table = append(table, -1)
-            k += 1
+        table = _filled64(2 * size, -1)
         mask: i64 = size - 1
         pkeys = vec[i64](capacity=n_entries // 4 + 16)
         pcounts = vec[i64](capacity=n_entries // 4 + 16)
@@ -1022,7 +1046,7 @@ class Stage2Words:
             size: i64 = 1024
             while size < 2 * self.n_pairs:
                 size *= 2
-            pairs = vec[i64]([-1] * (2 * size))
+            pairs = _filled64(2 * size, -1)
             mask: i64 = size - 1
             i: i64 = 0
             while i < self.n_pairs:
@@ -1044,7 +1068,7 @@ class Stage2Words:
         100 MB of English as a list took 0.18 s)."""
         if k < 1 or k > self.n_pairs:
             return 0
-        hist = vec[i64]([0] * RANK_CAP)
+        hist = _filled64(RANK_CAP, 0)
         big: list[int] = []
         pcounts = self.pcounts
         i: i64 = 0
@@ -1081,7 +1105,7 @@ class Stage2Words:
         size: i64 = 1024
         while size < 4 * n:
             size *= 2
-        hot = vec[i64]([-1] * size)
+        hot = _filled64(size, -1)
         mask: i64 = size - 1
         i = 0
         while i < len(pcounts):
@@ -1110,6 +1134,10 @@ class Stage2Words:
         hot = self.hot
         hmask = self.hmask
         table = PieceTable()
+        bstarts = _filled64(PIECE_BATCH, 0)
+        bends = _filled64(PIECE_BATCH, 0)
+        bcounts = _filled64(PIECE_BATCH, 0)
+        nb: i64 = 0
         start: i64 = 0
         w: i64 = 0
         while w < len(ends):
@@ -1132,11 +1160,18 @@ class Stage2Words:
                         h = (h + 1) & hmask
                 if cut:
                     if i - piece >= 2:
-                        table.add(ids, piece, i, wcounts[w])
+                        bstarts[nb] = piece
+                        bends[nb] = i
+                        bcounts[nb] = wcounts[w]
+                        nb += 1
+                        if nb == PIECE_BATCH:
+                            table.add_batch(ids, bstarts, bends, bcounts, nb)
+                            nb = 0
                     piece = i
                 i += 1
             start = end
             w += 1
+        table.add_batch(ids, bstarts, bends, bcounts, nb)
         return table.packed(ids)
 
 
@@ -1151,25 +1186,52 @@ class PieceTable:
     slots: vec[i64]  # PIECE_FIELDS a slot: hash (32 bits) | length << 32 (0 = empty), first ids, count, start in ids
     mask: i64
     n: i64
+    #: add_batch's hashes and first ids of a batch, and the sum of the slots it loaded ahead
+    tags: vec[i64]
+    heads: vec[i64]
+    touch: i64
 
     def __init__(self) -> None:
-        self.slots = vec[i64]([0] * (PIECE_FIELDS * 65536))
+        self.slots = _filled64(PIECE_FIELDS * 65536, 0)
         self.mask = 65535
         self.n = 0
+        self.tags = _filled64(PIECE_BATCH, 0)
+        self.heads = _filled64(PIECE_BATCH, 0)
+        self.touch = 0
 
     def add(self, ids: vec[i32], start: i64, end: i64, count: i64) -> None:
         """Add `count` to the piece ids[start:end] (two ids or more)."""
-        n: i64 = end - start
-        head: i64 = (i64(ids[start]) << ID_BITS) | i64(ids[start + 1])
-        if n > 2:
-            head = (head << ID_BITS) | i64(ids[start + 2])
-        x: i64 = (head + n) * HASH_MUL
-        j: i64 = start + 3
-        while j < end:
-            x = (x ^ i64(ids[j])) * HASH_MUL
-            j += 1
-        x ^= x >> 29
-        tag: i64 = (((x * PIECE_MUL) >> 32) & MASK32) | (n << 32)
+        head: i64 = _piece_head(ids, start, end)
+        self.put(ids, start, end, count, _piece_tag(ids, start, end, head), head)
+
+    def add_batch(self, ids: vec[i32], starts: vec[i64], ends: vec[i64], counts: vec[i64], n: i64) -> None:
+        """`add` for the first `n` pieces of starts / ends / counts, their slots loaded first,
+        all of them, then probed: the loads of a table of 64 MB miss the cache for most pieces,
+        and loads that wait on nothing else overlap one another where a probe's own branches
+        on its load would hold the next piece's load back."""
+        tags = self.tags
+        heads = self.heads
+        slots = self.slots
+        mask = self.mask
+        touch: i64 = 0
+        k: i64 = 0
+        while k < n:
+            start = starts[k]
+            end = ends[k]
+            head: i64 = _piece_head(ids, start, end)
+            tag: i64 = _piece_tag(ids, start, end, head)
+            heads[k] = head
+            tags[k] = tag
+            touch += slots[(tag & mask) * PIECE_FIELDS]
+            k += 1
+        self.touch = touch
+        k = 0
+        while k < n:
+            self.put(ids, starts[k], ends[k], counts[k], tags[k], heads[k])
+            k += 1
+
+    def put(self, ids: vec[i32], start: i64, end: i64, count: i64, tag: i64, head: i64) -> None:
+        """Add `count` to the piece ids[start:end] whose tag and head are given."""
         slots = self.slots
         mask = self.mask
         at: i64 = tag & mask
@@ -1187,7 +1249,7 @@ class PieceTable:
                 return
             if t == tag and slots[r + 1] == head:
                 o: i64 = slots[r + 3] - start
-                j = start + 3
+                j: i64 = start + 3
                 while j < end and ids[j] == ids[j + o]:
                     j += 1
                 if j >= end:
@@ -1197,7 +1259,7 @@ class PieceTable:
 
     def grow(self) -> None:
         size: i64 = 2 * (self.mask + 1)
-        slots = vec[i64]([0] * (PIECE_FIELDS * size))
+        slots = _filled64(PIECE_FIELDS * size, 0)
         mask: i64 = size - 1
         old = self.slots
         r: i64 = 0
@@ -1233,37 +1295,75 @@ class PieceTable:
                 refs = append(refs, r)
             r += PIECE_FIELDS
         refs = _sorted_by(keys, refs)
-        blob = BytesWriter()
-        meta = BytesWriter()
-        k: i64 = 0
+        if not _LITTLE:
+            blob = BytesWriter()
+            meta = BytesWriter()
+            k: i64 = 0
+            while k < len(refs):
+                r = refs[k]
+                n = slots[r] >> 32
+                write_i64_le(meta, 4 * n)
+                write_i64_le(meta, slots[r + 2])
+                _write_ids(blob, ids, slots[r + 3], n)
+                k += 1
+            return blob.getvalue(), meta.getvalue()
+        # little-endian: the ids and the meta gathered in vecs (stores, not calls) and each
+        # turned into bytes at once through its buffer
+        total: i64 = 0
+        k = 0
+        while k < len(refs):
+            total += slots[refs[k]] >> 32
+            k += 1
+        out = _filled32(total, 0)
+        info = _filled64(2 * len(refs), 0)
+        o: i64 = 0
+        k = 0
         while k < len(refs):
             r = refs[k]
             n = slots[r] >> 32
-            write_i64_le(meta, 4 * n)
-            write_i64_le(meta, slots[r + 2])
-            _write_ids(blob, ids, slots[r + 3], n)
+            info[2 * k] = 4 * n
+            info[2 * k + 1] = slots[r + 2]
+            j: i64 = slots[r + 3]
+            stop: i64 = j + n
+            while j < stop:
+                out[o] = ids[j]
+                o += 1
+                j += 1
             k += 1
-        return blob.getvalue(), meta.getvalue()
+        return bytes(out), bytes(info)
+
+
+def _piece_head(ids: vec[i32], start: i64, end: i64) -> i64:
+    """A piece's first three ids packed (two for a piece of two)."""
+    head: i64 = (i64(ids[start]) << ID_BITS) | i64(ids[start + 1])
+    if end - start > 2:
+        head = (head << ID_BITS) | i64(ids[start + 2])
+    return head
+
+
+def _piece_tag(ids: vec[i32], start: i64, end: i64, head: i64) -> i64:
+    """A piece's slot tag: its hash (32 bits) | its length << 32."""
+    n: i64 = end - start
+    x: i64 = (head + n) * HASH_MUL
+    j: i64 = start + 3
+    while j < end:
+        x = (x ^ i64(ids[j])) * HASH_MUL
+        j += 1
+    x ^= x >> 29
+    return (((x * PIECE_MUL) >> 32) & MASK32) | (n << 32)
 
 
 def _sorted_by(keys: vec[i64], values: vec[i64]) -> vec[i64]:
     """`values` in the order of their `keys` (each >= 0), equal keys in their order: a radix sort
     of four passes of 16 bits (a list of a million boxed ints to sort cost more)."""
     n: i64 = len(keys)
-    k2 = vec[i64](capacity=n)
-    v2 = vec[i64](capacity=n)
+    k2 = _filled64(n, 0)
+    v2 = _filled64(n, 0)
     i: i64 = 0
-    while i < n:
-        k2 = append(k2, 0)
-        v2 = append(v2, 0)
-        i += 1
     shift: i64 = 0
     while shift < 64:
-        at = vec[i64](capacity=RADIX + 1)
-        d: i64 = 0
-        while d <= RADIX:
-            at = append(at, 0)
-            d += 1
+        at = _filled64(RADIX + 1, 0)
+        d: i64 = 1
         i = 0
         while i < n:
             at[((keys[i] >> shift) & (RADIX - 1)) + 1] += 1
@@ -1296,11 +1396,7 @@ def _write_ids(dst: BytesWriter, ids: vec[i32], start: i64, n: i64) -> None:
 def _grow_pairs(old: vec[i64], size: i64) -> vec[i64]:
     """A (key, count) table of `size` slots (-1: empty) holding the pairs of `old`, which it
     empties (Stage2Words.count_pairs reuses the table)."""
-    table = vec[i64](capacity=2 * size)
-    k: i64 = 0
-    while k < 2 * size:
-        table = append(table, -1)
-        k += 1
+    table = _filled64(2 * size, -1)
     mask: i64 = size - 1
     i: i64 = 0
     while i < len(old):
@@ -1330,3 +1426,38 @@ def _slot(table: vec[i64], stride: i64, mask: i64, key: i64) -> i64:
 
 def _too_many_pairs(word: bytes) -> None:
     raise ConfigError(f"stage 2's pair counts would pass {MAX_PAIR_TOTAL:,} at the coarse chunk {word[:40]!r}")
+
+
+def _filled64(n: i64, x: i64) -> vec[i64]:
+    """A vec of `n` copies of `x`, a block at a time (`extend` copies a vec's buffer at once,
+    where `append` is a call through librt's table for every item)."""
+    v = vec[i64](capacity=n)
+    block = vec[i64](capacity=FILL_BLOCK)
+    while len(block) < FILL_BLOCK and len(block) < n:
+        block = append(block, x)
+    while len(v) + len(block) <= n:
+        v = extend(v, block)
+    while len(v) < n:
+        v = append(v, x)
+    return v
+
+
+def _filled32(n: i64, x: i32) -> vec[i32]:
+    """_filled64 for i32."""
+    v = vec[i32](capacity=n)
+    block = vec[i32](capacity=FILL_BLOCK)
+    while len(block) < FILL_BLOCK and len(block) < n:
+        block = append(block, x)
+    while len(v) + len(block) <= n:
+        v = extend(v, block)
+    while len(v) < n:
+        v = append(v, x)
+    return v
+
+
+def _room32(v: vec[i32], need: i64) -> vec[i32]:
+    """`v` lengthened (zeros) to at least `need` items, doubling."""
+    size: i64 = 2 * len(v) + FILL_BLOCK
+    while size < need:
+        size *= 2
+    return extend(v, _filled32(size - len(v), 0))

@@ -26,8 +26,8 @@ from librt.strings import BytesWriter
 from mnemo.errors import ConfigError
 from mnemo.idmap import remap_in_place
 from mnemo.encode_chunk import (
-    BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, FRONT_SET_MASK, LONG_CHUNK, LONG_WORD_MAX, PIECES_GAIN, PIECES_OFF,
-    PIECES_SKIP, RUN_BYTES, SMALL_MAX_BYTES, SMALL_MUL, WORD_SHIFT, Encoder, export_tables, ids_of, lists_of, put,
+    BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, LONG_CHUNK, LONG_WORD_MAX, PIECES_GAIN, PIECES_OFF, PIECES_SKIP, RUN_BYTES,
+    SMALL_MAX_BYTES, Encoder, export_tables, ids_of, lists_of, put,
 )
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.ranks import merges_of_ranks
@@ -772,49 +772,6 @@ def test_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, li
         assert enc.encode_ends(data, ends) == expected  # warm: found in the word table or the small cache
         enc.clear_cache()
         assert enc.words_room == room
-
-
-def front_set(chunk: bytes) -> int:
-    """The front cache's set of a chunk of 2-7 bytes, computed as Encoder.encode_span does."""
-    key = int.from_bytes(chunk, "little") | (len(chunk) << 56)
-    return (((key * SMALL_MUL) % 2**64) >> WORD_SHIFT) & FRONT_SET_MASK
-
-
-def test_front_cache_two_ways_equal_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
-    """The front cache holds the last two chunks met in each set: chunks that share a set, words
-    and cached chunks of several ids, met in every order, keep their ids, and after A then B the
-    set holds B in its first way and A in its second (the first and second way at offsets 0 and
-    2 of the set's four words)."""
-    merges = gpt2_encoder[1]
-    enc = Encoder(merges)
-    enc.bypass = False
-    ranks = merge_ranks(merges)
-    rng = random.Random(23)
-    letters = "etaoinshrdlucmfwypvbgkqjxz"
-    by_set: dict[int, list[bytes]] = {}
-    for _ in range(200_000):
-        c = ((" " if rng.random() < 0.5 else "") + "".join(rng.choice(letters) for _ in range(rng.randint(2, 6)))).encode()
-        if len(c) <= SMALL_MAX_BYTES and c not in by_set.setdefault(front_set(c), []):
-            by_set[front_set(c)].append(c)
-    groups = [g[:4] for g in by_set.values() if len(g) >= 4][:300]
-    assert len(groups) == 300
-    kinds = [len(encode_chunk_naive(c, ranks)) for g in groups for c in g]
-    assert min(kinds) == 1 and max(kinds) >= 3  # words and chunks of several ids both
-    chunks = [rng.choice(g) for g in groups for _ in range(12)]
-    rng.shuffle(chunks)
-    data = b"".join(chunks) + b" " * 8
-    ends = [*accumulate(len(c) for c in chunks), len(data)]
-    expected = [i for c in [*chunks, b" " * 8] for i in encode_chunk_naive(c, ranks)]
-    for _ in range(3):
-        assert enc.encode_ends(data, ends) == expected
-    a, b = groups[0][0], groups[0][1]
-    pair = a + b + b" " * 8
-    assert enc.encode_ends(pair, [len(a), len(a) + len(b), len(pair)]) == [
-        *encode_chunk_naive(a, ranks), *encode_chunk_naive(b, ranks), *encode_chunk_naive(b" " * 8, ranks)]
-    at = enc.front_at + (front_set(a) << 2)
-    mask = (1 << 59) - 1
-    held = [enc.front[at] & mask, enc.front[at + 2] & mask]
-    assert held == [int.from_bytes(c, "little") | (len(c) << 56) for c in (b, a)]
 
 
 def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
