@@ -1435,7 +1435,8 @@ def _filled64(n: i64, x: i64) -> vec[i64]:
     block = vec[i64](capacity=FILL_BLOCK)
     while len(block) < FILL_BLOCK and len(block) < n:
         block = append(block, x)
-    while len(v) + len(block) <= n:
+    # (n <= 0 leaves the block empty: extending by it would never end)
+    while len(block) > 0 and len(v) + len(block) <= n:
         v = extend(v, block)
     while len(v) < n:
         v = append(v, x)
@@ -1448,7 +1449,8 @@ def _filled32(n: i64, x: i32) -> vec[i32]:
     block = vec[i32](capacity=FILL_BLOCK)
     while len(block) < FILL_BLOCK and len(block) < n:
         block = append(block, x)
-    while len(v) + len(block) <= n:
+    # (n <= 0 leaves the block empty: extending by it would never end)
+    while len(block) > 0 and len(v) + len(block) <= n:
         v = extend(v, block)
     while len(v) < n:
         v = append(v, x)

@@ -32,7 +32,7 @@ from mnemo.patterns import for_counting, split
 from mnemo.pretokenize import pattern_id
 from mnemo.superword import (
     CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, CoarseCounter, CoarseCounts, coarse_of_packed, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
-    _sorted_by, kind_in, split_coarse,
+    FILL_BLOCK, _filled32, _filled64, _sorted_by, kind_in, split_coarse,
 )
 from mnemo.training import CountPart, CountStats, CountSum, TrainStats
 
@@ -536,3 +536,19 @@ def test_other_tools_files_refuse_a_superword_tokenizer(tmp_path: Path, trained:
     assert not list(tmp_path.iterdir())
     with pytest.raises(ConfigError, match="is a superword tokenizer"):
         mnemo.train_from_iterator(["a b c " * 50], vocab_size=trained.n_vocab + 10, base=trained)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, FILL_BLOCK - 1, FILL_BLOCK, FILL_BLOCK + 1, 3 * FILL_BLOCK + 5])
+def test_filled_vecs_of_every_length(n: int) -> None:
+    """_filled64 / _filled32 give n copies of the value for every n, 0 included (an empty block
+    once extended the result forever: a training whose cut had no pieces hung)."""
+    assert list(_filled64(n, -3)) == [-3] * n
+    assert list(_filled32(n, 7)) == [7] * n
+
+
+def test_sorted_by_no_pieces_and_some() -> None:
+    """No pieces to sort gives an empty vec at once; some are put in the order of their keys,
+    equal keys in their order."""
+    assert list(_sorted_by(vec[i64](), vec[i64]())) == []
+    keys = [5, 1 << 40, 0, 5, 3]
+    assert list(_sorted_by(vec[i64](keys), vec[i64]([10, 11, 12, 13, 14]))) == [12, 14, 10, 13, 11]
