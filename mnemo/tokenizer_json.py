@@ -641,8 +641,7 @@ def find_parts(model: PlainModel, data: bytes, side: bytes, spots: vec[i64], siz
 def ranked_tokens(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
     """The bytes of each key by its id, when the ids are exactly 0..n-1 and every key is spelled
     in GPT-2's alphabet (alphabet[code point]: the byte, or -1); else None.  model.entry_of
-    becomes the key of each id."""
-    char_byte = vec[i64](alphabet)
+    becomes the key of each id (it is left as it was when None is returned)."""
     count: i64 = len(model.ids)
     by_id = vec[i64]([-1] * count)
     e: i64 = 0
@@ -652,29 +651,11 @@ def ranked_tokens(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
             return None
         by_id[i] = e
         e += 1
-    blob = model.blob
-    offsets = model.offsets
-    limit: i64 = len(char_byte)
-    out: list[bytes] = []
-    w = BytesWriter()
-    for e in by_id:
-        w.truncate(0)
-        j: i64 = offsets[e]
-        stop: i64 = offsets[e + 1]
-        while j < stop:
-            c: i64 = blob[j]
-            if c >= 0x80:  # GPT-2's alphabet is below U+0800: two UTF-8 bytes at most
-                if c & 0xE0 != 0xC0 or j + 1 >= stop:
-                    return None
-                c = ((c & 0x1F) << 6) | (i64(blob[j + 1]) & 0x3F)
-                j += 1
-            b: i64 = char_byte[c] if c < limit else -1
-            if b < 0:
-                return None
-            w.append(u8(b))
-            j += 1
-        out.append(w.getvalue())
+    kept = model.entry_of
     model.entry_of = by_id
+    out = spelled_keys(model, alphabet)
+    if out is None:
+        model.entry_of = kept
     return out
 
 
