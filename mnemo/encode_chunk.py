@@ -335,11 +335,16 @@ class Encoder:
         self.filter_mask = fmask
         self.byte_pairs = byte_pairs
         self.small, self.small_at = line_aligned(SMALL_SLOTS * 2)
+        # the word tables' placeholders, until fill_words and fill_long_words make them
         self.words = vec[i64]([0] * 2)
         self.words_at = 0
+        self.words_mask = 0
+        self.words_room = 0
         self.words_limit = 0
         self.lwords = vec[i64]([0] * 4)
         self.lwords_at = 0
+        self.lwords_mask = 0
+        self.lwords_room = 0
         self.lwords_limit = 0
         self.misses = vec[i64]([0] * (CACHE_MAX_BYTES + 1))
         self.pool = vec[i32]([0] * 1024)
@@ -355,7 +360,6 @@ class Encoder:
         # False: every chunk is looked up and inserted, however often its length misses (tests
         # of the tables' filling set it)
         self.bypass = True
-        self.clear_cache()
         self.tk = vec[i64]([0] * LONG_CHUNK)
         self.rk = vec[i64]([0] * LONG_CHUNK)
         # One int object per id, made once: ids_list stores a new reference to the id's object
@@ -366,12 +370,6 @@ class Encoder:
         # (o200k) spread over 6 MB crowded the encoder's own tables out of the cache.
         self.ints = [k for k in range(min(n + n_whole + 256, INT_OBJECTS))]
         self.id_objects = self.ints
-        self.words = vec[i64]([0] * 2)
-        self.words_mask = 0
-        self.words_room = 0
-        self.words_limit = 0
-        self.lwords = vec[i64]([0] * 4)
-        self.lwords_mask = 0
         self.spells = import_spells(tables, n)
         if spelled is None:
             spelled = spell_merges(left, right)
