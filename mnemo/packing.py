@@ -131,7 +131,7 @@ def encode_documents(
         raise
     ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if tok._encoder.wide else "<u2")
     if tok._public_array is not None:
-        ids = tok._public_array[ids]
+        ids = tok._public_array.take(ids)
     return ids
 
 
@@ -154,7 +154,7 @@ def encode_to_numpy(
     packed = encode_documents_packed(tok._encoder, [data], tok._pattern_id, -1, -1)
     ids: npt.NDArray[np.unsignedinteger] = np.frombuffer(packed, dtype="<u4" if tok._encoder.wide else "<u2")
     if tok._public_array is not None:
-        ids = tok._public_array[ids]
+        ids = tok._public_array.take(ids)
     return ids.astype(dtype, copy=False) if ids.flags.writeable else ids.astype(dtype)  # writable, as np.array gave
 
 
@@ -201,7 +201,7 @@ def _encode_flat(
     def flush() -> None:  # the raw ids so far, as public ids
         if len(dst):
             raw = np.frombuffer(dst.getvalue(), dtype=raw_type)
-            parts.append(public[raw] if public is not None else raw.astype(out_type))
+            parts.append(public.take(raw) if public is not None else raw.astype(out_type))
             dst.truncate(0)
 
     done = 0  # bytes in dst
