@@ -495,6 +495,7 @@ def test_pieces_give_the_ids_of_one_call(spacy: Tokenizer, parts: list[str], pie
         assert spacy.encode_ordinary(text) == expected
         assert spacy.encode_bytes(data) == expected
         assert spacy.encode(text, disallowed_special=()) == expected
+        assert spacy.encode_to_numpy(text, disallowed_special=()).tolist() == expected
         assert spacy.encode_documents([data, data], bos=1).tolist() == [1, *expected, 1, *expected]
         broken = data + b"\xff \xe2\x82" + data  # invalid UTF-8: one-byte "other" characters
         assert spacy.encode_bytes(broken) == encode_in_one_call(spacy._encoder, broken, spacy._pattern_id)
@@ -515,7 +516,10 @@ def test_long_texts_give_the_ids_of_one_call(spacy: Tokenizer) -> None:
     for text in texts:
         data = text.encode("utf-8")
         assert len(data) > 2 * packing.PIECE_BYTES
-        assert spacy.encode_ordinary(text) == encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
+        want = encode_in_one_call(spacy._encoder, data, spacy._pattern_id)
+        assert spacy.encode_ordinary(text) == want
+        ids = spacy.encode_to_numpy(text)  # packed in pieces, not through a list
+        assert ids.dtype == np.uint32 and ids.flags.writeable and ids.tolist() == want
 
 
 def test_long_texts_reuse_one_kept_writer(spacy: Tokenizer) -> None:
@@ -658,7 +662,10 @@ def test_encode_to_numpy_is_encode_as_an_array(small: Tokenizer) -> None:
     """encode_to_numpy packs the compiled encoder's ids straight into the array (no list): the
     same ids as encode, whatever the special-token arguments, the same errors, and a writable
     array of its own, as np.array(encode(...)) gave."""
-    texts = ["hello world", "", "héllo\n\n  wörld!!", "<|bos|>hello<|end|>x", "hell" * 70]
+    from mnemo.packing import PIECE_BYTES
+
+    long = "hello wörld <|end|> " * (PIECE_BYTES // 20 + 3)  # encoded in pieces
+    texts = ["hello world", "", "héllo\n\n  wörld!!", "<|bos|>hello<|end|>x", "hell" * 70, long]
     for text in texts:
         for allowed in (frozenset(), "all", {"<|end|>"}):
             kwargs = {"allowed_special": allowed, "disallowed_special": ()}
@@ -669,6 +676,8 @@ def test_encode_to_numpy_is_encode_as_an_array(small: Tokenizer) -> None:
         small.encode_to_numpy("<|bos|>hello")
     with pytest.raises(SpecialTokenError, match=r"'<\|end\|>' at byte 5"):
         small.encode_to_numpy("hello<|end|>", allowed_special={"<|bos|>"})
+    with pytest.raises(SpecialTokenError, match=r"'<\|end\|>' at byte 13"):
+        small.encode_to_numpy(long)
 
 
 def test_encode_to_numpy_with_an_id_map(cs336_dir: Path) -> None:
