@@ -214,7 +214,7 @@ def make_runner(runner: str, vocab: str, work: Path) -> Callable[[list[str]], li
         if method == "encode_ordinary":
             return lambda docs: [tok.encode_ordinary(d) for d in docs]
         if method == "encode_to_numpy":
-            return lambda docs: [tok.encode_to_numpy(d) for d in docs]
+            return lambda docs: [tok.encode_to_numpy(d, disallowed_special=()) for d in docs]  # as tiktoken's below
         if method == "encode_batch_to_numpy":
             return lambda docs: split(*tok.encode_batch_to_numpy(docs, workers=1))
         if method.endswith("(workers=2)"):
