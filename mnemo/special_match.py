@@ -35,6 +35,29 @@ from mnemo.errors import ConfigError
 # A match is packed as its end << 24 | its name's index in one i64: no tuple per candidate.
 MAX_NAMES: Final = 1 << 24
 
+# lacks: places of the prefix's first byte tried one by one before the whole prefix is searched
+FIRST_BYTE_TRIES: Final = 8
+
+
+def lacks(data: bytes, prefix: bytes) -> bool:
+    """Whether `prefix` (not empty) is nowhere in `data`: the test that spares the matcher's walk
+    of a text without special tokens (the default names share "<|").  The prefix's first byte
+    is found with bytes.find of one byte (memchr: 1.0 ms for 5 MB of English documents, where
+    `prefix in data` took 4.9 and the matcher 6.3); after FIRST_BYTE_TRIES places where the
+    rest does not follow (code has many "<"), the whole prefix is searched from there, so a
+    hostile text costs no more than `in` did."""
+    first: bytes = prefix[:1]
+    i: i64 = data.find(first)
+    tries: i64 = 0
+    while i >= 0:
+        if data.startswith(prefix, i):
+            return False
+        tries += 1
+        if tries == FIRST_BYTE_TRIES:
+            return data.find(prefix, i + 1) < 0
+        i = data.find(first, i + 1)
+    return True
+
 
 class SpecialMatcher:
     first: vec[i64]

@@ -21,6 +21,7 @@ from mnemo.checks import check_errors, check_int, text_type_error, type_error
 from mnemo.constants import maskbit_for
 from mnemo.encode_text import encode_bytes, encode_range, encode_range_packed
 from mnemo.errors import ConfigError, SpecialTokenError, UnknownTokenError
+from mnemo.special_match import lacks
 from mnemo.streaming import encode_stream, text_bytes
 from mnemo.vocabulary import Vocabulary
 
@@ -189,7 +190,7 @@ class Tokenizer(Vocabulary):
         if found is None:
             found = self._all_special_re = self._specials_re(self.special_tokens)
         prefix, pattern = found
-        return (bool(prefix) and prefix not in data) or pattern.search(data) is None
+        return (bool(prefix) and lacks(data, prefix)) or pattern.search(data) is None
 
     def _encode_data(self, data: bytes, allowed: set[str], disallowed: set[str]) -> list[int]:
         if disallowed:

@@ -31,7 +31,7 @@ from mnemo.errors import ArgumentTypeError, ConfigError, FormatError, UnknownTok
 from mnemo.fileio import read_file, write_atomic
 from mnemo.idmap import is_identity, packed_ids, placed
 from mnemo.patterns import SplitPattern, compile_pattern, identity, label, stored_id
-from mnemo.special_match import Found, SpecialMatcher
+from mnemo.special_match import Found, SpecialMatcher, lacks
 from mnemo.streaming import text_bytes
 from mnemo.vocab import (
     TokenizerFields,
@@ -646,8 +646,7 @@ class Vocabulary:
 
     def _find_special(self, names: Collection[str], data: bytes) -> Found | None:
         prefix, pattern = self._specials_re(names)
-        # Fast path: bytes.__contains__ runs at memory speed; the default specials share "<|".
-        if prefix and prefix not in data:
+        if prefix and lacks(data, prefix):
             return None
         return pattern.search(data)
 

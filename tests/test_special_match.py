@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mnemo.errors import ConfigError
 from mnemo.reference import find_specials_naive
-from mnemo.special_match import SpecialMatcher
+from mnemo.special_match import FIRST_BYTE_TRIES, SpecialMatcher, lacks
 
 
 def alternation(names: list[bytes]) -> re.Pattern[bytes]:
@@ -167,3 +167,25 @@ def test_tokenizer_specials_overlapping_names_keep_the_longest() -> None:
     assert tok.encode("<|a|><", allowed_special="all") == [sp["<|a|>"], ord("<")]
     assert tok.encode("z|><|a|>", allowed_special="all") == [ord("z"), sp["|><"], *b"|a|>"]
     assert tok.encode("<|a|>x", allowed_special={"<|a|>"}, disallowed_special=()) == [sp["<|a|>"], ord("x")]
+
+
+@settings(max_examples=800, deadline=None)
+@given(prefix=st.binary(min_size=1, max_size=3).map(lambda b: bytes(x % 4 + 0x3C for x in b)), data=small_bytes)
+def test_lacks_is_not_in(prefix: bytes, data: bytes) -> None:
+    """lacks (the first byte by memchr, then the whole prefix) is `prefix not in data`, with
+    texts where the first byte comes often without the rest (past FIRST_BYTE_TRIES of them)."""
+    assert lacks(data, prefix) == (prefix not in data)
+
+
+def test_lacks_past_its_tries() -> None:
+    """The prefix after many places of its first byte alone, at the text's end or nowhere; and
+    10 MB of the first byte alone, found or not, in bounded time."""
+    for misses in (0, FIRST_BYTE_TRIES - 1, FIRST_BYTE_TRIES, FIRST_BYTE_TRIES + 1, 100):
+        head = b"<a" * misses
+        assert not lacks(head + b"<|x", b"<|")
+        assert not lacks(head + b"<|", b"<|")
+        assert lacks(head + b"|<", b"<|")
+    hostile = b"<" * (10 << 20)
+    start = time.perf_counter()
+    assert lacks(hostile, b"<|") and not lacks(hostile + b"|", b"<|")
+    assert time.perf_counter() - start < 5.0  # generous: a guard against a blow-up, not a speed test
