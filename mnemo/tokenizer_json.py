@@ -702,9 +702,12 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
 
     An item a b whose a + b is token T's key is T's one pair (left, right) exactly when a is as
     long as left's key: T's key is left's then right's (GPT-2's alphabet spells each byte with
-    one character), so a is left's key and b right's.  So an item costs no look-up of its
-    parts' ids, only the two that show they are keys (two random loads of 2 MB fewer an item,
-    of 290,209 for a Llama-3-like file)."""
+    one character), so a is left's key and b right's -- keys, without looking them up.  Only
+    the other items (a converted file also lists every other split of a token into two keys:
+    162,000 of a Llama-3-like file's 290,209 items) look their parts up to show they are keys.
+    The item's a + b is found by guessing it is the last item's token or the next key (the
+    merges go by rank, and the vocabulary is listed by rank too): in the file's order, no
+    random load of the 2 MB table."""
     count: i64 = len(model.ids)
     offsets = model.offsets
     entry_of = model.entry_of
@@ -716,23 +719,30 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
         k += 1
     listed = vec[i64]([0] * count)
     ids = model.ids
+    longest: i64 = len(model.powers) - 2
     last: i64 = -1
     end: i64 = spans.merges_end - 1  # the ']'
     i = skip_space(data, spans.merges_start + 1, end)
     w = BytesWriter()
     e: i64 = -1
     while i < end:
-        # the same token as the last item's, or the next key: the merges go by rank, and the
-        # vocabulary is listed by rank too
-        ea, _, e, i = _merge_item(model, data, i, end, w, e, e + 1)
-        if i < 0:
+        a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
+        if i < 0 or a_size + b_size > longest:  # not an item, or longer than every key
             return False
+        if e + 1 < count and model.is_key(e + 1, raw, a_at, a_size, b_at, b_size):
+            e += 1
+        elif not (e >= 0 and model.is_key(e, raw, a_at, a_size, b_at, b_size)):
+            e = model.find(raw, a_at, a_size, b_at, b_size)
+            if e < 0:
+                return False
         made: i64 = ids[e]
         if made < last:
             return False
         last = made
-        if split[made] == offsets[ea + 1] - offsets[ea]:  # (ea's offsets: loaded by its find)
+        if split[made] == a_size:
             listed[made] = 1
+        elif model.find(raw, a_at, a_size, 0, 0) < 0 or model.find(raw, b_at, b_size, 0, 0) < 0:
+            return False
         i = _next_item(data, i, end)
         if i < 0:
             return False
@@ -742,34 +752,6 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
             return False
         r += 1
     return True
-
-
-def _merge_item(
-    model: PlainModel, data: bytes, i: i64, end: i64, w: BytesWriter, guess: i64, guess2: i64
-) -> tuple[i64, i64, i64, i64]:
-    """The merge item at i ("a b", or ["a", "b"]): the keys of a, b and a + b, and the index
-    after the item; that index is -1 when the item is anything else or a key is missing.
-    `guess`, `guess2`: keys that may be a + b, compared first (in the file's order, so no random
-    load), the table probed only when neither is; -1 or out of range: none.  (One item at a
-    time: the look-ups of a converted file's items in one loop of their own, as find_parts
-    does for alphabet_merges, measured no faster.)"""
-    a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
-    if i < 0:
-        return -1, -1, -1, -1
-    if a_size + b_size > len(model.powers) - 2:
-        return -1, -1, -1, -1  # longer than every key
-    ea = model.find(raw, a_at, a_size, 0, 0)
-    eb = model.find(raw, b_at, b_size, 0, 0)
-    count: i64 = len(model.ids)
-    if guess >= 0 and guess < count and model.is_key(guess, raw, a_at, a_size, b_at, b_size):
-        e: i64 = guess
-    elif guess2 >= 0 and guess2 < count and model.is_key(guess2, raw, a_at, a_size, b_at, b_size):
-        e = guess2
-    else:
-        e = model.find(raw, a_at, a_size, b_at, b_size)
-    if ea < 0 or eb < 0 or e < 0:
-        return -1, -1, -1, -1
-    return ea, eb, e, i
 
 
 def _item_parts(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, i64, i64, i64, bytes]:

@@ -111,3 +111,27 @@ def test_a_token_whose_pair_is_left_out_is_refused(converted: tuple[Path, Any], 
     broken.write_text(json.dumps(obj), encoding="utf-8")
     with pytest.raises(FormatError, match=r"model\.merges"):
         mnemo.load(broken)
+
+
+@pytest.mark.parametrize("missing", ["left", "right"])
+def test_an_item_whose_part_is_no_key_is_refused(converted: tuple[Path, Any], tmp_path: Path, missing: str) -> None:
+    """An item listed beside a token's own pair whose two parts spell the token but one part is
+    not a key: the rank path looks the parts of such items up (listed_pairs), and the file is
+    refused by name, not read as if the item were a merge."""
+    path, _ = converted
+    obj = json.loads(path.read_text(encoding="utf-8"))
+    vocab, merges = obj["model"]["vocab"], obj["model"]["merges"]
+    as_pair = [m if isinstance(m, list) else m.split(" ") for m in merges]
+    for at in range(3000, len(as_pair)):
+        key = "".join(as_pair[at])
+        cuts = [k for k in range(1, len(key)) if (key[:k] not in vocab) == (missing == "left") and (key[k:] not in vocab) == (missing == "right")]
+        if cuts:
+            break
+    else:
+        pytest.fail("no token with such a split")
+    item = [key[: cuts[0]], key[cuts[0] :]]
+    merges.insert(at + 1, item if isinstance(merges[at], list) else " ".join(item))
+    broken = tmp_path / "tokenizer.json"
+    broken.write_text(json.dumps(obj), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"model\.merges"):
+        mnemo.load(broken)
