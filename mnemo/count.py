@@ -47,11 +47,13 @@ from librt.strings import BytesWriter, read_i64_le, write_i64_le
 from librt.vecs import append, vec
 from mypy_extensions import i64
 
+from mnemo.constants import PATTERNS
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES
 from mnemo.errors import ConfigError
 from mnemo.kernels import memeq
 from mnemo.patterns import program_of
 from mnemo.pretokenize import SplitProgram, scan
+from mnemo.pretokenize_named import chunk_end
 
 MASK32: Final[i64] = 0xFFFFFFFF
 LOW7: Final[i64] = 0x00FFFFFFFFFFFFFF
@@ -115,8 +117,15 @@ class WordCounter:
     (base64 blobs and the like) are left out of the table and counted in `skipped`."""
 
     pattern: i64
-    #: The pattern's program, looked up once (patterns.program_of): every `add` scans with it.
+    #: The pattern's program, looked up once (patterns.program_of): `add` scans with it, unless
+    #: the pattern is one of the five named ones (see `named`).
     program: SplitProgram
+    #: A named pattern's id (a handle below len(PATTERNS)), else -1.  `add` cuts a named
+    #: pattern's text with its hand-written scanner (pretokenize_named.chunk_end), as superword
+    #: training's counting pass does: the same chunks (tests/test_family.py, test_count.py) in
+    #: fewer instructions than the compiled program, which had made plain training's counting
+    #: slower (docs/speed.md, "1 GB again").
+    named: i64
     max_chunk_bytes: i64
     memeq_min_bytes: i64
     short: vec[i64]
@@ -138,6 +147,7 @@ class WordCounter:
     def __init__(self, pattern: i64, max_chunk_bytes: i64 = DEFAULT_MAX_CHUNK_BYTES, track: bool = False) -> None:
         self.pattern = pattern
         self.program = program_of(pattern)
+        self.named = pattern if 0 <= pattern < len(PATTERNS) else -1
         self.max_chunk_bytes = max_chunk_bytes
         # An attribute rather than the Final constant only so that bench/pytest/bench_count.py can
         # set it on a counter to measure the crossover (reading it costs the same as a constant here).
@@ -163,6 +173,7 @@ class WordCounter:
             raise ConfigError("a WordCounter with ids counts through count(), not add()")
         end: i64 = len(data)
         prog = self.program
+        named = self.named
         limit = self.max_chunk_bytes
         short = self.short
         short_mask = self.short_mask
@@ -172,7 +183,7 @@ class WordCounter:
         pos: i64 = 0
         n_chunks: i64 = 0
         while pos < end:
-            e = scan(prog, data, pos, end)
+            e = chunk_end(data, pos, end, named) if named >= 0 else scan(prog, data, pos, end)
             n = e - pos
             n_chunks += 1
             if n > limit:

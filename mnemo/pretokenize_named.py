@@ -1,6 +1,8 @@
-r"""The five named patterns as they were written by hand before the family compiler: kept as the
-baseline bench/compare/pretokenize_family_vs_scanner.py measures the compiled programs against, and
-as a second implementation tests/test_patterns.py compares them with.  Nothing in mnemo calls it.
+r"""The five named patterns as they were written by hand before the family compiler: the scanner
+word counting cuts a named pattern's text with (count.WordCounter.add, superword's counting pass),
+in fewer instructions than the compiled program of the same pattern (docs/speed.md, "1 GB again");
+the baseline bench/compare/pretokenize_family_vs_scanner.py measures the compiled programs against;
+and a second implementation tests/test_patterns.py and tests/test_family.py compare them with.
 
 The text below is the module docstring the hand-written scanner had (then mnemo/pretokenize.py).
 

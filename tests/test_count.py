@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mnemo.constants import PATTERNS
 from mnemo.count import MEMEQ_MIN_BYTES, PREFIX_BYTES, WordCounter, pack_words, packed_to_dict, word_hash
 from mnemo.errors import ConfigError, InputError
-from mnemo.patterns import split
+from mnemo.patterns import compile_pattern, split
 from mnemo.pretokenize import pattern_id
 from mnemo.training import count_words
 
@@ -25,10 +26,14 @@ def oracle(docs: list[bytes], pattern: str, limit: int = 256) -> tuple[dict[byte
 
 
 @pytest.mark.parametrize("corpus", ["english", "multilingual", "code", "chat"])
-@pytest.mark.parametrize("pattern", ["mnemonic", "gpt2", "o200k", "cl100k"])
+@pytest.mark.parametrize("pattern", ["mnemonic", "gpt4", "gpt2", "o200k", "cl100k", "llama3"])
 def test_counter_equals_counter_of_split(corpus_docs: Callable[..., list[str]], corpus: str, pattern: str) -> None:
+    """`add` cuts a named pattern's text with the hand-written scanner and any other pattern's
+    (llama3, a preset) with its compiled program; `split` runs the compiled program for both."""
     docs = [d.encode() for d in corpus_docs(corpus, max_bytes=1_000_000)]
-    counter = WordCounter(pattern_id(pattern), 256)
+    handle = compile_pattern(pattern).id
+    counter = WordCounter(handle, 256)
+    assert counter.named == (pattern_id(pattern) if pattern in PATTERNS else -1)
     for d in docs:
         counter.add(d)
     expected, skipped = oracle(docs, pattern)
