@@ -128,9 +128,10 @@ def _check_width(n_merges: i64) -> None:
 
 class _Pairs:
     """Open-addressing hash table: pair key -> (weighted count, occurrences).  Linear probing on
-    a power-of-two table, load at most 1/2; entries are never removed (a pair whose count falls
-    to 0 keeps its slot).  One packed vec[i64], 4 fields per slot (key, count, occurrences,
-    word list), so that an update touches one cache line; `slot()` returns the field offset of the
+    a power-of-two table, load at most 1/2; a pair whose count falls to 0 keeps its slot (only
+    stage 2 removes pairs, those below its theta: continue_state).  One packed vec[i64], 4
+    fields per slot (key, count, occurrences, word list), so that an update touches one cache
+    line; `slot()` returns the field offset of the
     key (count at +1, occurrences at +2, at +3 1 + the offset in _Words.plog of the pair's word
     list, 0 for none; during the merge that makes the pair, its index in _Words.touched)."""
 
