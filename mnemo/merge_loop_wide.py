@@ -67,6 +67,7 @@ from mnemo.checks import check_initial_merges, check_train_args, pair_total_erro
 from mnemo.constants import MAX_PAIR_TOTAL
 
 EMPTY: Final[i64] = -1
+EMPTY_BLOCK: Final[i64] = 1024  # _Pairs._alloc fills a new table this many empty slots at a time
 
 #: `skip(bytes_a, bytes_b)` True: the token of that pair is never made (reference.SKIP_DOC).
 Skip = Callable[[bytes, bytes], bool] | None
@@ -85,7 +86,6 @@ KEY_SHIFT: Final[i64] = 21  # pair (a, b) is the key a << KEY_SHIFT | b
 KEY_MASK: Final[i64] = 0x1FFFFF
 PAIR_MUL: Final[i64] = 0x2545F4914F6CDD1D  # _Pairs' hash: ((key * PAIR_MUL) >> PAIR_SHIFT) & mask
 PAIR_SHIFT: Final[i64] = 32
-EMPTY_BLOCK: Final[i64] = 1024  # _Pairs._alloc fills a new table this many empty slots at a time
 SCAN_BATCH: Final[i64] = 4096  # candidate positions per call of the 16-bit scan
 
 
