@@ -58,7 +58,7 @@ from collections.abc import Callable
 from typing import Final
 
 from librt.strings import read_i32_le, read_i64_le
-from librt.vecs import append, vec
+from librt.vecs import append, extend, vec
 from mypy_extensions import i16, i32, i64
 
 from mnemo.count import META_BYTES, pack_words
@@ -67,6 +67,7 @@ from mnemo.checks import check_initial_merges, check_train_args, pair_total_erro
 from mnemo.constants import MAX_PAIR_TOTAL
 
 EMPTY: Final[i64] = -1
+EMPTY_BLOCK: Final[i64] = 1024  # _Pairs._alloc fills a new table this many empty slots at a time
 
 #: `skip(bytes_a, bytes_b)` True: the token of that pair is never made (reference.SKIP_DOC).
 Skip = Callable[[bytes, bytes], bool] | None
@@ -211,9 +212,10 @@ def _check_width(n_merges: i64) -> None:
 
 class _Pairs:
     """Open-addressing hash table: pair key -> (weighted count, occurrences).  Linear probing on
-    a power-of-two table, load at most 1/2; entries are never removed (a pair whose count falls
-    to 0 keeps its slot).  One packed vec[i64], 4 fields per slot (key, count, occurrences,
-    word list), so that an update touches one cache line; `slot()` returns the field offset of the
+    a power-of-two table, load at most 1/2; a pair whose count falls to 0 keeps its slot (only
+    stage 2 removes pairs, those below its theta: continue_state).  One packed vec[i64], 4
+    fields per slot (key, count, occurrences, word list), so that an update touches one cache
+    line; `slot()` returns the field offset of the
     key (count at +1, occurrences at +2, at +3 1 + the offset in _Words.plog of the pair's word
     list, 0 for none; during the merge that makes the pair, its index in _Words.touched)."""
 
@@ -228,8 +230,18 @@ class _Pairs:
         self._alloc(cap)
 
     def _alloc(self, cap: i64) -> None:
+        # a block of empty slots, then the table extended by it (`extend` copies a vec's buffer
+        # at once; four `append`s a slot, under a boxed `range`, were 3-4 % of stage 2's loop)
+        block = vec[i64](capacity=4 * EMPTY_BLOCK)
+        while len(block) < 4 * EMPTY_BLOCK and len(block) < 4 * cap:
+            block = append(block, EMPTY)
+            block = append(block, 0)
+            block = append(block, 0)
+            block = append(block, 0)
         data = vec[i64](capacity=4 * cap)
-        for _ in range(cap):
+        while len(block) > 0 and len(data) + len(block) <= 4 * cap:
+            data = extend(data, block)
+        while len(data) < 4 * cap:
             data = append(data, EMPTY)
             data = append(data, 0)
             data = append(data, 0)
@@ -297,6 +309,43 @@ class _Pairs:
         data[s + 1] = before + dcnt
         data[s + 2] += docc
         return before
+
+    def sub(self, key: i64, wc: i64) -> None:
+        """One occurrence of weight `wc` gone; nothing if the pair is absent (a pair dropped by
+        `remove`, whose count can no longer matter)."""
+        s = self.find(key)
+        if s >= 0:
+            data = self.data
+            data[s + 1] -= wc
+            data[s + 2] -= 1
+
+    def remove(self, key: i64) -> None:
+        """Drop `key` (present) by backward-shift deletion: each later entry of its probe run
+        whose home slot is not between the hole and itself moves into the hole, so that every
+        key stays reachable from its home slot with no tombstones."""
+        data = self.data
+        mask = self.mask
+        h = ((key * PAIR_MUL) >> PAIR_SHIFT) & mask
+        while data[4 * h] != key:
+            h = (h + 1) & mask
+        j = h
+        while True:
+            j = (j + 1) & mask
+            k = data[4 * j]
+            if k == EMPTY:
+                break
+            home = ((k * PAIR_MUL) >> PAIR_SHIFT) & mask
+            if ((j - home) & mask) >= ((j - h) & mask):
+                data[4 * h] = k
+                data[4 * h + 1] = data[4 * j + 1]
+                data[4 * h + 2] = data[4 * j + 2]
+                data[4 * h + 3] = data[4 * j + 3]
+                h = j
+        data[4 * h] = EMPTY
+        data[4 * h + 1] = 0
+        data[4 * h + 2] = 0
+        data[4 * h + 3] = 0
+        self.used -= 1
 
 
 class _Heap:
@@ -749,12 +798,12 @@ class _Words:
                 if x == a and _id(toks[i + 1]) == b:
                     # old pairs touching positions i and i + 1 go, each exactly once
                     if left != SEP and not left_merged:
-                        table.add((left << KEY_SHIFT) | a, -wc, -1)
+                        table.sub((left << KEY_SHIFT) | a, wc)
                     gone += wc  # (a, b) itself: applied once, after the loop
                     gone_occ += 1
                     z = _id(toks[i + 2])
                     if z != SEP:
-                        table.add((b << KEY_SHIFT) | z, -wc, -1)
+                        table.sub((b << KEY_SHIFT) | z, wc)
                     # the new pair on the left
                     if left != SEP:
                         nk = (left << KEY_SHIFT) | c
@@ -1039,15 +1088,23 @@ def continue_state(
     verify: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     skip: Skip = None,
+    theta: int = 0,
 ) -> None:
     """Learn merges len(state.merges) .. n_merges - 1 into `state`, whose words the caller laid
     out as tokens (SEP, word, SEP, ..., SEP; `wcnt` the count of each position's word, 0 at
     the first SEP) and whose merges so far made those tokens.  Those merges are taken as given:
     their counts follow no order, so the first merge learnt here is not checked against them
-    (superword training continues so from stage 1: mnemo/superbpe.py)."""
+    (superword training continues so from stage 1: mnemo/superbpe.py).
+
+    `theta` > 0: only merges of count >= theta are wanted (stage 2 on words cut at theta): a
+    pair made with a count below theta is dropped from the pair table at once (a pair's
+    occurrences all appear in the merge that makes its later token, so its count can only fall
+    from there: it can never be learnt), and learning stops, short of n_merges, at the first
+    merge whose count would be below theta.  The table then holds the pairs that may still be
+    learnt, and stays small enough for the caches."""
     check_train_args({}, n_merges, tie)
     _check_width(n_merges)
-    _train(state, n_merges, n_merges, tie, verify, progress, list(state.merges), skip)
+    _train(state, n_merges, n_merges, tie, verify, progress, list(state.merges), skip, theta)
 
 
 def _array(total: i64) -> tuple[vec[i32], vec[i64]]:
@@ -1123,8 +1180,10 @@ def _train(
     progress: Callable[[str, int, int], None] | None,
     initial: list[tuple[int, int]],
     skip: Skip = None,
+    theta: i64 = 0,
 ) -> None:
-    """Learn merges len(state.merges) .. stop - 1 into `state` (fewer if no pair occurs twice).
+    """Learn merges len(state.merges) .. stop - 1 into `state` (fewer if no pair occurs twice;
+    with theta > 0, fewer if the next merge's count is below theta: see continue_state).
     A pair `skip` refuses is dropped from the heap when it reaches the top with a valid count,
     for good: a pair is made by one merge, so from then on its count can only fall."""
     forced = vec[i64]()
@@ -1190,8 +1249,8 @@ def _train(
         if step < n_forced:
             best = forced[step]  # left on the heap: its entry goes stale, and lazy deletion drops it
             best_cnt = table.count(best)
-        elif best < 0:
-            break
+        elif best < 0 or best_cnt < theta:
+            break  # (below theta: pairs dropped as dead may count more than the best kept)
         else:
             heap.pop()
         if not by_id and step >= n_forced:
@@ -1255,7 +1314,7 @@ def _train(
                 )
             if arr.nfill > 0:
                 arr.rewrite(arr.nfill, table, arr.block_of(arr.pv[0]))
-            _after_merge(arr, table, heap, by_id)
+            _after_merge(arr, table, heap, by_id, theta)
             if step == corrupt_at:
                 table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
             if arr.holes * COMPACT_AT > arr.n:
@@ -1311,7 +1370,7 @@ def _train(
             run = j
             last = j
             j += 1
-        _after_merge(arr, table, heap, by_id)
+        _after_merge(arr, table, heap, by_id, theta)
 
         if step == corrupt_at:
             table.data[table.find(best) + 1] += 1  # test hook: a count the words do not have
@@ -1321,25 +1380,29 @@ def _train(
             arr.compact(table)
 
     if verify:
-        _verify(arr.toks, arr.wcnt, arr.n, table)
+        _verify(arr.toks, arr.wcnt, arr.n, table, theta)
     state.toks = arr.toks
     state.wcnt = arr.wcnt
     state.n = arr.n
 
 
-def _after_merge(arr: _Words, table: _Pairs, heap: _Heap, by_id: bool) -> None:
-    """Close the merge's word list and push the pairs holding its new token."""
+def _after_merge(arr: _Words, table: _Pairs, heap: _Heap, by_id: bool, theta: i64) -> None:
+    """Close the merge's word list and push the pairs holding its new token; with theta > 0,
+    drop those of count below theta instead (see continue_state)."""
     arr.end_merge(table)
     touched = arr.touched
     for t in range(len(touched)):
         nk = touched[t]
         cur = table.count(nk)
-        if cur >= 2:
+        if cur < theta:
+            table.remove(nk)
+        elif cur >= 2:
             heap.push(cur, -nk if by_id else 0, nk)
 
 
-def _verify(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs) -> None:
-    """Recount every pair from scratch; the maintained table must match it exactly."""
+def _verify(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs, theta: i64) -> None:
+    """Recount every pair from scratch; the maintained table must match it exactly, but for
+    the pairs of count below theta it dropped (continue_state)."""
     fresh = _Pairs(table.used)
     _count_pairs(toks, wcnt, n, fresh)
     data = table.data
@@ -1358,7 +1421,7 @@ def _verify(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs) -> None:
     fdata = fresh.data
     for s in range(0, len(fdata), 4):
         k = fdata[s]
-        if k != EMPTY and table.find(k) < 0:
+        if k != EMPTY and fdata[s + 1] >= theta and table.find(k) < 0:
             raise VerificationError(
                 f"fast trainer: pair ({k >> KEY_SHIFT}, {k & KEY_MASK}) occurs {fdata[s + 2]} times "
                 f"(count {fdata[s + 1]}) but is missing from the maintained table; please report "

@@ -94,9 +94,10 @@ def learn_stage2(
     """Stage 2 up to `n_merges` merges in all, from stage 1's (merges, counts).
 
     The fast path cuts the words where no merge of count >= theta can reach (Stage2Words) and
-    runs the merge loop on the pieces; when that run ends below theta (a merge of a smaller
-    count, or no pair left), the merges below theta may differ from the uncut words' and it
-    runs again with theta halved, down to theta = 2, which is always exact."""
+    runs the merge loop on the pieces with the same theta (merge_loop.continue_state: it keeps
+    no pair made below theta and stops at the first merge below it); when that run ends short
+    or below theta, the merges below theta may differ from the uncut words' and it runs again
+    with theta halved, down to theta = 2, which is always exact."""
     merges, counts = stage1
     stats = Stage2Stats() if stats is None else stats
     if algorithm == "naive":
@@ -118,11 +119,11 @@ def learn_stage2(
         stats.piece_tokens = len(pblob) // 4
         if 256 + n_merges <= merge_loop.MAX_IDS:
             state = merge_loop.layout_ids(pblob, pmeta, merges, counts)
-            merge_loop.continue_state(state, n_merges, tie, verify, progress, skip)
+            merge_loop.continue_state(state, n_merges, tie, verify, progress, skip, theta)
             out = state.merges, state.counts
         else:
             wide = merge_loop_wide.layout_ids(pblob, pmeta, merges, counts)
-            merge_loop_wide.continue_state(wide, n_merges, tie, verify, progress, skip)
+            merge_loop_wide.continue_state(wide, n_merges, tie, verify, progress, skip, theta)
             out = wide.merges, wide.counts
         learnt = out[1][len(merges) :]
         if theta <= 2 or (len(out[0]) == n_merges and (not learnt or learnt[-1] >= theta)):
