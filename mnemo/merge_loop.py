@@ -138,11 +138,13 @@ class _Pairs:
     data: vec[i64]
     mask: i64
     used: i64
+    removed: i64  # pairs `remove` dropped (stage 2's, below theta): _verify sizes its recount by them too
 
     def __init__(self, size_hint: i64) -> None:
         cap: i64 = 1024
         while cap < 2 * size_hint:
             cap *= 2
+        self.removed = 0
         self._alloc(cap)
 
     def _alloc(self, cap: i64) -> None:
@@ -262,6 +264,7 @@ class _Pairs:
         data[4 * h + 2] = 0
         data[4 * h + 3] = 0
         self.used -= 1
+        self.removed += 1
 
 
 class _Heap:
@@ -1319,7 +1322,7 @@ def _after_merge(arr: _Words, table: _Pairs, heap: _Heap, by_id: bool, theta: i6
 def _verify(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta: i64) -> None:
     """Recount every pair from scratch; the maintained table must match it exactly, but for
     the pairs of count below theta it dropped (continue_state)."""
-    fresh = _Pairs(table.used)
+    fresh = _Pairs(table.used + table.removed)  # sized as if nothing had been removed
     _count_pairs(toks, wcnt, n, fresh)
     data = table.data
     for s in range(0, len(data), 4):
