@@ -6,6 +6,8 @@ Sorted.  Modules NOT compiled, and why:
   mnemo/_hot.py             this list; setup.py reads it before anything is built
   mnemo/_unicode_data.py    generated data only (general categories per Unicode version), read
                             once per compiled pattern by regex_family
+  mnemo/_stored_programs.py generated data only: the presets' scanner programs, read once per
+                            pattern by stored_programs
   mnemo/_unicode_tables.py  generated data only; pretokenize_named copies its tables into its own
                             `Final` statics once at import, so compiling it would buy nothing
   mnemo/batch_encode.py     encode_batch: checks, blocks to the work engine, one compiled call per
@@ -84,6 +86,7 @@ Sorted.  Modules NOT compiled, and why:
                             each JSON line, moved to the compiled mnemo/jsonfield.py
   mnemo/stackfiles.py       training stacks' token files: numpy writes whole blocks and memory-maps
                             the files; nothing runs per token in Python
+  mnemo/stored_programs.py  decodes one stored program per pattern and process
   mnemo/streaming.py        encode_iterable only cuts text and hands it to the compiled encoder
                             and pre-tokenizer
   mnemo/superbpe.py         stage 2's orchestration around the compiled words, cut and merge loop

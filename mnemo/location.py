@@ -314,7 +314,17 @@ class LocalPath(Location):
     def read_bytes(self, limit: int, what: str = "file") -> bytes:
         try:
             with open(self.path, "rb") as f:
-                data = f.read(limit + 1)
+                # A regular file is read into a buffer of its own size (plus the byte that
+                # shows it grew), not one of limit + 1: a 64 MB request is always a fresh
+                # mapping, whose pages fault in on every read, where a buffer of the file's
+                # size is reused from the heap by the next read of that size.
+                st = os.fstat(f.fileno())
+                want = limit + 1
+                if stat.S_ISREG(st.st_mode) and st.st_size < limit:
+                    want = st.st_size + 1
+                data = f.read(want)
+                if len(data) == want and want <= limit:  # it grew since fstat: read on to the bound
+                    data += f.read(limit + 1 - want)
         except OSError as exc:
             raise InputError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         if len(data) > limit:

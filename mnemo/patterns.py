@@ -23,6 +23,11 @@ before the version was recorded were made with.  A regex outside the family runs
 (mnemo/regex_tables.py); what cannot be rewritten is a ConfigError naming it when the table was
 asked for.
 
+Compiling.  A SplitPattern is built once per process for each steps and table (`_build`).  The
+presets' steps are not compiled even then: their programs, over every Unicode table mnemo has,
+were compiled when mnemo was developed (mnemo/stored_programs.py; 45-190 ms a pattern saved in
+every new process), and a regex that is byte for byte a preset's step takes them too.
+
 Ids.  The five named patterns keep the ids tokenizer.bin v2 stores (constants.PATTERNS: 0-4).
 Every other SplitPattern gets the next free handle when it is first compiled in a process: a
 handle is only valid in that process and is never stored (tokenizer.bin v3 stores the regex and
@@ -45,6 +50,7 @@ from mnemo import regex_family as rf
 from mnemo import regex_tables as rt
 from mnemo.constants import PATTERNS
 from mnemo.errors import ConfigError, InputError
+from mnemo.stored_programs import stored
 
 BEHAVIORS: Final = {
     "isolated": pt.ISOLATED,
@@ -223,6 +229,9 @@ def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.Split
     A regex outside the family follows `table` through regex_tables (its sets rewritten where the
     `regex` module's tables differ); one it cannot carry over runs on `regex`'s own tables, or
     with `explicit` is refused."""
+    c = stored(step.kind, step.regex, table)  # a preset's step: compiled ahead (stored_programs.py)
+    if c is not None:
+        return _scan_program(c), "scanner", "", ""
     try:
         if step.kind == "digits":
             branches = rf.digits_branches()
@@ -240,11 +249,14 @@ def _step_program(step: SplitStep, table: str, explicit: bool) -> tuple[pt.Split
                 raise _not_followed(step, str(nf), table) from None
             return pt.regex_program(_check_regex(step.regex)), "regex", str(err), str(nf)
         return pt.regex_program(tr.native, tr.rewritten, tr.marks), "regex", str(err), ""
-    prog = pt.scan_program(
+    return _scan_program(c), "scanner", "", ""
+
+
+def _scan_program(c: rf.Compiled) -> pt.SplitProgram:
+    return pt.scan_program(
         c.n_atoms, c.ascii, c.stage1, c.stage2, c.shift, c.invalid_atom, c.code, c.branch_at,
         c.cand_at, c.cands, c.masks, c.groups, c.act1, c.act2, c.act3, c.whites, c.follows, c.caseds, c.pair, c.tri, c.start_mask,
     )  # fmt: skip
-    return prog, "scanner", "", ""
 
 
 _CACHE: dict[tuple[str | None, tuple[SplitStep, ...], str], SplitPattern] = {}

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from librt.strings import BytesWriter
+from librt.strings import BytesWriter, read_i64_le
 from librt.vecs import append, vec
 from mypy_extensions import i64, u8
 
@@ -52,6 +52,7 @@ _RBRACE: Final = 0x7D
 _LBRACKET: Final = 0x5B
 _RBRACKET: Final = 0x5D
 _BACKSLASH: Final = 0x5C
+_ONES: Final = 0x0101010101010101  # one in every byte of an i64
 _SPACE: Final = 0x20
 _ZERO: Final = 0x30
 _NINE: Final = 0x39
@@ -242,7 +243,57 @@ def skip_brackets(data: bytes, i: i64, n: i64) -> i64:
     model.merges, most of the file: whatever reads them checks their strings (read_vocab and
     the merges' readers with json_string, or json.loads when they decline), so the walk need
     not check them first (json_string's checks of each UTF-8 sequence, one pass more over them,
-    were most of the walk)."""
+    were most of the walk).
+
+    Eight bytes at a time: a word none of whose bytes is a quote, a backslash or a bracket is
+    skipped whole -- most of a pretty-printed file is the indentation between its strings --
+    and the first byte that is one (`_first_mark`) is handled as the byte loop of
+    `skip_brackets_bytes` (its twin, which the tests hold it to) handles it."""
+    depth: i64 = 0
+    in_string = False
+    # Masks built from locals (as json_string builds its own); every byte of y is at most 0x7F,
+    # so no subtraction below leaves the i64 range.  A borrow marks bytes above a zero byte too,
+    # and a byte from 0x80 may look like one of the six: such a mark is a byte the loop looks at
+    # and lets pass; a byte that is one of the six is always marked.
+    ones: i64 = _ONES
+    k7f: i64 = 0x7F
+    low7 = ones * k7f
+    ascii_high = ~low7  # 0x80 in every byte
+    quotes = ones * _QUOTE
+    fold = ones * 0x20  # '[' '\\' ']' become '{' '|' '}'
+    left = ones * _LBRACE
+    bar = ones * 0x7C
+    right = ones * _RBRACE
+    while i < n:
+        if i + 8 <= n:  # else the last bytes, each looked at as if marked
+            x = read_i64_le(data, i)
+            y = x & low7
+            z = y | fold
+            m = (((y ^ quotes) - ones) | ((z ^ left) - ones) | ((z ^ bar) - ones) | ((z ^ right) - ones)) & ~x & ascii_high
+            if m == 0:
+                i += 8
+                continue
+            i += _first_mark(m, ones)
+        c: i64 = data[i]
+        if in_string:
+            if c == _QUOTE:
+                in_string = False
+            elif c == _BACKSLASH:
+                i += 1  # the escaped byte, whatever it is
+        elif c == _QUOTE:
+            in_string = True
+        elif c == _LBRACE or c == _LBRACKET:
+            depth += 1
+        elif c == _RBRACE or c == _RBRACKET:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+def skip_brackets_bytes(data: bytes, i: i64, n: i64) -> i64:
+    """skip_brackets a byte at a time: its twin, the definition the tests compare it with."""
     depth: i64 = 0
     while i < n:
         c: i64 = data[i]
@@ -265,6 +316,17 @@ def skip_brackets(data: bytes, i: i64, n: i64) -> i64:
                 return i + 1
         i += 1
     return -1
+
+
+def _first_mark(m: i64, ones: i64) -> i64:
+    """The index of the lowest byte of m with its top bit set (m has one): isolate that bit,
+    set the low bit of every byte below it and add those up by folding (as json_string does)."""
+    t = (m >> 7) & ones
+    below = ((t & -t) - 1) & ones
+    below += below >> 32
+    below += below >> 16
+    below += below >> 8
+    return below & 0xFF
 
 
 class PlainModel:

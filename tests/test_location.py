@@ -99,6 +99,31 @@ def test_open_whole_or_from_an_offset_and_read_back(tmp_path: Path, memory: Any,
     assert where.isfile() and not where.isdir()
 
 
+def test_read_bytes_does_not_trust_the_size_a_file_reports(tmp_path: Path) -> None:
+    """read_bytes sizes its buffer by the file's stat, but reads on when there is more: a file
+    of /proc says it is 0 bytes long and is not; the bound still holds for it and for a FIFO."""
+    cmdline = Path("/proc/self/cmdline")
+    if not cmdline.exists() or os.stat(cmdline).st_size != 0:
+        pytest.skip("needs Linux's /proc, whose files report a size of 0")
+    code = "from mnemo.location import location; import sys; sys.stdout.buffer.write(location('/proc/self/cmdline').read_bytes(1 << 20))"
+    done = subprocess.run([sys.executable, "-c", code, "x" * 5000], capture_output=True, timeout=300, check=True)
+    assert done.stdout == b"\0".join([sys.executable.encode(), b"-c", code.encode(), b"x" * 5000]) + b"\0"
+    with pytest.raises(Exception, match="larger than 10 bytes"):
+        location(cmdline).read_bytes(10)
+    exact = tmp_path / "exact.bin"
+    exact.write_bytes(b"0123456789")
+    assert location(exact).read_bytes(10) == b"0123456789"
+    with pytest.raises(Exception, match="larger than 9 bytes"):
+        location(exact).read_bytes(9)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen([sys.executable, "-c", f"open({str(fifo)!r}, 'wb').write(b'y' * 70000)"])
+    try:
+        assert location(fifo).read_bytes(70000) == b"y" * 70000
+    finally:
+        writer.wait(timeout=300)
+
+
 def test_same_file_however_spelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Identity: the device and inode of a local file (symlinks, hard links, ./x), the resolved
     path of one not there yet, the URL without a trailing slash; never across kinds."""

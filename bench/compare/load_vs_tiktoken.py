@@ -24,7 +24,14 @@ the machine's load hits all alike; the best round counts, wall and CPU time:
   layout; bench/compare/load_vs_reference.py times these beside `tokenizers`).
 
 Ratios are mnemo's time over tiktoken's: of the best times, and the median of the rounds' own
-ratios (below 1: mnemo is faster).  The
+ratios (below 1: mnemo is faster).
+
+`--fresh` times each form as the first call in a new process (its imports done before the
+clock starts), one process per form and round, the forms in turn: what a `datasets.map(num_proc=N)`
+worker, a DataLoader worker or a short CLI call pays.  Without it, every round runs in this one
+process, where what a load keeps for the next one (mnemo's compiled split pattern, memory the
+allocator holds) is already there after the first round, while tiktoken builds its regex in every
+Encoding.  The
 fixtures are ../shared/fixtures/tiktoken/*.tiktoken.gz, decompressed to a temporary folder
 first; before timing, the script checks that mnemo and tiktoken give the same ids on a sample.
 """
@@ -36,7 +43,9 @@ import base64
 import gzip
 import os
 import pickle
+import subprocess
 import sys
+import time
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -47,7 +56,7 @@ from mnemo import Tokenizer
 from mnemo.interop import save_hf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from timing import race_calls  # noqa: E402
+from timing import race_calls, timed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "tiktoken"
@@ -111,41 +120,86 @@ def write_tokenizer_json(name: str, tok: Tokenizer, plain: Path, path: Path) -> 
         save_hf(tok, path)
 
 
+def forms_of(name: str, tmp: Path) -> dict[str, Callable[[], Any]]:
+    """The forms timed for `name`, from the files `prepare` wrote in `tmp` (tiktoken first)."""
+    plain = tmp / f"{name}.tiktoken"
+    binary = tmp / f"{name}.bin"
+    pickled = (tmp / f"{name}.pickle").read_bytes()
+    as_json = tmp / f"{name}.json"
+    return {
+        "tiktoken": tiktoken_builder(name, plain),
+        "mnemo load": lambda: Tokenizer.load(binary),
+        "mnemo load, verify": lambda: Tokenizer.load(binary, verify=True),
+        "mnemo pickle.loads": lambda: pickle.loads(pickled),
+        "mnemo load_tiktoken": plain_loader(name, plain),
+        "mnemo.load tokenizer.json": lambda: mnemo.load(as_json),
+    }
+
+
+def prepare(name: str, tmp: Path) -> Tokenizer:
+    """Write `name`'s files into `tmp` (the rank file, tokenizer.bin, the pickle, tokenizer.json)
+    and check that every form gives tiktoken's ids on a sample."""
+    plain = tmp / f"{name}.tiktoken"
+    if name == "llama3_like":
+        write_llama3_like(plain)
+    else:
+        plain.write_bytes(gzip.decompress((FIXTURES / f"{name}.tiktoken.gz").read_bytes()))
+    tok = plain_loader(name, plain)()
+    tok.save(tmp / f"{name}.bin")
+    (tmp / f"{name}.pickle").write_bytes(pickle.dumps(tok, protocol=pickle.HIGHEST_PROTOCOL))
+    write_tokenizer_json(name, tok, plain, tmp / f"{name}.json")
+    reference = tiktoken_builder(name, plain)()
+    for form, fn in forms_of(name, tmp).items():
+        if form != "tiktoken":
+            assert fn().encode(SAMPLE) == reference.encode(SAMPLE), f"mnemo ({form}) and tiktoken disagree"
+    return tok
+
+
+def in_child(name: str, form: str, tmp: Path) -> Callable[[], tuple[float, float]]:
+    """A form that runs its call as the first one in a new process and returns (wall, CPU)."""
+
+    def run() -> tuple[float, float]:
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", name, form, str(tmp)], capture_output=True, text=True, timeout=600
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{form} failed in its process:\n{done.stderr}")
+        wall, cpu = done.stdout.split()
+        return float(wall), float(cpu)
+
+    return run
+
+
+def child(name: str, form: str, tmp: Path) -> None:
+    """--child: the imports, then one timed call of the form (what `--fresh` reports)."""
+    fn = forms_of(name, tmp)[form]
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    print(f"{time.perf_counter() - w0:.6f} {time.process_time() - c0:.6f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="rounds; the best counts (default 5)")
     parser.add_argument("--names", nargs="+", default=["cl100k_base", "o200k_base", "llama3_like"])
+    parser.add_argument("--fresh", action="store_true", help="each call the first in a new process (module docstring)")
+    parser.add_argument("--child", nargs=3, metavar=("NAME", "FORM", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; best of {args.rounds} rounds, forms alternated")
+    if args.child:
+        child(args.child[0], args.child[1], Path(args.child[2]))
+        return
+    where = "each call the first in a new process" if args.fresh else "in this process"
+    print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; best of {args.rounds} rounds, forms alternated, {where}")
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         for name in args.names:
-            plain = tmp / f"{name}.tiktoken"
-            if name == "llama3_like":
-                write_llama3_like(plain)
+            tok = prepare(name, tmp)
+            size = (tmp / f"{name}.bin").stat().st_size
+            print(f"\n{name}: {tok.n_vocab:,} ids{' (ranked)' if tok.ranked else ''}, tokenizer.bin {size:,} bytes")
+            if args.fresh:
+                race_calls({form: in_child(name, form, tmp) for form in forms_of(name, tmp)}, args.rounds, timer=lambda fn: fn())
             else:
-                plain.write_bytes(gzip.decompress((FIXTURES / f"{name}.tiktoken.gz").read_bytes()))
-            load_plain = plain_loader(name, plain)
-            build_tiktoken = tiktoken_builder(name, plain)
-            tok = load_plain()
-            binary = tmp / f"{name}.bin"
-            tok.save(binary)
-            pickled = pickle.dumps(tok, protocol=pickle.HIGHEST_PROTOCOL)
-            reference = build_tiktoken()
-            as_json = tmp / f"{name}.json"
-            write_tokenizer_json(name, tok, plain, as_json)
-            for form in (tok, Tokenizer.load(binary), pickle.loads(pickled), mnemo.load(as_json)):
-                assert form.encode(SAMPLE) == reference.encode(SAMPLE), "mnemo and tiktoken disagree"
-            forms: dict[str, Callable[[], object]] = {
-                "tiktoken": build_tiktoken,
-                "mnemo load": lambda: Tokenizer.load(binary),
-                "mnemo load, verify": lambda: Tokenizer.load(binary, verify=True),
-                "mnemo pickle.loads": lambda: pickle.loads(pickled),
-                "mnemo load_tiktoken": load_plain,
-                "mnemo.load tokenizer.json": lambda: mnemo.load(as_json),
-            }
-            print(f"\n{name}: {tok.n_vocab:,} ids{' (ranked)' if tok.ranked else ''}, tokenizer.bin {binary.stat().st_size:,} bytes, pickle {len(pickled):,} bytes")
-            race_calls(forms, args.rounds)
+                race_calls(forms_of(name, tmp), args.rounds, timer=timed)
     print(f"\nload average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -30,7 +30,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from mnemo.encode_chunk import spell_merges
-from mnemo.tokenizer_json import model_spans, read_vocab
+from mnemo.tokenizer_json import model_spans, read_vocab, skip_brackets, skip_brackets_bytes
 
 SAMPLE = "Hello <|endoftext|> world: the 12,345 cats' naïve café — 東京 \n\n  end"
 
@@ -173,6 +173,33 @@ def test_the_walk_skips_the_model_values_without_checking_their_strings() -> Non
     bad = b'{"model": {"vocab": {"a\x01": 0}, "merges": []}}'
     spans = model_spans(bad)
     assert spans is not None and read_vocab(bad, spans) is None
+
+
+#: bytes the word-at-a-time walk must tell apart: its six marks, bytes whose low seven bits or
+#: whose fold (| 0x20) spell one of them, and the indentation it skips
+WALK_BYTES = list(b'"\\[]{}| a\n,') + [0x02, 0x1B, 0x3B, 0x5B | 0x80, 0xA2, 0xDC, 0xDD, 0xFB, 0xFD]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(WALK_BYTES), min_size=1, max_size=60), st.data())
+def test_the_walk_skips_as_its_byte_loop(chosen: list[int], data: st.DataObject) -> None:
+    """skip_brackets (eight bytes at a time) ends where skip_brackets_bytes (its twin, a byte at
+    a time) ends, or fails where it fails, from any start in any bytes."""
+    text = bytes(chosen)
+    start = data.draw(st.integers(0, len(text) - 1))
+    assert skip_brackets(text, start, len(text)) == skip_brackets_bytes(text, start, len(text))
+
+
+def test_the_walk_over_a_pretty_printed_file(small: Tokenizer) -> None:
+    """Long runs with no mark (the indentation) and marks at every place in a word."""
+    for indent in (None, 1, 2, 7, 8, 9):
+        text = json.dumps(to_hf_json(small), indent=indent, ensure_ascii=False).encode("utf-8")
+        spans = model_spans(text)
+        assert spans is not None
+        for start in (spans.vocab_start, spans.merges_start):
+            end = skip_brackets(text, start, len(text))
+            assert end == skip_brackets_bytes(text, start, len(text)) and end > start
+            json.loads(text[start:end])
 
 
 @pytest.mark.parametrize("extra", ["lstrip", "nfc", "folder"])
