@@ -147,8 +147,8 @@ class CharSet:
 
     def __hash__(self) -> int:
         # Hashed once: compiling a pattern looks its sets up in dicts hundreds of thousands of
-        # times (Matcher.seq), and the hash dataclass writes hashes every part again each time
-        # (o200k's pattern: 351,398 hash calls, 40 % of its compile time).
+        # times (Matcher.seq: 351,398 hash calls for o200k's pattern), and the hash dataclass
+        # writes hashes every part again each time (o200k's compile 161-192 -> 131-136 ms).
         cached: int | None = self.__dict__.get("_hash")
         if cached is None:
             cached = hash((self.negate, self.parts))

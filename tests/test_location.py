@@ -106,7 +106,9 @@ def test_read_bytes_does_not_trust_the_size_a_file_reports(tmp_path: Path) -> No
     if not cmdline.exists() or os.stat(cmdline).st_size != 0:
         pytest.skip("needs Linux's /proc, whose files report a size of 0")
     code = "from mnemo.location import location; import sys; sys.stdout.buffer.write(location('/proc/self/cmdline').read_bytes(1 << 20))"
-    done = subprocess.run([sys.executable, "-c", code, "x" * 5000], capture_output=True, timeout=300, check=True)
+    done = subprocess.run(  # from tmp_path: not the source tree, which `-c` would import from the cwd
+        [sys.executable, "-c", code, "x" * 5000], capture_output=True, timeout=300, check=True, cwd=tmp_path
+    )
     assert done.stdout == b"\0".join([sys.executable.encode(), b"-c", code.encode(), b"x" * 5000]) + b"\0"
     with pytest.raises(Exception, match="larger than 10 bytes"):
         location(cmdline).read_bytes(10)

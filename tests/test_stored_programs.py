@@ -18,7 +18,6 @@ from mnemo._stored_programs import INDEX, PROGRAMS
 from mnemo.patterns import PRESETS, SplitStep, compile_steps
 from mnemo.stored_programs import decode, encode, key_of, stored
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def pieces(program: pt.SplitProgram, text: str) -> list[str]:
@@ -68,7 +67,7 @@ def test_any_other_regex_is_compiled() -> None:
     assert pattern.engine == "scanner" and pieces(pattern.program, "ab 12") == ["ab", " ", "12"]
 
 
-def test_a_new_process_does_not_compile_a_preset() -> None:
+def test_a_new_process_does_not_compile_a_preset(tmp_path: Path) -> None:
     """Every preset by name, over both tables, and a tokenizer.json's regex that is a preset's,
     with the compiler made to fail: the store serves them all, and they split as the `regex`
     module does."""
@@ -99,6 +98,6 @@ def test_a_new_process_does_not_compile_a_preset() -> None:
         print("ok")
         """
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT.parent)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
