@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from librt.strings import read_i64_le
+from librt.strings import BytesWriter, read_i64_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
@@ -297,6 +297,7 @@ class SplitProgram:
     width: i64  # n_atoms + 1: the row length of act2 (the last column is "end of text")
     ascii: bytes
     table: bytes  # the two-stage table of atoms: stage 1 (one byte per block), then stage 2
+    bmp: bytes  # the atom of each code point below 0x10000 (the table's, one load: _run)
     stage2_at: i64
     shift: i64
     low: i64
@@ -347,6 +348,7 @@ class SplitProgram:
         self.width = 1
         self.ascii = b""
         self.table = b""
+        self.bmp = b""
         self.stage2_at = 0
         self.shift = 7
         self.low = 127
@@ -418,6 +420,7 @@ def scan_program(
     p.shift = shift
     p.low = (1 << shift) - 1
     p.invalid_atom = invalid_atom
+    p.bmp = _bmp_atoms(p)
     p.code = vec[i64](code)
     p.branch_at = vec[i64](branch_at)
     p.cand_at = vec[i64](cand_at)
@@ -434,6 +437,22 @@ def scan_program(
     p.tri = tri
     p.start_mask = start_mask
     return p
+
+
+def _bmp_atoms(p: SplitProgram) -> bytes:
+    """The atom of every code point below 0x10000 from p's two-stage table, one byte each
+    (64 KB): _run reads the atom of a valid 2- or 3-byte character with one load and no call
+    (surrogates are never looked up here: their bytes are invalid, see _decode)."""
+    out = BytesWriter()
+    table = p.table
+    shift = p.shift
+    low = p.low
+    at = p.stage2_at
+    cp: i64 = 0
+    while cp < 0x10000:
+        out.append(table[at + ((table[cp >> shift] << shift) | (cp & low))])
+        cp += 1
+    return out.getvalue()
 
 
 def regex_program(rx: Any, rx_ref: Any = None, marks: SplitProgram | None = None) -> SplitProgram:
@@ -541,11 +560,24 @@ def _decode(p: SplitProgram, data: bytes, i: i64, end: i64) -> i64:
 
 
 def _atom(p: SplitProgram, data: bytes, i: i64, end: i64) -> i64:
-    """atom | length << 8 of the character at i (any lead byte)."""
+    """atom | length << 8 of the character at i (any lead byte).  A well-formed 2- or 3-byte
+    character is decoded here, as in _run (p.bmp), without the call to _decode."""
     b: i64 = data[i]
     if b < 0x80:
         a: i64 = p.ascii[b]
         return a | (1 << 8)
+    if b >= 0xC2 and b < 0xF0 and i + 1 < end:
+        b1: i64 = data[i + 1]
+        if (b1 & 0xC0) == 0x80:
+            if b < 0xE0:
+                a2: i64 = p.bmp[((b & 0x1F) << 6) | (b1 & 0x3F)]
+                return a2 | (2 << 8)
+            if i + 2 < end:
+                b2: i64 = data[i + 2]
+                cp: i64 = ((b & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+                if (b2 & 0xC0) == 0x80 and cp >= 0x800 and (cp < 0xD800 or cp >= 0xE000):
+                    a3: i64 = p.bmp[cp]
+                    return a3 | (3 << 8)
     return _decode(p, data, i, end)
 
 
@@ -647,17 +679,38 @@ def _run(p: SplitProgram, data: bytes, i: i64, end: i64, act: i64) -> i64:
         if i >= end or data[i] < 0x80:
             return i
     if limit == 0:
+        bmp = p.bmp
         while i < end:
             b = data[i]
             if b < 0x80:
                 if ((mask >> ascii[b]) & 1) == 0:
                     return i
                 i += 1
-            else:
-                v = _decode(p, data, i, end)
-                if ((mask >> (v & 0xFF)) & 1) == 0:
-                    return i
-                i += v >> 8
+                continue
+            # _decode inline for the well-formed 2- and 3-byte characters (Cyrillic, Greek,
+            # Arabic, CJK, Devanagari...): no call and one table load (bmp); any other lead
+            # byte, a sequence cut by `end`, a bad continuation, an overlong form or a
+            # surrogate goes to _decode, whose rules these are (docs/speed.md).
+            if b >= 0xC2 and b < 0xF0 and i + 1 < end:
+                b1: i64 = data[i + 1]
+                if (b1 & 0xC0) == 0x80:
+                    if b < 0xE0:
+                        if ((mask >> bmp[((b & 0x1F) << 6) | (b1 & 0x3F)]) & 1) == 0:
+                            return i
+                        i += 2
+                        continue
+                    if i + 2 < end:
+                        b2: i64 = data[i + 2]
+                        cp: i64 = ((b & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+                        if (b2 & 0xC0) == 0x80 and cp >= 0x800 and (cp < 0xD800 or cp >= 0xE000):
+                            if ((mask >> bmp[cp]) & 1) == 0:
+                                return i
+                            i += 3
+                            continue
+            v = _decode(p, data, i, end)
+            if ((mask >> (v & 0xFF)) & 1) == 0:
+                return i
+            i += v >> 8
         return i
     while i < end and limit > 0:
         b = data[i]
@@ -1048,7 +1101,7 @@ def _cased_ends(p: SplitProgram, data: bytes, q: i64, end: i64, a_mask: i64, b_m
         if b < 0x80:
             a = ascii[b]
         else:
-            v = _decode(p, data, i, end)
+            v = _atom(p, data, i, end)
             a = v & 0xFF
             width = v >> 8
         if ((a_mask >> a) & 1) == 0:

@@ -394,6 +394,35 @@ def test_ascii_letter_scan_every_stop_byte_length_and_alignment():
                     assert lower == _ascii_lower_end(data, offset, end), (run, offset, stop, end)
 
 
+# The 2- and 3-byte sequences that _run decodes inline (and those it leaves to _decode): each
+# edge of the well-formed ranges, the overlong and surrogate forms, bad continuations, leads
+# with no continuation, 4-byte characters.
+_MULTIBYTE = [
+    b"\xc2\x80", b"\xc2\xa0", b"\xc3\xa9", b"\xcf\x80", b"\xd0\xb0", b"\xdf\xbf",  # 2 bytes
+    b"\xe0\xa0\x80", b"\xe0\xa4\x95", b"\xe0\xb8\x81", b"\xe1\x80\x80", b"\xe3\x81\x82",
+    b"\xe4\xb8\xad", b"\xea\xb0\x80", b"\xec\x9f\xbf", b"\xed\x9f\xbf", b"\xee\x80\x80",
+    b"\xef\xbf\xbd", b"\xef\xbc\xa1", b"\xe2\x80\x99", b"\xe3\x80\x80", b"\xcc\x81",  # 3 bytes, marks, spaces
+    b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf",  # overlong, surrogates
+    b"\xc0\x80", b"\xc1\xbf", b"\xc3", b"\xc3\x41", b"\xc3\xc3\xa9", b"\xe4\xb8", b"\xe4\xb8\x41",
+    b"\xe4\x41\xad", b"\x80", b"\xbf", b"\xf0\x9f\x98\x80", b"\xf4\x8f\xbf\xbf", b"\xf5\x80\x80\x80",
+]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_runs_through_multibyte_characters(pattern):
+    """Runs of letters that meet every sequence of _MULTIBYTE, alone, between letters of three
+    scripts and cut by `end` at every byte: the chunks equal the regex's on the text
+    surrogateescape decodes (the inline 2-/3-byte decoding of _run agrees with _decode)."""
+    pid = pt.pattern_id(pattern)
+    for seq in _MULTIBYTE:
+        for before, after in ((b"abc", b"def"), ("\u0436\u0438".encode(), "\u4e2d\u6587".encode()), (b" x", b"1 ")):
+            data = before + seq + after + seq + seq + b"z"
+            assert P.split(data, pattern) == oracle_bytes(data, pattern), (pattern, data)
+            for end in range(1, len(data)):
+                got = [data[a:b] for a, b in zip([0, *boundaries(data, pid, end)], boundaries(data, pid, end))]
+                assert got == oracle_bytes(data[:end], pattern), (pattern, data, end)
+
+
 # What may end a run of ASCII letters: every ASCII character, non-ASCII letters (which continue
 # the word), non-ASCII non-letters, and a combining mark.
 _STOPS = [chr(c) for c in range(128)] + ["é", "ß", "中", "\u00a0", "\u2019", "\u0301", "ǅ", "😀"]
