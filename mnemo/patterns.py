@@ -25,7 +25,7 @@ asked for.
 
 Compiling.  A SplitPattern is built once per process for each steps and table (`_build`).  The
 presets' steps are not compiled even then: their programs, over every Unicode table mnemo has,
-were compiled when mnemo was developed (mnemo/stored_programs.py; 45-190 ms a pattern saved in
+were compiled when mnemo was developed (mnemo/stored_programs.py; 41-237 ms a pattern saved in
 every new process), and a regex that is byte for byte a preset's step takes them too.
 
 Ids.  The five named patterns keep the ids tokenizer.bin v2 stores (constants.PATTERNS: 0-4).

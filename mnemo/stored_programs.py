@@ -2,7 +2,8 @@
 than in every process that loads a tokenizer.
 
 Compiling a family regex (regex_family.compile_branches) is plain Python over the Unicode
-tables: 45-60 ms for cl100k's pattern, 130-190 ms for o200k's, on this project's 2-vCPU VM.
+tables: 48-61 ms for cl100k's pattern, 205-227 ms for o200k's (`compile_pattern` in a new
+process on this project's 2-vCPU VM; docs/pretokenizer.md, "Compiling a pattern").
 patterns.py keeps each program for the life of a process, but every new process -- a
 `datasets.map(num_proc=N)` worker, a DataLoader worker, each short CLI call -- paid it again,
 on top of reading the vocabulary (docs/speed.md, "A process's first load").  So the programs of
