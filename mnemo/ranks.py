@@ -375,61 +375,80 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
     the token's bytes always had a pair below its rank to glue, which the lowest of all pairs
     then is too."""
     count: i64 = len(tokens)
-    if count >= FIELD:
+    byte_rank = byte_ranks(tokens)
+    if len(byte_rank) == 0:
         return None
     table = TokenTable(tokens)
-    byte_rank: vec[i64] = vec[i64]([NONE] * 256)
-    own: vec[i64] = vec[i64]([NONE] * count)  # mnemo's id of each rank
-    prefix: vec[i64] = vec[i64]([0] * (len(table.powers)))
-    starts: vec[i64] = vec[i64]([0] * LONG_TOKEN)
-    pair_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
-    part_ranks: vec[i64] = vec[i64]([0] * LONG_TOKEN)
+    r: i64 = 0
+    while r < count:
+        if not table.insert(r):
+            return None
+        r += 1
+    merger = Merger(table, byte_rank)
     splits: vec[i64] = vec[i64]([NONE] * count)  # each token's pair, as split_short gives it
     improper: vec[u8] = vec[u8]([0] * count)  # a step of the token's merge was improper
-    proper: bool = True
+    r = 0
+    while r < count:
+        if len(tokens[r]) > 1:
+            split = merger.split(tokens[r], r)
+            if split != NONE:
+                if split & IMPROPER:
+                    improper[r] = 1
+                splits[r] = split & ~IMPROPER
+        r += 1
+    return rank_vocab(tokens, byte_rank, splits, improper)
+
+
+def byte_ranks(tokens: list[bytes]) -> vec[i64]:
+    """The rank of each byte's token, or an empty vec when `tokens` are not merges_of_ranks'
+    plain case as far as each token alone shows it: too many, an empty or too long one, or a
+    byte with no token (repeats are the TokenTable's to find)."""
+    count: i64 = len(tokens)
+    none = vec[i64]()
+    if count >= FIELD:
+        return none
+    byte_rank: vec[i64] = vec[i64]([NONE] * 256)
     r: i64 = 0
     while r < count:
         raw = tokens[r]
         size: i64 = len(raw)
-        if size == 0 or size >= FIELD or not table.insert(r):
-            return None
+        if size == 0 or size >= FIELD:
+            return none
         if size == 1:  # every byte is an id before any merge, whatever its rank
+            if byte_rank[raw[0]] != NONE:
+                return none
             byte_rank[raw[0]] = r
-            own[r] = raw[0]
         r += 1
     b: i64 = 0
     while b < 256:
         if byte_rank[b] == NONE:
-            return None
+            return none
         b += 1
-    r = 0
-    while r < count:
-        raw = tokens[r]
-        size = len(raw)
-        if size > 1:
-            i: i64 = 0
-            while i < size:
-                prefix[i + 1] = (prefix[i] * HASH_MUL + i64(raw[i]) + 1) & M62
-                i += 1
-            if size < LONG_TOKEN:
-                split = split_short(table, raw, prefix, byte_rank, r, starts, pair_ranks, part_ranks)
-            else:
-                split = split_long(table, raw, prefix, byte_rank, r)
-            if split != NONE:
-                if split & IMPROPER:
-                    proper = False
-                    improper[r] = 1
-                splits[r] = split & ~IMPROPER
-        r += 1
-    # ids: the tokens with a pair by rank, then the whole ones; merges name their parts' ids
+    return byte_rank
+
+
+def rank_vocab(tokens: list[bytes], byte_rank: vec[i64], splits: vec[i64], improper: vec[u8]) -> RankVocab | None:
+    """merges_of_ranks' vocabulary from each token's pair (splits[r]: the ranks of its two parts,
+    left << 21 | right, or NONE: a byte, or a whole token) and whether a step of its merge was
+    improper: ids are the bytes, the tokens with a pair by rank, then the whole ones; merges
+    name their parts' ids."""
+    count: i64 = len(tokens)
+    own: vec[i64] = vec[i64]([NONE] * count)  # mnemo's id of each rank
+    proper: bool = True
+    b: i64 = 0
+    while b < 256:
+        own[byte_rank[b]] = b
+        b += 1
     merges: list[tuple[int, int]] = []
     public: list[int] = [int(byte_rank[b]) for b in range(256)]
     spelled: list[bytes] = [tokens[byte_rank[b]] for b in range(256)]
     whole: list[bytes] = []
     whole_ranks: list[int] = []
-    r = 0
+    r: i64 = 0
     while r < count:
         if len(tokens[r]) > 1:
+            if improper[r] != 0:
+                proper = False
             if splits[r] == NONE:
                 whole.append(tokens[r])
                 whole_ranks.append(int(r))
@@ -452,6 +471,258 @@ def merges_of_ranks(tokens: list[bytes]) -> RankVocab | None:
         merges.append((left, right))
     public.extend(whole_ranks)
     return RankVocab(merges, public, proper and not ranked, whole, ranked, spelled, tables_from_ranks(spelled, unsure))
+
+
+class Merger:
+    """tiktoken's merge of one token's bytes at a time (split_short, split_long) over a
+    TokenTable of every token, with the work arrays they share."""
+
+    table: TokenTable
+    byte_rank: vec[i64]
+    prefix: vec[i64]
+    starts: vec[i64]
+    pair_ranks: vec[i64]
+    part_ranks: vec[i64]
+
+    def __init__(self, table: TokenTable, byte_rank: vec[i64]) -> None:
+        self.table = table
+        self.byte_rank = byte_rank
+        self.prefix = vec[i64]([0] * len(table.powers))
+        self.starts = vec[i64]([0] * LONG_TOKEN)
+        self.pair_ranks = vec[i64]([0] * LONG_TOKEN)
+        self.part_ranks = vec[i64]([0] * LONG_TOKEN)
+
+    def split(self, raw: bytes, rank: i64) -> i64:
+        """split_short's (or split_long's) answer for token `rank` of bytes raw (2 bytes or more)."""
+        prefix = self.prefix
+        size: i64 = len(raw)
+        i: i64 = 0
+        while i < size:
+            prefix[i + 1] = (prefix[i] * HASH_MUL + i64(raw[i]) + 1) & M62
+            i += 1
+        if size < LONG_TOKEN:
+            return split_short(self.table, raw, prefix, self.byte_rank, rank, self.starts, self.pair_ranks, self.part_ranks)
+        return split_long(self.table, raw, prefix, self.byte_rank, rank)
+
+
+#: PairSplits' filter of pairs: 2**20 bits, from the top 20 of a pair's 32-bit slot hash.
+SEEN_BYTES: Final = 1 << 17
+SEEN_SHIFT: Final = 12
+#: PairSplits' kinds of rank: a token no candidate has settled yet, a byte, a clean token.
+OPEN: Final = 0
+BYTE: Final = 1
+CLEAN: Final = 2
+
+
+class PairSplits:
+    """merges_of_ranks' splits found from candidate pairs instead of each token's merge: for a
+    file that lists, by its token's rank, every pair of tokens that spells a token (a
+    tokenizer.json converted from ranks).  The caller offers each listed pair, settles every
+    rank in order, and takes `vocab()`: merges_of_ranks' RankVocab, equal field for field.
+
+    A candidate pair (a, b) of token T is T's pair exactly when tiktoken's merge of T's bytes
+    comes down to a and b, i.e. when no step glues across the place between them first.  While
+    a's bytes merge, the part that ends at that place runs up a's right spine (a's right part,
+    its right part, ... its last byte), each node living from its own rank (a byte: from the
+    start) to its parent's; b's part that starts there runs up b's left spine.  Given that each
+    step glues the lowest pair, hence a token of a higher rank than the last step's when every
+    part is clean (below), a step glues across exactly when some two nodes x, y that live at
+    the same time make a token u = (x, y) -- a token whose own pair that is: a step that makes a
+    token glues its own merge (split_short's docstring) -- of a rank below x's end and at most
+    y's end (the leftmost of equal pairs goes first: x's parent is to the left, y's to the
+    right).  `compatible` walks the two spines from the top down, always to the child of the
+    node born last, one lookup of the pair table (every settled token's pair) a step.
+
+    A token is clean when its pair was found that way with both parts bytes or clean tokens of
+    lower ranks: then its merge takes no improper step (merges_of_ranks' flag) and each step
+    glues a token of a higher rank than the step before.  The first such candidate is the one
+    (the merge of T's bytes ends one way: no other can pass).  A token with none is merged as
+    merges_of_ranks does (`Merger`, the TokenTable built on the first need), and is not clean;
+    its pair must then be among those offered (else `vocab` is None).  cl100k_base and o200k_base have every token
+    clean; the tests' Llama-3-like ranks all but 253 of 128,000 (docs/speed.md)."""
+
+    tokens: list[bytes]
+    byte_rank: vec[i64]
+    kind: vec[u8]
+    splits: vec[i64]
+    improper: vec[u8]
+    keys: vec[i64]  # the pair table: ((left << 21 | right) << 21 | token), or NONE
+    mask: i64
+    seen: vec[u8]  # a bit per hash of the pairs in `keys` (128 KB): most pairs looked up are none
+    merger: Merger | None
+    current: i64  # the token whose candidates are being offered
+    found: i64  # its pair once a clean candidate passed (left << 21 | right), or NONE
+    offered: vec[i64]  # every pair offered for it: the first n_offered (at most a split per byte)
+    n_offered: i64
+    settled: i64  # every rank below this is settled
+    failed: bool  # a merged token's pair was not among its offers, or a token repeats
+
+    def __init__(self, tokens: list[bytes], byte_rank: vec[i64]) -> None:
+        """byte_rank: byte_ranks(tokens), not empty."""
+        count: i64 = len(tokens)
+        self.tokens = tokens
+        self.byte_rank = byte_rank
+        self.kind = vec[u8]([OPEN] * count)
+        b: i64 = 0
+        while b < 256:
+            self.kind[byte_rank[b]] = BYTE
+            b += 1
+        self.splits = vec[i64]([NONE] * count)
+        self.improper = vec[u8]([0] * count)
+        size: i64 = 1024
+        while size < 2 * count:
+            size *= 2
+        self.keys = vec[i64]([NONE] * size)
+        self.mask = size - 1
+        self.seen = vec[u8]([0] * SEEN_BYTES)
+        self.merger = None
+        self.current = NONE
+        self.found = NONE
+        longest: i64 = 1
+        for raw in tokens:
+            if len(raw) > longest:
+                longest = len(raw)
+        self.offered = vec[i64]([0] * longest)
+        self.n_offered = 0
+        self.settled = 0
+        self.failed = False
+
+    def offer(self, token: i64, left: i64, right: i64) -> bool:
+        """A listed pair (left, right) of token `token` (ranks; token at least the last one
+        offered, every rank below it settled first); False when the offers are out of order."""
+        if token != self.current:
+            if token < self.current or token < self.settled:
+                return False
+            self.current = token
+            self.found = NONE
+            self.n_offered = 0
+        pair: i64 = (left << ID_BITS) | right
+        if self.n_offered == len(self.offered):
+            return False  # more pairs than places to split the token: one is listed twice
+        self.offered[self.n_offered] = pair
+        self.n_offered += 1
+        if self.found == NONE and self._part(left) and self._part(right) and self.compatible(left, right):
+            self.found = pair  # the one: the merge of the token's bytes ends one way
+        return True
+
+    def _part(self, part: i64) -> bool:
+        """Whether `part` may be a clean token's part: a byte, or a clean token (ranked below
+        the token: one ranked after it is not settled yet)."""
+        k: i64 = i64(self.kind[part])
+        return k == BYTE or k == CLEAN
+
+    def settle_below(self, stop: i64) -> None:
+        """Settle every rank below `stop` (each token's pair from its offers, or its merge)."""
+        r: i64 = self.settled
+        while r < stop:
+            if self.kind[r] == OPEN:
+                self._settle(r)
+            r += 1
+        if stop > self.settled:
+            self.settled = stop
+
+    def _settle(self, r: i64) -> None:
+        if r == self.current and self.found != NONE:
+            self.splits[r] = self.found
+            self.kind[r] = CLEAN
+            self._remember(self.found, r)
+            return
+        merger = self.merger
+        if merger is None:
+            table = TokenTable(self.tokens)
+            k: i64 = 0
+            while k < len(self.tokens):
+                if not table.insert(k):
+                    self.failed = True
+                k += 1
+            merger = Merger(table, self.byte_rank)
+            self.merger = merger
+        split: i64 = merger.split(self.tokens[r], r)
+        if split == NONE:
+            return
+        if split & IMPROPER:
+            self.improper[r] = 1
+        split &= ~IMPROPER
+        self.splits[r] = split
+        self._remember(split, r)
+        if r != self.current or not _among(split, self.offered, self.n_offered):
+            self.failed = True
+
+    def _remember(self, pair: i64, token: i64) -> None:
+        keys = self.keys
+        h: i64 = _pair_slot(pair)
+        bit: i64 = h >> SEEN_SHIFT
+        self.seen[bit >> 3] |= u8(1 << (bit & 7))
+        at: i64 = h & self.mask
+        while keys[at] != NONE:
+            at = (at + 1) & self.mask
+        keys[at] = (pair << ID_BITS) | token
+
+    def made_by(self, left: i64, right: i64) -> i64:
+        """The settled token whose pair is (left, right), or NONE."""
+        pair: i64 = (left << ID_BITS) | right
+        h: i64 = _pair_slot(pair)
+        bit: i64 = h >> SEEN_SHIFT
+        if (i64(self.seen[bit >> 3]) >> (bit & 7)) & 1 == 0:
+            return NONE
+        keys = self.keys
+        at: i64 = h & self.mask
+        while True:
+            e: i64 = keys[at]
+            if e == NONE:
+                return NONE
+            if e >> ID_BITS == pair:
+                return e & M21
+            at = (at + 1) & self.mask
+
+    def compatible(self, a: i64, b: i64) -> bool:
+        """Whether tiktoken's merge of a's and b's bytes together comes down to a and b (both
+        bytes or clean tokens): the class docstring's walk down the two spines."""
+        kind = self.kind
+        splits = self.splits
+        x: i64 = a
+        y: i64 = b
+        x_end: i64 = FIELD  # when x's parent glues it (a: never, before a and b are there)
+        y_end: i64 = FIELD
+        while True:
+            x_byte: bool = kind[x] == BYTE
+            y_byte: bool = kind[y] == BYTE
+            if x_byte and y_byte:
+                return True
+            # down from the node born last (a byte: at the start; of two equal tokens, y's is
+            # the right one, glued after x's)
+            if y_byte or (not x_byte and x > y):
+                x_end = x
+                x = splits[x] & M21
+            else:
+                y_end = y
+                y = (splits[y] >> ID_BITS) & M21
+            u: i64 = self.made_by(x, y)
+            if u != NONE and u < x_end and u <= y_end:
+                return False
+
+    def vocab(self) -> RankVocab | None:
+        """merges_of_ranks' RankVocab, once every rank is settled; None when a token's pair was
+        not offered, or they are not the plain case."""
+        self.settle_below(len(self.tokens))
+        if self.failed:
+            return None
+        return rank_vocab(self.tokens, self.byte_rank, self.splits, self.improper)
+
+
+def _among(x: i64, xs: vec[i64], n: i64) -> bool:
+    """Whether x is among xs[:n]."""
+    i: i64 = 0
+    while i < n:
+        if xs[i] == x:
+            return True
+        i += 1
+    return False
+
+
+def _pair_slot(pair: i64) -> i64:
+    """A slot of PairSplits' table for a pair (42 bits): mixed bits 32..63 of the product."""
+    return ((pair * MIX) >> 32) & M32
 
 
 def split_short(

@@ -42,7 +42,7 @@ from mypy_extensions import i64, u8
 
 from mnemo.encode_chunk import same_bytes
 from mnemo.jsonfield import json_string, skip_space
-from mnemo.ranks import HASH_MUL, M32, M62, MIX
+from mnemo.ranks import HASH_MUL, M32, M62, MIX, PairSplits, RankVocab, byte_ranks
 
 _QUOTE: Final = 0x22
 _COMMA: Final = 0x2C
@@ -791,12 +791,9 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
         a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
         if i < 0 or a_size + b_size > longest:  # not an item, or longer than every key
             return False
-        if e + 1 < count and model.is_key(e + 1, raw, a_at, a_size, b_at, b_size):
-            e += 1
-        elif not (e >= 0 and model.is_key(e, raw, a_at, a_size, b_at, b_size)):
-            e = model.find(raw, a_at, a_size, b_at, b_size)
-            if e < 0:
-                return False
+        e = _made_key(model, raw, a_at, a_size, b_at, b_size, e)
+        if e < 0:
+            return False
         made: i64 = ids[e]
         if made < last:
             return False
@@ -814,6 +811,59 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
             return False
         r += 1
     return True
+
+
+def converted_vocab(model: PlainModel, data: bytes, spans: Spans, tokens: list[bytes]) -> RankVocab | None:
+    """merges_of_ranks(tokens) and listed_pairs' checks in one walk of model.merges, for a file
+    converted from ranks (`tokens`: ranked_tokens' bytes of each key by id, model.entry_of as it
+    leaves it): each token's pair is found among the items that spell it (ranks.PairSplits),
+    not by merging its bytes.  None when the file is not that case, or not as PairSplits can
+    show it; the caller then runs the two the other way, which decide.  The keys are distinct
+    and GPT-2's alphabet spells each byte once, so no two tokens are equal."""
+    byte_rank = byte_ranks(tokens)
+    count: i64 = len(model.ids)
+    if len(byte_rank) == 0 or len(tokens) != count:
+        return None
+    splits = PairSplits(tokens, byte_rank)
+    ids = model.ids
+    longest: i64 = len(model.powers) - 2
+    last: i64 = -1
+    end: i64 = spans.merges_end - 1  # the ']'
+    i = skip_space(data, spans.merges_start + 1, end)
+    w = BytesWriter()
+    e: i64 = -1
+    while i < end:
+        a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
+        if i < 0 or a_size + b_size > longest:  # not an item, or longer than every key
+            return None
+        e = _made_key(model, raw, a_at, a_size, b_at, b_size, e)
+        if e < 0:
+            return None
+        made: i64 = ids[e]
+        if made != last:
+            if made < last:
+                return None
+            splits.settle_below(made)
+            last = made
+        left: i64 = model.find(raw, a_at, a_size, 0, 0)
+        right: i64 = model.find(raw, b_at, b_size, 0, 0)
+        if left < 0 or right < 0 or not splits.offer(made, ids[left], ids[right]):
+            return None
+        i = _next_item(data, i, end)
+        if i < 0:
+            return None
+    return splits.vocab()
+
+
+def _made_key(model: PlainModel, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64, e: i64) -> i64:
+    """The key of an item's a + b (model.find's answer), guessed first to be the last item's
+    key `e` or the next one: a converted file lists the merges by rank, and the vocabulary too,
+    so the file's order finds it without a random load of the 2 MB table."""
+    if e + 1 < len(model.ids) and model.is_key(e + 1, raw, a_at, a_size, b_at, b_size):
+        return e + 1
+    if e >= 0 and model.is_key(e, raw, a_at, a_size, b_at, b_size):
+        return e
+    return model.find(raw, a_at, a_size, b_at, b_size)
 
 
 def _item_parts(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, i64, i64, i64, bytes]:
@@ -860,20 +910,20 @@ def _two_strings(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i6
     bytes returned last (`data`, or both decoded when either has an escape), and the index after
     the ']'; that index is -1 when the item is anything else."""
     fail = (0, 0, 0, 0, -1, data)
-    a_at, a_end = _string_at(data, skip_space(data, i + 1, end), end, w)
+    a_at, a_end, a_plain = _string_at(data, skip_space(data, i + 1, end), end, w)
     if a_at < 0:
         return fail
     i = skip_space(data, a_end + 1, end)
     if i >= end or data[i] != _COMMA:
         return fail
-    b_at, b_end = _string_at(data, skip_space(data, i + 1, end), end, w)
+    b_at, b_end, b_plain = _string_at(data, skip_space(data, i + 1, end), end, w)
     if b_at < 0:
         return fail
     i = skip_space(data, b_end + 1, end)
     if i >= end or data[i] != _RBRACKET:
         return fail
     i += 1
-    if not _has_backslash(data, a_at, a_end) and not _has_backslash(data, b_at, b_end):
+    if (a_plain or not _has_backslash(data, a_at, a_end)) and (b_plain or not _has_backslash(data, b_at, b_end)):
         return a_at, a_end - a_at, b_at, b_end - b_at, i, data
     w.truncate(0)
     json_string(data, a_at, end, w, True)
@@ -883,15 +933,30 @@ def _two_strings(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i6
     return 0, a_size, a_size, len(raw) - a_size, i, raw
 
 
-def _string_at(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64]:
-    """The string whose opening quote should be at i: where its contents start, and the index
-    of its closing quote; (-1, -1) when there is none."""
+def _string_at(data: bytes, i: i64, end: i64, w: BytesWriter) -> tuple[i64, i64, bool]:
+    """The string whose opening quote should be at i: where its contents start, the index of its
+    closing quote, and True when it has neither an escape nor a control character; (-1, -1,
+    False) when there is none.
+
+    A merge item's part is a key of model.vocab, or the item is refused (every caller looks its
+    parts up, and read_vocab checked the keys as JSON): so a part without a backslash or a
+    control character needs no UTF-8 check of its own -- bytes that are not a key's are refused
+    at the look-up.  json_string checks the others (escapes: the caller decodes them), at about
+    twice the cost a byte on the non-ASCII characters GPT-2's alphabet spells most bytes with."""
     if i >= end or data[i] != _QUOTE:
-        return -1, -1
+        return -1, -1, False
+    j: i64 = i + 1
+    while j < end:
+        c: i64 = data[j]
+        if c == _QUOTE:
+            return i + 1, j, True
+        if c == _BACKSLASH or c < 0x20:
+            break
+        j += 1
     close = json_string(data, i + 1, end, w, False)
     if close < 0:
-        return -1, -1
-    return i + 1, close - 1
+        return -1, -1, False
+    return i + 1, close - 1, False
 
 
 def _next_item(data: bytes, i: i64, end: i64) -> i64:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import gzip
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ from mnemo.formats.tiktoken import (
     load_tiktoken,
     parse_tiktoken,
 )
-from mnemo.ranks import LONG_TOKEN, RankVocab, merges_of_ranks, parse_rank_lines
+from mnemo.ranks import CLEAN, LONG_TOKEN, PairSplits, RankVocab, byte_ranks, merges_of_ranks, parse_rank_lines
 from mnemo.vocab import from_ranks
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tiktoken"
@@ -234,24 +235,32 @@ def test_ranks_after_the_special_ids_take_the_compiled_path() -> None:
     assert _tokens_by_rank({bytes([b]): b + (b > 9) for b in range(256)}) is None
 
 
+def grown_vocab(rng: random.Random, alphabet: bytes, size: int, steps: int) -> list[bytes]:
+    """The 256 bytes at random ranks, then up to `steps` tokens, each a pair of neighbours in
+    tiktoken's merge of one random text (of `size` bytes over `alphabet`) by the ranks so far:
+    the way a trained vocabulary grows."""
+    tokens = [bytes([b]) for b in range(256)]
+    rng.shuffle(tokens)
+    ranks = {t: r for r, t in enumerate(tokens)}
+    text = bytes(rng.choice(alphabet) for _ in range(size))
+    for _ in range(rng.randint(1, steps)):
+        parts = _split_by_ranks(text, ranks, len(ranks))
+        pairs = [parts[i] + parts[i + 1] for i in range(len(parts) - 1)]
+        if not pairs:
+            break
+        new = rng.choice(pairs)
+        if new not in ranks:
+            ranks[new] = len(ranks)
+            tokens.append(new)
+    return tokens
+
+
 def test_merges_of_ranks_on_grown_vocabularies() -> None:
     """Vocabularies that load: each token made by tiktoken's own merge of a text (the way a
     trained vocabulary grows), up to and past the heap's LONG_TOKEN bytes."""
     rng = random.Random(5)
     for _ in range(60):
-        tokens = [bytes([b]) for b in range(256)]
-        rng.shuffle(tokens)
-        ranks = {t: r for r, t in enumerate(tokens)}
-        text = bytes(rng.choice(b"ab c") for _ in range(400))
-        for _ in range(rng.randint(1, 120)):
-            parts = _split_by_ranks(text, ranks, len(ranks))
-            pairs = [parts[i] + parts[i + 1] for i in range(len(parts) - 1)]
-            if not pairs:
-                break
-            new = rng.choice(pairs)
-            if new not in ranks:
-                ranks[new] = len(ranks)
-                tokens.append(new)
+        tokens = grown_vocab(rng, b"ab c", 400, 120)
         fast = merges_of_ranks(tokens)
         assert fast is not None and compiled_vocab(tokens) == python_vocab(tokens) and not fast.ranked
         # A proper vocabulary (every one found so far: these, the accepted random ones above,
@@ -349,3 +358,91 @@ def test_a_llama3_like_rank_file_through_both_paths(tmp_path: Path) -> None:
     assert (fast.merges, fast.id_map, fast.whole_tokens) == (slow.merges, slow.id_map, slow.whole_tokens)
     assert fast.fingerprint == slow.fingerprint and fast.special_tokens == slow.special_tokens
     fast.verify()
+
+
+# ---- PairSplits: each token's pair found among the pairs that spell it ----
+
+
+def pair_splits_vocab(tokens: list[bytes], rng: random.Random | None = None) -> tuple[RankVocab | None, int]:
+    """PairSplits' vocabulary when offered, token by token in rank order, every pair of tokens
+    that spells the token (as a tokenizer.json converted from ranks lists them; in a random order
+    when `rng` is given), and how many tokens it settled from their pairs (the others' bytes it
+    merged)."""
+    byte_rank = byte_ranks(tokens)
+    assert len(byte_rank) == 256
+    rank = {raw: r for r, raw in enumerate(tokens)}
+    splits = PairSplits(tokens, byte_rank)
+    for r, raw in enumerate(tokens):
+        pairs = [(rank[raw[:i]], rank[raw[i:]]) for i in range(1, len(raw)) if raw[:i] in rank and raw[i:] in rank]
+        if rng is not None:
+            rng.shuffle(pairs)
+        splits.settle_below(r)
+        for left, right in pairs:
+            assert splits.offer(r, left, right)
+    vocab = splits.vocab()
+    return vocab, sum(1 for k in splits.kind if k == CLEAN)
+
+
+def assert_same_vocab(a: RankVocab | None, b: RankVocab | None) -> None:
+    assert a is not None and b is not None
+    for field in ("merges", "public", "proper", "whole", "ranked", "spelled", "tables"):
+        assert getattr(a, field) == getattr(b, field), field
+
+
+@pytest.mark.parametrize("grown", [False, True])
+def test_pair_splits_is_merges_of_ranks(grown: bool) -> None:
+    """Random vocabularies over a small alphabet (ties everywhere: a pair that spells a token
+    at two places, runs of one byte) and grown ones (every token tiktoken's merge of a text):
+    PairSplits gives merges_of_ranks' vocabulary field for field, whatever the order of the
+    offers; on the grown (ordinary) ones it settles every token from its pairs alone."""
+    rng = random.Random(31 + grown)
+    from_pairs = merged = 0
+    for _ in range(300):
+        if grown:
+            tokens = grown_vocab(rng, b"aab c", 300, 100)
+        else:
+            tokens = random_vocab(rng, rng.random() < 0.2)
+        vocab, clean = pair_splits_vocab(tokens, rng if rng.random() < 0.5 else None)
+        assert_same_vocab(vocab, merges_of_ranks(tokens))
+        longer = sum(1 for raw in tokens if len(raw) > 1)
+        from_pairs += clean
+        merged += longer - clean
+        if grown:
+            assert clean == longer
+    assert from_pairs > 500 and (grown or merged > 1000), (from_pairs, merged)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "llama3_like"])
+def test_pair_splits_on_real_vocabularies(name: str, tiktoken_ranks: Callable[[str], dict[bytes, int]]) -> None:
+    """cl100k_base settles every token from its pairs (no token's bytes merged); the Llama-3-like
+    ranks, with whole tokens and parts ranked after their token, merge the bytes of the few it
+    cannot settle.  Both give merges_of_ranks' vocabulary."""
+    ranks = tiktoken_ranks(name)
+    tokens = [raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])]
+    vocab, clean = pair_splits_vocab(tokens)
+    assert_same_vocab(vocab, merges_of_ranks(tokens))
+    merged = sum(1 for raw in tokens if len(raw) > 1) - clean
+    assert merged == 0 if name == "cl100k_base" else 0 < merged < 1_000, merged  # 253
+
+
+def test_pair_splits_refuses_what_the_file_does_not_list() -> None:
+    """A token merged from its bytes (not settled from its pairs) must have its pair among the
+    offers, as listed_pairs requires of a converted file: else None.  Offers out of rank order
+    are refused."""
+    tokens = [bytes([b]) for b in range(256)] + [b"abc", b"ab"]  # b"abc" glues b"ab", ranked after it
+    byte_rank = byte_ranks(tokens)
+    listed = PairSplits(tokens, byte_rank)
+    listed.settle_below(256)
+    assert listed.offer(256, 257, 99)  # b"ab" + b"c": b"abc"'s one pair, of a part ranked after it
+    listed.settle_below(257)
+    assert listed.offer(257, 97, 98)
+    assert_same_vocab(listed.vocab(), merges_of_ranks(tokens))
+    assert listed.merger is not None  # b"abc" could not be settled from its pair: merged
+    unlisted = PairSplits(tokens, byte_rank)
+    unlisted.settle_below(257)  # b"abc" offered nothing
+    assert unlisted.offer(257, 97, 98)
+    assert unlisted.vocab() is None
+    late = PairSplits(tokens, byte_rank)
+    late.settle_below(257)
+    assert late.offer(257, 97, 98)
+    assert not late.offer(256, 257, 99)  # a lower rank after a higher one

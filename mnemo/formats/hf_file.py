@@ -32,6 +32,7 @@ from mnemo.tokenizer_json import (
     PlainModel,
     Spans,
     alphabet_merges,
+    converted_vocab,
     listed_pairs,
     model_spans,
     ranked_tokens,
@@ -96,10 +97,13 @@ class ScannedModel:
                 specials[token.content] = token.id
             elif model.key(model.entry_of[token.id]) != token.content.encode("utf-8", "surrogatepass"):
                 return None
-        fields = fields_of_ranks((by_rank, 0), compile_pattern(pattern), specials)
+        # each token's pair found among its listed items: every check listed_pairs makes, in
+        # the same walk; when that cannot show it, the rank derivation and listed_pairs decide
+        vocab = converted_vocab(model, self._data, self._spans, by_rank)
+        fields = fields_of_ranks((by_rank, 0), compile_pattern(pattern), specials, vocab)
         if fields is None or fields.id_map is None:
             return None
-        if not listed_pairs(model, self._data, self._spans, fields.merges, fields.id_map):
+        if vocab is None and not listed_pairs(model, self._data, self._spans, fields.merges, fields.id_map):
             return None
         return fields
 

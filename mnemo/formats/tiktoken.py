@@ -30,7 +30,7 @@ from mnemo.formats.common import (
     tokenizer_of,
 )
 from mnemo.patterns import PRESETS, SplitPattern, compile_pattern, looks_like_a_name, refusing, regex_of
-from mnemo.ranks import merges_of_ranks, parse_rank_lines
+from mnemo.ranks import RankVocab, merges_of_ranks, parse_rank_lines
 from mnemo.tokenizer import Tokenizer
 from mnemo.vocab import TokenizerFields, check_size, check_special_tokens, from_ranks, ranked_pairs, split_by_ranks
 
@@ -246,13 +246,18 @@ def _from_tokens_by_rank(
 
 
 def fields_of_ranks(
-    by_rank: tuple[list[bytes], int], pattern: SplitPattern, special_tokens: Mapping[str, int] | None
+    by_rank: tuple[list[bytes], int],
+    pattern: SplitPattern,
+    special_tokens: Mapping[str, int] | None,
+    vocab: RankVocab | None = None,
 ) -> TokenizerFields | None:
     """The fields of _from_tokens_by_rank's Tokenizer, every rule checked, or None.  `by_rank`:
     _tokens_by_rank's tokens and lowest rank, the public id of the token of place r being
-    offset + r.  Specials take the ids given, outside the ranks' ids."""
+    offset + r.  Specials take the ids given, outside the ranks' ids.  `vocab`: merges_of_ranks'
+    answer for the tokens when the caller has it already (tokenizer_json.converted_vocab)."""
     tokens, offset = by_rank
-    vocab = merges_of_ranks(tokens)
+    if vocab is None:
+        vocab = merges_of_ranks(tokens)
     if vocab is None:
         return None
     specials = sorted((special_tokens or {}).items(), key=lambda item: item[1] if type(item[1]) is int else -1)

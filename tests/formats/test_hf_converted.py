@@ -135,3 +135,24 @@ def test_an_item_whose_part_is_no_key_is_refused(converted: tuple[Path, Any], tm
     broken.write_text(json.dumps(obj), encoding="utf-8")
     with pytest.raises(FormatError, match=r"model\.merges"):
         mnemo.load(broken)
+
+
+def test_each_tokens_pair_is_found_among_its_listed_items(converted: tuple[Path, Any]) -> None:
+    """The converted files are read by finding each token's pair among the items that spell it
+    (tokenizer_json.converted_vocab, ranks.PairSplits), not by merging every token's bytes: the
+    same vocabulary as merges_of_ranks, and the file passes listed_pairs' checks."""
+    from mnemo.formats.hf_file import ALPHABET, read_json_file
+    from mnemo.ranks import merges_of_ranks
+    from mnemo.tokenizer_json import converted_vocab, listed_pairs, ranked_tokens
+
+    _, scanned = read_json_file(converted[0], "tokenizer.json")
+    assert scanned is not None
+    model = scanned.read(True, [])
+    assert model is not None
+    tokens = ranked_tokens(model, ALPHABET)
+    assert tokens is not None
+    found, derived = converted_vocab(model, scanned.data, scanned._spans, tokens), merges_of_ranks(tokens)
+    assert found is not None and derived is not None
+    for field in ("merges", "public", "proper", "whole", "ranked", "spelled", "tables"):
+        assert getattr(found, field) == getattr(derived, field), field
+    assert listed_pairs(model, scanned.data, scanned._spans, derived.merges, derived.public)
