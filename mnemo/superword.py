@@ -167,6 +167,20 @@ def kind_in(data: bytes, start: i64, end: i64, pattern: i64) -> i64:
     return chunk_kind(data, start, end)
 
 
+def _kinds(prefix: bytes) -> bytes:
+    """chunk_kind of prefix + each ASCII byte, by the byte."""
+    out = bytearray(128)
+    for b in range(128):
+        chunk = prefix + bytes([b])
+        out[b] = chunk_kind(chunk, 0, len(chunk))
+    return bytes(out)
+
+
+#: chunk_kind of the one-byte ASCII chunks and of a space and one ASCII byte (add_both).
+_KIND1: Final[bytes] = _kinds(b"")
+_KIND2: Final[bytes] = _kinds(b" ")
+
+
 def coarse_end(data: bytes, pos: i64, end: i64, pattern: i64) -> i64:
     """The end of the coarse chunk that starts at `pos` (a stage-1 chunk start) in data[:end]."""
     e = chunk_end(data, pos, end, pattern)
@@ -334,8 +348,8 @@ class CoarseCounter:
     the same pass (add_both), or a table of its own.  `to_counts` hands all of it on."""
 
     words: WordCounter
+    #: the id stream (CoarseCounts.ids) as it is written
     ids: BytesWriter
-    pending: vec[i64]
     max_chunk_bytes: i64
     n_bytes: i64
     n_chunks: i64
@@ -351,24 +365,10 @@ class CoarseCounter:
             )
         self.words = words
         self.ids = BytesWriter()
-        self.pending = vec[i64]()
         self.max_chunk_bytes = max_chunk_bytes
         self.n_bytes = 0
         self.n_chunks = 0
         self.skipped = 0
-
-    def flush(self, parts: i64) -> None:
-        """The coarse chunk (or piece of one) of `parts` stage-1 chunks whose ids are `pending`,
-        once (one alone is counted in `words` already)."""
-        if parts == 1:
-            return
-        ids = self.ids
-        pending = self.pending
-        k: i64 = 0
-        while k < parts:
-            write_i32_le(ids, i32(pending[k]))
-            k += 1
-        write_i32_le(ids, i32(END_OF_COARSE))
 
     def to_counts(self) -> CoarseCounts:
         wblob, wmeta = self.words.to_packed()
@@ -396,17 +396,24 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
     given, must be that table: as WordCounter.add would count, the same skips of long chunks),
     and the coarse chunks they make in `coarse` (add_coarse's rule).  One walk instead of two:
     the chunk ends are found once, and each chunk's id comes from the one look-up that counts
-    it."""
+    it.  Each id goes to the id stream as it comes and is taken back (truncated) when its
+    coarse chunk ends with it alone, and the kind of the commonest chunks comes from their
+    first bytes or a table, with no call (docs/superword.md, eighth round: the joining had
+    cost about two thirds of what the look-ups did)."""
     table = coarse.words
     if words is not None and words is not table:
         raise ConfigError("add_both counts the words in the coarse counter's own word table (CoarseCounter(words=...))")
     limit: i64 = coarse.max_chunk_bytes
     end: i64 = len(data)
     n_fine: i64 = 0
+    out = coarse.ids
+    ascii_class = _ASCII
+    kind1 = _KIND1
+    kind2 = _KIND2
+    known = pattern <= KNOWN_PATTERNS
     n_coarse: i64 = 0
     piece: i64 = 0  # the coarse chunk being counted starts here (a long one is counted in pieces)
-    parts: i64 = 0  # ... and holds this many stage-1 chunks, whose ids are coarse.pending[:parts]
-    pending = coarse.pending
+    parts: i64 = 0  # ... and holds this many stage-1 chunks, whose ids end the id stream
     joinable = False  # it ends with a JOIN chunk
     pos: i64 = 0
     while pos < end:
@@ -418,36 +425,45 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
             table.skipped += 1
         else:
             wid = table.count(data, pos, e, 1)
-        k = kind_in(data, pos, e, pattern)
-        if not (joinable and k != KIND_HARD):
-            # a new coarse chunk starts at pos: count what the last one has left
+        # kind_in inline: a letter run of a shipped pattern from its first one or two bytes, an
+        # ASCII chunk of one byte or of a space and one byte from a table (chunk_kind's answers:
+        # ",", ".", " (", "\n", "5" -- a third of English's chunks)
+        k: i64 = KIND_HARD
+        b: i64 = data[pos]
+        if known and b < 0x80 and ascii_class[b] == _LETTER:
+            k = KIND_JOIN
+        elif n == 1 and b < 0x80:
+            k = kind1[b]
+        elif n == 2 and b == 0x20 and data[pos + 1] < 0x80:
+            k = kind2[data[pos + 1]]
+        elif known and b == 0x20 and n > 1 and data[pos + 1] < 0x80 and ascii_class[data[pos + 1]] == _LETTER:
+            k = KIND_JOIN
+        else:
+            k = chunk_kind(data, pos, e)
+        if not (joinable and k != KIND_HARD) or e - piece > limit:
+            # a new coarse chunk (or piece of one: the piece cannot take this chunk) starts at
+            # pos: end the last one -- one chunk alone is taken back, two or more get their end
             if pos > piece:
-                coarse.flush(parts)
+                if parts == 1:
+                    out.truncate(len(out) - 4)
+                else:
+                    write_i32_le(out, i32(END_OF_COARSE))
                 n_coarse += 1
             piece = pos
             parts = 0
-        if e - piece > limit:
-            # the piece cannot take this chunk: count it up to here, and the chunk starts the next
-            # piece, or is skipped when it is too long alone
-            if pos > piece:
-                coarse.flush(parts)
-                n_coarse += 1
-            piece = pos
-            parts = 0
-            if n > limit:
+            if n > limit:  # too long alone: skipped
                 coarse.skipped += 1
                 piece = e
         if piece != e:
-            if parts < len(pending):
-                pending[parts] = wid
-            else:
-                pending = append(pending, wid)
-                coarse.pending = pending
+            write_i32_le(out, i32(wid))
             parts += 1
         joinable = k == KIND_JOIN
         pos = e
     if end > piece:
-        coarse.flush(parts)
+        if parts == 1:
+            out.truncate(len(out) - 4)
+        else:
+            write_i32_le(out, i32(END_OF_COARSE))
         n_coarse += 1
     coarse.n_bytes += end
     coarse.n_chunks += n_coarse
