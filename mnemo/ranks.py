@@ -20,6 +20,11 @@ an open-addressing table of every token, and confirmed byte by byte: no bytes ob
 lookup.  Tokens under LONG_TOKEN bytes use an array of pair ranks (a scan per step); longer ones
 a binary heap of (rank, position) with stale entries skipped, as `_split_by_ranks` does, so a
 49,152-byte token stays O(n log n).
+
+A file that lists every pair of tokens that spells each token (a tokenizer.json converted from
+ranks) needs no such merge for most tokens: `PairSplits` picks each token's pair among the
+listed ones by a walk down the two parts' own merges, and merges the bytes of the few it cannot
+settle that way (its docstring; tokenizer_json.converted_vocab feeds it).
 """
 
 from __future__ import annotations

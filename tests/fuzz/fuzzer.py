@@ -1299,9 +1299,30 @@ def mutate(rng: random.Random, target: str, data: bytes, others: Sequence[bytes]
 # ---- seeds and mutators of the issue-28 surfaces ---------------------------------------------
 
 
+def make_converted_seed(seed_dir: Path, tok: Any) -> None:
+    """converted.json: the seed's ranks as transformers' TikTokenConverter writes them (Llama 3's
+    layout: ignore_merges, ids = ranks, every pair of tokens that spells a token listed), with a
+    token no merge makes and one whose merge glues a part ranked after it, so that both ways of
+    finding a token's pair (from its listed pairs, or by merging its bytes) are fuzzed.  Left
+    out when transformers is not installed."""
+    import base64 as b64
+
+    try:
+        from transformers.convert_slow_tokenizer import TikTokenConverter
+    except ImportError:
+        return
+    ranks = [tok.decode_single_token_bytes(i) for i in range(256 + len(tok.merges))]
+    ranks += [b"\x05\x06\x07", b"\x01\x02\x03", b"\x01\x02"]  # whole; made of the next one
+    plain = seed_dir / "converted.tiktoken"
+    plain.write_bytes(b"".join(b64.b64encode(raw) + b" %d\n" % r for r, raw in enumerate(ranks)))
+    converter = TikTokenConverter(vocab_file=str(plain), pattern=GPT2_PAT, extra_special_tokens=["<|endoftext|>"])
+    converter.converted().save(str(seed_dir / "converted.json"))
+
+
 def make_surface_seeds(seed_dir: Path, tok: Any) -> None:
     """A shard directory (as `tokenize --ray` writes it, its shards written in this process),
-    the three stack sets with their sidecars, and a tekken file, from the seed tokenizer."""
+    the three stack sets with their sidecars, a tekken file and a converted tokenizer.json, from
+    the seed tokenizer."""
     import base64 as b64
 
     from mnemo.shards import Manifest, Shard, shard_name, shard_origin, write_manifest
@@ -1339,6 +1360,7 @@ def make_surface_seeds(seed_dir: Path, tok: Any) -> None:
                 for j, name in enumerate(["<unk>", "<s>", "</s>", "[INST]", "[/INST]"] + [f"<SPECIAL_{j}>" for j in range(5, 40)])]
     (seed_dir / "tekken.json").write_text(json.dumps({"config": config, "vocab": vocab, "version": 1, "type": "Tekken",
                                                       "special_tokens": specials}))
+    make_converted_seed(seed_dir, tok)
 
 
 #: GPT-2's split regex as tiktoken writes it (r50k_base): the tiktoken reference's pattern.
@@ -1368,7 +1390,7 @@ def load_surface_seeds(seed_dir: Path) -> dict[str, list[bytes]]:
         "pickle": [pack_parts([b"exact", bin_image, b""]), pack_parts([b"exact", bin_image, repr(("seed", {"<|start|>": "<|bos|>"})).encode()])],
         "tekken": [read("tekken.json")],
         "tiktoken_ref": [read("seed.tiktoken")],
-        "hf_ref": [read("tokenizer.json")],
+        "hf_ref": [read("tokenizer.json")] + ([read("converted.json")] if (seed_dir / "converted.json").exists() else []),
         "url": [pack_files([("tokenizer.bin", bin_image)], b"tokenizer.bin"),
                 pack_files([("seed.tiktoken", read("seed.tiktoken"))], b"seed.tiktoken"),
                 pack_files([("tokenizer.json", read("tokenizer.json"))], b"tokenizer.json"),
