@@ -697,6 +697,89 @@ static PyObject *id_lists(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return out;
 }
 
+/* ---- lists the cyclic GC need not walk ------------------------------------------------ */
+
+/* Whether o can be in no reference cycle: an object of a type the GC does not know (int,
+ * bytes, str, float, None ...) or one it does not track. */
+static inline int gc_atom(PyObject *o) { return !PyObject_IS_GC(o) || !PyObject_GC_IsTracked(o); }
+
+/* Whether o is a tuple of atoms (CPython's own collections untrack such a tuple the first
+ * time they see it: _PyTuple_MaybeUntrack). */
+static int atom_tuple(PyObject *o) {
+    if (!PyTuple_CheckExact(o)) return 0;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(o); j++)
+        if (!gc_atom(PyTuple_GET_ITEM(o, j))) return 0;
+    return 1;
+}
+
+/* untrack_atoms(objects): when every item of the list is an atom or a tuple of atoms,
+ * untrack those tuples and the list and return True; else change nothing and return False.
+ * A vocabulary's lists of 128,000-200,000 ints, bytes and pairs were walked item by item by
+ * every full collection of the process (an item's type read for each: 7-14 ms a collection).
+ * Appending to such a list later does not track it again: it is for lists that stay atoms.
+ * A list that is not tracked is left as it is (True): only this module untracks lists. */
+static PyObject *untrack_atoms(PyObject *self, PyObject *arg) {
+    if (!PyList_CheckExact(arg)) {
+        PyErr_Format(PyExc_TypeError, "untrack_atoms(): objects must be a list, got %s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    if (!PyObject_GC_IsTracked(arg)) Py_RETURN_TRUE; /* this function's, or pair_list's */
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    PyObject **items = ((PyListObject *)arg)->ob_item;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!gc_atom(items[i]) && !atom_tuple(items[i])) Py_RETURN_FALSE;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!gc_atom(items[i])) PyObject_GC_UnTrack(items[i]);
+    PyObject_GC_UnTrack(arg);
+    Py_RETURN_TRUE;
+}
+
+/* pair_list(packed) -> [(a, b), ...] of the int32 pairs in `packed` (native order; a buffer,
+ * or a BytesWriter read in place), the tuples and the list untracked as untrack_atoms leaves
+ * them: a vocabulary's merges (ranks.rank_vocab), whose 128,000-200,000 tuples each young
+ * collection walked and untracked in turn while they were made. */
+static PyObject *pair_list(PyObject *self, PyObject *arg) {
+    Py_buffer v;
+    const uint8_t *p;
+    Py_ssize_t n = packed_ids(arg, 1, "pair_list", &v, &p);
+    if (n < 0) return NULL;
+    PyObject *out = NULL;
+    if (n % 2 != 0) {
+        PyErr_Format(PyExc_ValueError, "pair_list(): packed holds %zd int32, not whole pairs", n);
+        goto done;
+    }
+    out = PyList_New(n / 2);
+    if (out == NULL) goto done;
+    PyObject_GC_UnTrack(out);
+    /* No collection while the loop runs: each 700 tuples made would start one (and each tenth
+     * of those a collection of the middle generation, then a full one), and none could find
+     * anything in what it makes: untracked tuples of ints. */
+    int was_enabled = PyGC_Disable();
+    for (Py_ssize_t k = 0; k < n / 2; k++) {
+        int32_t ab[2];
+        memcpy(ab, p + 8 * k, 8);
+        PyObject *a = PyLong_FromLong(ab[0]);
+        PyObject *b = a ? PyLong_FromLong(ab[1]) : NULL;
+        PyObject *t = b ? PyTuple_New(2) : NULL;
+        if (t == NULL) {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            Py_CLEAR(out);
+            if (was_enabled) PyGC_Enable();
+            goto done;
+        }
+        PyTuple_SET_ITEM(t, 0, a);
+        PyTuple_SET_ITEM(t, 1, b);
+        PyObject_GC_UnTrack(t);
+        PyList_SET_ITEM(out, k, t);
+    }
+    if (was_enabled) PyGC_Enable();
+done:
+    if (v.obj) PyBuffer_Release(&v);
+    return out;
+}
+
 /* ---- module -------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -722,6 +805,8 @@ static PyMethodDef methods[] = {
     {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,
      "id_list(packed, objects, wide) -> list"},
     {"huge_pages_of", huge_pages_of, METH_O, "huge_pages_of(objects) -> int"},
+    {"untrack_atoms", untrack_atoms, METH_O, "untrack_atoms(objects) -> bool"},
+    {"pair_list", pair_list, METH_O, "pair_list(packed) -> list of (int, int)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -63,7 +63,7 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64, u8
 
 from mnemo.errors import ConfigError, InputError
-from mnemo.kernels import align_offset, huge_pages, huge_pages_of, id_list, writer_in_place
+from mnemo.kernels import align_offset, huge_pages, huge_pages_of, id_list, untrack_atoms, writer_in_place
 
 # Whether kernels.id_list reads a BytesWriter where it is (writer_ids)
 WRITER_IN_PLACE: Final = writer_in_place()
@@ -369,6 +369,7 @@ class Encoder:
         # At most INT_OBJECTS of them: the low ids are the frequent ones, and 200,000 objects
         # (o200k) spread over 6 MB crowded the encoder's own tables out of the cache.
         self.ints = [k for k in range(min(n + n_whole + 256, INT_OBJECTS))]
+        untrack_atoms(self.ints)  # lists of atoms the cyclic GC need not walk (kernels.untrack_atoms)
         self.id_objects = self.ints
         self.spells = import_spells(tables, n)
         if spelled is None:
@@ -376,6 +377,7 @@ class Encoder:
         # the bytes of every token, 256 + merges of them: the Tokenizer's vocabulary reuses the
         # list instead of spelling 200,000 tokens again (o200k)
         self.spelled = spelled
+        untrack_atoms(spelled)
         if monotone and not repeated:
             self.fill_spells(spelled)
         self.fill_cross(spelled)
@@ -1697,11 +1699,26 @@ def line_aligned(n: i64) -> tuple[vec[i64], i64]:
 
 
 def same_bytes(a: bytes, a_at: i64, b: bytes, b_at: i64, n: i64) -> bool:
-    """a[a_at:a_at + n] == b[b_at:b_at + n], without making either slice."""
-    i: i64 = 0
-    while i < n and a[a_at + i] == b[b_at + i]:
-        i += 1
-    return i == n
+    """a[a_at:a_at + n] == b[b_at:b_at + n], without making either slice (both spans inside
+    their bytes).  Eight bytes at a time: n >= 8 ends on the last eight bytes (overlapping the
+    word before); a shorter span is one word of each, its first n bytes compared, when both
+    bytes objects hold eight bytes from there -- else byte by byte."""
+    if n >= 8:
+        last: i64 = n - 8
+        i: i64 = 0
+        while i < last:
+            if read_i64_le(a, a_at + i) != read_i64_le(b, b_at + i):
+                return False
+            i += 8
+        return read_i64_le(a, a_at + last) == read_i64_le(b, b_at + last)
+    if a_at + 8 <= len(a) and b_at + 8 <= len(b):
+        # the bytes past the span shifted out (not a mask of `1 << 8n`: mypyc writes that
+        # literal 1 as a C int, 32 bits wide)
+        return n == 0 or (read_i64_le(a, a_at) ^ read_i64_le(b, b_at)) << ((8 - n) << 3) == 0
+    j: i64 = 0
+    while j < n and a[a_at + j] == b[b_at + j]:
+        j += 1
+    return j == n
 
 
 def put(dst: BytesWriter, x: i64) -> None:

@@ -65,6 +65,19 @@ writer_in_place() -> bool
     Whether the loaded librt.strings has the BytesWriter layout id_list reads (its ABI 1); if
     not, callers pass getvalue()'s copy (Encoder.writer_ids).
 
+untrack_atoms(objects) -> bool
+    When every item of the list `objects` is an object the cyclic GC does not track (an int,
+    bytes, a str ...) or a tuple of such, untrack those tuples and the list, and say True; else
+    change nothing and say False.  For a vocabulary's long lists (its ids, tokens and merges),
+    which every full collection of the process walked item by item.  A list stays untracked
+    when something is appended to it later: it is for lists that only ever hold such items.
+
+pair_list(packed) -> list of (int, int)
+    [(a, b), ...] of the int32 pairs in `packed` (native order; a buffer, or a BytesWriter
+    read in place), the tuples and the list untracked as untrack_atoms leaves them (a
+    vocabulary's merges, ranks.rank_vocab; the compiled twin is the list of tuples built
+    from the same values, which the tests compare).  An odd number of int32 is a ValueError.
+
 backend() names the kernels in use ("avx2" or "c"); backends() lists those this build can
 run on this CPU; set_backend(name) switches (tests and benchmarks do); asm_built() says
 whether the NASM objects were linked in at all.
@@ -84,9 +97,11 @@ from mnemo._kernels import (
     id_list,
     id_lists,
     memeq,
+    pair_list,
     pair_positions,
     pair_scan,
     set_backend,
+    untrack_atoms,
     writer_in_place,
 )
 
@@ -101,8 +116,10 @@ __all__ = [
     "id_list",
     "id_lists",
     "memeq",
+    "pair_list",
     "pair_positions",
     "pair_scan",
     "set_backend",
+    "untrack_atoms",
     "writer_in_place",
 ]

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from librt.strings import BytesWriter
+from librt.strings import BytesWriter, write_i32_le
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64, u8
 
 from mnemo.encode_chunk import heap_push, same_bytes, sift_down, tables_from_ranks
+from mnemo.kernels import pair_list, untrack_atoms
 
 
 #: Base64 digit values; 64 for '=', 255 for every byte no base64 text holds.
@@ -444,9 +445,12 @@ def rank_vocab(tokens: list[bytes], byte_rank: vec[i64], splits: vec[i64], impro
     while b < 256:
         own[byte_rank[b]] = b
         b += 1
-    merges: list[tuple[int, int]] = []
     public: list[int] = [int(byte_rank[b]) for b in range(256)]
     spelled: list[bytes] = [tokens[byte_rank[b]] for b in range(256)]
+    # lists of atoms that the cyclic GC need not walk, untracked before they grow
+    # (kernels.untrack_atoms; the merges from pair_list are made so)
+    untrack_atoms(public)
+    untrack_atoms(spelled)
     whole: list[bytes] = []
     whole_ranks: list[int] = []
     r: i64 = 0
@@ -464,6 +468,7 @@ def rank_vocab(tokens: list[bytes], byte_rank: vec[i64], splits: vec[i64], impro
         r += 1
     ranked: bool = len(whole) > 0
     unsure: vec[u8] = vec[u8]()  # unsure[k]: merge k's token had an improper step
+    pairs = BytesWriter()  # the merges as int32 pairs, made into tuples at once by pair_list
     for k in range(256, len(public)):
         unsure = append(unsure, improper[public[k]])
         split = splits[public[k]]
@@ -473,8 +478,10 @@ def rank_vocab(tokens: list[bytes], byte_rank: vec[i64], splits: vec[i64], impro
             return None  # cannot be: a part that is glued has a pair of its own (vocab.ranked_pairs)
         if left >= k or right >= k:
             ranked = True
-        merges.append((left, right))
+        write_i32_le(pairs, i32(left))
+        write_i32_le(pairs, i32(right))
     public.extend(whole_ranks)
+    merges: list[tuple[int, int]] = pair_list(pairs.getvalue())
     return RankVocab(merges, public, proper and not ranked, whole, ranked, spelled, tables_from_ranks(spelled, unsure))
 
 

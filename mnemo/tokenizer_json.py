@@ -36,12 +36,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from librt.strings import BytesWriter, read_i64_le
+from librt.strings import BytesWriter, read_i64_le, write_i32_le
 from librt.vecs import append, vec
-from mypy_extensions import i64, u8
+from mypy_extensions import i32, i64, u8
 
 from mnemo.encode_chunk import same_bytes
 from mnemo.jsonfield import json_string, skip_space
+from mnemo.kernels import pair_list, untrack_atoms
 from mnemo.ranks import HASH_MUL, M32, M62, MIX, PairSplits, RankVocab, byte_ranks
 
 _QUOTE: Final = 0x22
@@ -357,6 +358,7 @@ class PlainModel:
     def __init__(self, blob: bytes, offsets: vec[i64], ids: vec[i64]) -> None:
         self.pairs = []
         self.public = []
+        untrack_atoms(self.public)  # ints the cyclic GC need not walk (kernels.untrack_atoms)
         self.blob = blob
         self.offsets = offsets
         self.ids = ids
@@ -560,7 +562,6 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
     the last one), then the parts looked up, then the rule checked.  The rule is the one-pass
     rule: each token made once, its parts a byte or a token made by an earlier merge."""
     made = model.made
-    pairs = model.pairs
     public = model.public
     for byte in range(256):
         char = byte_keys[byte]
@@ -628,12 +629,15 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
         found[j] = x
         j += 1
     k = 0
+    pairs = BytesWriter()  # made into tuples at once by pair_list (untracked by the GC)
     while k < n:
         e = tokens[k]
         model.entry_of = append(model.entry_of, e)
-        pairs.append((int(found[2 * k]), int(found[2 * k + 1])))
+        write_i32_le(pairs, i32(found[2 * k]))
+        write_i32_le(pairs, i32(found[2 * k + 1]))
         public.append(int(model.ids[e]))
         k += 1
+    model.pairs = pair_list(pairs.getvalue())
     return True
 
 
@@ -734,6 +738,7 @@ def spelled_keys(model: PlainModel, alphabet: list[int]) -> list[bytes] | None:
     blob = model.blob
     offsets = model.offsets
     out: list[bytes] = []
+    untrack_atoms(out)  # a list of bytes the cyclic GC need not walk (kernels.untrack_atoms)
     w = BytesWriter()
     for e in model.entry_of:
         w.truncate(0)

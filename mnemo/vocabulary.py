@@ -30,6 +30,7 @@ from mnemo.encode_chunk import Encoder, export_tables
 from mnemo.errors import ArgumentTypeError, ConfigError, FormatError, UnknownTokenError
 from mnemo.fileio import read_file, write_atomic
 from mnemo.idmap import is_identity, packed_ids, placed
+from mnemo.kernels import untrack_atoms
 from mnemo.patterns import SplitPattern, compile_pattern, identity, label, stored_id
 from mnemo.special_match import Found, SpecialMatcher, lacks
 from mnemo.streaming import text_bytes
@@ -260,6 +261,11 @@ class Vocabulary:
             else:
                 self._vocab = placed(vocab, public, self._n_ids)
         self._n_holes = self._n_ids - n_vocab
+        # the long lists of ints, bytes and pairs it keeps, which every full collection of the
+        # process walked item by item: 7-14 ms a collection for Llama 3 or o200k (docs/speed.md)
+        for atoms in (merges, whole, vocab, public, self._vocab):
+            if isinstance(atoms, list):
+                untrack_atoms(atoms)
         self._pattern_id = split_pattern.id
         if public is not None:
             # the encoder's lists hold the public ids (public's own int objects): no second pass

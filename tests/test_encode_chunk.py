@@ -27,7 +27,7 @@ from mnemo.errors import ConfigError
 from mnemo.idmap import remap_in_place
 from mnemo.encode_chunk import (
     BYPASS_CHUNKS, BYPASS_ON, CACHE_MAX_BYTES, LONG_CHUNK, LONG_WORD_MAX, PIECES_GAIN, PIECES_OFF, PIECES_SKIP, RUN_BYTES,
-    SMALL_MAX_BYTES, Encoder, export_tables, ids_of, lists_of, put,
+    SMALL_MAX_BYTES, Encoder, export_tables, ids_of, lists_of, put, same_bytes,
 )
 from mnemo.interop import bytes_to_unicode, load_gpt2
 from mnemo.ranks import merges_of_ranks
@@ -1020,3 +1020,24 @@ def test_tables_start_on_a_cache_line(gpt2_encoder: tuple[Encoder, list[tuple[in
     for table, at in (("words", enc.words_at), ("lwords", enc.lwords_at), ("front", enc.front_at), ("small", enc.small_at)):
         v = np.frombuffer(getattr(enc, table), dtype=np.int64)
         assert not v[:at].any(), table
+
+
+def test_same_bytes_every_length_offset_and_difference() -> None:
+    """same_bytes compares a word at a time (the last word overlapping, a short span masked when
+    both bytes objects hold eight bytes from its start, else byte by byte): against slices, for
+    spans of 0-20 bytes at every offset -- the ends of both objects included -- equal, and with
+    one byte changed at each place."""
+    rng = random.Random(7)
+    base = bytes(rng.randrange(256) for _ in range(24))
+    for n in range(21):
+        for a_at in range(len(base) - n + 1):
+            for b_at in (0, 1, 5, 9, 24 - n, max(0, 17 - n)):
+                if b_at + n > 24:
+                    continue
+                b = bytearray(rng.randrange(256) for _ in range(24))
+                b[b_at:b_at + n] = base[a_at:a_at + n]
+                assert same_bytes(base, a_at, bytes(b), b_at, n)
+                for k in range(n):
+                    c = bytearray(b)
+                    c[b_at + k] ^= 1 << rng.randrange(8)
+                    assert not same_bytes(base, a_at, bytes(c), b_at, n), (n, a_at, b_at, k)

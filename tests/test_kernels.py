@@ -675,3 +675,78 @@ def test_align_offset() -> None:
         kernels.align_offset(data, 0)
     with pytest.raises(TypeError, match="memory must be a buffer"):
         kernels.align_offset(3, 64)  # type: ignore[arg-type]
+
+
+def test_untrack_atoms_untracks_lists_of_atoms_only() -> None:
+    """untrack_atoms untracks a list of ints, bytes, strings, None and tuples of those (the
+    tuples too), and leaves a list holding anything the GC tracks as it was, its tuples too."""
+    import gc
+
+    pairs = [(i, i + 1000) for i in range(300, 1300)]
+    atoms: list[object] = [*range(1000, 2000), b"ab", "cd", None, 1.5, *pairs]
+    assert gc.is_tracked(atoms) and all(gc.is_tracked(t) for t in pairs)
+    assert kernels.untrack_atoms(atoms) is True
+    assert not gc.is_tracked(atoms) and not any(gc.is_tracked(t) for t in pairs)
+    assert kernels.untrack_atoms(atoms) is True  # already untracked: as it is
+    assert atoms[1000:1004] == [b"ab", "cd", None, 1.5] and atoms[1004:] == pairs
+    class Thing:
+        pass
+
+    # (an empty dict or a dict of atoms is one CPython itself does not track)
+    for holder in ({"k": []}, [], (1, []), (1, (2, [])), Thing()):
+        n = len(str(holder)) + 5000
+        others = [(n, n + 1), 7, holder]  # a tuple made at run time: tracked
+        assert kernels.untrack_atoms(others) is False
+        assert gc.is_tracked(others) and gc.is_tracked(others[0])
+    with pytest.raises(TypeError, match="objects must be a list"):
+        kernels.untrack_atoms((1, 2))  # type: ignore[arg-type]
+
+
+def test_untracked_lists_are_still_freed_and_collected_around() -> None:
+    """An untracked list of atoms is freed by its reference count; a cycle through a tracked
+    object that refers to it is still collected."""
+    import gc
+    import weakref
+
+    class Box:
+        pass
+
+    box = Box()
+    box.items = [(1000, 2000)] * 3  # type: ignore[attr-defined]
+    kernels.untrack_atoms(box.items)  # type: ignore[attr-defined]
+    box.me = box  # type: ignore[attr-defined]
+    ref = weakref.ref(box)
+    del box
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 699, 701, 5000])
+def test_pair_list_equals_the_tuples_of_its_pairs(n: int) -> None:
+    """pair_list against its twin (the list of tuples of the same int32 values, bytes, a numpy
+    array, a BytesWriter), every tuple and the list untracked; an odd count is refused."""
+    import gc
+
+    from librt.strings import BytesWriter, write_i32_le
+
+    rng = random.Random(n)
+    values = [rng.choice([0, 1, 255, 256, 257, 65535, 65536, 2**31 - 1, -1, -(2**31)]) if k % 7 == 0
+              else rng.randrange(2**31) for k in range(2 * n)]
+    twin = [(values[2 * k], values[2 * k + 1]) for k in range(n)]
+    packed = np.array(values, dtype=np.int32)
+    w = BytesWriter()
+    for v in values:
+        write_i32_le(w, v)
+    sources: list[object] = [packed.tobytes(), packed, w.getvalue()]
+    if kernels.writer_in_place():
+        sources.append(w)
+    for src in sources:
+        got = kernels.pair_list(src)  # type: ignore[arg-type]
+        assert got == twin
+        assert all(type(t) is tuple and len(t) == 2 for t in got)
+        assert not gc.is_tracked(got) and not any(gc.is_tracked(t) for t in got)
+    with pytest.raises(ValueError, match="not whole pairs"):
+        kernels.pair_list(np.zeros(3, dtype=np.int32))
+    with pytest.raises(ValueError):
+        kernels.pair_list(b"\0" * 6)
+    assert gc.isenabled()  # the pause inside is over
