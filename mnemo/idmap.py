@@ -20,6 +20,8 @@ from librt.strings import BytesWriter, write_i32_le
 from librt.vecs import vec
 from mypy_extensions import i32, i64, u8
 
+from mnemo.kernels import untrack_atoms
+
 
 def remap_in_place(ids: list[Any], table: list[Any]) -> None:
     """ids[i] = table[ids[i]] for every i.  Every id must index `table` (the Tokenizer's ids do)."""
@@ -100,6 +102,7 @@ def placed(tokens: list[bytes], public: list[int], n_ids: i64) -> list[bytes | N
     public id; the ids are distinct and below n_ids): one compiled pass, where numpy's object
     arrays (fill, scatter, tolist) took 5.6 ms of o200k_base's load."""
     table: list[bytes | None] = [None] * n_ids
+    untrack_atoms(table)  # bytes and None: nothing the cyclic GC need walk (kernels.untrack_atoms)
     i: i64 = 0
     for raw in tokens:
         table[public[i]] = raw

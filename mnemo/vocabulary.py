@@ -18,7 +18,7 @@ import itertools
 import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Self, cast
+from typing import Self, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,19 @@ from mnemo.vocab import (
 )
 from mnemo.superword import SuperEncoder, rule_id
 from mnemo.vocabfile import MAX_BIN_BYTES, MAX_WHOLE_BYTES, WRITER, encode_tokenizer_bin, id_width, parse_tokenizer_bin
+
+
+_Atom = TypeVar("_Atom", bytes, bytes | None)
+
+
+def _untracked(*parts: Iterable[_Atom]) -> list[_Atom]:
+    """The parts joined in a list the cyclic GC does not track, untracked while empty (no pass
+    over the items to check them: kernels.untrack_atoms)."""
+    out: list[_Atom] = []
+    untrack_atoms(out)
+    for part in parts:
+        out.extend(part)
+    return out
 
 
 def _fingerprint(fields: TokenizerFields, split_pattern: SplitPattern) -> str:
@@ -218,7 +231,7 @@ class Vocabulary:
             sup = SuperEncoder(merges, fields.superword, rule_id(fields.stage2 or ""), wide=n_vocab > VOCAB16)
             self._encoder = sup
             spelled = sup.full.spelled
-        vocab: list[bytes] = spelled + whole + [name.encode("utf-8") for name in specials]
+        vocab: list[bytes] = _untracked(spelled, whole, [name.encode("utf-8") for name in specials])
         names = {name: 256 + len(merges) + len(whole) + j for j, name in enumerate(specials)}
 
         self.superword: int | None = fields.superword
@@ -247,7 +260,8 @@ class Vocabulary:
         self._public_array: npt.NDArray[np.unsignedinteger] | None = None
         if public is None:
             self.special_tokens: dict[str, int] = names
-            self._vocab = list(vocab)
+            untracked: list[bytes | None] = _untracked(vocab)
+            self._vocab = untracked
         else:
             # packed and placed by compiled loops (idmap.py): numpy's conversions of 200,000
             # ints and objects were 13 ms of o200k's load, a Python loop 40 ms

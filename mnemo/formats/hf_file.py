@@ -13,6 +13,12 @@ filled, is what json.loads of the whole text gives.
 Whenever the compiled walk declines (not a tokenizer.json, keys with escapes, a key twice, ...)
 or any step fails, the whole text goes through json.loads as before, so every error a file gets
 is the one the plain parse words (same line, column and message).
+
+model.merges' end is taken from the end of the text when the file ends `] } }` (Spans.guessed:
+tokenizers writes every file so), not found by walking the array.  A reader that walks its items
+to that end proves it; before anything else uses it (`fill`, or an error), `spans_hold` walks the
+array, and when the array ends elsewhere -- a member after model.merges that the cut-out text
+lost -- from_json starts again from json.loads of the whole file (`Misguessed`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from mnemo.tokenizer_json import (
     model_spans,
     ranked_tokens,
     read_vocab,
+    skip_brackets,
     spelled_keys,
 )
 from mnemo.vocab import TokenizerFields
@@ -56,6 +63,21 @@ class ScannedModel:
         self._source = source
         self._what = what
         self._filled = False
+        self._proven = not spans.guessed  # whether spans.merges_end is known to be the array's end
+
+    def spans_hold(self) -> bool:
+        """Whether model.merges ends where the spans say: a guessed end (Spans.guessed) checked
+        by walking the array, once, unless a reader walked its items to that end already."""
+        if not self._proven:
+            spans = self._spans
+            if skip_brackets(self._data, spans.merges_start, len(self._data)) != spans.merges_end:
+                return False
+            self._proven = True
+        return True
+
+    def whole(self) -> Any:
+        """json.loads of the whole file (its errors worded as the plain parse words them)."""
+        return _whole(self._data, self._source, self._what)
 
     @property
     def data(self) -> bytes:
@@ -75,6 +97,7 @@ class ScannedModel:
             return None if any(len(text) > 1 and model.get(text) is not None for text in contents) else model
         if not alphabet_merges(model, self._data, self._spans, BYTE_KEYS):
             return None
+        self._proven = True  # every item walked, to the ']' the spans name
         return model if set(model.leftover()) <= contents else None
 
     def spelled(self, model: PlainModel) -> list[bytes] | None:
@@ -105,6 +128,7 @@ class ScannedModel:
             return None
         if vocab is None and not listed_pairs(model, self._data, self._spans, fields.merges, fields.id_map):
             return None
+        self._proven = True  # every item walked, to the ']' the spans name
         return fields
 
     def fill(self, obj: dict[str, Any]) -> None:
@@ -112,6 +136,8 @@ class ScannedModel:
         reads them (once)."""
         if self._filled:
             return
+        if not self.spans_hold():
+            raise Misguessed
         spans = self._spans
         values = []
         for start, end in ((spans.vocab_start, spans.vocab_end), (spans.merges_start, spans.merges_end)):
@@ -166,6 +192,11 @@ def read_json_bytes(data: bytes, source: str, what: str) -> tuple[Any, ScannedMo
 
 def _whole(data: bytes, source: str, what: str) -> Any:
     return parse_json(utf8_text(data, source), source, what)
+
+
+class Misguessed(Exception):
+    """model.merges does not end where the text's end said (Spans.guessed): the text parsed
+    without it lost a member; from_json starts again from the whole file."""
 
 
 class _Repeated(Exception):

@@ -50,7 +50,7 @@ from mnemo.formats.common import (
     tokenizer_of,
 )
 from mnemo.formats.hf_added import AddedToken, AddedVocabulary, parse_added_tokens, tokenizers_ids
-from mnemo.formats.hf_file import PlainVocab, ScannedModel, read_json_bytes
+from mnemo.formats.hf_file import Misguessed, PlainVocab, ScannedModel, read_json_bytes
 from mnemo.formats.hf_normalize import Form, normalize, parse_normalizer
 from mnemo.formats.hf_post import PostProcessor, parse_post_processor, post_processor_json
 from mnemo.formats.hf_pretok import TOKENIZERS_UNICODE, PreTokenizer, Runner, compiled_pattern, parse_pre_tokenizer
@@ -684,7 +684,11 @@ def from_json(
     from the file's bytes in the plain case, else put back into `obj` here."""
     try:
         return _from_json(obj, source, add_special_tokens, plain_ok, session, scanned)
-    except MnemoError:
+    except (MnemoError, Misguessed):
+        if scanned is not None and not scanned.spans_hold():
+            # model.merges ends before the end of the text said: `obj` lost a member after it
+            whole = scanned.whole()
+            return from_json(whole, source, add_special_tokens=add_special_tokens, plain_ok=plain_ok, session=session)
         if scanned is not None:
             # json.loads of the whole file stops at a syntax error in those values first
             scanned.fill(obj)

@@ -248,7 +248,15 @@ def test_a_pipeline_keeps_the_whole_json(small: Tokenizer, tmp_path: Path, extra
     ],
 )
 def test_the_walk_declines(text: str) -> None:
-    assert model_spans(text.encode("utf-8")) is None
+    """The walk declines these; with model.merges' end taken from the end of the text, it
+    declines them too or takes an end that the walk over the array disproves (two "model"
+    members: the second one's ']' ends the text), so the file is parsed whole."""
+    data = text.encode("utf-8")
+    assert model_spans(data, guess=False) is None
+    spans = model_spans(data)
+    assert spans is None or (
+        spans.guessed and skip_brackets(data, spans.merges_start, len(data)) != spans.merges_end
+    )
 
 
 def test_the_walk_finds_the_values() -> None:
@@ -358,5 +366,59 @@ def test_edited_files_load_as_whole_files(compact: bytes, tmp_path: Path, data: 
     changes = [(model_at + at % (len(compact) - model_at), cut, put) for at, cut, put in changes]
     path = tmp_path / "edited.json"
     path.write_bytes(apply(compact, changes))
+    fast, whole = both(path)
+    assert fast == whole
+
+
+# ---- model.merges' end taken from the end of the text ----
+
+
+def test_the_end_of_the_merges_is_taken_from_the_end_of_the_text(small: Tokenizer, tmp_path: Path) -> None:
+    """A file as tokenizers writes it (model.merges last in the model, the model last in the
+    file) has its merges' end from the text's end (Spans.guessed), where the walk over the array
+    (guess=False) finds it too; the file loads as json.loads of the whole reads it."""
+    for indent in (None, 1, 4):
+        data = json.dumps(to_hf_json(small), indent=indent, ensure_ascii=False).encode("utf-8") + b" \n"
+        guessed, walked = model_spans(data), model_spans(data, guess=False)
+        assert guessed is not None and walked is not None
+        assert guessed.guessed and not walked.guessed
+        assert (guessed.vocab_start, guessed.vocab_end, guessed.merges_start, guessed.merges_end) == (
+            walked.vocab_start, walked.vocab_end, walked.merges_start, walked.merges_end)
+    path = write(tmp_path / "tokenizer.json", to_hf_json(small), ensure_ascii=False)
+    fast, whole = both(path)
+    assert fast == whole and fast[0] == "plain" and plain_taken(path)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        '"extra": [1, 2]',  # an array member after the merges: the text ends "]}}" all the same
+        '"ignore_merges": true, "extra": []',  # a member that decides how the file reads, lost with it
+        '"type": "BPE", "extra": [["a", "b"]]',
+        '"extra": "]", "more": [[]]',
+    ],
+)
+def test_a_member_after_the_merges_is_not_lost(small: Tokenizer, tmp_path: Path, after: str) -> None:
+    """When the model has a member after model.merges whose value is an array, the end of the
+    text names that array's ']': the guess is wrong, the readers' walk over the items stops at
+    the merges' own ']', and the file loads as json.loads of the whole reads it (an error where
+    that gives one) -- not from a text that lost the member."""
+    obj = to_hf_json(small)
+    model = obj["model"]
+    for key in ("type", "ignore_merges"):
+        if key in after:
+            model.pop(key, None)
+    text = json.dumps(obj, ensure_ascii=False)
+    merges_json = json.dumps(model["merges"], ensure_ascii=False)
+    at = text.index('"merges": ' + merges_json) + len('"merges": ' + merges_json)
+    text = text[:at] + ", " + after + text[at:]
+    assert text.endswith("]}}")
+    data = text.encode("utf-8")
+    spans = model_spans(data)
+    assert spans is not None and spans.guessed and spans.merges_end == len(data) - 2  # the wrong ']'
+    walked = model_spans(data, guess=False)
+    assert walked is not None and walked.merges_end < spans.merges_end
+    path = tmp_path / "tokenizer.json"
+    path.write_text(text, encoding="utf-8")
     fast, whole = both(path)
     assert fast == whole
