@@ -735,14 +735,41 @@ static PyObject *untrack_atoms(PyObject *self, PyObject *arg) {
     Py_RETURN_TRUE;
 }
 
-/* pair_list(packed) -> [(a, b), ...] of the int32 pairs in `packed` (native order; a buffer,
- * or a BytesWriter read in place), the tuples and the list untracked as untrack_atoms leaves
- * them: a vocabulary's merges (ranks.rank_vocab), whose 128,000-200,000 tuples each young
- * collection walked and untracked in turn while they were made. */
-static PyObject *pair_list(PyObject *self, PyObject *arg) {
+/* The int object of x: objects[x] (a new reference) when x indexes the list `objects` (may be
+ * NULL), else a new int. */
+static inline PyObject *int_of(int32_t x, PyObject **objs, Py_ssize_t n_objs) {
+    if (x >= 0 && (Py_ssize_t)x < n_objs) {
+        Py_INCREF(objs[x]);
+        return objs[x];
+    }
+    return PyLong_FromLong(x);
+}
+
+/* pair_list(packed, objects) -> [(a, b), ...] of the int32 pairs in `packed` (native order; a
+ * buffer, or a BytesWriter read in place), the tuples and the list untracked as untrack_atoms
+ * leaves them: a vocabulary's merges (ranks.rank_vocab), whose 128,000-200,000 tuples each
+ * young collection walked and untracked in turn while they were made.  A value that indexes
+ * the list `objects` (or None) is that item (the vocabulary's int objects, shared: two new ints
+ * a merge were 8 MB of o200k's fresh memory), any other a new int. */
+static PyObject *pair_list(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "pair_list() takes 2 positional arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject **objs = NULL;
+    Py_ssize_t n_objs = 0;
+    if (args[1] != Py_None) {
+        if (!PyList_Check(args[1])) {
+            PyErr_Format(PyExc_TypeError, "pair_list(): objects must be a list or None, got %s",
+                         Py_TYPE(args[1])->tp_name);
+            return NULL;
+        }
+        objs = ((PyListObject *)args[1])->ob_item;
+        n_objs = PyList_GET_SIZE(args[1]);
+    }
     Py_buffer v;
     const uint8_t *p;
-    Py_ssize_t n = packed_ids(arg, 1, "pair_list", &v, &p);
+    Py_ssize_t n = packed_ids(args[0], 1, "pair_list", &v, &p);
     if (n < 0) return NULL;
     PyObject *out = NULL;
     if (n % 2 != 0) {
@@ -754,20 +781,20 @@ static PyObject *pair_list(PyObject *self, PyObject *arg) {
     PyObject_GC_UnTrack(out);
     /* No collection while the loop runs: each 700 tuples made would start one (and each tenth
      * of those a collection of the middle generation, then a full one), and none could find
-     * anything in what it makes: untracked tuples of ints. */
+     * anything in what it makes: untracked tuples of ints.  (Nothing in the loop runs Python
+     * code, so `objects` cannot change under it.) */
     int was_enabled = PyGC_Disable();
     for (Py_ssize_t k = 0; k < n / 2; k++) {
         int32_t ab[2];
         memcpy(ab, p + 8 * k, 8);
-        PyObject *a = PyLong_FromLong(ab[0]);
-        PyObject *b = a ? PyLong_FromLong(ab[1]) : NULL;
+        PyObject *a = int_of(ab[0], objs, n_objs);
+        PyObject *b = a ? int_of(ab[1], objs, n_objs) : NULL;
         PyObject *t = b ? PyTuple_New(2) : NULL;
         if (t == NULL) {
             Py_XDECREF(a);
             Py_XDECREF(b);
             Py_CLEAR(out);
-            if (was_enabled) PyGC_Enable();
-            goto done;
+            break;
         }
         PyTuple_SET_ITEM(t, 0, a);
         PyTuple_SET_ITEM(t, 1, b);
@@ -806,7 +833,8 @@ static PyMethodDef methods[] = {
      "id_list(packed, objects, wide) -> list"},
     {"huge_pages_of", huge_pages_of, METH_O, "huge_pages_of(objects) -> int"},
     {"untrack_atoms", untrack_atoms, METH_O, "untrack_atoms(objects) -> bool"},
-    {"pair_list", pair_list, METH_O, "pair_list(packed) -> list of (int, int)"},
+    {"pair_list", (PyCFunction)(void (*)(void))pair_list, METH_FASTCALL,
+     "pair_list(packed, objects) -> list of (int, int)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -72,11 +72,13 @@ untrack_atoms(objects) -> bool
     which every full collection of the process walked item by item.  A list stays untracked
     when something is appended to it later: it is for lists that only ever hold such items.
 
-pair_list(packed) -> list of (int, int)
+pair_list(packed, objects) -> list of (int, int)
     [(a, b), ...] of the int32 pairs in `packed` (native order; a buffer, or a BytesWriter
     read in place), the tuples and the list untracked as untrack_atoms leaves them (a
     vocabulary's merges, ranks.rank_vocab; the compiled twin is the list of tuples built
-    from the same values, which the tests compare).  An odd number of int32 is a ValueError.
+    from the same values, which the tests compare).  A value that indexes the list `objects`
+    (or None) is that list's item, shared; any other a new int.  An odd number of int32 is a
+    ValueError.
 
 backend() names the kernels in use ("avx2" or "c"); backends() lists those this build can
 run on this CPU; set_backend(name) switches (tests and benchmarks do); asm_built() says

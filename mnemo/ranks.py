@@ -29,7 +29,7 @@ settle that way (its docstring; tokenizer_json.converted_vocab feeds it).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, cast
 
 from librt.strings import BytesWriter, write_i32_le
 from librt.vecs import append, vec
@@ -445,14 +445,20 @@ def rank_vocab(tokens: list[bytes], byte_rank: vec[i64], splits: vec[i64], impro
     while b < 256:
         own[byte_rank[b]] = b
         b += 1
-    public: list[int] = [int(byte_rank[b]) for b in range(256)]
+    # One int object per value below `count`, which the ids (`public`) and the merges' parts
+    # share (typed `object`, so that mypyc keeps each object instead of unboxing and boxing it
+    # again): new ints for every merge's parts and every id were 12 MB of fresh memory for the
+    # Llama-3-like ranks.  Lists of atoms that the cyclic GC need not walk, untracked before
+    # they grow (kernels.untrack_atoms; pair_list makes the merges so).
+    ints: list[object] = [k for k in range(count)]
+    untrack_atoms(ints)
+    public: list[object] = [ints[byte_rank[b]] for b in range(256)]
     spelled: list[bytes] = [tokens[byte_rank[b]] for b in range(256)]
-    # lists of atoms that the cyclic GC need not walk, untracked before they grow
-    # (kernels.untrack_atoms; the merges from pair_list are made so)
     untrack_atoms(public)
     untrack_atoms(spelled)
     whole: list[bytes] = []
-    whole_ranks: list[int] = []
+    whole_ranks = vec[i64]()
+    merged = vec[i64]()  # the rank of each merge's token
     r: i64 = 0
     while r < count:
         if len(tokens[r]) > 1:
@@ -460,29 +466,35 @@ def rank_vocab(tokens: list[bytes], byte_rank: vec[i64], splits: vec[i64], impro
                 proper = False
             if splits[r] == NONE:
                 whole.append(tokens[r])
-                whole_ranks.append(int(r))
+                whole_ranks = append(whole_ranks, r)
             else:
-                own[r] = len(public)  # 256 bytes, then one entry per token with a pair so far
-                public.append(int(r))
+                own[r] = 256 + len(merged)
+                merged = append(merged, r)
+                public.append(ints[r])
                 spelled.append(tokens[r])
         r += 1
     ranked: bool = len(whole) > 0
     unsure: vec[u8] = vec[u8]()  # unsure[k]: merge k's token had an improper step
     pairs = BytesWriter()  # the merges as int32 pairs, made into tuples at once by pair_list
-    for k in range(256, len(public)):
-        unsure = append(unsure, improper[public[k]])
-        split = splits[public[k]]
+    k: i64 = 0
+    while k < len(merged):
+        unsure = append(unsure, improper[merged[k]])
+        split = splits[merged[k]]
         left: i64 = own[(split >> ID_BITS) & M21]
         right: i64 = own[split & M21]
         if left == NONE or right == NONE:
             return None  # cannot be: a part that is glued has a pair of its own (vocab.ranked_pairs)
-        if left >= k or right >= k:
+        if left >= 256 + k or right >= 256 + k:
             ranked = True
         write_i32_le(pairs, i32(left))
         write_i32_le(pairs, i32(right))
-    public.extend(whole_ranks)
-    merges: list[tuple[int, int]] = pair_list(pairs.getvalue())
-    return RankVocab(merges, public, proper and not ranked, whole, ranked, spelled, tables_from_ranks(spelled, unsure))
+        k += 1
+    for t in whole_ranks:
+        public.append(ints[t])
+    merges: list[tuple[int, int]] = pair_list(pairs.getvalue(), cast(list[int], ints))
+    return RankVocab(
+        merges, cast(list[int], public), proper and not ranked, whole, ranked, spelled, tables_from_ranks(spelled, unsure)
+    )
 
 
 class Merger:

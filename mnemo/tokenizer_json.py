@@ -669,7 +669,7 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
         write_i32_le(pairs, i32(found[2 * k + 1]))
         public.append(int(model.ids[e]))
         k += 1
-    model.pairs = pair_list(pairs.getvalue())
+    model.pairs = pair_list(pairs.getvalue(), None)
     return True
 
 

@@ -506,7 +506,7 @@ def _checked_merges(
     # every part is below 256 + n now: int32.  Tuples the cyclic GC does not track, made with
     # no collection in between (kernels.pair_list: list(zip(...)) of o200k's 199,742 pairs
     # started 285 collections, 17 ms of a 150 ms load)
-    return pair_list(np.ascontiguousarray(pairs, dtype=np.int32).data)
+    return pair_list(np.ascontiguousarray(pairs, dtype=np.int32).data, None)
 
 
 def _checked_id_map(

@@ -740,13 +740,27 @@ def test_pair_list_equals_the_tuples_of_its_pairs(n: int) -> None:
     sources: list[object] = [packed.tobytes(), packed, w.getvalue()]
     if kernels.writer_in_place():
         sources.append(w)
+    objects = [int(str(k)) for k in range(70000)]  # distinct objects, not CPython's small ints
     for src in sources:
-        got = kernels.pair_list(src)  # type: ignore[arg-type]
-        assert got == twin
-        assert all(type(t) is tuple and len(t) == 2 for t in got)
-        assert not gc.is_tracked(got) and not any(gc.is_tracked(t) for t in got)
+        for objs in (None, objects, []):
+            got = kernels.pair_list(src, objs)  # type: ignore[arg-type]
+            assert got == twin
+            assert all(type(t) is tuple and len(t) == 2 for t in got)
+            assert not gc.is_tracked(got) and not any(gc.is_tracked(t) for t in got)
+            if objs is objects:  # a value that indexes the list is its object, shared
+                assert all(x is objects[x] for t in got for x in t if 0 <= x < 70000)
+    three = objects[300]
+    before = sys.getrefcount(three)
+    got = kernels.pair_list(np.array([300, 300, 300, 5], dtype=np.int32), objects)
+    during = sys.getrefcount(three)
+    assert got == [(300, 300), (300, 5)] and got[0][0] is three
+    del got
+    after = sys.getrefcount(three)
+    assert (during, after) == (before + 3, before)
     with pytest.raises(ValueError, match="not whole pairs"):
-        kernels.pair_list(np.zeros(3, dtype=np.int32))
+        kernels.pair_list(np.zeros(3, dtype=np.int32), None)
     with pytest.raises(ValueError):
-        kernels.pair_list(b"\0" * 6)
+        kernels.pair_list(b"\0" * 6, None)
+    with pytest.raises(TypeError, match="objects must be a list or None"):
+        kernels.pair_list(b"", (1, 2))  # type: ignore[arg-type]
     assert gc.isenabled()  # the pause inside is over
