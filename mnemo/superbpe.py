@@ -112,8 +112,8 @@ def learn_stage2(
         words = Stage2Words(enc, coarse, pid)
     else:
         words = Stage2Words(enc, coarse, pid, sketch_bits=SEAMS.sketch_bits)
-    stats.words = len(words.ends)
-    stats.tokens = words.ends[-1] if len(words.ends) else 0
+    stats.words = words.n_words
+    stats.tokens = words.n_tokens
     theta = SEAMS.theta
     if theta is None:
         theta = max(2, words.count_at_rank(n_merges - len(merges)) // THETA_DIVISOR)

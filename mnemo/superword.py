@@ -65,12 +65,16 @@ PIECE_FIELDS: Final[i64] = 4
 #: Stage2Words' count-min sketch: 2 ** SKETCH_BITS i16 counters (1 MB: the second-level cache
 #: of the machines measured), saturating at SKETCH_MAX, in lines of 2 ** LINE_BITS (64 bytes);
 #: a pair counts in three counters of one line.
-SKETCH_BITS: Final[i64] = 19
+SKETCH_BITS: Final[i64] = 20
 SKETCH_MAX: Final[i64] = 32767
 LINE_BITS: Final[i64] = 5
 LINE_MASK: Final[i64] = 31
 #: Stage2Words.add_batch's pairs at a time.
 SKETCH_BATCH: Final[i64] = 16
+#: a token id's bits in Stage2Words.edge
+ID_MASK: Final[i64] = 0x1FFFFF
+#: Stage2Words.pieces reads coarse chunks into a buffer of about this many tokens.
+PIECE_BUF: Final[i64] = 1 << 14
 #: Stage2Words.pieces hands PieceTable this many pieces at a time (add_batch).
 PIECE_BATCH: Final[i64] = 16
 #: PieceTable.packed sorts 16 bits a pass.
@@ -766,8 +770,8 @@ class SuperEncoder(Encoder):
 
 class Stage2Words:
     """Stage 2's words: each coarse chunk of a CoarseCounts as its stage-1 tokens (each stage-1
-    chunk encoded alone, `SuperEncoder.word_ids`: once per distinct chunk of the id stream), and
-    an upper bound of the weighted count of every adjacent pair of them.
+    chunk encoded alone, `SuperEncoder.word_ids`, once per distinct chunk), never written out
+    as one array: `pieces` reads them from the id stream and the encodings of its chunks.
 
     `pieces(theta)` cuts the words where the pair of stage-1 tokens has a count below theta.
     Exact for every merge of count >= theta: a stage-2 token is made of stage-1 tokens in one
@@ -782,14 +786,18 @@ class Stage2Words:
 
     The cut needs no exact count, only one that is never too low: a pair left uncut below theta
     makes a piece longer, still exact (the argument above holds for any cut at pairs of count
-    below theta).  So the pairs are counted in a count-min sketch (`sketch`): two rows of
-    2 ** sketch_bits counters (i16, saturating at SKETCH_MAX), each pair adding to one counter
-    a row, conservatively (both raised to the smaller one plus the weight, not each by the
-    weight), its estimate the smaller of the two -- never below its count (nor below
-    SKETCH_MAX when its count is above it).  At the default size the sketch is 1 MB, the
-    second-level cache, where the exact count of every pair (2.45 M distinct pairs of 100 MB of
-    English) took 136 MB of bucket entries and a second pass over the tokens; 1.3 % of the
-    occurrences of pairs below theta there stay uncut (docs/superword.md).
+    below theta).  So the pairs are counted in a count-min sketch (`sketch`): 2 ** sketch_bits
+    i16 counters (saturating at SKETCH_MAX) in lines of 32; a pair counts in three counters of
+    one line (three fields of its hash), conservatively (each raised to the smallest of the
+    three plus the weight, not each by the weight), its estimate the smallest of the three --
+    never below its count (nor below SKETCH_MAX when its count is above it).  At the default
+    size the sketch is 1 MB, the second-level cache, and a pair's update one line, where the
+    exact count of every pair (2.45 M distinct pairs of 100 MB of English) took 136 MB of bucket
+    entries and a second pass over the tokens; 1.3 % of the occurrences of pairs below theta
+    there stay uncut (docs/superword.md).  A stage-1 chunk's own pairs are counted once per
+    distinct chunk, weighted by its count (every occurrence of a chunk is in one coarse chunk);
+    the id stream adds the pairs where two chunks meet, from each chunk's first and last token
+    (`edge`, one load a chunk occurrence).
 
     theta comes from the count of the (stage-2 merges)-th most frequent pair (`count_at_rank`),
     read off the sketch too: a pair of count c raises its counters to at least c, so about 2.906
@@ -797,13 +805,24 @@ class Stage2Words:
     distinct ones on average), and the ceil(2.906 k)-th largest counter stands for the k-th
     largest count (100 MB of English: 176-178 for the exact 184 at k = 8,192 with 3k; 25 MB: 49
     for 50 -- a little low, where pairs sharing counters lower it further: an error costs
-    longer pieces, not a second run).
+    longer pieces, not a second run)."""
 
-    `ids` holds the words' tokens up to ends[-1] (beyond that, zeros: it is not sliced)."""
-
-    ids: vec[i32]
-    ends: vec[i64]
-    wcounts: vec[i64]
+    #: the coarse chunks given as bytes, encoded: their tokens, ends and counts
+    stoks: vec[i32]
+    sends: vec[i64]
+    scounts: vec[i64]
+    #: the id stream, and each word (stage-1 chunk) by id: `edge`, first token << 40 | last
+    #: << 16 | number of tokens (n); `body`, the same for n <= 2, pool start << 16 | n for more
+    #: (its tokens in `pool`): each pass over the id stream loads one of them; `alone`, its
+    #: count as a coarse chunk of its own
+    cids: bytes
+    edge: vec[i64]
+    body: vec[i64]
+    pool: vec[i32]
+    alone: vec[i64]
+    #: the words (coarse chunks of two tokens or more) and their tokens
+    n_words: i64
+    n_tokens: i64
     #: the sketch: 2 ** sbits counters, a pair's three in the line `lshift` names
     sketch: vec[i16]
     sbits: i64
@@ -822,27 +841,16 @@ class Stage2Words:
     ) -> None:
         """`sketch_bits`: log2 of the sketch's counters (at least LINE_BITS: one line; the tests
         make it small, so that pairs share counters)."""
-        # the tokens are stored at q, not appended (a call through librt's table for each of the
-        # 19.6 M tokens of 100 MB of English); the array zero-filled a block at a time, to about
-        # 4 bytes a token of the chunks given as bytes, 1.1-1.2 tokens a stage-1 chunk in `ids`
-        # (four bytes each), a few tokens a word alone, and lengthened if that is short
-        ids = _filled32(len(coarse.sblob) // 3 + len(coarse.ids) * 5 // 16 + len(coarse.wmeta) // 4 + 16, 0)
-        q: i64 = 0
-        self.ends = vec[i64]()
-        self.wcounts = vec[i64]()
         if sketch_bits < LINE_BITS:
             sketch_bits = LINE_BITS
         self.sbits = sketch_bits
         # a pair's line: the top bits of key * HASH_MUL; its counters in the line: three
         # five-bit fields of key * PIECE_MUL (two may be one counter: the sketch stays sound)
-        lshift: i64 = 64 - (sketch_bits - LINE_BITS)
-        lmask: i64 = (1 << (sketch_bits - LINE_BITS)) - 1
-        self.lshift = lshift
-        self.lmask = lmask
+        self.lshift = 64 - (sketch_bits - LINE_BITS)
+        self.lmask = (1 << (sketch_bits - LINE_BITS)) - 1
         self.lines = _filled64(SKETCH_BATCH, 0)
         self.touch = 0
-        sk = _filled16(1 << sketch_bits, 0)
-        self.sketch = sk
+        self.sketch = _filled16(1 << sketch_bits, 0)
         self.pairs = vec[i64]()
         self.pmask = 0
         self.n_pairs = 0
@@ -850,11 +858,13 @@ class Stage2Words:
         # arithmetic mypyc would do on boxed objects for every word
         most: i64 = MAX_PAIR_TOTAL
         total: i64 = 0
-        key: i64 = 0
-        ends = self.ends
-        wcounts = self.wcounts
+        n_words: i64 = 0
+        n_tokens: i64 = 0
         # the coarse chunks given as bytes: each re-split and encoded (they are counted: one call
-        # a distinct chunk)
+        # a distinct chunk), kept as tokens
+        stoks = vec[i32]()
+        sends = vec[i64]()
+        scounts = vec[i64]()
         blob = coarse.sblob
         meta = coarse.smeta
         bpos: i64 = 0
@@ -868,114 +878,152 @@ class Stage2Words:
                 if wcount > (most - total) // (n - 1):
                     _too_many_pairs(blob[bpos : bpos + wlen])  # the slice only here, not a bytes object a word
                 total += wcount * (n - 1)
-                if q + n > len(ids):
-                    ids = _room32(ids, q + n)
                 tk = enc.tk2
-                ids[q] = i32(tk[0])
-                q += 1
+                stoks = append(stoks, i32(tk[0]))
                 i: i64 = 1
                 while i < n:
-                    ids[q] = i32(tk[i])
+                    stoks = append(stoks, i32(tk[i]))
                     self.add(key_of(tk[i - 1], tk[i]), wcount)
-                    q += 1
                     i += 1
-                ends = append(ends, q)
-                wcounts = append(wcounts, wcount)
+                sends = append(sends, len(stoks))
+                scounts = append(scounts, wcount)
+                n_words += 1
+                n_tokens += n
             bpos += wlen
-        # the longer ones, a stage-1 chunk at a time by its id: its tokens encoded on its first
-        # occurrence into `pool`, then copied from there (`at`: pool start << 24 | length)
+        self.stoks = stoks
+        self.sends = sends
+        self.scounts = scounts
+        # every word of the table encoded, in order (its bytes read in order, not by the id
+        # stream's random ids), its own pairs counted by its count
         wblob = coarse.wblob
-        starts = word_starts(coarse.wmeta)
-        at = _filled64(len(starts) - 1, -1)
+        wmeta = coarse.wmeta
+        n_ids: i64 = len(wmeta) // META_BYTES
+        edge = _filled64(n_ids, 0)
+        body = _filled64(n_ids, 0)
         pool = vec[i32]()
-        cids = coarse.ids
+        bpos = 0
+        x: i64 = 0
+        while x < n_ids:
+            wlen = read_i64_le(wmeta, x * META_BYTES)
+            wcount = read_i64_le(wmeta, x * META_BYTES + 8)
+            n = enc.word_ids(wblob, bpos, bpos + wlen, pattern)
+            bpos += wlen
+            tk = enc.tk2
+            if n == 0:  # (an empty word: no token; the id stream never names one)
+                edge[x] = 0
+                x += 1
+                continue
+            edge[x] = (tk[0] << 40) | (tk[n - 1] << 16) | n
+            body[x] = edge[x]
+            if n >= 3:
+                body[x] = (i64(len(pool)) << 16) | n
+                i = 0
+                while i < n:
+                    pool = append(pool, i32(tk[i]))
+                    i += 1
+            if n >= 2 and wcount > 0:
+                if wcount > (most - total) // (n - 1):
+                    _too_many_pairs(wblob[bpos - wlen : bpos])
+                total += wcount * (n - 1)
+                i = 1
+                while i < n:
+                    self.add(key_of(tk[i - 1], tk[i]), wcount)
+                    i += 1
+            x += 1
+        # the id stream: the pairs where two chunks meet, a batch at a time (add_batch); each
+        # coarse chunk holds two chunks or more, so two tokens or more
         batch = _filled64(SKETCH_BATCH, 0)
         nb: i64 = 0
-        first: i64 = q  # where the coarse chunk being read starts in ids
-        last: i64 = -1  # the token before, in the coarse chunk being read (-1: none yet)
+        cids = coarse.ids
+        last: i64 = -1  # the last token of the chunk before, in the coarse chunk being read
+        p: i64 = 0
+        while p < len(cids):
+            x = i64(read_i32_le(cids, p))
+            p += 4
+            if x == END_OF_COARSE:
+                last = -1
+                n_words += 1
+                continue
+            e: i64 = edge[x]
+            if last >= 0:
+                batch[nb] = (last << ID_BITS) | (e >> 40)
+                nb += 1
+                if nb == SKETCH_BATCH:
+                    self.add_batch(batch, nb)
+                    nb = 0
+                # one pair more than the chunks' own, counted above
+                if total > most - 1:
+                    _too_many_pairs(b"")
+                total += 1
+            last = (e >> 16) & ID_MASK
+            n_tokens += e & 0xFFFF
+        self.add_batch(batch, nb)
+        # the stage-1 chunks that are coarse chunks of their own, as often as they are
+        alone = coarse.alone()
+        x = 0
+        while x < n_ids:
+            if alone[x] > 0 and (edge[x] & 0xFFFF) >= 2:
+                n_words += 1
+                n_tokens += edge[x] & 0xFFFF
+            x += 1
+        self.cids = cids
+        self.edge = edge
+        self.body = body
+        self.pool = pool
+        self.alone = alone
+        self.n_words = n_words
+        self.n_tokens = n_tokens
+
+    def word_tokens(self, x: i64, dst: vec[i32], q: i64) -> i64:
+        """Word x's tokens written to dst[q:] (long enough); returns how many."""
+        e = self.body[x]
+        n: i64 = e & 0xFFFF
+        if n <= 2:
+            dst[q] = i32(e >> 40)
+            if n == 2:
+                dst[q + 1] = i32((e >> 16) & ID_MASK)
+            return n
+        pool = self.pool
+        j: i64 = e >> 16
+        k: i64 = 0
+        while k < n:
+            dst[q + k] = pool[j + k]
+            k += 1
+        return n
+
+    def materialized(self) -> tuple[vec[i32], vec[i64], vec[i64]]:
+        """Every word as its tokens, (tokens, ends, counts): the chunks given as bytes, the
+        coarse chunks of the id stream, then the chunks alone (the tests' view, and pair_count's)."""
+        toks = _filled32(self.n_tokens + FILL_BLOCK, 0)
+        ends = vec[i64]()
+        counts = vec[i64]()
+        q: i64 = 0
+        while q < len(self.stoks):
+            toks[q] = self.stoks[q]
+            q += 1
+        w: i64 = 0
+        while w < len(self.sends):
+            ends = append(ends, self.sends[w])
+            counts = append(counts, self.scounts[w])
+            w += 1
+        cids = self.cids
         p: i64 = 0
         while p < len(cids):
             x: i64 = i64(read_i32_le(cids, p))
             p += 4
             if x == END_OF_COARSE:
-                # two stage-1 chunks or more: at least two tokens
-                n = q - first
-                if total > most - (n - 1):
-                    _too_many_pairs(b"")
-                total += n - 1
                 ends = append(ends, q)
-                wcounts = append(wcounts, 1)
-                first = q
-                last = -1
-                continue
-            r = at[x]
-            if r < 0:
-                n = enc.word_ids(wblob, starts[x], starts[x + 1], pattern)
-                r = (i64(len(pool)) << 24) | n
-                at[x] = r
-                tk = enc.tk2
-                i = 0
-                while i < n:
-                    pool = append(pool, i32(tk[i]))
-                    i += 1
-            j: i64 = r >> 24
-            stop: i64 = j + (r & 0xFFFFFF)
-            if q + (stop - j) > len(ids):
-                ids = _room32(ids, q + (stop - j))
-            while j < stop:
-                tok: i64 = i64(pool[j])
-                ids[q] = i32(tok)
-                if last >= 0:
-                    # a weight of 1 (17 M of the 17.3 M pairs of 100 MB of English): `add_batch`
-                    # a batch at a time
-                    batch[nb] = (last << ID_BITS) | tok
-                    nb += 1
-                    if nb == SKETCH_BATCH:
-                        self.add_batch(batch, nb)
-                        nb = 0
-                last = tok
-                q += 1
-                j += 1
-        self.add_batch(batch, nb)
-        # the stage-1 chunks that are coarse chunks of their own, as often as they are
-        alone = coarse.alone()
+                counts = append(counts, 1)
+            else:
+                q += self.word_tokens(x, toks, q)
         x = 0
-        while x < len(alone):
-            wcount = alone[x]
-            if wcount > 0:
-                r = at[x]
-                if r < 0:  # met alone only: encoded here, where it is copied from
-                    n = enc.word_ids(wblob, starts[x], starts[x + 1], pattern)
-                    r = (i64(len(pool)) << 24) | n
-                    tk = enc.tk2
-                    i = 0
-                    while i < n:
-                        pool = append(pool, i32(tk[i]))
-                        i += 1
-                n = r & 0xFFFFFF
-                if n >= 2:
-                    if wcount > (most - total) // (n - 1):
-                        _too_many_pairs(wblob[starts[x] : starts[x + 1]])
-                    total += wcount * (n - 1)
-                    if q + n > len(ids):
-                        ids = _room32(ids, q + n)
-                    j = r >> 24
-                    ids[q] = pool[j]
-                    q += 1
-                    j += 1
-                    while j < (r >> 24) + n:
-                        ids[q] = pool[j]
-                        self.add(key_of(i64(pool[j - 1]), i64(pool[j])), wcount)
-                        q += 1
-                        j += 1
-                    ends = append(ends, q)
-                    wcounts = append(wcounts, wcount)
+        while x < len(self.alone):
+            if self.alone[x] > 0 and (self.edge[x] & 0xFFFF) >= 2:
+                q += self.word_tokens(x, toks, q)
+                ends = append(ends, q)
+                counts = append(counts, self.alone[x])
             x += 1
-        # not sliced to q (a copy of 78 MB of fresh pages on 100 MB of English): the words end at
-        # ends[-1]
-        self.ids = ids
-        self.ends = ends
-        self.wcounts = wcounts
+        return toks, ends, counts
 
     def add(self, key: i64, weight: i64) -> None:
         """Count `weight` occurrences of pair `key` in the sketch."""
@@ -1068,14 +1116,14 @@ class Stage2Words:
             size: i64 = 1024
             self.pairs = _filled64(2 * size, -1)
             self.pmask = size - 1
-            ids = self.ids
+            ids, ends, counts = self.materialized()
             start: i64 = 0
             w: i64 = 0
-            while w < len(self.ends):
-                end = self.ends[w]
+            while w < len(ends):
+                end = ends[w]
                 i: i64 = start + 1
                 while i < end:
-                    self.count_pair(key_of(i64(ids[i - 1]), i64(ids[i])), self.wcounts[w])
+                    self.count_pair(key_of(i64(ids[i - 1]), i64(ids[i])), counts[w])
                     i += 1
                 start = end
                 w += 1
@@ -1148,55 +1196,163 @@ class Stage2Words:
     def pieces(self, theta: i64) -> tuple[bytes, bytes]:
         """The words cut before every pair whose estimate is below theta, as packed counts
         (count.PackedCounts' layout) whose words are the pieces' ids, four bytes each
-        (little-endian); equal pieces added up (PieceTable), pieces of one token left out."""
-        ids = self.ids
-        ends = self.ends
-        wcounts = self.wcounts
-        bits = self.kept(theta)
-        lshift = self.lshift
-        lmask = self.lmask
-        # the distinct pieces' ids: about a quarter of the words' (100 MB of English: 4.3-4.5 M of
-        # 19.6 M), the store lengthened if that is short
-        table = PieceTable((ends[-1] if len(ends) > 0 else 0) // 4)
-        bstarts = _filled64(PIECE_BATCH, 0)
-        bends = _filled64(PIECE_BATCH, 0)
-        bcounts = _filled64(PIECE_BATCH, 0)
-        nb: i64 = 0
+        (little-endian); equal pieces added up (PieceTable), pieces of one token left out.  The
+        words are read as in `materialized`, a coarse chunk at a time into a small buffer."""
+        cut = _Cutter(self.kept(theta), self.lshift, self.lmask, self.n_tokens // 4)
+        buf = _filled32(PIECE_BUF + FILL_BLOCK, 0)
+        stoks = self.stoks
         start: i64 = 0
         w: i64 = 0
-        while w < len(ends):
-            end = ends[w]
-            piece: i64 = start
-            i: i64 = start + 1
-            while i <= end:
-                cut = i == end
-                if not cut:
-                    key: i64 = (i64(ids[i - 1]) << ID_BITS) | i64(ids[i])
-                    # the pair's three counters share a line, so one word of the bitmap
-                    line: i64 = (((key * HASH_MUL) >> lshift) & lmask) << LINE_BITS
-                    g: i64 = key * PIECE_MUL
-                    word: i64 = bits[line >> 6] >> (line & 63)
-                    cut = ((word >> ((g >> 59) & LINE_MASK)) & (word >> ((g >> 53) & LINE_MASK)) & (word >> ((g >> 47) & LINE_MASK)) & 1) == 0
-                if cut:
-                    if i - piece >= 2:
-                        bstarts[nb] = piece
-                        bends[nb] = i
-                        bcounts[nb] = wcounts[w]
-                        nb += 1
-                        if nb == PIECE_BATCH:
-                            table.add_batch(ids, bstarts, bends, bcounts, nb)
-                            nb = 0
-                    piece = i
-                i += 1
+        while w < len(self.sends):
+            end = self.sends[w]
+            if end - start > len(buf):
+                buf = _room32(buf, end - start)
+            q: i64 = 0
+            while q < end - start:
+                buf[q] = stoks[start + q]
+                q += 1
+            cut.span(buf, 0, q, self.scounts[w])
+            cut.flush(buf)
             start = end
             w += 1
-        table.add_batch(ids, bstarts, bends, bcounts, nb)
-        return table.packed()
+        edge = self.edge
+        body = self.body
+        pool = self.pool
+        cids = self.cids
+        # the coarse chunks read into buf a buffer at a time (their ends in `bounds`), then cut:
+        # the reading loop stays short, so that its loads by chunk id overlap
+        bounds = _filled64(PIECE_BUF, 0)
+        nc: i64 = 0
+        q = 0
+        p: i64 = 0
+        while p < len(cids):
+            x: i64 = i64(read_i32_le(cids, p))
+            p += 4
+            if x == END_OF_COARSE:
+                bounds[nc] = q
+                nc += 1
+                if q > PIECE_BUF or nc == PIECE_BUF:
+                    first: i64 = 0
+                    c: i64 = 0
+                    while c < nc:
+                        cut.span(buf, first, bounds[c], 1)
+                        first = bounds[c]
+                        c += 1
+                    cut.flush(buf)
+                    q = 0
+                    nc = 0
+                continue
+            e: i64 = body[x]
+            n: i64 = e & 0xFFFF
+            if q + n > len(buf):
+                buf = _room32(buf, q + n)
+            if n == 1:
+                buf[q] = i32(e >> 40)
+                q += 1
+            elif n == 2:
+                buf[q] = i32(e >> 40)
+                buf[q + 1] = i32((e >> 16) & ID_MASK)
+                q += 2
+            else:
+                j: i64 = e >> 16
+                stop: i64 = j + n
+                while j < stop:
+                    buf[q] = pool[j]
+                    q += 1
+                    j += 1
+        first = 0
+        c = 0
+        while c < nc:
+            cut.span(buf, first, bounds[c], 1)
+            first = bounds[c]
+            c += 1
+        cut.flush(buf)
+        q = 0
+        alone = self.alone
+        x = 0
+        while x < len(alone):
+            if alone[x] > 0 and (edge[x] & 0xFFFF) >= 2:
+                n = edge[x] & 0xFFFF
+                if q + n > len(buf):
+                    buf = _room32(buf, q + n)
+                self.word_tokens(x, buf, q)
+                cut.span(buf, q, q + n, alone[x])
+                q += n
+                if q > PIECE_BUF:
+                    cut.flush(buf)
+                    q = 0
+            x += 1
+        cut.flush(buf)
+        return cut.table.packed()
 
 
 def key_of(a: i64, b: i64) -> i64:
     """The key of the pair (a, b) of stage-1 tokens."""
     return (a << ID_BITS) | b
+
+
+class _Cutter:
+    """Stage2Words.pieces' cut: spans of a buffer of tokens cut where the sketch's bitmap
+    (Stage2Words.kept) says a pair is below theta, the pieces handed to a PieceTable
+    PIECE_BATCH at a time (PieceTable.add_batch); a batch refers to the buffer, so the caller
+    reuses the buffer's start only after `flush`."""
+
+    bits: vec[i64]
+    lshift: i64
+    lmask: i64
+    table: PieceTable
+    bstarts: vec[i64]
+    bends: vec[i64]
+    bcounts: vec[i64]
+    nb: i64
+
+    def __init__(self, bits: vec[i64], lshift: i64, lmask: i64, ids_hint: i64) -> None:
+        self.bits = bits
+        self.lshift = lshift
+        self.lmask = lmask
+        self.table = PieceTable(ids_hint)
+        self.bstarts = _filled64(PIECE_BATCH, 0)
+        self.bends = _filled64(PIECE_BATCH, 0)
+        self.bcounts = _filled64(PIECE_BATCH, 0)
+        self.nb = 0
+
+    def span(self, buf: vec[i32], start: i64, end: i64, count: i64) -> None:
+        """Cut the word buf[start:end] (count `count`) and hand its pieces of two tokens or more on."""
+        bits = self.bits
+        lshift = self.lshift
+        lmask = self.lmask
+        nb = self.nb
+        bstarts = self.bstarts
+        bends = self.bends
+        bcounts = self.bcounts
+        piece: i64 = start
+        i: i64 = start + 1
+        while i <= end:
+            cut = i == end
+            if not cut:
+                key: i64 = (i64(buf[i - 1]) << ID_BITS) | i64(buf[i])
+                # the pair's three counters share a line, so one word of the bitmap
+                line: i64 = (((key * HASH_MUL) >> lshift) & lmask) << LINE_BITS
+                g: i64 = key * PIECE_MUL
+                word: i64 = bits[line >> 6] >> (line & 63)
+                cut = ((word >> ((g >> 59) & LINE_MASK)) & (word >> ((g >> 53) & LINE_MASK)) & (word >> ((g >> 47) & LINE_MASK)) & 1) == 0
+            if cut:
+                if i - piece >= 2:
+                    bstarts[nb] = piece
+                    bends[nb] = i
+                    bcounts[nb] = count
+                    nb += 1
+                    if nb == PIECE_BATCH:
+                        self.table.add_batch(buf, bstarts, bends, bcounts, nb)
+                        nb = 0
+                piece = i
+            i += 1
+        self.nb = nb
+
+    def flush(self, buf: vec[i32]) -> None:
+        """Hand the pending pieces on."""
+        self.table.add_batch(buf, self.bstarts, self.bends, self.bcounts, self.nb)
+        self.nb = 0
 
 
 class PieceTable:

@@ -250,6 +250,18 @@ def test_the_cut_of_stage_two_is_exact(english: list[str], sketch_bits: int | No
         assert sa.piece_tokens < s2.piece_tokens
 
 
+def words_of(words: Stage2Words) -> Counter[tuple[int, ...]]:
+    """Stage2Words' words (materialized) as a multiset of token tuples, equal words added up."""
+    toks, ends, counts = words.materialized()
+    got: Counter[tuple[int, ...]] = Counter()
+    start = 0
+    for end, count in zip(ends, counts):
+        got[tuple(toks[start:end])] += count
+        start = end
+    assert len(ends) == words.n_words and start == words.n_tokens
+    return got
+
+
 def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
     """Stage2Words' pair counts against the pairs of the words built from the definition (regex
     split, naive BPE): the sketch never counts a pair below its count (nor below SKETCH_MAX when
@@ -279,6 +291,11 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
             seqs.append((ids, count))
             for a, b in zip(ids, ids[1:]):
                 pairs[(a << 21) | b] += count
+        want_words: Counter[tuple[int, ...]] = Counter()
+        for ids, count in seqs:
+            if len(ids) >= 2:
+                want_words[tuple(ids)] += count
+        assert words_of(words) == want_words
         assert all(words.pair_count(k) == small.pair_count(k) == c for k, c in pairs.items())
         assert words.n_pairs == small.n_pairs == len(pairs)
         for w in (words, small):
@@ -367,7 +384,9 @@ def test_stage_two_words_by_id_equal_words_by_bytes(english: list[str]) -> None:
     for counts in (one.to_counts(), summed):
         by_id = Stage2Words(enc, counts, pid)
         by_bytes = Stage2Words(enc, coarse_of_packed(*counts.to_packed()), pid)
-        assert by_id.ends[-1] == by_bytes.ends[-1] and len(by_id.ends) == len(by_bytes.ends)
+        assert by_id.n_tokens == by_bytes.n_tokens and by_id.n_words == by_bytes.n_words
+        # the same words, read from the id stream and the chunks' encodings (materialized)
+        assert words_of(by_id) == words_of(by_bytes)
         for w in (by_id, by_bytes):
             w.pair_count(0)
         slots = [list(w.pairs) for w in (by_id, by_bytes)]
