@@ -405,6 +405,28 @@ def test_stage_two_words_by_id_equal_words_by_bytes(english: list[str]) -> None:
         add_both(WordCounter(pid, 256, track=True), one, b"a b", pid)
 
 
+def test_stage_two_words_of_a_chunk_of_many_tokens(english: list[str]) -> None:
+    """A stage-1 chunk of 65,535 tokens or more (max_chunk_bytes raised) keeps its number of
+    tokens beside Stage2Words.edge's field: the same words and pieces by id as by bytes, alone
+    and inside a coarse chunk."""
+    merges = mnemo.train_from_iterator(english[:5], vocab_size=300 + 16, workers=1).merges
+    pid = pattern_id("mnemonic")
+    rng = random.Random(5)
+    long_word = "".join(rng.choice("qxzjkvw") for _ in range(70_000))
+    docs = [f"the {long_word} of it".encode(), f"{long_word}".encode(), b"the cat of it"]
+    words = WordCounter(pid, 200_000, track=True)
+    coarse = CoarseCounter(pid, 200_000, words)
+    for doc in docs:
+        add_both(words, coarse, doc, pid)
+    counts = coarse.to_counts()
+    enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
+    by_id = Stage2Words(enc, counts, pid)
+    by_bytes = Stage2Words(enc, coarse_of_packed(*counts.to_packed()), pid)
+    assert len(by_id.longs) == 2 and max(len(w) for w in words_of(by_id)) >= 65_535  # " qx..." and "qx..."
+    assert words_of(by_id) == words_of(by_bytes)
+    assert packed_to_dict(*by_id.pieces(2)) == packed_to_dict(*by_bytes.pieces(2))
+
+
 def test_radix_sort_of_the_pieces() -> None:
     """superword._sorted_by: values in the order of their keys, equal keys in their first order
     (keys of every 16-bit digit, up to 2**63 - 1, and many repeats)."""
