@@ -71,9 +71,9 @@ LINE_BITS: Final[i64] = 5
 LINE_MASK: Final[i64] = 31
 #: Stage2Words.add_batch's pairs at a time.
 SKETCH_BATCH: Final[i64] = 16
-#: a token id's bits in Stage2Words.edge
+#: a token id's bits in Stage2Words.body
 ID_MASK: Final[i64] = 0x1FFFFF
-#: the number of a chunk's tokens in Stage2Words.edge and .body (N_LONG: that many or more,
+#: the number of a chunk's tokens in Stage2Words.body (N_LONG: that many or more,
 #: the number in Stage2Words.longs: a chunk of 65,535 tokens needs max_chunk_bytes above 65,534)
 N_MASK: Final[i64] = 0xFFFF
 N_LONG: Final[i64] = 0xFFFF
@@ -801,7 +801,7 @@ class Stage2Words:
     there stay uncut (docs/superword.md).  A stage-1 chunk's own pairs are counted once per
     distinct chunk, weighted by its count (every occurrence of a chunk is in one coarse chunk);
     the id stream adds the pairs where two chunks meet, from each chunk's first and last token
-    (`edge`, one load a chunk occurrence).
+    (one load a chunk occurrence, the constructor's `meet`).
 
     theta comes from the count of the (stage-2 merges)-th most frequent pair (`count_at_rank`),
     read off the sketch too: a pair of count c raises its counters to at least c, so about 2.906
@@ -815,12 +815,11 @@ class Stage2Words:
     stoks: vec[i32]
     sends: vec[i64]
     scounts: vec[i64]
-    #: the id stream, and each word (stage-1 chunk) by id: `edge`, first token << 40 | last
-    #: << 16 | number of tokens (n); `body`, the same for n <= 2, pool start << 16 | n for more
-    #: (its tokens in `pool`): each pass over the id stream loads one of them; `alone`, its
-    #: count as a coarse chunk of its own
+    #: the id stream, and each word (stage-1 chunk) by id: `body`, first token << 40 | last
+    #: << 16 | number of tokens (n) for n <= 2, pool start << 16 | n for more (its tokens in
+    #: `pool`; n >= N_LONG: N_LONG, the number in `longs`); `alone`, its count as a coarse
+    #: chunk of its own
     cids: bytes
-    edge: vec[i64]
     body: vec[i64]
     longs: dict[int, int]
     pool: vec[i32]
@@ -903,7 +902,10 @@ class Stage2Words:
         wblob = coarse.wblob
         wmeta = coarse.wmeta
         n_ids: i64 = len(wmeta) // META_BYTES
-        edge = _filled64(n_ids, 0)
+        # `meet` (the id stream's pass only): two fields a word, in one cache line -- first
+        # token << 40 | last << 16 | n, and its count, less one for each occurrence in the id
+        # stream (its count alone at the end: no second pass over the stream, CoarseCounts.alone)
+        meet = _filled64(2 * n_ids, 0)
         longs: dict[int, int] = {}
         body = _filled64(n_ids, 0)
         pool = vec[i32]()
@@ -915,16 +917,16 @@ class Stage2Words:
             n = enc.word_ids(wblob, bpos, bpos + wlen, pattern)
             bpos += wlen
             tk = enc.tk2
+            meet[2 * x + 1] = wcount
             if n == 0:  # (an empty word: no token; the id stream never names one)
-                edge[x] = 0
                 x += 1
                 continue
             nf: i64 = n
             if n >= N_LONG:
                 nf = N_LONG
                 longs[x] = n
-            edge[x] = (tk[0] << 40) | (tk[n - 1] << 16) | nf
-            body[x] = edge[x]
+            meet[2 * x] = (tk[0] << 40) | (tk[n - 1] << 16) | nf
+            body[x] = meet[2 * x]
             if n >= 3:
                 body[x] = (i64(len(pool)) << 16) | nf
                 i = 0
@@ -954,7 +956,8 @@ class Stage2Words:
                 last = -1
                 n_words += 1
                 continue
-            e: i64 = edge[x]
+            e: i64 = meet[2 * x]
+            meet[2 * x + 1] -= 1
             if last >= 0:
                 batch[nb] = (last << ID_BITS) | (e >> 40)
                 nb += 1
@@ -971,14 +974,14 @@ class Stage2Words:
                 n = longs[x]
             n_tokens += n
         self.add_batch(batch, nb)
-        self.edge = edge
         self.body = body
         self.longs = longs
         # the stage-1 chunks that are coarse chunks of their own, as often as they are
-        alone = coarse.alone()
+        alone = _filled64(n_ids, 0)
         x = 0
         while x < n_ids:
-            if alone[x] > 0 and (edge[x] & N_MASK) >= 2:
+            alone[x] = meet[2 * x + 1]
+            if alone[x] > 0 and (body[x] & N_MASK) >= 2:
                 n_words += 1
                 n_tokens += self.n_of(x)
             x += 1
@@ -990,7 +993,7 @@ class Stage2Words:
 
     def n_of(self, x: i64) -> i64:
         """The number of word x's tokens."""
-        n: i64 = self.edge[x] & N_MASK
+        n: i64 = self.body[x] & N_MASK
         if n == N_LONG:
             n = self.longs[x]
         return n
@@ -1039,7 +1042,7 @@ class Stage2Words:
                 q += self.word_tokens(x, toks, q)
         x = 0
         while x < len(self.alone):
-            if self.alone[x] > 0 and (self.edge[x] & N_MASK) >= 2:
+            if self.alone[x] > 0 and (self.body[x] & N_MASK) >= 2:
                 q += self.word_tokens(x, toks, q)
                 ends = append(ends, q)
                 counts = append(counts, self.alone[x])
@@ -1236,7 +1239,6 @@ class Stage2Words:
             cut.flush(buf)
             start = end
             w += 1
-        edge = self.edge
         body = self.body
         pool = self.pool
         cids = self.cids
@@ -1294,7 +1296,7 @@ class Stage2Words:
         alone = self.alone
         x = 0
         while x < len(alone):
-            if alone[x] > 0 and (edge[x] & N_MASK) >= 2:
+            if alone[x] > 0 and (body[x] & N_MASK) >= 2:
                 n = self.n_of(x)
                 if q + n > len(buf):
                     buf = _room32(buf, q + n)
@@ -1358,7 +1360,8 @@ class _Cutter:
                 line: i64 = (((key * HASH_MUL) >> lshift) & lmask) << LINE_BITS
                 g: i64 = key * PIECE_MUL
                 word: i64 = bits[line >> 6] >> (line & 63)
-                cut = ((word >> ((g >> 59) & LINE_MASK)) & (word >> ((g >> 53) & LINE_MASK)) & (word >> ((g >> 47) & LINE_MASK)) & 1) == 0
+                both: i64 = (word >> ((g >> 59) & LINE_MASK)) & (word >> ((g >> 53) & LINE_MASK))
+                cut = (both & (word >> ((g >> 47) & LINE_MASK)) & 1) == 0
             if cut:
                 if i - piece >= 2:
                     bstarts[nb] = piece
