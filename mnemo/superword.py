@@ -62,9 +62,10 @@ HASH_MUL: Final[i64] = 0x2545F4914F6CDD1D
 HASH_SHIFT: Final[i64] = 40
 PIECE_MUL: Final[i64] = 0x3C6EF372FE94F82B
 PIECE_FIELDS: Final[i64] = 4
-#: Stage2Words' count-min sketch: 2 ** SKETCH_BITS i16 counters (1 MB: the second-level cache
-#: of the machines measured), saturating at SKETCH_MAX, in lines of 2 ** LINE_BITS (64 bytes);
-#: a pair counts in three counters of one line.
+#: Stage2Words' count-min sketch: 2 ** SKETCH_BITS i16 counters (2 MB), saturating at
+#: SKETCH_MAX, in lines of 2 ** LINE_BITS (64 bytes); a pair counts in three counters of one
+#: line (100 MB of English: 2 ** 19 left 1.3 % of the occurrences of pairs below theta uncut,
+#: 2 ** 20 0.28 %, 2 ** 21 0.08 %: docs/superword.md).
 SKETCH_BITS: Final[i64] = 20
 SKETCH_MAX: Final[i64] = 32767
 LINE_BITS: Final[i64] = 5
@@ -795,10 +796,10 @@ class Stage2Words:
     one line (three fields of its hash), conservatively (each raised to the smallest of the
     three plus the weight, not each by the weight), its estimate the smallest of the three --
     never below its count (nor below SKETCH_MAX when its count is above it).  At the default
-    size the sketch is 1 MB, the second-level cache, and a pair's update one line, where the
-    exact count of every pair (2.45 M distinct pairs of 100 MB of English) took 136 MB of bucket
-    entries and a second pass over the tokens; 1.3 % of the occurrences of pairs below theta
-    there stay uncut (docs/superword.md).  A stage-1 chunk's own pairs are counted once per
+    size the sketch is 2 MB and a pair's update one line, where the exact count of every pair
+    (2.45 M distinct pairs of 100 MB of English) took 136 MB of bucket entries and a second pass
+    over the tokens; 0.28 % of the occurrences of pairs below theta there stay uncut (971,374
+    pieces against the exact cut's 946,780; docs/superword.md).  A stage-1 chunk's own pairs are counted once per
     distinct chunk, weighted by its count (every occurrence of a chunk is in one coarse chunk);
     the id stream adds the pairs where two chunks meet, from each chunk's first and last token
     (one load a chunk occurrence, the constructor's `meet`).
@@ -807,9 +808,9 @@ class Stage2Words:
     read off the sketch too: a pair of count c raises its counters to at least c, so about 2.906
     counters for each pair of count >= c are >= c (three fields of 32 counters name that many
     distinct ones on average), and the ceil(2.906 k)-th largest counter stands for the k-th
-    largest count (100 MB of English: 176-178 for the exact 184 at k = 8,192 with 3k; 25 MB: 49
-    for 50 -- a little low, where pairs sharing counters lower it further: an error costs
-    longer pieces, not a second run)."""
+    largest count (100 MB of English: 183 for the exact 184 at k = 8,192; 25 MB, simulated with
+    3k: 49 for 50 -- a little low, as pairs sharing counters lower it further: an error that
+    way costs longer pieces, not a second run)."""
 
     #: the coarse chunks given as bytes, encoded: their tokens, ends and counts
     stoks: vec[i32]
