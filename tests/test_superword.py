@@ -221,8 +221,8 @@ def test_the_cut_of_stage_two_is_exact(english: list[str], sketch_bits: int | No
     """Stage2Words.pieces: the estimated threshold, the always-exact 2, one so high that the
     run falls back (halving down to one that holds: many runs) and one just above the last
     merge's count (one fallback) give the same merges, and a fallback says so; also with a
-    sketch of 16 counters a row, whose estimates are far above the counts (it cuts almost
-    nowhere: longer pieces, the same merges)."""
+    sketch of one line (sketch_bits 4 is raised to 5: 32 counters), whose estimates are far
+    above the counts (it cuts almost nowhere: longer pieces, the same merges)."""
     docs = english[:120]
     runs = []
     old = superbpe.SEAMS.theta, superbpe.SEAMS.sketch_bits
@@ -283,7 +283,7 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
         blob, meta = pack_words(table)
         enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
         words = Stage2Words(enc, coarse_of_packed(blob, meta), pid)
-        small = Stage2Words(enc, coarse_of_packed(blob, meta), pid, sketch_bits=3)  # 8 counters a row
+        small = Stage2Words(enc, coarse_of_packed(blob, meta), pid, sketch_bits=3)  # raised to one line: 32 counters
         pairs: Counter[int] = Counter()
         seqs: list[tuple[list[int], int]] = []
         for word, count in table.items():
