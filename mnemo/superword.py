@@ -1051,7 +1051,10 @@ class Stage2Words:
         return toks, ends, counts
 
     def add(self, key: i64, weight: i64) -> None:
-        """Count `weight` occurrences of pair `key` in the sketch."""
+        """Count `weight` occurrences of pair `key` in the sketch.  (add_batch has the same
+        update for a weight of 1, written out: a batch of weights, with `add` a batch of one,
+        took 9 % more instructions in the constructor -- 3,679.7 M -> 4,004.7 M on 100 MB of
+        English.)"""
         sk = self.sketch
         line: i64 = (((key * HASH_MUL) >> self.lshift) & self.lmask) << LINE_BITS
         g: i64 = key * PIECE_MUL
