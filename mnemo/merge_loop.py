@@ -1124,6 +1124,16 @@ def _train(
     # as merges add pairs
     table = _Pairs(1 << 15)
     _count_pairs(arr.toks, arr.wcnt, arr.n, table)
+    if theta > 0:
+        # a pair below theta now can only fall: dropped at once, as _after_merge drops those
+        # that merges make (stage 2's words cut by an estimate hold some: superword.Stage2Words)
+        dead = vec[i64]()
+        data = table.data
+        for s in range(0, len(data), 4):
+            if data[s] != EMPTY and data[s + 1] < theta:
+                dead = append(dead, data[s])
+        for s in range(len(dead)):
+            table.remove(dead[s])
     heap = _Heap()
     data = table.data
     for s in range(0, len(data), 4):

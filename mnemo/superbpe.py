@@ -65,9 +65,11 @@ class Stage2Stats:
 
 @dataclass
 class Seams:
-    """Test knobs: `theta` forces the cut's first threshold (None: estimated)."""
+    """Test knobs: `theta` forces the cut's first threshold (None: estimated); `sketch_bits`
+    the size of Stage2Words' sketch (None: its default)."""
 
     theta: int | None = None
+    sketch_bits: int | None = None
 
 
 SEAMS = Seams()
@@ -106,9 +108,12 @@ def learn_stage2(
         return train_stage2(coarse.to_dict(), merges, counts, n_merges, pattern, tie, verify, progress, skip)
     pid = pattern_id(pattern)
     enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD, wide=256 + n_merges > 65536)
-    words = Stage2Words(enc, coarse, pid)
-    stats.words = len(words.ends)
-    stats.tokens = len(words.ids)
+    if SEAMS.sketch_bits is None:
+        words = Stage2Words(enc, coarse, pid)
+    else:
+        words = Stage2Words(enc, coarse, pid, sketch_bits=SEAMS.sketch_bits)
+    stats.words = words.n_words
+    stats.tokens = words.n_tokens
     theta = SEAMS.theta
     if theta is None:
         theta = max(2, words.count_at_rank(n_merges - len(merges)) // THETA_DIVISOR)

@@ -31,8 +31,9 @@ from mnemo.errors import ConfigError, FormatError
 from mnemo.patterns import for_counting, split
 from mnemo.pretokenize import pattern_id
 from mnemo.superword import (
-    CNT_MAX, KIND_END, KIND_HARD, KIND_JOIN, RANK_CAP, RULE_SUPERWORD, CoarseCounter, CoarseCounts, coarse_of_packed, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind,
-    FILL_BLOCK, _filled32, _filled64, _sorted_by, kind_in, split_coarse,
+    KIND_END, KIND_HARD, KIND_JOIN, RULE_SUPERWORD, SKETCH_MAX, CoarseCounter, CoarseCounts,
+    coarse_of_packed, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind, FILL_BLOCK, _filled16, _filled32, _filled64, _sorted_by,
+    kind_in, split_coarse,
 )
 from mnemo.training import CountPart, CountStats, CountSum, TrainStats
 
@@ -215,37 +216,59 @@ def test_fast_training_equals_naive(english: list[str], tie: str) -> None:
     assert fast.merges[: 600 - 256] == plain.merges
 
 
-def test_the_cut_of_stage_two_is_exact(english: list[str]) -> None:
+@pytest.mark.parametrize("sketch_bits", [None, 4])
+def test_the_cut_of_stage_two_is_exact(english: list[str], sketch_bits: int | None) -> None:
     """Stage2Words.pieces: the estimated threshold, the always-exact 2, one so high that the
     run falls back (halving down to one that holds: many runs) and one just above the last
-    merge's count (one fallback) give the same merges, and a fallback says so."""
+    merge's count (one fallback) give the same merges, and a fallback says so; also with a
+    sketch of one line (sketch_bits 4 is raised to 5: 32 counters), whose estimates are far
+    above the counts (it cuts almost nowhere: longer pieces, the same merges)."""
     docs = english[:120]
     runs = []
-    old = superbpe.SEAMS.theta
+    old = superbpe.SEAMS.theta, superbpe.SEAMS.sketch_bits
     try:
         first = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1200, workers=1)
         assert first.merge_counts is not None
         above = first.merge_counts[-1] + 1
+        superbpe.SEAMS.sketch_bits = sketch_bits
         for theta in (None, 2, 10**9, above):
             superbpe.SEAMS.theta = theta
             stats = TrainStats(CountStats())
             tok = mnemo.train_from_iterator(docs, vocab_size=2000, superword=1200, workers=1, stats=stats)
             runs.append((tok.merges, tok.merge_counts, stats.stage2))
     finally:
-        superbpe.SEAMS.theta = old
+        superbpe.SEAMS.theta, superbpe.SEAMS.sketch_bits = old
     (m0, c0, s0), (m2, c2, s2), (mh, ch, sh), (ma, ca, sa) = runs
     assert m0 == m2 == mh == ma == first.merges and c0 == c2 == ch == ca == first.merge_counts
     assert s0 is not None and s2 is not None and sh is not None and sa is not None
-    assert s0.theta >= 2 and not s0.fell_back and s0.runs == 1 and s0.piece_tokens < s0.tokens
+    assert s0.theta >= 2 and not s0.fell_back and s0.runs == 1
+    assert s0.piece_tokens <= s0.tokens and (sketch_bits is not None or s0.piece_tokens < s0.tokens)
     assert not s2.fell_back and s2.runs == 1
     assert sh.fell_back and sh.runs > 20 and 2 <= sh.theta < above
-    assert sa.fell_back and sa.runs == 2 and sa.theta == max(2, above // 2) and sa.piece_tokens < s2.piece_tokens
+    assert sa.fell_back and sa.runs == 2 and sa.theta == max(2, above // 2) and sa.piece_tokens <= s2.piece_tokens
+    if sketch_bits is None:
+        assert sa.piece_tokens < s2.piece_tokens
+
+
+def words_of(words: Stage2Words) -> Counter[tuple[int, ...]]:
+    """Stage2Words' words (materialized) as a multiset of token tuples, equal words added up."""
+    toks, ends, counts = words.materialized()
+    got: Counter[tuple[int, ...]] = Counter()
+    start = 0
+    for end, count in zip(ends, counts):
+        got[tuple(toks[start:end])] += count
+        start = end
+    assert len(ends) == words.n_words and start == words.n_tokens
+    return got
 
 
 def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
-    """Stage2Words' pair counts, count_at_rank (its histogram and, with counts scaled past
-    RANK_CAP, its sorted part) and the frequent set the cut reads, against the pairs of the
-    words built from the definition (regex split, naive BPE)."""
+    """Stage2Words' pair counts against the pairs of the words built from the definition (regex
+    split, naive BPE): the sketch never counts a pair below its count (nor below SKETCH_MAX when
+    it is above: the last scale saturates counters), also when it is so small that every counter
+    is shared (one line); pair_count's table is exact; count_at_rank is the ceil(2.906 k)-th
+    largest counter; the pieces are the words cut before every pair whose estimate is below theta (a
+    saturated counter never cuts), in the order of their first three ids."""
     docs = [d.encode() for d in english[:60]]
     merges = mnemo.train_from_iterator(english[:60], vocab_size=700 + 16, workers=1).merges
     ranks1 = naive_bpe.merge_ranks(merges)
@@ -255,17 +278,12 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
         add_coarse(counter, doc, pid)
     for scale in (1, 997, 50_021):
         table = {w: c * scale for w, c in counter.to_dict().items()}
-        # the last scale puts counts past what one bucket entry holds (CNT_MAX)
-        assert scale < 50_000 or max(table.values()) > CNT_MAX
+        # the last scale puts counts past what a counter holds
+        assert scale < 50_000 or max(table.values()) > SKETCH_MAX
         blob, meta = pack_words(table)
         enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
         words = Stage2Words(enc, coarse_of_packed(blob, meta), pid)
-        # one bucket whose table starts small and grows on the way, and many buckets (more
-        # than there are pairs: some empty) count the same
-        small = Stage2Words(enc, coarse_of_packed(blob, meta), pid, slots=64, bucket_bits=0)
-        assert small.pmask + 1 >= 2 * small.n_pairs > 64
-        many = Stage2Words(enc, coarse_of_packed(blob, meta), pid, slots=64, bucket_bits=14)
-        assert many.n_pairs == small.n_pairs and sorted(many.pkeys) == sorted(small.pkeys)
+        small = Stage2Words(enc, coarse_of_packed(blob, meta), pid, sketch_bits=3)  # raised to one line: 32 counters
         pairs: Counter[int] = Counter()
         seqs: list[tuple[list[int], int]] = []
         for word, count in table.items():
@@ -273,34 +291,70 @@ def test_stage_two_pair_counts_against_naive(english: list[str]) -> None:
             seqs.append((ids, count))
             for a, b in zip(ids, ids[1:]):
                 pairs[(a << 21) | b] += count
-        assert words.n_pairs == small.n_pairs == len(pairs)
+        want_words: Counter[tuple[int, ...]] = Counter()
+        for ids, count in seqs:
+            if len(ids) >= 2:
+                want_words[tuple(ids)] += count
+        assert words_of(words) == want_words
         assert all(words.pair_count(k) == small.pair_count(k) == c for k, c in pairs.items())
+        assert words.n_pairs == small.n_pairs == len(pairs)
+        for w in (words, small):
+            assert all(w.estimate(k) >= min(c, SKETCH_MAX) for k, c in pairs.items())
+            assert max(w.estimate(k) for k in pairs) <= SKETCH_MAX
+        # the full-size sketch is exact here (few pairs share a counter); the small one is not
+        assert sum(words.estimate(k) == min(c, SKETCH_MAX) for k, c in pairs.items()) > 0.95 * len(pairs)
+        light = [(k, c) for k, c in pairs.items() if c < SKETCH_MAX]
+        assert sum(small.estimate(k) > c for k, c in light) >= 0.5 * len(light)
         ranked = sorted(pairs.values(), reverse=True)
-        assert scale == 1 or ranked[0] >= RANK_CAP > ranked[-1]
-        for k in (1, 2, 10, 100, len(ranked) // 2, len(ranked)):
-            assert words.count_at_rank(k) == ranked[k - 1], k
-        assert words.count_at_rank(0) == words.count_at_rank(len(ranked) + 1) == 0
-        for theta in (2, ranked[100], ranked[0], ranked[0] + 1):
-            words.frequent(theta)
-            assert all(words.is_frequent(k) == (c >= theta) for k, c in pairs.items()), theta
-            assert not words.is_frequent((1 << 42) - 1)
-            # the pieces: the words cut before every pair below theta, equal ones added up
-            want: Counter[bytes] = Counter()
-            for ids, count in seqs:
-                cuts = [0] + [i for i in range(1, len(ids)) if pairs[(ids[i - 1] << 21) | ids[i]] < theta] + [len(ids)]
-                for a, b in zip(cuts, cuts[1:]):
-                    if b - a >= 2:
-                        want[b"".join(t.to_bytes(4, "little") for t in ids[a:b])] += count
-            pblob, pmeta = words.pieces(theta)
-            assert packed_to_dict(pblob, pmeta) == dict(want), theta
-            # in the order of their first three ids (a missing third as 0)
-            heads = [(p + [0])[:3] for p in ([int.from_bytes(w[i : i + 4], "little") for i in range(0, len(w), 4)]
-                                             for w in split_packed(pblob, pmeta))]
-            assert heads == sorted(heads), theta
+        # count_at_rank: the ceil(2.906 k)-th largest counter, 0 past the last non-zero one
+        for w in (words, small):
+            counters = sorted(w.sketch, reverse=True)
+            for k in (1, 2, 10, 100, len(ranked) // 2, len(ranked)):
+                at = (93 * k + 31) // 32  # ceil(2.906 k)
+                want_c = counters[at - 1] if at <= len(counters) else 0
+                assert w.count_at_rank(k) == want_c, k
+        assert words.count_at_rank(len(words.sketch)) == 0
+        for theta in (2, ranked[100], ranked[0], ranked[0] + 1, SKETCH_MAX + 1):
+            for w in (words, small):
+                # the pieces: the words cut before every pair whose estimate is below theta (a
+                # saturated counter never cuts), equal ones added up
+                lim = min(theta, SKETCH_MAX)
+                want: Counter[bytes] = Counter()
+                for ids, count in seqs:
+                    cuts = [0] + [i for i in range(1, len(ids)) if w.estimate((ids[i - 1] << 21) | ids[i]) < lim] + [len(ids)]
+                    for a, b in zip(cuts, cuts[1:]):
+                        if b - a >= 2:
+                            want[b"".join(t.to_bytes(4, "little") for t in ids[a:b])] += count
+                pblob, pmeta = w.pieces(theta)
+                assert packed_to_dict(pblob, pmeta) == dict(want), theta
+                # in the order of their first three ids (a missing third as 0)
+                heads = [(p + [0])[:3] for p in ([int.from_bytes(x[i : i + 4], "little") for i in range(0, len(x), 4)]
+                                                 for x in split_packed(pblob, pmeta))]
+                assert heads == sorted(heads), theta
     # the pair counts' bound: a word of three tokens or more counted 2**62 times passes it
     blob, meta = pack_words({b" the cat sat": 1, b" on the mat and": 2**62})
     with pytest.raises(ConfigError, match="would pass"):
         Stage2Words(SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD), coarse_of_packed(blob, meta), pid)
+
+
+def test_stage_two_rank_from_the_sketch(english: list[str]) -> None:
+    """count_at_rank reads the k-th largest count off the sketch (its ceil(2.906 k)-th largest
+    counter):
+    on real text, near the exact count for the ranks training asks (here within -25 % / +5 %:
+    a low estimate costs longer pieces, a high one a second run)."""
+    docs = english[:200]
+    merges = mnemo.train_from_iterator(docs, vocab_size=700 + 16, workers=1).merges
+    pid = pattern_id("mnemonic")
+    counter = CoarseCounter(pid, 256)
+    for doc in docs:
+        add_coarse(counter, doc.encode(), pid)
+    blob, meta = pack_words(counter.to_dict())
+    words = Stage2Words(SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD), coarse_of_packed(blob, meta), pid)
+    words.pair_count(0)
+    ranked = sorted((words.pairs[i + 1] for i in range(0, len(words.pairs), 2) if words.pairs[i] != -1), reverse=True)
+    assert len(ranked) == words.n_pairs > 10_000
+    for k in (100, 300, 1000):
+        assert 0.75 * ranked[k - 1] <= words.count_at_rank(k) <= 1.05 * ranked[k - 1], (k, words.count_at_rank(k), ranked[k - 1])
 
 
 def test_stage_two_words_by_id_equal_words_by_bytes(english: list[str]) -> None:
@@ -330,15 +384,47 @@ def test_stage_two_words_by_id_equal_words_by_bytes(english: list[str]) -> None:
     for counts in (one.to_counts(), summed):
         by_id = Stage2Words(enc, counts, pid)
         by_bytes = Stage2Words(enc, coarse_of_packed(*counts.to_packed()), pid)
-        assert len(by_id.ids) == len(by_bytes.ids) and len(by_id.ends) == len(by_bytes.ends)
-        assert sorted(zip(by_id.pkeys, by_id.pcounts)) == sorted(zip(by_bytes.pkeys, by_bytes.pcounts))
+        assert by_id.n_tokens == by_bytes.n_tokens and by_id.n_words == by_bytes.n_words
+        # the same words, read from the id stream and the chunks' encodings (materialized)
+        assert words_of(by_id) == words_of(by_bytes)
+        for w in (by_id, by_bytes):
+            w.pair_count(0)
+        slots = [list(w.pairs) for w in (by_id, by_bytes)]
+        got = [sorted((t[i], t[i + 1]) for i in range(0, len(t), 2) if t[i] != -1) for t in slots]
+        assert got[0] == got[1] and len(got[0]) == by_id.n_pairs
+        # the sketch's counters depend on the order the pairs come in (conservative update), so
+        # the pieces are equal where both sketches cut alike: at every theta here
+        assert sum(by_id.estimate(k) == c for k, c in got[0]) > 0.95 * len(got[0])
         for rank in (1, 50, 500):
             theta = by_id.count_at_rank(rank)
+            assert all((by_id.estimate(k) < theta) == (by_bytes.estimate(k) < theta) for k, _ in got[0]), rank
             assert packed_to_dict(*by_id.pieces(theta)) == packed_to_dict(*by_bytes.pieces(theta)), rank
     with pytest.raises(ConfigError, match="ids"):
         CoarseCounter(pid, 256, WordCounter(pid, 256))
     with pytest.raises(ConfigError, match="own word table"):
         add_both(WordCounter(pid, 256, track=True), one, b"a b", pid)
+
+
+def test_stage_two_words_of_a_chunk_of_many_tokens(english: list[str]) -> None:
+    """A stage-1 chunk of 65,535 tokens or more (max_chunk_bytes raised) keeps its number of
+    tokens beside Stage2Words.edge's field: the same words and pieces by id as by bytes, alone
+    and inside a coarse chunk."""
+    merges = mnemo.train_from_iterator(english[:5], vocab_size=300 + 16, workers=1).merges
+    pid = pattern_id("mnemonic")
+    rng = random.Random(5)
+    long_word = "".join(rng.choice("qxzjkvw") for _ in range(70_000))
+    docs = [f"the {long_word} of it".encode(), f"{long_word}".encode(), b"the cat of it"]
+    words = WordCounter(pid, 200_000, track=True)
+    coarse = CoarseCounter(pid, 200_000, words)
+    for doc in docs:
+        add_both(words, coarse, doc, pid)
+    counts = coarse.to_counts()
+    enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
+    by_id = Stage2Words(enc, counts, pid)
+    by_bytes = Stage2Words(enc, coarse_of_packed(*counts.to_packed()), pid)
+    assert len(by_id.longs) == 2 and max(len(w) for w in words_of(by_id)) >= 65_535  # " qx..." and "qx..."
+    assert words_of(by_id) == words_of(by_bytes)
+    assert packed_to_dict(*by_id.pieces(2)) == packed_to_dict(*by_bytes.pieces(2))
 
 
 def test_radix_sort_of_the_pieces() -> None:
@@ -540,10 +626,11 @@ def test_other_tools_files_refuse_a_superword_tokenizer(tmp_path: Path, trained:
 
 @pytest.mark.parametrize("n", [0, 1, 7, FILL_BLOCK - 1, FILL_BLOCK, FILL_BLOCK + 1, 3 * FILL_BLOCK + 5])
 def test_filled_vecs_of_every_length(n: int) -> None:
-    """_filled64 / _filled32 give n copies of the value for every n, 0 included (an empty block
-    once extended the result forever: a training whose cut had no pieces hung)."""
+    """_filled64 / _filled32 / _filled16 give n copies of the value for every n, 0 included (an
+    empty block once extended the result forever: a training whose cut had no pieces hung)."""
     assert list(_filled64(n, -3)) == [-3] * n
     assert list(_filled32(n, 7)) == [7] * n
+    assert list(_filled16(n, -5)) == [-5] * n
 
 
 def test_sorted_by_no_pieces_and_some() -> None:
