@@ -224,9 +224,13 @@ class TokenTable:
     pairs: vec[i32]
     small: vec[i64]
     small_size: i64
+    sub: vec[i64]  # use_substrings: the ranks of one token's substrings, or empty
+    span: i64
 
     def __init__(self, tokens: list[bytes]) -> None:
         count: i64 = len(tokens)
+        self.sub = vec[i64]()
+        self.span = 0
         self.pairs = vec[i32]([-1] * 65536)
         self.blob = b"".join(tokens)
         offsets: vec[i64] = vec[i64]([0] * (count + 1))
@@ -301,8 +305,16 @@ class TokenTable:
         """The home slot in `small` of a small_key."""
         return ((((key * MIX) >> 32) & M32) * self.small_size) >> 32
 
+    def use_substrings(self, sub: vec[i64], span: i64) -> None:
+        """Answer `find` from sub[start * span + end] instead of the tables (SubstringRanks.fill
+        wrote it for the one token merged next); span 0: from the tables again."""
+        self.sub = sub
+        self.span = span
+
     def find(self, raw: bytes, prefix: vec[i64], start: i64, end: i64) -> i64:
         """The rank of raw[start:end] (prefix: the prefix hashes of raw), or NONE."""
+        if self.span > 0:
+            return self.sub[start * self.span + end]
         size: i64 = end - start
         if size == 2:
             return i64(self.pairs[(i64(raw[start]) << 8) | i64(raw[start + 1])])
@@ -511,7 +523,8 @@ class Merger:
     def __init__(self, table: TokenTable, byte_rank: vec[i64]) -> None:
         self.table = table
         self.byte_rank = byte_rank
-        self.prefix = vec[i64]([0] * len(table.powers))
+        # a table of one token's substrings has no powers (TokenTable([])): its tokens are short
+        self.prefix = vec[i64]([0] * max(len(table.powers), LONG_TOKEN))
         self.starts = vec[i64]([0] * LONG_TOKEN)
         self.pair_ranks = vec[i64]([0] * LONG_TOKEN)
         self.part_ranks = vec[i64]([0] * LONG_TOKEN)
@@ -527,6 +540,39 @@ class Merger:
         if size < LONG_TOKEN:
             return split_short(self.table, raw, prefix, self.byte_rank, rank, self.starts, self.pair_ranks, self.part_ranks)
         return split_long(self.table, raw, prefix, self.byte_rank, rank)
+
+
+class SubstringRanks:
+    """The ranks of the substrings of one token, for PairSplits' merges of the few tokens no
+    offered pair settles (253 of a Llama-3-like file's 128,000), where building a TokenTable of
+    every token first cost more than all of their merges (7 % of loading that file,
+    docs/speed.md).  `fill` writes the rank of raw[i:j] at sub[i * span + j] for every
+    0 <= i < j <= len(raw) with j - i >= 2, NONE where it is no token.  This class looks them up
+    in a dict of `tokens` (the tests' reference); tokenizer_json.KeyRanks in the table of the
+    file's keys that it has already built."""
+
+    tokens: list[bytes]
+    rank_of: dict[bytes, int] | None
+
+    def __init__(self, tokens: list[bytes]) -> None:
+        self.tokens = tokens
+        self.rank_of = None
+
+    def fill(self, rank: i64, raw: bytes, sub: vec[i64], span: i64) -> bool:
+        """False when raw is not token `rank` as this lookup knows it (PairSplits then fails)."""
+        rank_of = self.rank_of
+        if rank_of is None:
+            rank_of = {t: r for r, t in enumerate(self.tokens)}
+            self.rank_of = rank_of
+        n: i64 = len(raw)
+        i: i64 = 0
+        while i < n:
+            j: i64 = i + 2
+            while j <= n:
+                sub[i * span + j] = rank_of.get(raw[i:j], NONE)
+                j += 1
+            i += 1
+        return rank_of.get(raw, NONE) == rank
 
 
 #: PairSplits' filter of pairs: 2**20 bits, from the top 20 of a pair's 32-bit slot hash.
@@ -573,7 +619,9 @@ class PairSplits:
     keys: vec[i64]  # the pair table: ((left << 21 | right) << 21 | token), or NONE
     mask: i64
     seen: vec[u8]  # a bit per hash of the pairs in `keys` (128 KB): most pairs looked up are none
-    merger: Merger | None
+    merger: Merger | None  # over a TokenTable of every token
+    substrings: SubstringRanks | None
+    sub_merger: Merger | None  # over the substrings of one token at a time
     current: i64  # the token whose candidates are being offered
     found: i64  # its pair once a clean candidate passed (left << 21 | right), or NONE
     offered: vec[i64]  # every pair offered for it: the first n_offered (at most a split per byte)
@@ -581,10 +629,14 @@ class PairSplits:
     settled: i64  # every rank below this is settled
     failed: bool  # a merged token's pair was not among its offers, or a token repeats
 
-    def __init__(self, tokens: list[bytes], byte_rank: vec[i64]) -> None:
-        """byte_rank: byte_ranks(tokens), not empty."""
+    def __init__(self, tokens: list[bytes], byte_rank: vec[i64], substrings: SubstringRanks | None = None) -> None:
+        """byte_rank: byte_ranks(tokens), not empty.  substrings: where the ranks of a token's
+        substrings are found when its bytes are merged; None: a TokenTable of every token (its
+        insert also shows that no token repeats, which `substrings` must guarantee)."""
         count: i64 = len(tokens)
         self.tokens = tokens
+        self.substrings = substrings
+        self.sub_merger = None
         self.byte_rank = byte_rank
         self.kind = vec[u8]([OPEN] * count)
         b: i64 = 0
@@ -651,6 +703,35 @@ class PairSplits:
             self.kind[r] = CLEAN
             self._remember(self.found, r)
             return
+        split: i64 = self._merged(r)
+        if split == NONE:
+            return
+        if split & IMPROPER:
+            self.improper[r] = 1
+        split &= ~IMPROPER
+        self.splits[r] = split
+        self._remember(split, r)
+        if r != self.current or not _among(split, self.offered, self.n_offered):
+            self.failed = True
+
+    def _merged(self, r: i64) -> i64:
+        """Merger.split of token r: over its substrings' ranks from `substrings` when there is
+        one and the token is short (a table of one token's substrings), else over a TokenTable
+        of every token, built on the first need."""
+        raw = self.tokens[r]
+        found = self.substrings
+        if found is not None and len(raw) < LONG_TOKEN:
+            merger = self.sub_merger
+            if merger is None:
+                merger = Merger(TokenTable([]), self.byte_rank)
+                self.sub_merger = merger
+            span: i64 = len(raw) + 1
+            sub = vec[i64]([NONE] * (span * span))
+            if not found.fill(r, raw, sub, span):
+                self.failed = True
+                return NONE
+            merger.table.use_substrings(sub, span)
+            return merger.split(raw, r)
         merger = self.merger
         if merger is None:
             table = TokenTable(self.tokens)
@@ -661,16 +742,7 @@ class PairSplits:
                 k += 1
             merger = Merger(table, self.byte_rank)
             self.merger = merger
-        split: i64 = merger.split(self.tokens[r], r)
-        if split == NONE:
-            return
-        if split & IMPROPER:
-            self.improper[r] = 1
-        split &= ~IMPROPER
-        self.splits[r] = split
-        self._remember(split, r)
-        if r != self.current or not _among(split, self.offered, self.n_offered):
-            self.failed = True
+        return merger.split(raw, r)
 
     def _remember(self, pair: i64, token: i64) -> None:
         keys = self.keys

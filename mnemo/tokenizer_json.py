@@ -43,7 +43,7 @@ from mypy_extensions import i32, i64, u8
 from mnemo.encode_chunk import same_bytes
 from mnemo.jsonfield import json_string, skip_space
 from mnemo.kernels import pair_list, untrack_atoms
-from mnemo.ranks import HASH_MUL, M32, M62, MIX, PairSplits, RankVocab, byte_ranks
+from mnemo.ranks import HASH_MUL, M32, M62, MIX, NONE, PairSplits, RankVocab, SubstringRanks, byte_ranks
 
 _QUOTE: Final = 0x22
 _COMMA: Final = 0x2C
@@ -67,6 +67,8 @@ SHORT_KEY: Final = 5
 #: A short key's index (+ 1) sits at this bit of its slot, above short_word's bits.
 SHORT_E: Final = 8 * SHORT_KEY + 3
 SHORT_MASK: Final = (1 << SHORT_E) - 1
+#: Merge items read before their parts are looked up together (MergeItems).
+MERGE_BLOCK: Final = 4096
 
 
 class Spans:
@@ -801,12 +803,8 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
 
     An item a b whose a + b is token T's key is T's one pair (left, right) exactly when a is as
     long as left's key: T's key is left's then right's (GPT-2's alphabet spells each byte with
-    one character), so a is left's key and b right's -- keys, without looking them up.  Only
-    the other items (a converted file also lists every other split of a token into two keys:
-    162,000 of a Llama-3-like file's 290,209 items) look their parts up to show they are keys.
-    The item's a + b is found by guessing it is the last item's token or the next key (the
-    merges go by rank, and the vocabulary is listed by rank too): in the file's order, no
-    random load of the 2 MB table."""
+    one character), so a is left's key and b right's.  The items are read a block at a time
+    (`MergeItems`), their parts looked up together (`find_parts`: every part must be a key)."""
     count: i64 = len(model.ids)
     offsets = model.offsets
     entry_of = model.entry_of
@@ -818,30 +816,24 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
         k += 1
     listed = vec[i64]([0] * count)
     ids = model.ids
-    longest: i64 = len(model.powers) - 2
     last: i64 = -1
-    end: i64 = spans.merges_end - 1  # the ']'
-    i = skip_space(data, spans.merges_start + 1, end)
-    w = BytesWriter()
-    e: i64 = -1
-    while i < end:
-        a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
-        if i < 0 or a_size + b_size > longest:  # not an item, or longer than every key
+    items = MergeItems(data, spans)
+    while items.more():
+        found = items.read(model, data)
+        if items.at < 0:
             return False
-        e = _made_key(model, raw, a_at, a_size, b_at, b_size, e)
-        if e < 0:
-            return False
-        made: i64 = ids[e]
-        if made < last:
-            return False
-        last = made
-        if split[made] == a_size:
-            listed[made] = 1
-        elif model.find(raw, a_at, a_size, 0, 0) < 0 or model.find(raw, b_at, b_size, 0, 0) < 0:
-            return False
-        i = _next_item(data, i, end)
-        if i < 0:
-            return False
+        n: i64 = len(items.tokens)
+        j: i64 = 0
+        while j < n:
+            made: i64 = ids[items.tokens[j]]
+            if made < last:
+                return False
+            last = made
+            if split[made] == items.sizes[2 * j]:
+                listed[made] = 1
+            j += 1
+    if items.at != items.end:
+        return False  # stopped by an item that is no merge of two keys
     r: i64 = 0
     while r < count:
         if split[r] >= 0 and listed[r] == 0:
@@ -861,35 +853,149 @@ def converted_vocab(model: PlainModel, data: bytes, spans: Spans, tokens: list[b
     count: i64 = len(model.ids)
     if len(byte_rank) == 0 or len(tokens) != count:
         return None
-    splits = PairSplits(tokens, byte_rank)
+    splits = PairSplits(tokens, byte_rank, KeyRanks(model))
     ids = model.ids
-    longest: i64 = len(model.powers) - 2
     last: i64 = -1
-    end: i64 = spans.merges_end - 1  # the ']'
-    i = skip_space(data, spans.merges_start + 1, end)
-    w = BytesWriter()
-    e: i64 = -1
-    while i < end:
-        a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
-        if i < 0 or a_size + b_size > longest:  # not an item, or longer than every key
+    items = MergeItems(data, spans)
+    while items.more():
+        found = items.read(model, data)
+        if items.at < 0:
             return None
-        e = _made_key(model, raw, a_at, a_size, b_at, b_size, e)
-        if e < 0:
-            return None
-        made: i64 = ids[e]
-        if made != last:
-            if made < last:
+        n: i64 = len(items.tokens)
+        j: i64 = 0
+        while j < n:
+            made: i64 = ids[items.tokens[j]]
+            if made != last:
+                if made < last:
+                    return None
+                splits.settle_below(made)
+                last = made
+            if not splits.offer(made, ids[found[2 * j]], ids[found[2 * j + 1]]):
                 return None
-            splits.settle_below(made)
-            last = made
-        left: i64 = model.find(raw, a_at, a_size, 0, 0)
-        right: i64 = model.find(raw, b_at, b_size, 0, 0)
-        if left < 0 or right < 0 or not splits.offer(made, ids[left], ids[right]):
-            return None
-        i = _next_item(data, i, end)
-        if i < 0:
-            return None
+            j += 1
+    if items.at != items.end:
+        return None
     return splits.vocab()
+
+
+class KeyRanks(SubstringRanks):
+    """SubstringRanks from the file's keys (model.entry_of: the key of each rank, as
+    ranked_tokens leaves it): a token's key is its bytes spelled in GPT-2's alphabet, one
+    character a byte, so raw[i:j]'s key is the part of the token's key between the i-th and the
+    j-th character, looked up in the table read_vocab built."""
+
+    model: PlainModel
+
+    def __init__(self, model: PlainModel) -> None:
+        super().__init__([])
+        self.model = model
+
+    def fill(self, rank: i64, raw: bytes, sub: vec[i64], span: i64) -> bool:
+        model = self.model
+        blob = model.blob
+        e: i64 = model.entry_of[rank]
+        at: i64 = model.offsets[e]
+        stop: i64 = model.offsets[e + 1]
+        n: i64 = len(raw)
+        starts = vec[i64]([0] * (n + 1))  # the offset in blob of each byte's character
+        k: i64 = 0
+        while at < stop and k < n:
+            starts[k] = at
+            at += 1 if blob[at] < 0x80 else 2  # GPT-2's alphabet is below U+0800
+            k += 1
+        starts[k] = at
+        if k != n or at != stop:
+            return False  # the key is not raw spelled (never after spelled_keys)
+        i: i64 = 0
+        while i < n:
+            j: i64 = i + 2
+            while j <= n:
+                f: i64 = model.find(blob, starts[i], starts[j] - starts[i], 0, 0)
+                sub[i * span + j] = model.ids[f] if f >= 0 else NONE
+                j += 1
+            i += 1
+        return True
+
+
+class MergeItems:
+    """model.merges read MERGE_BLOCK items at a time, in the file's order: each item's token's
+    key (`tokens`) and its two parts (`spots`, `sizes`: as find_parts takes them; the parts of
+    an item written with escapes are decoded into `side`).  `read` then looks the block's parts
+    up together, so that the processor has several of their random loads in flight (one item's
+    code at a time, its branches on each load, kept one miss in flight: a sixth of loading a
+    Llama-3-like file converted from ranks)."""
+
+    tokens: vec[i64]
+    spots: vec[i64]
+    sizes: vec[i64]
+    side: BytesWriter
+    w: BytesWriter
+    at: i64  # the next item, `end` when there is none, -1 when the array is not strictly items
+    end: i64  # the array's ']'
+    e: i64  # the last item's token's key
+
+    def __init__(self, data: bytes, spans: Spans) -> None:
+        self.end = spans.merges_end - 1
+        self.at = skip_space(data, spans.merges_start + 1, self.end)
+        self.tokens = vec[i64]()
+        self.spots = vec[i64]()
+        self.sizes = vec[i64]()
+        self.side = BytesWriter()
+        self.w = BytesWriter()
+        self.e = -1
+
+    def more(self) -> bool:
+        return 0 <= self.at < self.end
+
+    def read(self, model: PlainModel, data: bytes) -> vec[i64]:
+        """The next block: its items' token keys in `tokens` and the keys of their parts,
+        returned (two an item); `at` becomes -1 (and the vec is empty) when an item is not
+        strictly a merge of two keys whose a + b is a key."""
+        tokens = vec[i64]()
+        spots = vec[i64]()
+        sizes = vec[i64]()
+        side = self.side
+        side.truncate(0)
+        w = self.w
+        longest: i64 = len(model.powers) - 2
+        end: i64 = self.end
+        i: i64 = self.at
+        e: i64 = self.e
+        n: i64 = 0
+        while i < end and n < MERGE_BLOCK:
+            a_at, a_size, b_at, b_size, i, raw = _item_parts(data, i, end, w)
+            if i < 0 or a_size + b_size > longest:  # not an item, or longer than every key
+                self.at = -1
+                return vec[i64]()
+            e = _made_key(model, raw, a_at, a_size, b_at, b_size, e)
+            if e < 0:
+                self.at = -1
+                return vec[i64]()
+            tokens = append(tokens, e)
+            if raw is data:
+                spots = append(spots, a_at << 1)
+                spots = append(spots, b_at << 1)
+            else:
+                start: i64 = len(side)
+                side.write(raw[a_at : a_at + a_size])
+                side.write(raw[b_at : b_at + b_size])
+                spots = append(spots, (start << 1) | 1)
+                spots = append(spots, ((start + a_size) << 1) | 1)
+            sizes = append(sizes, a_size)
+            sizes = append(sizes, b_size)
+            n += 1
+            i = _next_item(data, i, end)
+        self.at = i
+        self.e = e
+        self.tokens = tokens
+        self.spots = spots
+        self.sizes = sizes
+        if i < 0:
+            return vec[i64]()
+        found = find_parts(model, data, side.getvalue(), spots, sizes)
+        if len(found) != len(sizes):
+            self.at = -1
+        return found
 
 
 def _made_key(model: PlainModel, raw: bytes, a_at: i64, a_size: i64, b_at: i64, b_size: i64, e: i64) -> i64:

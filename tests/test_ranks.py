@@ -34,7 +34,7 @@ from mnemo.formats.tiktoken import (
     load_tiktoken,
     parse_tiktoken,
 )
-from mnemo.ranks import CLEAN, LONG_TOKEN, PairSplits, RankVocab, byte_ranks, merges_of_ranks, parse_rank_lines
+from mnemo.ranks import CLEAN, LONG_TOKEN, PairSplits, RankVocab, SubstringRanks, byte_ranks, merges_of_ranks, parse_rank_lines
 from mnemo.vocab import from_ranks
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tiktoken"
@@ -363,15 +363,18 @@ def test_a_llama3_like_rank_file_through_both_paths(tmp_path: Path) -> None:
 # ---- PairSplits: each token's pair found among the pairs that spell it ----
 
 
-def pair_splits_vocab(tokens: list[bytes], rng: random.Random | None = None) -> tuple[RankVocab | None, int]:
+def pair_splits_vocab(
+    tokens: list[bytes], rng: random.Random | None = None, substrings: bool = False
+) -> tuple[RankVocab | None, int]:
     """PairSplits' vocabulary when offered, token by token in rank order, every pair of tokens
     that spells the token (as a tokenizer.json converted from ranks lists them; in a random order
     when `rng` is given), and how many tokens it settled from their pairs (the others' bytes it
-    merged)."""
+    merged: over a TokenTable of every token, or with `substrings` over each token's
+    substrings' ranks, SubstringRanks)."""
     byte_rank = byte_ranks(tokens)
     assert len(byte_rank) == 256
     rank = {raw: r for r, raw in enumerate(tokens)}
-    splits = PairSplits(tokens, byte_rank)
+    splits = PairSplits(tokens, byte_rank, SubstringRanks(tokens) if substrings else None)
     for r, raw in enumerate(tokens):
         pairs = [(rank[raw[:i]], rank[raw[i:]]) for i in range(1, len(raw)) if raw[:i] in rank and raw[i:] in rank]
         if rng is not None:
@@ -389,12 +392,15 @@ def assert_same_vocab(a: RankVocab | None, b: RankVocab | None) -> None:
         assert getattr(a, field) == getattr(b, field), field
 
 
+@pytest.mark.parametrize("substrings", [False, True])
 @pytest.mark.parametrize("grown", [False, True])
-def test_pair_splits_is_merges_of_ranks(grown: bool) -> None:
+def test_pair_splits_is_merges_of_ranks(grown: bool, substrings: bool) -> None:
     """Random vocabularies over a small alphabet (ties everywhere: a pair that spells a token
     at two places, runs of one byte) and grown ones (every token tiktoken's merge of a text):
     PairSplits gives merges_of_ranks' vocabulary field for field, whatever the order of the
-    offers; on the grown (ordinary) ones it settles every token from its pairs alone."""
+    offers, whether it merges the tokens it cannot settle over a table of every token or over
+    each one's substrings; on the grown (ordinary) ones it settles every token from its pairs
+    alone."""
     rng = random.Random(31 + grown)
     from_pairs = merged = 0
     for _ in range(300):
@@ -402,7 +408,7 @@ def test_pair_splits_is_merges_of_ranks(grown: bool) -> None:
             tokens = grown_vocab(rng, b"aab c", 300, 100)
         else:
             tokens = random_vocab(rng, rng.random() < 0.2)
-        vocab, clean = pair_splits_vocab(tokens, rng if rng.random() < 0.5 else None)
+        vocab, clean = pair_splits_vocab(tokens, rng if rng.random() < 0.5 else None, substrings)
         assert_same_vocab(vocab, merges_of_ranks(tokens))
         longer = sum(1 for raw in tokens if len(raw) > 1)
         from_pairs += clean
@@ -419,10 +425,12 @@ def test_pair_splits_on_real_vocabularies(name: str, tiktoken_ranks: Callable[[s
     cannot settle.  Both give merges_of_ranks' vocabulary."""
     ranks = tiktoken_ranks(name)
     tokens = [raw for raw, _ in sorted(ranks.items(), key=lambda item: item[1])]
-    vocab, clean = pair_splits_vocab(tokens)
-    assert_same_vocab(vocab, merges_of_ranks(tokens))
-    merged = sum(1 for raw in tokens if len(raw) > 1) - clean
-    assert merged == 0 if name == "cl100k_base" else 0 < merged < 1_000, merged  # 253
+    derived = merges_of_ranks(tokens)
+    for substrings in (False, True):
+        vocab, clean = pair_splits_vocab(tokens, None, substrings)
+        assert_same_vocab(vocab, derived)
+        merged = sum(1 for raw in tokens if len(raw) > 1) - clean
+        assert merged == 0 if name == "cl100k_base" else 0 < merged < 1_000, merged  # 253
 
 
 def test_pair_splits_refuses_what_the_file_does_not_list() -> None:
@@ -438,6 +446,13 @@ def test_pair_splits_refuses_what_the_file_does_not_list() -> None:
     assert listed.offer(257, 97, 98)
     assert_same_vocab(listed.vocab(), merges_of_ranks(tokens))
     assert listed.merger is not None  # b"abc" could not be settled from its pair: merged
+    by_substrings = PairSplits(tokens, byte_rank, SubstringRanks(tokens))
+    by_substrings.settle_below(256)
+    assert by_substrings.offer(256, 257, 99)
+    by_substrings.settle_below(257)
+    assert by_substrings.offer(257, 97, 98)
+    assert_same_vocab(by_substrings.vocab(), merges_of_ranks(tokens))
+    assert by_substrings.merger is None and by_substrings.sub_merger is not None  # no table of every token
     unlisted = PairSplits(tokens, byte_rank)
     unlisted.settle_below(257)  # b"abc" offered nothing
     assert unlisted.offer(257, 97, 98)

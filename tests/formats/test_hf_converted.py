@@ -156,3 +156,38 @@ def test_each_tokens_pair_is_found_among_its_listed_items(converted: tuple[Path,
     for field in ("merges", "public", "proper", "whole", "ranked", "spelled", "tables"):
         assert getattr(found, field) == getattr(derived, field), field
     assert listed_pairs(model, scanned.data, scanned._spans, derived.merges, derived.public)
+
+
+def test_substring_ranks_from_the_files_keys(converted: tuple[Path, Any]) -> None:
+    """converted_vocab merges the bytes of the tokens it cannot settle from their pairs over the
+    ranks of their substrings found among the file's keys (tokenizer_json.KeyRanks), not over a
+    table of every token: the same ranks as a dict of the tokens gives, for tokens of every
+    length below LONG_TOKEN (the longer ones use the table)."""
+    from librt.vecs import vec
+    from mypy_extensions import i64
+
+    from mnemo.formats.hf_file import ALPHABET, read_json_file
+    from mnemo.ranks import LONG_TOKEN, NONE, SubstringRanks
+    from mnemo.tokenizer_json import KeyRanks, ranked_tokens
+
+    _, scanned = read_json_file(converted[0], "tokenizer.json")
+    assert scanned is not None
+    model = scanned.read(True, [])
+    assert model is not None
+    tokens = ranked_tokens(model, ALPHABET)
+    assert tokens is not None
+    keys, reference = KeyRanks(model), SubstringRanks(tokens)
+    longest: dict[int, int] = {}
+    for r, raw in enumerate(tokens):
+        longest.setdefault(len(raw), r)
+    ranks = sorted(set(range(0, len(tokens), 997)) | {r for n, r in longest.items() if 2 <= n < LONG_TOKEN})
+    found = 0
+    for r in ranks:
+        raw = tokens[r]
+        span = len(raw) + 1
+        ours, theirs = vec[i64]([NONE] * (span * span)), vec[i64]([NONE] * (span * span))
+        assert keys.fill(r, raw, ours, span) and reference.fill(r, raw, theirs, span)
+        assert list(ours) == list(theirs), r
+        found += sum(1 for x in ours if x != NONE)
+    assert found > 1_000, found
+    assert not keys.fill(r, raw + b"x", vec[i64]([NONE] * ((span + 1) ** 2)), span + 1)  # not the key's bytes
