@@ -182,6 +182,11 @@ LINE: Final = 64
 # fewer merges the tables mostly stay in the caches and their TLB reach, and asking for huge
 # pages would take a 2 MB region of the heap for every small encoder (tests make thousands).
 HUGE_WORDS: Final = 1 << 18
+# ... and only once this many bytes of text have been encoded (Encoder.before_text): the
+# madvise copies each table's pages into huge pages, 5-10 ms for cl100k- to o200k-sized tables,
+# which loading paid for every process (5 % of a Llama-3 tokenizer.json's load) while a short
+# call never encoded enough text for the 7-10 % faster lookups to make it back.
+HUGE_AFTER: Final = 1 << 20
 
 
 class Encoder:
@@ -238,6 +243,7 @@ class Encoder:
     front_seed: vec[i64]
     cc_index: vec[i64]
     cc_mask: i64
+    huge_after: i64  # bytes of text to encode before use_huge_pages; -1: done, or tables too small
     cc_arena: vec[i64]
     cc_count: i64
     cc_ids: vec[i64]
@@ -385,7 +391,15 @@ class Encoder:
         self.fill_long_words(spelled)
         self.fill_whole(whole_list)
         self.reset_front()
-        self.use_huge_pages()
+        self.huge_after = HUGE_AFTER if len(self.words) >= HUGE_WORDS else -1
+
+    def before_text(self, n: i64) -> None:
+        """Count n bytes of text about to be encoded; at HUGE_AFTER, use_huge_pages (the
+        callers test huge_after >= 0 first: one load a text after that)."""
+        self.huge_after -= n
+        if self.huge_after < 0:
+            self.huge_after = -1
+            self.use_huge_pages()
 
     def use_huge_pages(self) -> None:
         """Put the tables every chunk reads at random, and the int objects of the id lists, on
@@ -394,6 +408,7 @@ class Encoder:
         nearly every one of them missed the TLB as well as the L2 cache (docs/speed.md)."""
         if len(self.words) < HUGE_WORDS:
             return
+        self.huge_after = -1
         huge_pages(self.words)
         huge_pages(self.lwords)
         huge_pages(self.table)

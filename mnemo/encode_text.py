@@ -26,6 +26,8 @@ def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern
     if isinstance(enc, SuperEncoder):  # a superword tokenizer: stage 2 inside coarse chunks
         enc.encode_coarse(data, start, end, pattern, dst)
         return
+    if enc.huge_after >= 0:
+        enc.before_text(end - start)
     prog = program_of(pattern)
     pos: i64 = start
     while pos < end:
@@ -77,6 +79,8 @@ def encode_some_packed(
     Python runs its signal handlers (Ctrl-C), which compiled code never does."""
     if isinstance(enc, SuperEncoder):  # whole coarse chunks
         return enc.encode_coarse_some(data, start, end, pattern, budget, dst)
+    if enc.huge_after >= 0:
+        enc.before_text(min(end - start, budget))
     prog = program_of(pattern)
     pos: i64 = start
     stop: i64 = start + budget

@@ -4,9 +4,12 @@ backend this machine can run, including runs that end exactly at a PROT_NONE gua
 from __future__ import annotations
 
 import ctypes
+import errno
 import mmap
+import os
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -774,3 +777,46 @@ def test_pair_list_equals_the_tuples_of_its_pairs(n: int) -> None:
     with pytest.raises(TypeError, match="objects must be a list or None"):
         kernels.pair_list(b"", (1, 2))  # type: ignore[arg-type]
     assert gc.isenabled()  # the pause inside is over
+
+
+# ---- read_fd: a file's bytes read into the bytes object ----------------------------------------
+
+
+def test_read_fd_reads_what_the_file_holds(tmp_path: Path) -> None:
+    """Every size around the huge-page threshold (4 MB) and the 2 MB regions, from the file's
+    position on, fewer bytes at its end, none past it; the descriptor's offset moves as read(2)'s
+    does."""
+    rng = random.Random(41)
+    for n in (0, 1, 4095, (4 << 20) - 1, 4 << 20, (6 << 20) + 17):
+        data = rng.randbytes(n)
+        path = tmp_path / f"f{n}"
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert kernels.read_fd(fd, n + 1) == data
+            assert kernels.read_fd(fd, 10) == b""
+            os.lseek(fd, n // 3, os.SEEK_SET)
+            assert kernels.read_fd(fd, n // 2) == data[n // 3 : n // 3 + n // 2]
+            assert os.lseek(fd, 0, os.SEEK_CUR) == n // 3 + n // 2
+        finally:
+            os.close(fd)
+
+
+def test_read_fd_errors(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"abc")
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        with pytest.raises(OSError) as info:
+            kernels.read_fd(fd, 3)  # not open for reading
+        assert info.value.errno == errno.EBADF
+    finally:
+        os.close(fd)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        kernels.read_fd(-1, 3)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        kernels.read_fd(0, -3)
+    with pytest.raises(TypeError, match="fd must be an int"):
+        kernels.read_fd("0", 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="size=.* is out of range"):
+        kernels.read_fd(0, 1 << 70)

@@ -349,3 +349,23 @@ def test_a_loaded_vocabularys_long_lists_are_not_walked_by_the_gc(tmp_path: Path
     for form, got in forms.items():
         assert _long_tracked_lists(got) == [], form
         assert len(got.merges) > 99_000 and got.encode_ordinary(text) == tok.encode_ordinary(text), form
+
+
+def test_the_encoder_asks_for_huge_pages_after_its_first_megabyte() -> None:
+    """A cl100k-sized encoder puts its tables on huge pages (kernels.huge_pages: the kernel copies
+    them, 5-10 ms) once HUGE_AFTER bytes of text are on the way, not when it is loaded; a small
+    vocabulary's never asks.  The ids are the same before and after."""
+    from mnemo.encode_chunk import HUGE_AFTER
+
+    tok = mnemo.load_tiktoken(fixture_file("cl100k_base"), "cl100k_base")
+    enc = tok._encoder
+    assert enc.huge_after == HUGE_AFTER
+    text = "Counted 1234 bytes of text, — and tokens, 😀.\n"
+    part = text * (HUGE_AFTER // 2 // len(text.encode()))
+    first = tok.encode_ordinary(part)
+    assert 0 < enc.huge_after <= HUGE_AFTER - len(part.encode())
+    second = tok.encode_ordinary(part + part)
+    assert enc.huge_after == -1
+    assert second == first + first and tok.encode_ordinary(text) == first[: len(tok.encode_ordinary(text))]
+    small = mnemo.Tokenizer([(104, 105)])
+    assert small._encoder.huge_after == -1
