@@ -1660,8 +1660,8 @@ class Encoder:
         (cl100k, o200k) was first made as a new int object, then thrown away.  The table's
         objects exist anyway (the Tokenizer keeps the map), so no memory is added."""
         self.id_objects = table
-        if len(self.words) >= HUGE_WORDS:
-            huge_pages_of(table)
+        if self.huge_after < 0 and len(self.words) >= HUGE_WORDS:
+            huge_pages_of(table)  # the tables are on huge pages already (before_text); else later
 
     def ids_list(self, packed: bytes) -> list[int]:
         """ids_of(packed, self.wide), made of the pre-made int objects of self.id_objects (self.ints,

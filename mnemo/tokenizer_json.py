@@ -643,7 +643,7 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
         i = _next_item(data, i, end)
         if i < 0:
             return False
-    found = find_parts(model, data, side.getvalue(), spots, sizes)
+    found = find_parts(model, data, side.getvalue(), spots, sizes, len(sizes))
     if len(found) != len(sizes):
         return False
     n: i64 = len(tokens)
@@ -675,14 +675,13 @@ def alphabet_merges(model: PlainModel, data: bytes, spans: Spans, byte_keys: lis
     return True
 
 
-def find_parts(model: PlainModel, data: bytes, side: bytes, spots: vec[i64], sizes: vec[i64]) -> vec[i64]:
-    """model.find of each part (spots[j] >> 1: its offset in `data`, or in `side` when spots[j]
-    & 1; sizes[j]: its size), or an empty vec when a part is no key.  The probes come from one
+def find_parts(model: PlainModel, data: bytes, side: bytes, spots: vec[i64], sizes: vec[i64], n: i64) -> vec[i64]:
+    """model.find of each of the first n parts (spots[j] >> 1: its offset in `data`, or in `side`
+    when spots[j] & 1; sizes[j]: its size), or an empty vec when a part is no key.  The probes come from one
     short loop over words computed first, so that the processor has the loads of several parts
     in flight (one part's code at a time, with its branches on each load, kept one miss in
     flight: most of reading o200k_base's merges); a hashed key's candidate is then compared with
     the part's bytes, and the full find runs only when the bits of a slot matched another key."""
-    n: i64 = len(sizes)
     short_max: i64 = model.short_max
     words = vec[i64]([0] * n)
     j: i64 = 0
@@ -822,9 +821,8 @@ def listed_pairs(model: PlainModel, data: bytes, spans: Spans, merges: list[tupl
         found = items.read(model, data)
         if items.at < 0:
             return False
-        n: i64 = len(items.tokens)
         j: i64 = 0
-        while j < n:
+        while j < items.count:
             made: i64 = ids[items.tokens[j]]
             if made < last:
                 return False
@@ -861,9 +859,8 @@ def converted_vocab(model: PlainModel, data: bytes, spans: Spans, tokens: list[b
         found = items.read(model, data)
         if items.at < 0:
             return None
-        n: i64 = len(items.tokens)
         j: i64 = 0
-        while j < n:
+        while j < items.count:
             made: i64 = ids[items.tokens[j]]
             if made != last:
                 if made < last:
@@ -928,6 +925,7 @@ class MergeItems:
     tokens: vec[i64]
     spots: vec[i64]
     sizes: vec[i64]
+    count: i64  # the items of the block read last: tokens[:count], spots and sizes[:2 * count]
     side: BytesWriter
     w: BytesWriter
     at: i64  # the next item, `end` when there is none, -1 when the array is not strictly items
@@ -937,9 +935,10 @@ class MergeItems:
     def __init__(self, data: bytes, spans: Spans) -> None:
         self.end = spans.merges_end - 1
         self.at = skip_space(data, spans.merges_start + 1, self.end)
-        self.tokens = vec[i64]()
-        self.spots = vec[i64]()
-        self.sizes = vec[i64]()
+        self.tokens = vec[i64]([0] * MERGE_BLOCK)
+        self.spots = vec[i64]([0] * (2 * MERGE_BLOCK))
+        self.sizes = vec[i64]([0] * (2 * MERGE_BLOCK))
+        self.count = 0
         self.side = BytesWriter()
         self.w = BytesWriter()
         self.e = -1
@@ -951,9 +950,9 @@ class MergeItems:
         """The next block: its items' token keys in `tokens` and the keys of their parts,
         returned (two an item); `at` becomes -1 (and the vec is empty) when an item is not
         strictly a merge of two keys whose a + b is a key."""
-        tokens = vec[i64]()
-        spots = vec[i64]()
-        sizes = vec[i64]()
+        tokens = self.tokens
+        spots = self.spots
+        sizes = self.sizes
         side = self.side
         side.truncate(0)
         w = self.w
@@ -971,29 +970,27 @@ class MergeItems:
             if e < 0:
                 self.at = -1
                 return vec[i64]()
-            tokens = append(tokens, e)
+            tokens[n] = e
             if raw is data:
-                spots = append(spots, a_at << 1)
-                spots = append(spots, b_at << 1)
+                spots[2 * n] = a_at << 1
+                spots[2 * n + 1] = b_at << 1
             else:
                 start: i64 = len(side)
                 side.write(raw[a_at : a_at + a_size])
                 side.write(raw[b_at : b_at + b_size])
-                spots = append(spots, (start << 1) | 1)
-                spots = append(spots, ((start + a_size) << 1) | 1)
-            sizes = append(sizes, a_size)
-            sizes = append(sizes, b_size)
+                spots[2 * n] = (start << 1) | 1
+                spots[2 * n + 1] = ((start + a_size) << 1) | 1
+            sizes[2 * n] = a_size
+            sizes[2 * n + 1] = b_size
             n += 1
             i = _next_item(data, i, end)
         self.at = i
         self.e = e
-        self.tokens = tokens
-        self.spots = spots
-        self.sizes = sizes
+        self.count = n
         if i < 0:
             return vec[i64]()
-        found = find_parts(model, data, side.getvalue(), spots, sizes)
-        if len(found) != len(sizes):
+        found = find_parts(model, data, side.getvalue(), spots, sizes, 2 * n)
+        if len(found) != 2 * n:
             self.at = -1
         return found
 
