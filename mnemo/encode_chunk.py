@@ -182,11 +182,11 @@ LINE: Final = 64
 # fewer merges the tables mostly stay in the caches and their TLB reach, and asking for huge
 # pages would take a 2 MB region of the heap for every small encoder (tests make thousands).
 HUGE_WORDS: Final = 1 << 18
-# ... and only once this many bytes of text have been encoded (Encoder.before_text): the
-# madvise copies each table's pages into huge pages, 5-10 ms for cl100k- to o200k-sized tables,
-# which loading paid for every process (5 % of a Llama-3 tokenizer.json's load) while a short
-# call never encoded enough text for the 7-10 % faster lookups to make it back.
-HUGE_AFTER: Final = 1 << 20
+# ... and only once this many bytes of text have been encoded (Encoder.before_text).  The
+# madvise copies each table's pages into huge pages: 5-44 ms of CPU for cl100k- to o200k-sized
+# tables (load average 3), which every load paid, for lookups 0.3-1.4 ms/MB faster; it pays back
+# after 10-30 MB of text (docs/speed.md, "A load without the collapse"), so it waits for 16 MB.
+HUGE_AFTER: Final = 1 << 24
 
 
 class Encoder:

@@ -79,8 +79,6 @@ def encode_some_packed(
     Python runs its signal handlers (Ctrl-C), which compiled code never does."""
     if isinstance(enc, SuperEncoder):  # whole coarse chunks
         return enc.encode_coarse_some(data, start, end, pattern, budget, dst)
-    if enc.huge_after >= 0:
-        enc.before_text(min(end - start, budget))
     prog = program_of(pattern)
     pos: i64 = start
     stop: i64 = start + budget
@@ -90,4 +88,6 @@ def encode_some_packed(
         pos = e
         if pos >= stop:
             break
+    if enc.huge_after >= 0:
+        enc.before_text(pos - start)
     return pos
