@@ -24,7 +24,8 @@ a binary heap of (rank, position) with stale entries skipped, as `_split_by_rank
 A file that lists every pair of tokens that spells each token (a tokenizer.json converted from
 ranks) needs no such merge for most tokens: `PairSplits` picks each token's pair among the
 listed ones by a walk down the two parts' own merges, and merges the bytes of the few it cannot
-settle that way (its docstring; tokenizer_json.converted_vocab feeds it).
+settle that way (its docstring; tokenizer_json.converted_vocab feeds it), over the ranks of
+their substrings (`SubstringRanks`) instead of a table of every token when the caller has them.
 """
 
 from __future__ import annotations
@@ -609,7 +610,9 @@ class PairSplits:
     (the merge of T's bytes ends one way: no other can pass).  A token with none is merged as
     merges_of_ranks does (`Merger`, the TokenTable built on the first need), and is not clean;
     its pair must then be among those offered (else `vocab` is None).  cl100k_base and o200k_base have every token
-    clean; the tests' Llama-3-like ranks all but 253 of 128,000 (docs/speed.md)."""
+    clean; the tests' Llama-3-like ranks all but 253 of 128,000 (docs/speed.md).  With
+    `substrings`, a short token is merged over its substrings' ranks that it gives
+    (`_merged`), and no table of every token is built."""
 
     tokens: list[bytes]
     byte_rank: vec[i64]
