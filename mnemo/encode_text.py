@@ -23,11 +23,11 @@ def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern
     The text seen by the pattern is data[start:end]: chunks start at `start` and the pattern's
     lookahead stops at `end` (a special token cuts the text there, as in tiktoken).
     """
+    if enc.huge_after >= 0:
+        enc.before_text(end - start)
     if isinstance(enc, SuperEncoder):  # a superword tokenizer: stage 2 inside coarse chunks
         enc.encode_coarse(data, start, end, pattern, dst)
         return
-    if enc.huge_after >= 0:
-        enc.before_text(end - start)
     prog = program_of(pattern)
     pos: i64 = start
     while pos < end:
@@ -78,7 +78,10 @@ def encode_some_packed(
     ids of encode_range_packed.  Tokenizer._encode_long encodes long texts so: between calls
     Python runs its signal handlers (Ctrl-C), which compiled code never does."""
     if isinstance(enc, SuperEncoder):  # whole coarse chunks
-        return enc.encode_coarse_some(data, start, end, pattern, budget, dst)
+        done: i64 = enc.encode_coarse_some(data, start, end, pattern, budget, dst)
+        if enc.huge_after >= 0:
+            enc.before_text(done - start)
+        return done
     prog = program_of(pattern)
     pos: i64 = start
     stop: i64 = start + budget
