@@ -17,7 +17,11 @@ before:
      their UTF-8 bytes instead (UTF-8 is one-to-one and keeps concatenation, so a merge's token
      is its parts' bytes joined exactly when it is their strings joined), or
    - `ranked_tokens` and `listed_pairs` do _converted_from_ranks' reading and checks (the
-     ranks' fields in between are formats.tiktoken.fields_of_ranks', as there).
+     ranks' fields in between are formats.tiktoken.fields_of_ranks', as there); before them,
+     `converted_vocab` tries both at once: each token's pair found among the items that spell
+     it (ranks.PairSplits), the few tokens that cannot be settled so merged over their
+     substrings' ranks from the key table (`KeyRanks`).  Both walk model.merges a block of
+     items at a time (`MergeItems`).
 
 Each returns None or False whenever it is not sure -- a key written with escapes where the walk
 needs to know it, a key listed twice, malformed JSON, a lone surrogate, an id that is not a
