@@ -703,23 +703,14 @@ static PyObject *id_lists(PyObject *self, PyObject *const *args, Py_ssize_t narg
  * arrays of encode_to_numpy and of the flat batch are made from it with np.frombuffer (a
  * bytearray: the array is writable, as np.array's is).  Before, numpy's take did the gather:
  * it first copied the packed ids out of the encoder's buffer (getvalue), then cast them to an
- * intp index array (8 bytes an id of fresh memory), then gathered.
- *
- * `same_from`: the caller knows table[x] == x for 256 <= x < same_from (a rank file's
- * vocabulary moves only its 256 bytes and its special tokens), and those ids are written as
- * they are: the loop then reads the table's first kilobyte only, where a gather through the
- * whole table (400-800 KB) pushed the encoder's own tables out of the L2 cache.  Both selects
- * are conditional moves (table[0] is read for such an id): the ids of text alternate between
- * the two kinds, and a branch mispredicted. */
+ * intp index array (8 bytes an id of fresh memory), then gathered. */
 static PyObject *id_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "id_array() takes 4 positional arguments, got %zd", nargs);
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "id_array() takes 3 positional arguments, got %zd", nargs);
         return NULL;
     }
     int wide = PyObject_IsTrue(args[1]);
     if (wide < 0) return NULL;
-    long long same_from;
-    if (get_i64(args[3], "id_array", "same_from", &same_from) < 0) return NULL;
     Py_buffer tv;
     tv.obj = NULL;
     Py_ssize_t width = 4, n_table = 0;
@@ -739,9 +730,6 @@ static PyObject *id_array(PyObject *self, PyObject *const *args, Py_ssize_t narg
         width = tv.itemsize;
         n_table = tv.len / tv.itemsize;
     }
-    /* ids x with x - 256 < span (unsigned) are their own public id; never past the table */
-    if (same_from > (long long)n_table) same_from = (long long)n_table;
-    uint32_t span = same_from > 256 ? (uint32_t)(same_from - 256) : 0;
     Py_buffer v;
     const uint8_t *p;
     Py_ssize_t n = packed_ids(args[0], wide, "id_array", &v, &p);
@@ -755,22 +743,15 @@ static PyObject *id_array(PyObject *self, PyObject *const *args, Py_ssize_t narg
         } else {
             for (Py_ssize_t i = 0; i < n; i++) {
                 uint32_t x = id_at(p, i, wide);
-                int same = x - 256u < span;
-                Py_ssize_t at = same ? 0 : (Py_ssize_t)x;
-                if (at >= n_table) {
+                if ((Py_ssize_t)x >= n_table) {
                     PyErr_Format(PyExc_ValueError,
                                  "id_array(): id %u at %zd is past the table's %zd entries", x,
                                  i, n_table);
                     Py_CLEAR(out);
                     break;
                 }
-                if (width == 4) {
-                    uint32_t t = ((const uint32_t *)tv.buf)[at];
-                    ((uint32_t *)o)[i] = same ? x : t;
-                } else {
-                    uint16_t t = ((const uint16_t *)tv.buf)[at];
-                    ((uint16_t *)o)[i] = same ? (uint16_t)x : t;
-                }
+                if (width == 4) ((uint32_t *)o)[i] = ((const uint32_t *)tv.buf)[x];
+                else ((uint16_t *)o)[i] = ((const uint16_t *)tv.buf)[x];
             }
         }
     }
@@ -912,7 +893,7 @@ static PyMethodDef methods[] = {
     {"align_offset", (PyCFunction)(void (*)(void))align_offset, METH_FASTCALL,
      "align_offset(memory, alignment) -> int"},
     {"id_array", (PyCFunction)(void (*)(void))id_array, METH_FASTCALL,
-     "id_array(packed, wide, table, same_from) -> bytearray"},
+     "id_array(packed, wide, table) -> bytearray"},
     {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,
      "id_list(packed, objects, wide) -> list"},
     {"huge_pages_of", huge_pages_of, METH_O, "huge_pages_of(objects) -> int"},

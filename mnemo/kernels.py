@@ -55,14 +55,13 @@ id_list(packed, objects, wide) -> list
     ValueError.  `packed` may also be a librt.strings BytesWriter, read where it is (no copy
     by getvalue) when writer_in_place() says its memory layout is known.
 
-id_array(packed, wide, table, same_from) -> bytearray
+id_array(packed, wide, table) -> bytearray
     The public ids of the packed ids (`packed` as id_list reads it) as native uint16 or uint32
     items, ready for np.frombuffer: table[x] for each id x when `table` is a contiguous buffer
     of uint16 or uint32 (format 'H' or 'I'; the result has its width), else x itself as
-    uint32 (table=None).  The caller's promise `same_from`: table[x] == x for 256 <= x <
-    same_from, and those ids are written without reading the table (256 or less: no such
-    ids).  An id past the table is a ValueError.  For encode_to_numpy and the flat batch
-    (mnemo/packing.py); numpy's `table.take(ids)` is its twin, which the tests compare.
+    uint32 (table=None).  An id past the table is a ValueError.  For encode_to_numpy and the
+    flat batch (mnemo/packing.py); numpy's `table.take(ids)` is its twin, which the tests
+    compare.
 
 id_lists(packed, objects, wide, lengths) -> list of lists
     One such list per text of a batch: `lengths` holds each text's id count (int64, native

@@ -18,7 +18,6 @@ types only.  Plain Python: numpy and the compiled encoder do the work.
 from __future__ import annotations
 
 import signal
-import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, cast
 
@@ -193,32 +192,8 @@ def _public_ids(tok: Tokenizer, dst: BytesWriter) -> npt.NDArray[np.unsignedinte
     # (dtypes passed by position: numpy's keyword parsing took 190 ns of 400 a call; the table
     # itself, a buffer of 'I' or 'H': its .data made a memoryview each call)
     if table is None:
-        return np.frombuffer(id_array(packed, tok._encoder.wide, None, 0), _UINT32)
-    return np.frombuffer(id_array(packed, tok._encoder.wide, cast("Buffer", table), _same_from(table)), table.dtype)
-
-
-# id(table) -> (a weak reference to the table, _first_moved(table)); an entry leaves with its
-# table (the reference's callback), and a hit is checked to be that table.
-_same: dict[int, tuple[weakref.ref[npt.NDArray[np.unsignedinteger]], int]] = {}
-
-
-def _same_from(table: npt.NDArray[np.unsignedinteger]) -> int:
-    """_first_moved of an id map, computed once per map (kernels.id_array's `same_from`)."""
-    key = id(table)
-    hit = _same.get(key)
-    if hit is not None and hit[0]() is table:
-        return hit[1]
-    first = _first_moved(table)
-    _same[key] = (weakref.ref(table, lambda _: _same.pop(key, None)), first)
-    return first
-
-
-def _first_moved(table: npt.NDArray[np.unsignedinteger]) -> int:
-    """The first id from 256 on that the map moves (table[x] != x), or len(table): a rank
-    file's vocabulary numbers its merges' tokens as their ranks, so only its 256 bytes and
-    its special tokens move (cl100k_base: from 100,256 on)."""
-    moved = np.flatnonzero(table[256:] != np.arange(256, max(len(table), 256), dtype=np.int64))
-    return 256 + int(moved[0]) if len(moved) else len(table)
+        return np.frombuffer(id_array(packed, tok._encoder.wide, None), _UINT32)
+    return np.frombuffer(id_array(packed, tok._encoder.wide, cast("Buffer", table)), table.dtype)
 
 
 def _uint32_ids(tok: Tokenizer, dst: BytesWriter) -> npt.NDArray[np.uint32]:

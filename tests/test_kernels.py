@@ -670,55 +670,23 @@ def test_id_array_against_numpys_take(wide: bool) -> None:
         for table in tables:
             want = ids.astype(np.uint32) if table is None else table.take(ids)
             for source in (ids.tobytes(), dst):
-                got = kernels.id_array(source, wide, None if table is None else table.data, 0)
+                got = kernels.id_array(source, wide, None if table is None else table.data)
                 assert isinstance(got, bytearray)
                 assert np.array_equal(np.frombuffer(got, dtype=want.dtype), want)
-
-
-@pytest.mark.parametrize("wide", [False, True])
-def test_id_array_writes_the_promised_range_as_it_is(wide: bool) -> None:
-    """`same_from`: ids 256 <= x < same_from are written as they are, without reading the table
-    (a table that is the identity there gives take's ids; one that is not shows the promise
-    was used), every other id through the table; ids just around 255/256 and same_from.  (A
-    same_from past the table reads nothing past it: test_id_array_rejects_bad_arguments.)"""
-    rng = random.Random(47)
-    n_table = 70_000 if wide else 1 << 16
-    raw_type = np.uint32 if wide else np.uint16
-    same_from = n_table - 9
-    ident = np.arange(n_table, dtype=np.uint32)
-    ident[:256] = rng.sample(range(256), 256)
-    ident[same_from:] = np.arange(n_table, n_table + 9)
-    edges = [0, 255, 256, 257, same_from - 1, same_from, n_table - 1]
-    ids = np.array(edges + [rng.randrange(n_table) for _ in range(5000)], dtype=raw_type)
-    for first in (0, 255, 256, 257, same_from):  # promises that hold
-        got = np.frombuffer(kernels.id_array(ids.tobytes(), wide, ident, first), dtype=np.uint32)
-        assert np.array_equal(got, ident.take(ids))
-    shifted = ident + 1  # not the identity anywhere: the promise alone decides the range
-    got = np.frombuffer(kernels.id_array(ids.tobytes(), wide, shifted, same_from), dtype=np.uint32)
-    inside = (ids >= 256) & (ids < same_from)
-    assert np.array_equal(got, np.where(inside, ids, shifted.take(ids)))
-    small16 = (ident % 65536).astype(np.uint16)
-    got16 = np.frombuffer(kernels.id_array(ids.tobytes(), wide, small16, same_from), dtype=np.uint16)
-    assert np.array_equal(got16, small16.take(ids))
 
 
 def test_id_array_rejects_bad_arguments() -> None:
     table = np.arange(10, dtype=np.uint32)
     with pytest.raises(ValueError, match="id 10 at 1 is past the table's 10 entries"):
-        kernels.id_array(np.array([3, 10], dtype=np.uint16).tobytes(), False, table, 0)
-    big = np.arange(300, dtype=np.uint32)
-    with pytest.raises(ValueError, match="id 300 at 1 is past the table's 300 entries"):
-        kernels.id_array(np.array([3, 300], dtype=np.uint16).tobytes(), False, big, 1000)  # promise past the table
+        kernels.id_array(np.array([3, 10], dtype=np.uint16).tobytes(), False, table)
     with pytest.raises(ValueError, match="whole number of 4-byte ids"):
-        kernels.id_array(b"abcdef", True, None, 0)
+        kernels.id_array(b"abcdef", True, None)
     with pytest.raises(TypeError, match="table must be a contiguous buffer of 16- or 32-bit unsigned"):
-        kernels.id_array(b"", False, np.arange(3, dtype=np.int64), 0)
+        kernels.id_array(b"", False, np.arange(3, dtype=np.int64))
     with pytest.raises(TypeError, match="table must be None or a contiguous buffer"):
-        kernels.id_array(b"", False, "abc", 0)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="same_from must be an int"):
-        kernels.id_array(b"", False, None, "0")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="takes 4 positional arguments"):
-        kernels.id_array(b"", False, None)  # type: ignore[call-arg]
+        kernels.id_array(b"", False, "abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="takes 3 positional arguments"):
+        kernels.id_array(b"", False)  # type: ignore[call-arg]
 
 
 def test_id_list_rejects_bad_arguments() -> None:

@@ -693,32 +693,6 @@ def test_encode_to_numpy_with_an_id_map(cs336_dir: Path) -> None:
         assert arr.flags.writeable
 
 
-def test_same_from_is_the_first_moved_id() -> None:
-    """packing._same_from (kernels.id_array's promise): the first id from 256 on that an id map
-    moves, or its length; computed once per map, and forgotten with it."""
-    import gc
-
-    from mnemo import packing
-
-    table = np.arange(1000, dtype=np.uint32)
-    table[:256] = table[:256][::-1]
-    assert packing._first_moved(table) == 1000
-    table[700] = 5
-    assert packing._same_from(table) == 700
-    table[700] = 700  # (a map never changes; the cached answer shows it is not recomputed)
-    assert packing._same_from(table) == 700
-    assert packing._first_moved(table) == 1000
-    assert packing._first_moved(np.arange(100, dtype=np.uint16)[::-1].copy()) == 100
-    short = np.arange(300, dtype=np.uint32)
-    short[257] = 999
-    assert packing._first_moved(short) == 257
-    key = id(table)
-    assert key in packing._same
-    del table
-    gc.collect()
-    assert key not in packing._same
-
-
 @pytest.mark.parametrize("enabled", [True, False])
 def test_encode_batch_restores_the_collector(small: Tokenizer, enabled: bool) -> None:
     """encode_batch pauses the cyclic garbage collector while it builds the lists of a worker
