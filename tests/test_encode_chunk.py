@@ -774,6 +774,28 @@ def test_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, li
         assert enc.words_room == room
 
 
+def long_word_text(
+    merges: list[tuple[int, int]], rng: random.Random, tries: int
+) -> tuple[list[bytes], bytes, list[int], list[int]]:
+    """(the tokens of 8-15 bytes, a text, its chunk ends, the twin's ids): the tokens and the
+    distinct chunks of two tokens of 4-7 letters (mostly 2 or 3 ids) made in `tries` draws,
+    shuffled, then 16 spaces (the long-word table is read 16 bytes at a time)."""
+    ranks = merge_ranks(merges)
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    words = [t for t in spelled[256:] if 8 <= len(t) <= 15]
+    parts = [t for t in spelled[256:] if 4 <= len(t) <= 7 and t.isalpha()]
+    assert words and parts
+    distinct = {rng.choice(parts) + rng.choice(parts) for _ in range(tries)}
+    chunks = sorted(distinct) + words
+    rng.shuffle(chunks)
+    data = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    return words, data, ends, expected
+
+
 def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
     """As the word table, for chunks of 8-15 bytes: those that are no long word are cached in
     the long-word table's empty slots (at most 3 ids) while it is under 3/4 full, then in the
@@ -782,23 +804,9 @@ def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encode
     enc = Encoder(merges)
     enc.bypass = False  # most of these chunks miss: the bypass would skip their inserts
     enc.lwords_max = 4 * (enc.lwords_mask + 1)  # no growth (test_long_word_table_grows)
-    ranks = merge_ranks(merges)
     room = enc.lwords_room
     assert room > 0
-    rng = random.Random(6)
-    spelled = [bytes([b]) for b in range(256)]
-    for a, b in merges:
-        spelled.append(spelled[a] + spelled[b])
-    words = [t for t in spelled[256:] if 8 <= len(t) <= 15]
-    parts = [t for t in spelled[256:] if 4 <= len(t) <= 7 and t.isalpha()]
-    assert words and parts
-    # two tokens' letters: mostly 2 or 3 ids, so most are cached there
-    distinct = {rng.choice(parts) + rng.choice(parts) for _ in range(6 * room)}
-    chunks = sorted(distinct) + words
-    rng.shuffle(chunks)
-    data = b"".join(chunks) + b" " * 16
-    ends = [*accumulate(len(c) for c in chunks), len(data)]
-    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    _, data, ends, expected = long_word_text(merges, random.Random(6), 6 * room)
     for _ in range(2):
         assert enc.encode_ends(data, ends) == expected
         assert enc.lwords_room == 0
@@ -821,20 +829,9 @@ def test_long_word_table_grows(gpt2_encoder: tuple[Encoder, list[tuple[int, int]
     enc.lwords_max = 4 * 4 * size  # two doublings
     room, limit = enc.lwords_room, enc.lwords_limit
     assert room == limit > 0
-    rng = random.Random(31)
-    spelled = [bytes([b]) for b in range(256)]
-    for a, b in merges:
-        spelled.append(spelled[a] + spelled[b])
-    words = [t for t in spelled[256:] if 8 <= len(t) <= 15]
-    parts = [t for t in spelled[256:] if 4 <= len(t) <= 7 and t.isalpha()]
     # more chunks of 8-14 bytes than the room of the table at 4x its size
-    distinct = {rng.choice(parts) + rng.choice(parts) for _ in range(8 * size)}
-    assert len(distinct) > 3 * size
-    chunks = sorted(distinct) + words
-    rng.shuffle(chunks)
-    data = b"".join(chunks) + b" " * 16
-    ends = [*accumulate(len(c) for c in chunks), len(data)]
-    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    words, data, ends, expected = long_word_text(merges, random.Random(31), 8 * size)
+    assert len(ends) - 1 - len(words) > 3 * size  # the distinct chunks (ends: theirs, the words', the spaces')
     assert enc.encode_ends(data, ends) == expected  # cold: fills, grows twice, fills again
     assert enc.lwords_mask + 1 == 4 * size
     assert enc.lwords_room == 0 and enc.lwords_limit == limit + (3 * 4 * size) // 4 - (3 * size) // 4
