@@ -102,9 +102,12 @@ FRONT_MASK: Final = 16383
 LONG_WORD_MIN: Final = 8
 LONG_WORD_MAX: Final = 15
 # The long-word table doubles (Encoder.grow_lwords) when its room for cached chunks runs out, up
-# to LWORDS_GROWN_MAX words (8 MB).  Full, it is 3/4 loaded: a chunk of 8-15 bytes it does not
-# hold walked ~8 slots before the chunk cache's own lookup (cl100k's table of 2 MB is full after
-# 2 MB of multilingual text; docs/speed.md).
+# to LWORDS_GROWTH times its first size and at most LWORDS_GROWN_MAX words (8 MB): cl100k's 2 MB
+# twice, o200k's 4 MB once, a 32,768-id vocabulary's 512 KB to 2 MB (its memory, which every
+# worker holds, grows 1.5 MB, not 7.5).  Full, it is 3/4 loaded: a chunk of 8-15 bytes it does
+# not hold walked ~8 slots before the chunk cache's own lookup, and the chunk cache took them all
+# (cl100k's table is full after 2 MB of multilingual text; docs/speed.md).
+LWORDS_GROWTH: Final = 4
 LWORDS_GROWN_MAX: Final = 1 << 20
 # Chunks at least this long take the heap path.  Below it the rank-array path is faster.
 LONG_CHUNK: Final = 64
@@ -352,8 +355,8 @@ class Encoder:
         self.lwords_mask = 0
         self.lwords_room = 0
         self.lwords_limit = 0
-        # the long-word table's bound, in words (tests make it small to reach it)
-        self.lwords_max = LWORDS_GROWN_MAX
+        # the long-word table's bound, in words (fill_long_words sets it; tests change it)
+        self.lwords_max = 0
         self.misses = vec[i64]([0] * (CACHE_MAX_BYTES + 1))
         self.pool = vec[i32]([0] * 1024)
         self.pool_n = 0
@@ -523,6 +526,7 @@ class Encoder:
         self.lwords_mask = mask
         self.lwords_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
         self.lwords_room = self.lwords_limit
+        self.lwords_max = min(LWORDS_GROWTH * 4 * size, LWORDS_GROWN_MAX)
 
     def grow_lwords(self) -> None:
         """The long-word table at twice its size (when that stays within lwords_max words), its

@@ -826,7 +826,7 @@ def test_long_word_table_grows(gpt2_encoder: tuple[Encoder, list[tuple[int, int]
     enc.bypass = False
     ranks = merge_ranks(merges)
     size = enc.lwords_mask + 1
-    enc.lwords_max = 4 * 4 * size  # two doublings
+    assert enc.lwords_max == 4 * 4 * size  # LWORDS_GROWTH times its first size: two doublings
     room, limit = enc.lwords_room, enc.lwords_limit
     assert room == limit > 0
     # more chunks of 8-14 bytes than the room of the table at 4x its size
