@@ -699,6 +699,69 @@ static PyObject *id_lists(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return out;
 }
 
+/* The public ids of packed internal ids, as a new bytearray of native uint16 or uint32 items:
+ * table[x] for each id x when `table` is a buffer of 16- or 32-bit items (an imported
+ * vocabulary's id map, the Tokenizer's _public_array), else x itself as uint32.  The numpy
+ * arrays of encode_to_numpy and of the flat batch are made from it with np.frombuffer (a
+ * bytearray: the array is writable, as np.array's is).  Before, numpy's take did the gather:
+ * it first copied the packed ids out of the encoder's buffer (getvalue), then cast them to an
+ * intp index array (8 bytes an id of fresh memory), then gathered. */
+static PyObject *id_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "id_array() takes 3 positional arguments, got %zd", nargs);
+        return NULL;
+    }
+    int wide = PyObject_IsTrue(args[1]);
+    if (wide < 0) return NULL;
+    Py_buffer tv;
+    tv.obj = NULL;
+    Py_ssize_t width = 4, n_table = 0;
+    if (args[2] != Py_None) {
+        if (get_buffer(args[2], &tv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "id_array", "table",
+                       "None or a contiguous buffer of 16- or 32-bit unsigned integers") < 0)
+            return NULL;
+        if (!((tv.itemsize == 2 && format_is(&tv, "H")) ||
+              (tv.itemsize == 4 && format_is(&tv, "IL")))) {
+            PyErr_Format(PyExc_TypeError,
+                         "id_array(): table must be a contiguous buffer of 16- or 32-bit "
+                         "unsigned integers (format 'H' or 'I'), got format %s with item size %zd",
+                         tv.format ? tv.format : "B", tv.itemsize);
+            PyBuffer_Release(&tv);
+            return NULL;
+        }
+        width = tv.itemsize;
+        n_table = tv.len / tv.itemsize;
+    }
+    Py_buffer v;
+    const uint8_t *p;
+    Py_ssize_t n = packed_ids(args[0], wide, "id_array", &v, &p);
+    PyObject *out = NULL;
+    if (n >= 0) out = PyByteArray_FromStringAndSize(NULL, n * width);
+    if (out != NULL) {
+        uint8_t *o = (uint8_t *)PyByteArray_AS_STRING(out);
+        if (tv.obj == NULL) {
+            uint32_t *o32 = (uint32_t *)o;
+            for (Py_ssize_t i = 0; i < n; i++) o32[i] = id_at(p, i, wide);
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                uint32_t x = id_at(p, i, wide);
+                if ((Py_ssize_t)x >= n_table) {
+                    PyErr_Format(PyExc_ValueError,
+                                 "id_array(): id %u at %zd is past the table's %zd entries", x,
+                                 i, n_table);
+                    Py_CLEAR(out);
+                    break;
+                }
+                if (width == 4) ((uint32_t *)o)[i] = ((const uint32_t *)tv.buf)[x];
+                else ((uint16_t *)o)[i] = ((const uint16_t *)tv.buf)[x];
+            }
+        }
+    }
+    if (n >= 0 && v.obj) PyBuffer_Release(&v);
+    if (tv.obj) PyBuffer_Release(&tv);
+    return out;
+}
+
 /* ---- lists the cyclic GC need not walk ------------------------------------------------ */
 
 /* Whether o can be in no reference cycle: an object of a type the GC does not know (int,
@@ -880,6 +943,8 @@ static PyMethodDef methods[] = {
      "writer_in_place() -> bool: whether id_list reads a BytesWriter where it is"},
     {"align_offset", (PyCFunction)(void (*)(void))align_offset, METH_FASTCALL,
      "align_offset(memory, alignment) -> int"},
+    {"id_array", (PyCFunction)(void (*)(void))id_array, METH_FASTCALL,
+     "id_array(packed, wide, table) -> bytearray"},
     {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,
      "id_list(packed, objects, wide) -> list"},
     {"huge_pages_of", huge_pages_of, METH_O, "huge_pages_of(objects) -> int"},

@@ -101,6 +101,14 @@ FRONT_MASK: Final = 16383
 # Entries of 4 words [first 8 bytes, the rest | length << 56, id, 0]; key word 1 is never 0.
 LONG_WORD_MIN: Final = 8
 LONG_WORD_MAX: Final = 15
+# The long-word table doubles (Encoder.grow_lwords) when its room for cached chunks runs out, up
+# to LWORDS_GROWTH times its first size and at most LWORDS_GROWN_MAX words (8 MB): cl100k's 2 MB
+# twice, o200k's 4 MB once, a 32,768-id vocabulary's 512 KB to 2 MB (its memory, which every
+# worker holds, grows 1.5 MB, not 7.5).  Full, it is 3/4 loaded: a chunk of 8-15 bytes it does
+# not hold walked ~8 slots before the chunk cache's own lookup, and the chunk cache took them all
+# (cl100k's table is full after 2 MB of multilingual text; docs/speed.md).
+LWORDS_GROWTH: Final = 4
+LWORDS_GROWN_MAX: Final = 1 << 20
 # Chunks at least this long take the heap path.  Below it the rank-array path is faster.
 LONG_CHUNK: Final = 64
 # Chunks at least this long take the bucket path (encode_huge): linear, but each call sets up
@@ -227,6 +235,7 @@ class Encoder:
     words_limit: i64
     lwords_room: i64
     lwords_limit: i64
+    lwords_max: i64
     spells: vec[u8]
     spelled: list[bytes]
     monotone: bool
@@ -352,6 +361,8 @@ class Encoder:
         self.lwords_mask = 0
         self.lwords_room = 0
         self.lwords_limit = 0
+        # the long-word table's bound, in words (fill_long_words sets it; tests change it)
+        self.lwords_max = 0
         self.misses = vec[i64]([0] * (CACHE_MAX_BYTES + 1))
         self.pool = vec[i32]([0] * 1024)
         self.pool_n = 0
@@ -530,6 +541,45 @@ class Encoder:
         self.lwords_mask = mask
         self.lwords_limit = max((3 * size) // 4 - count, 0)  # room for encode_span's cache entries
         self.lwords_room = self.lwords_limit
+        self.lwords_max = min(LWORDS_GROWTH * 4 * size, LWORDS_GROWN_MAX)
+
+    def grow_lwords(self) -> None:
+        """The long-word table at twice its size (when that stays within lwords_max words), its
+        entries hashed again: the tokens first, then the cached chunks, so that clear_cache,
+        which zeroes the cached entries, still breaks no token's probe chain.  The room grows
+        by the slots added (3/4 of them), and so does the limit clear_cache restores."""
+        old = self.lwords
+        old_at: i64 = self.lwords_at
+        old_size: i64 = self.lwords_mask + 1
+        size: i64 = old_size * 2
+        if 4 * size > self.lwords_max:
+            return
+        table, lat0 = line_aligned(4 * size)
+        mask: i64 = size - 1
+        cached: i64 = 0
+        while cached < 2:  # 0: the tokens, 1: the cached chunks
+            slot: i64 = 0
+            while slot < old_size:
+                w: i64 = (slot << 2) + old_at
+                k1: i64 = old[w + 1]
+                if k1 != 0 and ((k1 >> 60) != 0) == (cached == 1):
+                    k0: i64 = old[w]
+                    at: i64 = ((((k0 * SMALL_MUL) ^ (k1 & M60)) * SMALL_MUL) >> WORD_SHIFT) & mask
+                    while table[(at << 2) + lat0 + 1] != 0:
+                        at = (at + 1) & mask
+                    table[(at << 2) + lat0] = k0
+                    table[(at << 2) + lat0 + 1] = k1
+                    table[(at << 2) + lat0 + 2] = old[w + 2]
+                slot += 1
+            cached += 1
+        self.lwords = table
+        self.lwords_at = lat0
+        self.lwords_mask = mask
+        added: i64 = (3 * size) // 4 - (3 * old_size) // 4
+        self.lwords_limit += added
+        self.lwords_room += added
+        if len(self.words) >= HUGE_WORDS:
+            huge_pages(table)
 
     def spells_itself(self, k: i64, data: bytes, start: i64, end: i64) -> bool:
         """Whether BPE of merge k's bytes, data[start:end], gives its token alone: the answer
@@ -921,9 +971,15 @@ class Encoder:
                     return
                 dn: i64 = self.pieces_bpe(data, start, end, dst)
                 if dn >= 0:
-                    # a piece of 8 bytes or more may have taken the slot where the probe ended
+                    # a piece of 8 bytes or more may have taken the slot where the probe ended,
+                    # or grown the table (grow_lwords): then the chunk's slot is found anew there
                     if self.lwords_room <= 0:
                         return
+                    if self.lwords_mask != lmask:
+                        lwords = self.lwords
+                        lmask = self.lwords_mask
+                        lbase = self.lwords_at
+                        lat = lmix & lmask
                     while lwords[(lat << 2) + lbase + 1] != 0:
                         lat = (lat + 1) & lmask
                 else:
@@ -938,6 +994,8 @@ class Encoder:
                 lwords[(lat << 2) + lbase + 1] = lk1 | (dn << 60)
                 lwords[(lat << 2) + lbase + 2] = dp
                 self.lwords_room -= 1
+                if self.lwords_room == 0:
+                    self.grow_lwords()
                 return
         self.cc_encode(data, start, end, dst)
 

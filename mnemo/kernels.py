@@ -55,6 +55,14 @@ id_list(packed, objects, wide) -> list
     ValueError.  `packed` may also be a librt.strings BytesWriter, read where it is (no copy
     by getvalue) when writer_in_place() says its memory layout is known.
 
+id_array(packed, wide, table) -> bytearray
+    The public ids of the packed ids (`packed` as id_list reads it) as native uint16 or uint32
+    items, ready for np.frombuffer: table[x] for each id x when `table` is a contiguous buffer
+    of uint16 or uint32 (format 'H' or 'I'; the result has its width), else x itself as
+    uint32 (table=None).  An id past the table is a ValueError.  For encode_to_numpy and the
+    flat batch (mnemo/packing.py); numpy's `table.take(ids)` is its twin, which the tests
+    compare.
+
 id_lists(packed, objects, wide, lengths) -> list of lists
     One such list per text of a batch: `lengths` holds each text's id count (int64, native
     order) and `packed` all their ids back to back (encode_batch's unpacking;
@@ -103,6 +111,7 @@ from mnemo._kernels import (
     class_masks,
     huge_pages,
     huge_pages_of,
+    id_array,
     id_list,
     id_lists,
     memeq,
@@ -123,6 +132,7 @@ __all__ = [
     "class_masks",
     "huge_pages",
     "huge_pages_of",
+    "id_array",
     "id_list",
     "id_lists",
     "memeq",

@@ -774,6 +774,28 @@ def test_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, li
         assert enc.words_room == room
 
 
+def long_word_text(
+    merges: list[tuple[int, int]], rng: random.Random, tries: int
+) -> tuple[list[bytes], bytes, list[int], list[int]]:
+    """(the tokens of 8-15 bytes, a text, its chunk ends, the twin's ids): the tokens and the
+    distinct chunks of two tokens of 4-7 letters (mostly 2 or 3 ids) made in `tries` draws,
+    shuffled, then 16 spaces (the long-word table is read 16 bytes at a time)."""
+    ranks = merge_ranks(merges)
+    spelled = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        spelled.append(spelled[a] + spelled[b])
+    words = [t for t in spelled[256:] if 8 <= len(t) <= 15]
+    parts = [t for t in spelled[256:] if 4 <= len(t) <= 7 and t.isalpha()]
+    assert words and parts
+    distinct = {rng.choice(parts) + rng.choice(parts) for _ in range(tries)}
+    chunks = sorted(distinct) + words
+    rng.shuffle(chunks)
+    data = b"".join(chunks) + b" " * 16
+    ends = [*accumulate(len(c) for c in chunks), len(data)]
+    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    return words, data, ends, expected
+
+
 def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
     """As the word table, for chunks of 8-15 bytes: those that are no long word are cached in
     the long-word table's empty slots (at most 3 ids) while it is under 3/4 full, then in the
@@ -781,29 +803,82 @@ def test_long_word_table_cache_entries_fill_and_clear(gpt2_encoder: tuple[Encode
     merges = gpt2_encoder[1][:4000]
     enc = Encoder(merges)
     enc.bypass = False  # most of these chunks miss: the bypass would skip their inserts
-    ranks = merge_ranks(merges)
+    enc.lwords_max = 4 * (enc.lwords_mask + 1)  # no growth (test_long_word_table_grows)
     room = enc.lwords_room
     assert room > 0
-    rng = random.Random(6)
-    spelled = [bytes([b]) for b in range(256)]
-    for a, b in merges:
-        spelled.append(spelled[a] + spelled[b])
-    words = [t for t in spelled[256:] if 8 <= len(t) <= 15]
-    parts = [t for t in spelled[256:] if 4 <= len(t) <= 7 and t.isalpha()]
-    assert words and parts
-    # two tokens' letters: mostly 2 or 3 ids, so most are cached there
-    distinct = {rng.choice(parts) + rng.choice(parts) for _ in range(6 * room)}
-    chunks = sorted(distinct) + words
-    rng.shuffle(chunks)
-    data = b"".join(chunks) + b" " * 16
-    ends = [*accumulate(len(c) for c in chunks), len(data)]
-    expected = [i for c in [*chunks, b" " * 16] for i in encode_chunk_naive(c, ranks)]
+    _, data, ends, expected = long_word_text(merges, random.Random(6), 6 * room)
     for _ in range(2):
         assert enc.encode_ends(data, ends) == expected
         assert enc.lwords_room == 0
         assert enc.encode_ends(data, ends) == expected
         enc.clear_cache()
         assert enc.lwords_room == room
+
+
+def test_long_word_table_grows(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """When the long-word table's room for cached chunks runs out it doubles (grow_lwords),
+    while it stays within lwords_max words: here twice, from 1,024 slots to 4,096, then it is
+    full and the chunk cache takes the rest.  Every pass equals the twin, the long words and the
+    cached chunks are found after each move (the warm pass takes no room), and clear_cache
+    gives back the grown table's room, its size kept."""
+    merges = gpt2_encoder[1][:4000]
+    enc = Encoder(merges)
+    enc.bypass = False
+    ranks = merge_ranks(merges)
+    size = enc.lwords_mask + 1
+    assert enc.lwords_max == 4 * 4 * size  # LWORDS_GROWTH times its first size: two doublings
+    room, limit = enc.lwords_room, enc.lwords_limit
+    assert room == limit > 0
+    # more chunks of 8-14 bytes than the room of the table at 4x its size
+    words, data, ends, expected = long_word_text(merges, random.Random(31), 8 * size)
+    assert len(ends) - 1 - len(words) > 3 * size  # the distinct chunks (ends: theirs, the words', the spaces')
+    assert enc.encode_ends(data, ends) == expected  # cold: fills, grows twice, fills again
+    assert enc.lwords_mask + 1 == 4 * size
+    assert enc.lwords_room == 0 and enc.lwords_limit == limit + (3 * 4 * size) // 4 - (3 * size) // 4
+    cached = enc.cc_count
+    assert cached > 0  # what the full table could not take
+    assert enc.encode_ends(data, ends) == expected  # warm: every chunk found where it was put
+    assert enc.lwords_room == 0 and enc.cc_count == cached
+    enc.clear_cache()
+    assert enc.lwords_room == enc.lwords_limit and enc.lwords_mask + 1 == 4 * size
+    assert enc.encode_ends(data, ends) == expected
+    assert enc.encode_chunks(words) == [i for w in words for i in encode_chunk_naive(w, ranks)]
+
+
+def test_long_word_table_grows_under_a_piece(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:
+    """A chunk of 8-15 bytes encoded by its pieces (pieces_bpe) whose piece of 8 bytes or more
+    takes the table's last room: the table grows under the chunk's own insert, which then
+    finds its slot in the grown table (not in the old one it had probed).  The chunk's ids equal
+    the twin's, and the next lookup finds it without taking room."""
+    merges = gpt2_encoder[1]
+    ranks = merge_ranks(merges)
+    probe = Encoder(merges)
+    probe.bypass = False
+    rng = random.Random(32)
+    found = None
+    pad = b" " * 16  # the table is read 16 bytes at a time from a chunk's start
+    for _ in range(2000):
+        # a CJK character, then letters no token crosses into from its last byte: a safe place
+        c = rng.choice(["中", "文", "語"]).encode() + bytes(rng.choice(b"xqzjkvw") for _ in range(rng.randint(8, 12)))
+        probe.clear_cache()
+        before = probe.lwords_room
+        probe.encode_ends(c + pad, [len(c), len(c) + len(pad)])
+        if before - probe.lwords_room == 2:  # a piece and the chunk both went into the table
+            found = c
+            break
+    assert found is not None
+    enc = Encoder(merges)
+    enc.bypass = False
+    size = enc.lwords_mask + 1
+    enc.lwords_room = 1  # the piece takes the last room
+    data, ends = found + pad, [len(found), len(found) + len(pad)]
+    want = encode_chunk_naive(found, ranks) + encode_chunk_naive(pad, ranks)
+    assert enc.encode_ends(data, ends) == want
+    assert enc.lwords_mask + 1 == 2 * size
+    room = enc.lwords_room
+    assert room == (3 * 2 * size) // 4 - (3 * size) // 4 - 1  # the chunk took one of the new slots
+    assert enc.encode_ends(data, ends) == want
+    assert enc.lwords_room == room
 
 
 def test_word_tables_keep_chunks_of_many_ids(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]]) -> None:

@@ -653,6 +653,45 @@ def test_id_lists_against_the_compiled_twin(wide: bool) -> None:
         kernels.id_lists(packed, (1,), wide, b"")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("wide", [False, True])
+def test_id_array_against_numpys_take(wide: bool) -> None:
+    """The public ids of packed ids, as numpy's take gives them (its twin): through a uint32 or
+    a uint16 table, or widened to uint32 without one; from bytes or a BytesWriter read in
+    place, at lengths around the writer's embedded buffer; the result a writable bytearray."""
+    from librt.strings import BytesWriter
+
+    rng = random.Random(43)
+    top = 70_000 if wide else 1 << 16
+    raw_type = np.uint32 if wide else np.uint16
+    tables = [None, np.array([rng.randrange(1 << 32) for _ in range(top)], dtype=np.uint32),
+              np.array([rng.randrange(1 << 16) for _ in range(top)], dtype=np.uint16)]
+    dst = BytesWriter()
+    for n in [0, 1, 2, 63, 64, 65, 128, 129, 1000, 50_000]:
+        ids = np.array([rng.randrange(top) for _ in range(n)], dtype=raw_type)
+        dst.truncate(0)
+        dst.write(ids.tobytes())
+        for table in tables:
+            want = ids.astype(np.uint32) if table is None else table.take(ids)
+            for source in (ids.tobytes(), dst):
+                got = kernels.id_array(source, wide, None if table is None else table.data)
+                assert isinstance(got, bytearray)
+                assert np.array_equal(np.frombuffer(got, dtype=want.dtype), want)
+
+
+def test_id_array_rejects_bad_arguments() -> None:
+    table = np.arange(10, dtype=np.uint32)
+    with pytest.raises(ValueError, match="id 10 at 1 is past the table's 10 entries"):
+        kernels.id_array(np.array([3, 10], dtype=np.uint16).tobytes(), False, table)
+    with pytest.raises(ValueError, match="whole number of 4-byte ids"):
+        kernels.id_array(b"abcdef", True, None)
+    with pytest.raises(TypeError, match="table must be a contiguous buffer of 16- or 32-bit unsigned"):
+        kernels.id_array(b"", False, np.arange(3, dtype=np.int64))
+    with pytest.raises(TypeError, match="table must be None or a contiguous buffer"):
+        kernels.id_array(b"", False, "abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="takes 3 positional arguments"):
+        kernels.id_array(b"", False)  # type: ignore[call-arg]
+
+
 def test_id_list_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="whole number of 4-byte ids"):
         kernels.id_list(b"abcdef", [], True)

@@ -341,7 +341,15 @@ def test_encode_to_numpy_is_uint32(pair: tuple[str, Tokenizer, Any]) -> None:
     """uint32 always, as tiktoken's, also for a vocabulary whose ids fit in 16 bits (GPT-2's)
     and on each path (plain, with specials allowed, with an id map)."""
     _, tok, enc = pair
-    for text, kwargs in (("hello world", {}), ("hi <|endoftext|> there", {"allowed_special": "all"}), ("", {})):
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("hello world", {}), ("hi <|endoftext|> there", {"allowed_special": "all"}), ("", {}),
+        # nothing special (packing._none_special): special-token text is plain text
+        ("hi <|endoftext|> there", {"disallowed_special": ()}),
+        ("<|endoftext|>", {"allowed_special": set(), "disallowed_special": frozenset()}),
+        ("", {"disallowed_special": ()}),
+        ("héllo wörld 123 \n\n  " * 40, {"disallowed_special": set()}),
+    ]
+    for text, kwargs in cases:
         ours, theirs = tok.encode_to_numpy(text, **kwargs), enc.encode_to_numpy(text, **kwargs)
         assert ours.dtype == theirs.dtype == np.uint32
         assert np.array_equal(ours, theirs)

@@ -296,6 +296,26 @@ def test_flat_batch_form_equals_tiktoken(pair: tuple[str, Tokenizer, Any]) -> No
     assert got == [enc.encode(t, allowed_special="all") for t in texts]
 
 
+@pytest.mark.corpus
+def test_grown_long_word_table_equals_tiktoken(pair: tuple[str, Tokenizer, Any], corpus_docs: Callable[..., list[str]]) -> None:
+    """The long-word table grows when its room for cached chunks runs out (Encoder.grow_lwords,
+    after ~1.5 MB of multilingual text with cl100k); here its room is cut to 64 so that it
+    grows within the first documents: the ids of multilingual text before, across and after the
+    doubling, and of the same text again (found in the grown table), are tiktoken's."""
+    name, tok, enc = pair
+    e = tok._encoder
+    e.clear_cache()
+    size = e.lwords_mask + 1
+    e.lwords_room = 64
+    docs = corpus_docs("multilingual", max_bytes=150_000)
+    for rep in range(2):
+        for k, doc in enumerate(docs):
+            assert tok.encode_ordinary(doc) == enc.encode_ordinary(doc), f"{name} pass {rep} document {k}"
+    assert e.lwords_mask + 1 == 2 * size
+    e.clear_cache()
+    assert e.lwords_room == e.lwords_limit
+
+
 def test_bypassed_chunks_equal_tiktoken(pair: tuple[str, Tokenizer, Any]) -> None:
     """Text whose chunks the tables keep missing (base64 and latin-1 text of random bytes) takes
     the encoder's bypass (chunk lengths that keep missing go straight to BPE, encode_chunk's
