@@ -137,20 +137,28 @@ def test_an_item_whose_part_is_no_key_is_refused(converted: tuple[Path, Any], tm
         mnemo.load(broken)
 
 
-def test_each_tokens_pair_is_found_among_its_listed_items(converted: tuple[Path, Any]) -> None:
-    """The converted files are read by finding each token's pair among the items that spell it
-    (tokenizer_json.converted_vocab, ranks.PairSplits), not by merging every token's bytes: the
-    same vocabulary as merges_of_ranks, and the file passes listed_pairs' checks."""
+def read_converted(path: Path) -> tuple[Any, Any, list[bytes]]:
+    """(the scanned file, its PlainModel, ranked_tokens' bytes of each key by id)."""
     from mnemo.formats.hf_file import ALPHABET, read_json_file
-    from mnemo.ranks import merges_of_ranks
-    from mnemo.tokenizer_json import converted_vocab, listed_pairs, ranked_tokens
+    from mnemo.tokenizer_json import ranked_tokens
 
-    _, scanned = read_json_file(converted[0], "tokenizer.json")
+    _, scanned = read_json_file(path, "tokenizer.json")
     assert scanned is not None
     model = scanned.read(True, [])
     assert model is not None
     tokens = ranked_tokens(model, ALPHABET)
     assert tokens is not None
+    return scanned, model, tokens
+
+
+def test_each_tokens_pair_is_found_among_its_listed_items(converted: tuple[Path, Any]) -> None:
+    """The converted files are read by finding each token's pair among the items that spell it
+    (tokenizer_json.converted_vocab, ranks.PairSplits), not by merging every token's bytes: the
+    same vocabulary as merges_of_ranks, and the file passes listed_pairs' checks."""
+    from mnemo.ranks import merges_of_ranks
+    from mnemo.tokenizer_json import converted_vocab, listed_pairs
+
+    scanned, model, tokens = read_converted(converted[0])
     found, derived = converted_vocab(model, scanned.data, scanned._spans, tokens), merges_of_ranks(tokens)
     assert found is not None and derived is not None
     for field in ("merges", "public", "proper", "whole", "ranked", "spelled", "tables"):
@@ -166,21 +174,15 @@ def test_substring_ranks_from_the_files_keys(converted: tuple[Path, Any]) -> Non
     from librt.vecs import vec
     from mypy_extensions import i64
 
-    from mnemo.formats.hf_file import ALPHABET, read_json_file
     from mnemo.ranks import LONG_TOKEN, NONE, SubstringRanks
-    from mnemo.tokenizer_json import KeyRanks, ranked_tokens
+    from mnemo.tokenizer_json import KeyRanks
 
-    _, scanned = read_json_file(converted[0], "tokenizer.json")
-    assert scanned is not None
-    model = scanned.read(True, [])
-    assert model is not None
-    tokens = ranked_tokens(model, ALPHABET)
-    assert tokens is not None
+    _, model, tokens = read_converted(converted[0])
     keys, reference = KeyRanks(model), SubstringRanks(tokens)
-    longest: dict[int, int] = {}
+    first_of_length: dict[int, int] = {}
     for r, raw in enumerate(tokens):
-        longest.setdefault(len(raw), r)
-    ranks = sorted(set(range(0, len(tokens), 997)) | {r for n, r in longest.items() if 2 <= n < LONG_TOKEN})
+        first_of_length.setdefault(len(raw), r)
+    ranks = sorted(set(range(0, len(tokens), 997)) | {r for n, r in first_of_length.items() if 2 <= n < LONG_TOKEN})
     found = 0
     for r in ranks:
         raw = tokens[r]
