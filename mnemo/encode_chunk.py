@@ -191,9 +191,10 @@ LINE: Final = 64
 # pages would take a 2 MB region of the heap for every small encoder (tests make thousands).
 HUGE_WORDS: Final = 1 << 18
 # ... and only once this many bytes of text have been encoded (Encoder.before_text).  The
-# madvise copies each table's pages into huge pages: 5-44 ms of CPU for cl100k- to o200k-sized
-# tables (load average 3), which every load paid, for lookups 0.3-1.4 ms/MB faster; it pays back
-# after 10-30 MB of text (docs/speed.md, "A load without the collapse"), so it waits for 16 MB.
+# madvise copies each table's pages into huge pages: 5-65 ms of CPU for cl100k- to o200k-sized
+# tables (more where memory is fragmented), which every load paid, for lookups 5-10 % faster
+# (0.3-1.4 ms/MB); it pays back after 10-70 MB of text (docs/speed.md, "A load without the
+# collapse"), so it waits for 16 MB.
 HUGE_AFTER: Final = 1 << 24
 
 

@@ -373,7 +373,7 @@ def test_a_loaded_vocabularys_long_lists_are_not_walked_by_the_gc(tmp_path: Path
 
 def test_the_encoder_asks_for_huge_pages_after_enough_text() -> None:
     """A cl100k-sized encoder puts its tables on huge pages (kernels.huge_pages: the kernel copies
-    them, 5-44 ms) once HUGE_AFTER bytes of text have gone through it, not when it is loaded; a
+    them, 5-65 ms) once HUGE_AFTER bytes of text have gone through it, not when it is loaded; a
     small vocabulary's never asks.  The ids are the same before and after."""
     from mnemo.encode_chunk import HUGE_AFTER
 
