@@ -579,8 +579,8 @@ class Encoder:
         added: i64 = (3 * size) // 4 - (3 * old_size) // 4
         self.lwords_limit += added
         self.lwords_room += added
-        if len(self.words) >= HUGE_WORDS:
-            huge_pages(table)
+        if self.huge_after < 0 and len(self.words) >= HUGE_WORDS:
+            huge_pages(table)  # the other tables are on huge pages already; else before_text's turn
 
     def spells_itself(self, k: i64, data: bytes, start: i64, end: i64) -> bool:
         """Whether BPE of merge k's bytes, data[start:end], gives its token alone: the answer
