@@ -922,9 +922,10 @@ class MergeItems:
     """model.merges read MERGE_BLOCK items at a time, in the file's order: each item's token's
     key (`tokens`) and its two parts (`spots`, `sizes`: as find_parts takes them; the parts of
     an item written with escapes are decoded into `side`).  `read` then looks the block's parts
-    up together, so that the processor has several of their random loads in flight (one item's
-    code at a time, its branches on each load, kept one miss in flight: a sixth of loading a
-    Llama-3-like file converted from ranks)."""
+    up together (find_parts).  The one walk of converted_vocab and listed_pairs, which each had
+    a copy of it; looking the parts up a block at a time instead of item by item measured no
+    faster (docs/speed.md, "A load without the collapse"): the look-ups still miss one after
+    another."""
 
     tokens: vec[i64]
     spots: vec[i64]
