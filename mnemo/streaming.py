@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from mnemo.errors import ArgumentTypeError
+from mnemo.kernels import utf8_of
 from mnemo.patterns import SplitPattern, split
 from mnemo.superword import KIND_HARD, KIND_JOIN, chunk_kind
 from mnemo.special_match import SpecialMatcher
@@ -25,9 +26,11 @@ ITERABLE_BLOCK: Final = 1 << 16  # characters gathered before a cut is looked fo
 
 def text_bytes(text: str) -> bytes:
     """The UTF-8 bytes that encoding sees for `text`: each lone surrogate becomes U+FFFD, as in
-    tiktoken (a surrogate pair is the character it stands for)."""
+    tiktoken (a surrogate pair is the character it stands for).  `kernels.utf8_of` is
+    `text.encode("utf-8")`, an ASCII text of 4 MB or more copied into huge pages (fewer page
+    faults of fresh memory: docs/speed.md, "Fresh memory of a long text")."""
     try:
-        return text.encode("utf-8")
+        return utf8_of(text)
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 

@@ -859,3 +859,51 @@ def test_read_fd_errors(tmp_path: Path) -> None:
         kernels.read_fd("0", 3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="size=.* is out of range"):
         kernels.read_fd(0, 1 << 70)
+
+
+# ---- utf8_of: the UTF-8 bytes of a text -------------------------------------------------------
+
+
+def test_utf8_of_is_str_encode() -> None:
+    """ASCII texts of every size around the huge-page threshold (4 MB) and the 2 MB regions, and
+    texts of one-, two- and four-byte characters (CPython's own encoding), give str.encode's
+    bytes; a lone surrogate is str.encode's UnicodeEncodeError; a str subclass is a str."""
+    rng = random.Random(43)
+    for n in (0, 1, 15, 4095, (4 << 20) - 1, 4 << 20, (6 << 20) + 17):
+        text = "".join(rng.choice("ab \n~\x00\x7f") for _ in range(min(n, 4096))) * (n // 4096 + 1)
+        text = text[:n]
+        assert kernels.utf8_of(text) == text.encode("utf-8")
+    for text in ("héllo wörld", "中文" * 1000, "\U0001f600 ok", "é" * (5 << 20)):
+        assert kernels.utf8_of(text) == text.encode("utf-8")
+
+    class Sub(str):
+        pass
+
+    assert kernels.utf8_of(Sub("abc")) == b"abc"
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        kernels.utf8_of("ok \ud800")
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+        kernels.utf8_of(b"abc")  # type: ignore[arg-type]
+
+
+def _transparent_huge_pages() -> str:
+    try:
+        modes = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return "never"
+    return modes.split("[")[1].split("]")[0] if "[" in modes else "never"
+
+
+@pytest.mark.skipif(_transparent_huge_pages() == "never", reason="the kernel gives no transparent huge pages here")
+def test_utf8_of_a_long_ascii_text_faults_in_huge_pages() -> None:
+    """32 MB of ASCII are 8,192 pages of 4 KB: copied into huge pages they fault at most about
+    1,040 times (up to 511 pages of 4 KB at each end, where no whole 2 MB region lies, and 16
+    huge pages); str.encode's copy faults 8,193 times."""
+    import resource
+
+    text = "a" * (32 << 20)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    data = kernels.utf8_of(text)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    assert data[:3] == b"aaa" and len(data) == 32 << 20
+    assert faults < 8192 // 4, faults
