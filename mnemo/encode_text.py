@@ -54,9 +54,10 @@ def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern
         cur = BitCursor(prog, data, start, end, digits)
         while pos < end:
             e: i64 = cur.next_end(pos)
+            if e < 0:
+                break  # mostly beyond ASCII: scan, below
             enc.encode_span(data, pos, e, dst)
             pos = e
-        return
     while pos < end:
         e2: i64 = scan(prog, data, pos, end)
         enc.encode_span(data, pos, e2, dst)
@@ -117,13 +118,13 @@ def encode_some_packed(
         # as encode_range_packed, with words for the budget's bytes only (and a block more for
         # the chunk that crosses it): the rest of a long text is not classified on every call
         cur = BitCursor(prog, data, start, end, digits, stop + 64 if budget < end - start - 64 else end)
-        while pos < end:
+        while pos < end and pos < stop:
             e: i64 = cur.next_end(pos)
+            if e < 0:
+                break
             enc.encode_span(data, pos, e, dst)
             pos = e
-            if pos >= stop:
-                break
-    else:
+    if digits == 0 or pos < stop:  # (at least one chunk, as before: a budget of 0 gives one)
         while pos < end:
             e2: i64 = scan(prog, data, pos, end)
             enc.encode_span(data, pos, e2, dst)

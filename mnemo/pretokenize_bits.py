@@ -77,6 +77,26 @@ _LOW63: Final[i64] = ~_HIGH  # bits 0-62
 # -1 and -2 as 64-bit words to shift: a literal would be a C int, 32 bits wide
 _ALL: Final[i64] = _HIGH >> 63
 _NEG2: Final[i64] = _ALL << 1
+_BYTES: Final[i64] = 0x0101010101010101  # one in every byte
+
+
+def _every_byte(b: i64) -> i64:
+    """b in every byte of a word, at run time (above 2**62 mypyc would box the constant)."""
+    return b * _BYTES
+
+
+_M1: Final[i64] = _every_byte(0x55)
+_M2: Final[i64] = _every_byte(0x33)
+_M4: Final[i64] = _every_byte(0x0F)
+
+
+def _popcount(x: i64) -> i64:
+    """The number of set bits of a 64-bit word (SWAR: pairs, nibbles, bytes, then a multiply
+    that sums the bytes into the top one)."""
+    x = x - ((x >> 1) & _M1)
+    x = (x & _M2) + ((x >> 2) & _M2)
+    x = (x + (x >> 4)) & _M4
+    return (x * _BYTES) >> 56
 
 
 def _wraps(one: i64) -> bool:
@@ -92,6 +112,11 @@ BITS_OK: Final[bool] = _wraps(1)
 #: Texts shorter than this go through `scan` alone (the masks and the cursor cost more than
 #: they save on a short text).
 BITS_MIN: Final[i64] = 256
+
+#: A cursor is off from the start on a text with more than one byte >= 0x80 in this many, and
+#: turns itself off beyond FALLBACKS_PER_BLOCK chunks left to scan per block made (next_end).
+NON_ASCII_SHARE: Final[i64] = 20
+FALLBACKS_PER_BLOCK: Final[i64] = 3
 
 
 def digit_group(regex: str | None, prog: SplitProgram) -> i64:
@@ -129,6 +154,17 @@ def _fill_down(m: i64, z: i64) -> i64:
     return m
 
 
+def _mostly_beyond_ascii(masks: bytes, nblocks: i64, n: i64) -> bool:
+    """More than one byte in NON_ASCII_SHARE is >= 0x80: every such character leaves a chunk
+    or more to scan, and the words cost more than they save (docs/speed.md)."""
+    count: i64 = 0
+    k: i64 = 0
+    while k < nblocks:
+        count += _popcount(read_i64_le(masks, (k << 6) + 56))
+        k += 1
+    return count * NON_ASCII_SHARE > n
+
+
 class BitCursor:
     """The chunk ends of one text data[start:end] under one of the covered patterns.
 
@@ -148,6 +184,9 @@ class BitCursor:
     dirty: i64
     rest: i64  # the stops of `block` above `last`
     last: i64  # the end the last call returned (-1: none to go on from)
+    loads: i64  # blocks whose words were made
+    fallbacks: i64  # chunks left to scan
+    off: bool  # too many of them: next_end gives -1 from now on
 
     def __init__(self, prog: SplitProgram, data: bytes, start: i64, end: i64, digits: i64, stop: i64 = -1) -> None:
         """A cursor over the text data[start:end] split by `prog`, whose digit_group is
@@ -170,28 +209,40 @@ class BitCursor:
         self.dirty = 0
         self.rest = 0
         self.last = -1
+        self.loads = 0
+        self.fallbacks = 0
+        self.off = _mostly_beyond_ascii(self.masks, self.nblocks, self.n)
 
     def next_end(self, pos: i64) -> i64:
-        """The end of the chunk that starts at `pos` (start <= pos < end, a chunk start)."""
+        """The end of the chunk that starts at `pos` (start <= pos < end, a chunk start), or -1
+        when the words are not worth making on this text (`off`): the caller goes on with scan.
+
+        That is decided as the blocks are made: more than FALLBACKS_PER_BLOCK chunks left to
+        scan per block (text mostly beyond ASCII) costs more in words and walks than the chunks
+        the words give save (docs/speed.md)."""
+        if self.off:
+            return -1
         k: i64 = self.block
         w: i64 = self.rest
         if pos != self.last:
             # not where the last call ended (the first call, or after scan): find pos's block
             r: i64 = pos - self.base
             k = r >> 6
-            if k != self.block:
-                self._load(k)
+            if k != self.block and self._load(k):
+                return -1
             w = self.stops & (_NEG2 << (r & 63))
         while w == 0:
             k += 1
             if k >= self.nblocks:
                 self.last = -1
                 return scan(self.prog, self.data, pos, self.end)
-            self._load(k)
+            if self._load(k):
+                return -1
             w = self.stops
         low: i64 = w & -w
         if (self.dirty & low) != 0:
             self.last = -1
+            self.fallbacks += 1
             return scan(self.prog, self.data, pos, self.end)
         # the walk's own chain is w -> w ^ low; the position of low (a multiply and a load)
         # is off it
@@ -200,8 +251,9 @@ class BitCursor:
         self.last = e
         return e
 
-    def _load(self, k: i64) -> None:
-        """The words `stops` (starts | dirty) and `dirty` of block k."""
+    def _load(self, k: i64) -> bool:
+        """The words `stops` (starts | dirty) and `dirty` of block k; True when the cursor
+        turns itself off there (too many chunks left to scan so far)."""
         masks = self.masks
         at: i64 = k << 6
         lw: i64 = read_i64_le(masks, at) | read_i64_le(masks, at + 8)
@@ -310,6 +362,11 @@ class BitCursor:
         self.block = k
         self.stops = starts | dirty
         self.dirty = dirty
+        self.loads += 1
+        if self.fallbacks > FALLBACKS_PER_BLOCK * self.loads + 16:
+            self.off = True
+            return True
+        return False
 
 
 def chunk_ends(prog: SplitProgram, data: bytes, start: i64, end: i64, digits: i64) -> list[int]:
@@ -319,7 +376,13 @@ def chunk_ends(prog: SplitProgram, data: bytes, start: i64, end: i64, digits: i6
     cur = BitCursor(prog, data, start, end, digits)
     pos: i64 = start
     while pos < end:
-        pos = cur.next_end(pos)
+        e: i64 = cur.next_end(pos)
+        if e < 0:
+            break
+        pos = e
+        out.append(pos)
+    while pos < end:
+        pos = scan(prog, data, pos, end)
         out.append(pos)
     return out
 
@@ -331,6 +394,12 @@ def chunk_count(prog: SplitProgram, data: bytes, digits: i64) -> i64:
     end: i64 = len(data)
     c: i64 = 0
     while pos < end:
-        pos = cur.next_end(pos)
+        e: i64 = cur.next_end(pos)
+        if e < 0:
+            break
+        pos = e
+        c += 1
+    while pos < end:
+        pos = scan(prog, data, pos, end)
         c += 1
     return c
