@@ -1,4 +1,5 @@
-r"""Chunk starts of the GPT-4 split patterns over ASCII, 64 bytes at a time, from the class masks.
+r"""Chunk starts of the GPT-4 and o200k split patterns over ASCII, 64 bytes at a time, from the
+class masks.
 
 The hot loops cut a text with `scan` (mnemo/pretokenize.py), one call per chunk, each picking
 the chunk's kind with a branch or two.  For the patterns of the GPT-4 family (gpt4, cl100k,
@@ -35,6 +36,12 @@ worked out from the pattern
        a letter (any of S and W) or punctuation (S only).
      An N inside R never starts a chunk.
 
+o200k's pattern (`rules` with CASED) cuts the same way over ASCII but for two things: a run
+of letters also starts at an uppercase letter after a lowercase one (`[U]*[L]+|[U]+[L]*`:
+"fooBar" is foo|Bar, "HTMLParser" one chunk), and its punctuation runs take `[\r\n/]*` after
+them, so its table marks '/' unsure like the apostrophe.  Its contractions end a letter chunk
+("don't" is one), which the apostrophe's fallback covers as well.
+
 What the words cannot see is left to scan, by setting `dirty` at every position whose rule
 reads a byte that is not one of those classes: a byte >= 0x80 (a letter, a number or white
 space beyond ASCII may join the run), an apostrophe (contractions: `'s` is a chunk, `'st` is
@@ -62,7 +69,7 @@ from typing import Final
 from librt.strings import read_i64_le
 from mypy_extensions import i64
 
-from mnemo.classmask import _DEBRUIJN, _DEBRUIJN_INDEX, GPT_TABLE, class_masks
+from mnemo.classmask import _DEBRUIJN, _DEBRUIJN_INDEX, APOS, GPT_TABLE, class_masks
 from mnemo.pretokenize import KIND_SCAN, PATTERN_REGEX, SplitProgram, scan
 
 
@@ -119,20 +126,39 @@ NON_ASCII_SHARE: Final[i64] = 20
 FALLBACKS_PER_BLOCK: Final[i64] = 3
 
 
-def digit_group(regex: str | None, prog: SplitProgram) -> i64:
-    """The digit group of a pattern the bit logic knows (3: gpt4's and cl100k's regex, 2:
-    mnemonic's), 0 for any other (or interpreted, or a program not compiled into the scanner).
+#: bit_rules' flag for o200k's letter runs, cut by case (its digit group is 3)
+CASED: Final[i64] = 16
+
+
+def _o200k_table() -> bytes:
+    """GPT_TABLE with '/' unsure (the APOS bit): o200k's punctuation runs take the newlines
+    and slashes after them (`[\r\n/]*`), ".\n/" is one chunk; the words leave every '/'
+    to scan rather than tell that slash from the others."""
+    t = bytearray(GPT_TABLE)
+    t[0x2F] = APOS
+    return bytes(t)
+
+
+_O200K_TABLE: Final[bytes] = _o200k_table()
+
+
+def bit_rules(regex: str | None, prog: SplitProgram) -> i64:
+    """The rules a pattern's chunks follow over ASCII, for a BitCursor: its digit group (3:
+    gpt4's and cl100k's regex, 2: mnemonic's), | CASED for o200k's; 0 for any other pattern
+    (or interpreted, or a program not compiled into the scanner).
 
     Decided by the regex, not the pattern's name or id: a tokenizer loaded from a .tiktoken file
     has cl100k's regex on another Unicode version (another id).  The Unicode version does not
     matter here: the words classify ASCII only (GPT_TABLE), and no Unicode version changed an
-    ASCII character's letter, number or white-space property."""
+    ASCII character's letter, case, number or white-space property."""
     if not BITS_OK or regex is None or prog.kind != KIND_SCAN:
         return 0
     if regex == PATTERN_REGEX["gpt4"] or regex == PATTERN_REGEX["cl100k"]:
         return 3
     if regex == PATTERN_REGEX["mnemonic"]:
         return 2
+    if regex == PATTERN_REGEX["o200k"]:
+        return 3 | CASED
     return 0
 
 
@@ -179,6 +205,7 @@ class BitCursor:
     n: i64
     nblocks: i64
     digits: i64
+    cased: bool
     block: i64
     stops: i64
     dirty: i64
@@ -188,9 +215,9 @@ class BitCursor:
     fallbacks: i64  # chunks left to scan
     off: bool  # too many of them: next_end gives -1 from now on
 
-    def __init__(self, prog: SplitProgram, data: bytes, start: i64, end: i64, digits: i64, stop: i64 = -1) -> None:
-        """A cursor over the text data[start:end] split by `prog`, whose digit_group is
-        `digits` (2 or 3).  With `stop` (start < stop <= end) its words
+    def __init__(self, prog: SplitProgram, data: bytes, start: i64, end: i64, rules: i64, stop: i64 = -1) -> None:
+        """A cursor over the text data[start:end] split by `prog`, whose bit_rules are
+        `rules`.  With `stop` (start < stop <= end) its words
         cover data[start:stop] only: a bounded piece of a long text (encode_some_packed); the
         chunks from there on, and those whose rules read past there, come from scan, which
         sees the text up to `end`."""
@@ -202,8 +229,10 @@ class BitCursor:
         self.end = end
         self.n = stop - start
         self.nblocks = (self.n + 63) >> 6
-        self.masks = class_masks(data if start == 0 and stop == len(data) else data[start:stop], GPT_TABLE)
-        self.digits = digits
+        self.cased = (rules & CASED) != 0
+        table = _O200K_TABLE if self.cased else GPT_TABLE
+        self.masks = class_masks(data if start == 0 and stop == len(data) else data[start:stop], table)
+        self.digits = rules & 15
         self.block = -1
         self.stops = 0
         self.dirty = 0
@@ -256,7 +285,8 @@ class BitCursor:
         turns itself off there (too many chunks left to scan so far)."""
         masks = self.masks
         at: i64 = k << 6
-        lw: i64 = read_i64_le(masks, at) | read_i64_le(masks, at + 8)
+        lo: i64 = read_i64_le(masks, at)
+        lw: i64 = lo | read_i64_le(masks, at + 8)
         d: i64 = read_i64_le(masks, at + 16)
         sp: i64 = read_i64_le(masks, at + 24)
         wh: i64 = read_i64_le(masks, at + 32)
@@ -270,6 +300,7 @@ class BitCursor:
         p: i64 = ~(lw | d | sp | wh | nl | ap | xx | inval)
         un: i64 = xx | ap | inval
         # the previous block's last three bytes (before the text: unsure)
+        plo: i64 = 0
         plw: i64 = 0
         pd: i64 = 0
         psp: i64 = 0
@@ -280,7 +311,8 @@ class BitCursor:
         pun: i64 = -1
         if k > 0:
             pa: i64 = at - 64
-            plw = read_i64_le(masks, pa) | read_i64_le(masks, pa + 8)
+            plo = read_i64_le(masks, pa)
+            plw = plo | read_i64_le(masks, pa + 8)
             pd = read_i64_le(masks, pa + 16)
             psp = read_i64_le(masks, pa + 24)
             pwh = read_i64_le(masks, pa + 32)
@@ -337,6 +369,10 @@ class BitCursor:
             | (ws & ~ws1 & ~(nl & (p1 | ap1)))
             | good_top
         )
+        if self.cased:
+            # o200k: a run of letters also starts at an uppercase letter after a lowercase one
+            # ("fooBar" is foo|Bar; "HTMLParser" is one chunk: U*L+)
+            starts |= lw & ~lo & ((lo << 1) | ((plo >> 63) & 1))
         dirty: i64 = un | un1 | un2 | un3 | (sw & un_next)
         if self.digits == 3:
             d3: i64 = (d << 3) | ((pd >> 61) & 7)
@@ -369,11 +405,11 @@ class BitCursor:
         return False
 
 
-def chunk_ends(prog: SplitProgram, data: bytes, start: i64, end: i64, digits: i64) -> list[int]:
+def chunk_ends(prog: SplitProgram, data: bytes, start: i64, end: i64, rules: i64) -> list[int]:
     """The chunk ends of data[start:end] from a BitCursor (tests and benchmarks; the same as the
     loop over `scan`)."""
     out: list[int] = []
-    cur = BitCursor(prog, data, start, end, digits)
+    cur = BitCursor(prog, data, start, end, rules)
     pos: i64 = start
     while pos < end:
         e: i64 = cur.next_end(pos)
@@ -387,9 +423,9 @@ def chunk_ends(prog: SplitProgram, data: bytes, start: i64, end: i64, digits: i6
     return out
 
 
-def chunk_count(prog: SplitProgram, data: bytes, digits: i64) -> i64:
+def chunk_count(prog: SplitProgram, data: bytes, rules: i64) -> i64:
     """How many chunks `data` splits into, by a BitCursor (the boundary loop alone)."""
-    cur = BitCursor(prog, data, 0, len(data), digits)
+    cur = BitCursor(prog, data, 0, len(data), rules)
     pos: i64 = 0
     end: i64 = len(data)
     c: i64 = 0

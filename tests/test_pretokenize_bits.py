@@ -2,8 +2,8 @@
 
 The oracle is the loop over `pretokenize.scan` with the same compiled program (itself checked
 against the `regex` module in tests/test_pretokenize.py): a BitCursor must give its chunks byte
-for byte, on any bytes, any sub-range [start, end), for the three patterns it covers (gpt4,
-cl100k, mnemonic).  The inputs aim at what the bit logic reads: the three bytes before a
+for byte, on any bytes, any sub-range [start, end), for the four patterns it covers (gpt4,
+cl100k, mnemonic, o200k).  The inputs aim at what the bit logic reads: the three bytes before a
 position, the byte after a run of white space, newline runs after punctuation, digit runs,
 apostrophes and bytes >= 0x80 (where it hands over to scan), and all of them across the edges
 of the 64-byte blocks.
@@ -25,8 +25,8 @@ from mnemo import pretokenize_named as named
 from mnemo.patterns import pattern_of, program_of
 from mnemo.pretokenize import scan
 
-COVERED = {"mnemonic": 0, "gpt4": 1, "cl100k": 4}
-DIGITS = {0: 2, 1: 3, 4: 3}
+COVERED = {"mnemonic": 0, "gpt4": 1, "o200k": 3, "cl100k": 4}
+RULES = {0: 2, 1: 3, 3: 3 | pb.CASED, 4: 3}
 
 
 def scan_ends(pid: int, data: bytes, start: int, end: int) -> list[int]:
@@ -40,7 +40,7 @@ def scan_ends(pid: int, data: bytes, start: int, end: int) -> list[int]:
 
 
 def bit_ends(pid: int, data: bytes, start: int, end: int) -> list[int]:
-    return pb.chunk_ends(program_of(pid), data, start, end, DIGITS[pid])
+    return pb.chunk_ends(program_of(pid), data, start, end, RULES[pid])
 
 
 def assert_same(pid: int, data: bytes, start: int = 0, end: int = -1) -> None:
@@ -56,10 +56,9 @@ def test_compiled_build_uses_the_words() -> None:
         assert not pb.BITS_OK
         pytest.skip("interpreted build: the bit logic is off")
     assert pb.BITS_OK
-    for pid, digits in DIGITS.items():
-        assert pb.digit_group(pattern_of(pid).regex, program_of(pid)) == digits
-    for pid in (2, 3):  # gpt2, o200k: scan alone
-        assert pb.digit_group(pattern_of(pid).regex, program_of(pid)) == 0
+    for pid, rules in RULES.items():
+        assert pb.bit_rules(pattern_of(pid).regex, program_of(pid)) == rules
+    assert pb.bit_rules(pattern_of(2).regex, program_of(2)) == 0  # gpt2: scan alone
 
 
 @pytest.mark.parametrize(
@@ -90,13 +89,31 @@ def test_worked_examples_cl100k(text: bytes, chunks: list[bytes]) -> None:
     assert ends == scan_ends(4, data, 0, len(data))
 
 
+@pytest.mark.parametrize(
+    ("text", "chunks"),
+    [
+        # letter runs cut by case: U*L+ then U+L*
+        (b"fooBar HTMLParser aBCd XY", [b"foo", b"Bar", b" HTMLParser", b" a", b"BCd", b" XY"]),
+        # punctuation takes the newlines and slashes after it; contractions end a word
+        (b"x.\n/y don't", [b"x", b".\n/", b"y", b" don't"]),
+    ],
+)
+def test_worked_examples_o200k(text: bytes, chunks: list[bytes]) -> None:
+    pad = b"word " * 30 + b"end\n"
+    data = pad + text
+    ends = bit_ends(3, data, 0, len(data))
+    pieces = [data[a:b] for a, b in zip([0, *ends], ends)]
+    assert pieces[-len(chunks) :] == chunks
+    assert ends == scan_ends(3, data, 0, len(data))
+
+
 # ---- hypothesis ---------------------------------------------------------------------------
 
 # Pieces that exercise every rule: classes, the pairs and triples the rules read, contractions,
 # white space around newlines, long runs, and bytes >= 0x80 (letters, punctuation, white space,
 # a number, and bytes that are no UTF-8 at all).
 PIECES = [
-    b"a", b"Z", b"word", b"Word", b"s", b"t", b"ll", b"ve", b"re", b"LL",
+    b"a", b"Z", b"word", b"Word", b"WORD", b"wORd", b"s", b"t", b"ll", b"ve", b"re", b"LL", b"/", b"//",
     b"0", b"7", b"12", b"2026", b"1234567",
     b" ", b"  ", b"    ", b"\t", b"\x0b", b"\x0c", b"\n", b"\r\n", b"\n\n", b"\r",
     b" \n", b"\n ", b"\n    ", b"  \n  ",
