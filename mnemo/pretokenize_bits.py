@@ -52,10 +52,14 @@ a run whose next byte is one; a run of white space whose last S/W run or whose l
 newlines cross such a byte or the block's edge leaves its S/W-after-N bytes to scan; digits
 from a run's fourth on (third for mnemonic) are dirty.
 
-Cost: the class words of a block (eight loads, the ones before and after it), ~60 ALU
-operations a block, two more fills of ~20 when a block has an S/W after an N, and per chunk a
-count of trailing zeros.  The kernel's result lives for one text (64 bytes of masks for 64 of
-text); `encode_text` makes a cursor per text above BITS_MIN bytes.
+Cost: the class words of a block and of the one before it (the one after only when bit 63 is
+S/W), ~60 ALU operations a block, two more log-step fills when a block has an S/W after an N,
+and per chunk the lowest bit of the word's rest and a de Bruijn look-up for its position.  The
+kernel's result lives for one text (64 bytes of masks for 64 of text); `encode_text` makes a
+cursor per text of BITS_MIN bytes or more.  A cursor is off on text mostly beyond ASCII (every
+accented letter leaves its word to scan, and the words then cost more than they save): from
+the start when more than one byte in NON_ASCII_SHARE is >= 0x80, and once more than
+FALLBACKS_PER_BLOCK chunks per block went to scan.  docs/speed.md has the measurements.
 
 The words are i64 and the logic relies on mypyc's 64-bit wrap-around (`1 << 63`, a carry out
 of bit 63 lost): interpreted, Python's integers do not wrap, so `BITS_OK` is False there and the
