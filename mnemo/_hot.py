@@ -118,6 +118,7 @@ HOT_MODULES: Final = [
     "mnemo/merge_loop.py",
     "mnemo/merge_loop_wide.py",
     "mnemo/pretokenize.py",
+    "mnemo/pretokenize_bits.py",
     "mnemo/pretokenize_named.py",
     "mnemo/ranks.py",
     "mnemo/special_match.py",
