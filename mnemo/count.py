@@ -51,8 +51,9 @@ from mnemo.constants import PATTERNS
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES
 from mnemo.errors import ConfigError
 from mnemo.kernels import memeq
-from mnemo.patterns import program_of
+from mnemo.patterns import pattern_of, program_of
 from mnemo.pretokenize import SplitProgram, scan
+from mnemo.pretokenize_bits import BITS_MIN, BitCursor, bit_rules
 from mnemo.pretokenize_named import chunk_end
 
 MASK32: Final[i64] = 0xFFFFFFFF
@@ -126,6 +127,9 @@ class WordCounter:
     #: fewer instructions than the compiled program, which had made plain training's counting
     #: slower (docs/speed.md, "1 GB again").
     named: i64
+    #: pretokenize_bits.bit_rules of the pattern: not 0 when `add` takes a text's chunk ends
+    #: over ASCII from the class masks (pretokenize_bits.BitCursor), 64 bytes at a time
+    rules: i64
     max_chunk_bytes: i64
     memeq_min_bytes: i64
     short: vec[i64]
@@ -148,6 +152,7 @@ class WordCounter:
         self.pattern = pattern
         self.program = program_of(pattern)
         self.named = pattern if 0 <= pattern < len(PATTERNS) else -1
+        self.rules = bit_rules(pattern_of(pattern).regex, self.program)
         self.max_chunk_bytes = max_chunk_bytes
         # An attribute rather than the Final constant only so that bench/pytest/bench_count.py can
         # set it on a counter to measure the crossover (reading it costs the same as a constant here).
@@ -182,8 +187,16 @@ class WordCounter:
         words = self.words
         pos: i64 = 0
         n_chunks: i64 = 0
+        bits = self.rules != 0 and end >= BITS_MIN
+        cur = BitCursor(prog, data, 0, end, self.rules) if bits else None
         while pos < end:
-            e = chunk_end(data, pos, end, named) if named >= 0 else scan(prog, data, pos, end)
+            e: i64 = -1
+            if cur is not None:
+                e = cur.next_end(pos)
+                if e < 0:  # mostly beyond ASCII: the scanner from here on
+                    cur = None
+            if e < 0:
+                e = chunk_end(data, pos, end, named) if named >= 0 else scan(prog, data, pos, end)
             n = e - pos
             n_chunks += 1
             if n > limit:

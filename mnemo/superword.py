@@ -35,6 +35,7 @@ from mnemo.constants import MAX_PAIR_TOTAL
 from mnemo.count import MASK32, META_BYTES, PackedCounts, WordCounter, packed_to_dict
 from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
 from mnemo.errors import ConfigError
+from mnemo.pretokenize_bits import BITS_MIN, BitCursor
 from mnemo.pretokenize_named import _char, chunk_end, pattern_id
 
 #: The stage-2 rules a tokenizer can name (tokenizer.bin stores the index).
@@ -424,8 +425,17 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
     parts: i64 = 0  # ... and holds this many stage-1 chunks, whose ids end the id stream
     joinable = False  # it ends with a JOIN chunk
     pos: i64 = 0
+    # the chunk ends over ASCII from the class masks, as WordCounter.add takes them
+    bits = table.rules != 0 and table.pattern == pattern and end >= BITS_MIN
+    cur = BitCursor(table.program, data, 0, end, table.rules) if bits else None
     while pos < end:
-        e = chunk_end(data, pos, end, pattern)
+        e: i64 = -1
+        if cur is not None:
+            e = cur.next_end(pos)
+            if e < 0:
+                cur = None
+        if e < 0:
+            e = chunk_end(data, pos, end, pattern)
         n = e - pos
         n_fine += 1
         wid: i64 = -1

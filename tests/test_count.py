@@ -17,6 +17,7 @@ from mnemo.count import MEMEQ_MIN_BYTES, PREFIX_BYTES, WordCounter, pack_words, 
 from mnemo.errors import ConfigError, InputError
 from mnemo.patterns import compile_pattern, split
 from mnemo.pretokenize import pattern_id
+from mnemo.pretokenize_bits import BITS_MIN
 from mnemo.training import count_words
 
 
@@ -29,11 +30,15 @@ def oracle(docs: list[bytes], pattern: str, limit: int = 256) -> tuple[dict[byte
 @pytest.mark.parametrize("pattern", ["mnemonic", "gpt4", "gpt2", "o200k", "cl100k", "llama3"])
 def test_counter_equals_counter_of_split(corpus_docs: Callable[..., list[str]], corpus: str, pattern: str) -> None:
     """`add` cuts a named pattern's text with the hand-written scanner and any other pattern's
-    (llama3, a preset) with its compiled program; `split` runs the compiled program for both."""
+    (llama3, a preset) with its compiled program, and the GPT-4 family's texts of BITS_MIN bytes
+    or more over ASCII from the class masks (pretokenize_bits); `split` runs the compiled
+    program for all."""
     docs = [d.encode() for d in corpus_docs(corpus, max_bytes=1_000_000)]
     handle = compile_pattern(pattern).id
     counter = WordCounter(handle, 256)
     assert counter.named == (pattern_id(pattern) if pattern in PATTERNS else -1)
+    assert (counter.rules != 0) == (pattern in ("mnemonic", "gpt4", "o200k", "cl100k"))
+    assert any(len(d) >= BITS_MIN for d in docs)
     for d in docs:
         counter.add(d)
     expected, skipped = oracle(docs, pattern)
