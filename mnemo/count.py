@@ -51,9 +51,9 @@ from mnemo.constants import PATTERNS
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES
 from mnemo.errors import ConfigError
 from mnemo.kernels import memeq
-from mnemo.patterns import pattern_of, program_of
+from mnemo.patterns import program_of
 from mnemo.pretokenize import SplitProgram, scan
-from mnemo.pretokenize_bits import BITS_MIN, BitCursor, bit_rules
+from mnemo.pretokenize_bits import BITS_MIN, BitCursor, rules_of
 from mnemo.pretokenize_named import chunk_end
 
 MASK32: Final[i64] = 0xFFFFFFFF
@@ -152,7 +152,7 @@ class WordCounter:
         self.pattern = pattern
         self.program = program_of(pattern)
         self.named = pattern if 0 <= pattern < len(PATTERNS) else -1
-        self.rules = bit_rules(pattern_of(pattern).regex, self.program)
+        self.rules = rules_of(pattern)
         self.max_chunk_bytes = max_chunk_bytes
         # An attribute rather than the Final constant only so that bench/pytest/bench_count.py can
         # set it on a counter to measure the crossover (reading it costs the same as a constant here).

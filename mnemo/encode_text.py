@@ -7,30 +7,14 @@ group, so `scan` is a native call (~1 ns) and no chunk is ever copied on the fas
 
 from __future__ import annotations
 
-from typing import Final
-
 from librt.strings import BytesWriter
 from mypy_extensions import i64
 
 from mnemo.encode_chunk import Encoder, emit
-from mnemo.patterns import pattern_of, program_of
-from mnemo.pretokenize import SplitProgram, scan
-from mnemo.pretokenize_bits import BITS_MIN, BitCursor, bit_rules
+from mnemo.patterns import program_of
+from mnemo.pretokenize import scan
+from mnemo.pretokenize_bits import BITS_MIN, BitCursor, rules_of
 from mnemo.superword import SuperEncoder
-
-# Per pattern handle: pretokenize_bits.bit_rules of its pattern (-1: not looked up yet).
-_RULES: Final[list[int]] = []
-
-
-def _rules_of(pattern: i64, prog: SplitProgram) -> i64:
-    """bit_rules of a pattern handle, looked up once per handle (handles are never reused)."""
-    while len(_RULES) <= pattern:
-        _RULES.append(-1)
-    g: i64 = _RULES[pattern]
-    if g < 0:
-        g = bit_rules(pattern_of(pattern).regex, prog)
-        _RULES[pattern] = g
-    return g
 
 
 def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, dst: BytesWriter) -> None:
@@ -47,7 +31,7 @@ def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern
         return
     prog = program_of(pattern)
     pos: i64 = start
-    rules: i64 = _rules_of(pattern, prog) if end - start >= BITS_MIN else 0
+    rules: i64 = rules_of(pattern) if end - start >= BITS_MIN else 0
     if rules != 0:
         # the GPT-4 family's (and o200k's) chunk starts over ASCII, 64 bytes at a time (pretokenize_bits):
         # the same chunks as scan's, with scan where the words are not sure
@@ -113,7 +97,7 @@ def encode_some_packed(
     prog = program_of(pattern)
     pos: i64 = start
     stop: i64 = start + budget
-    rules: i64 = _rules_of(pattern, prog) if end - start >= BITS_MIN and budget >= BITS_MIN else 0
+    rules: i64 = rules_of(pattern) if end - start >= BITS_MIN and budget >= BITS_MIN else 0
     if rules != 0:
         # as encode_range_packed, with words for the budget's bytes only (and a block more for
         # the chunk that crosses it): the rest of a long text is not classified on every call

@@ -74,6 +74,7 @@ from librt.strings import read_i64_le
 from mypy_extensions import i64
 
 from mnemo.classmask import _DEBRUIJN, _DEBRUIJN_INDEX, APOS, GPT_TABLE, class_masks
+from mnemo.patterns import pattern_of, program_of
 from mnemo.pretokenize import KIND_SCAN, PATTERN_REGEX, SplitProgram, scan
 
 
@@ -164,6 +165,22 @@ def bit_rules(regex: str | None, prog: SplitProgram) -> i64:
     if regex == PATTERN_REGEX["o200k"]:
         return 3 | CASED
     return 0
+
+
+# Per pattern handle: bit_rules of its pattern (-1: not looked up yet).
+_RULES: Final[list[int]] = []
+
+
+def rules_of(pattern: i64) -> i64:
+    """bit_rules of a pattern handle, looked up once per handle (handles are never reused):
+    what the encode loops (encode_text) and counting (count.WordCounter) ask."""
+    while len(_RULES) <= pattern:
+        _RULES.append(-1)
+    g: i64 = _RULES[pattern]
+    if g < 0:
+        g = bit_rules(pattern_of(pattern).regex, program_of(pattern))
+        _RULES[pattern] = g
+    return g
 
 
 def _fill_down(m: i64, z: i64) -> i64:
