@@ -341,10 +341,16 @@ static PyObject *memeq(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 /* Below this many bytes classifying is shorter than releasing and re-taking the GIL. */
 #define CLASSMASK_GIL_MIN 65536
 
+/* class_masks(data, table[, start, stop]) -> bytes: the masks of data[start:stop] (default the
+ * whole buffer), without the slice a caller would otherwise copy (a piece of a long text). */
 static PyObject *class_masks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2)
-        return PyErr_Format(PyExc_TypeError, "class_masks() takes 2 positional arguments, got %zd",
-                            nargs);
+    if (nargs != 2 && nargs != 4)
+        return PyErr_Format(PyExc_TypeError,
+                            "class_masks() takes 2 or 4 positional arguments, got %zd", nargs);
+    long long start = 0, stop = -1;
+    if (nargs == 4 && (get_i64(args[2], "class_masks", "start", &start) < 0 ||
+                       get_i64(args[3], "class_masks", "stop", &stop) < 0))
+        return NULL;
     Py_buffer dv, tv;
     if (get_buffer(args[0], &dv, PyBUF_C_CONTIGUOUS, "class_masks", "data",
                    "a contiguous buffer") < 0)
@@ -355,16 +361,21 @@ static PyObject *class_masks(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     PyObject *res = NULL;
+    if (nargs == 2) stop = (long long)dv.len;
     if (tv.len != 256) {
         PyErr_Format(PyExc_ValueError,
                      "class_masks(): table must hold 256 bytes (the properties of each byte "
                      "value), got %zd", tv.len);
+    } else if (start > stop || !range_ok(start, stop - start, dv.len)) {
+        PyErr_Format(PyExc_ValueError,
+                     "class_masks(): start %lld and stop %lld must satisfy 0 <= start <= stop <= "
+                     "len(data) = %zd", start, stop, dv.len);
     } else {
-        size_t n = (size_t)dv.len, blocks = (n + 63) / 64;
+        size_t n = (size_t)(stop - start), blocks = (n + 63) / 64;
         res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(blocks * 64));
         if (res != NULL) {
             mnemo_classmask_fn fn = active->classmask;
-            const uint8_t *text = (const uint8_t *)dv.buf, *table = (const uint8_t *)tv.buf;
+            const uint8_t *text = (const uint8_t *)dv.buf + start, *table = (const uint8_t *)tv.buf;
             uint64_t *out = (uint64_t *)PyBytes_AS_STRING(res);
             if (n >= CLASSMASK_GIL_MIN) {
                 Py_BEGIN_ALLOW_THREADS

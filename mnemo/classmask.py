@@ -1,6 +1,6 @@
 """Byte-class masks of a whole text, for pre-tokenizers that cut ASCII runs by reading bits.
 
-The kernel `kernels.class_masks(data, table)` (asm/classmask_avx2.asm, its C twin in
+The kernel `kernels.class_masks(data, table[, start, stop])` (asm/classmask_avx2.asm, its C twin in
 asm/kernels_portable.c) classifies a text once: for each 64-byte block, eight uint64 masks,
 mask p holding bit p of table[byte] for each of the block's bytes.  A scanner then finds where
 a run of letters (or digits, or white space...) ends by reading one mask word per 64 bytes and
@@ -14,8 +14,10 @@ with none of the bits: `[^\\s\\p{L}\\p{N}]` over ASCII is "no bit but APOS", and
 (\\p{L} beyond ASCII, Unicode white space, ...) starts at a non-ASCII byte, where a scanner
 goes back to decoding UTF-8.
 
-  class_masks(data, table)       the masks: the kernel for long texts, compiled code for short
-                                 ones (below SHORT bytes, where the call would cost more)
+  class_masks(data, table[, start, stop])
+                                 the masks (of data[start:stop]): the kernel for long texts,
+                                 compiled code for short ones (below SHORT bytes, where the call
+                                 would cost more)
   class_masks_compiled(...)      the compiled twin of the kernel (same result)
   run_end(masks, bits, pos, end) the end of the run, from pos, of bytes having any of `bits`
 """
@@ -88,13 +90,13 @@ def ctz(x: i64) -> i64:
     return _DEBRUIJN_INDEX[((low * _DEBRUIJN) >> 58) & 63]
 
 
-def class_masks_compiled(data: bytes, table: bytes) -> bytes:
+def class_masks_compiled(data: bytes, table: bytes, start: i64 = 0, stop: i64 = -1) -> bytes:
     """The kernel's result, computed in compiled code (its twin; faster for short texts)."""
-    n: i64 = len(data)
+    n: i64 = len(data) if stop < 0 else stop
     dst = BytesWriter()
-    base: i64 = 0
+    base: i64 = start
     while base < n:
-        stop: i64 = base + 64 if base + 64 <= n else n
+        block_end: i64 = base + 64 if base + 64 <= n else n
         m0: i64 = 0
         m1: i64 = 0
         m2: i64 = 0
@@ -105,7 +107,7 @@ def class_masks_compiled(data: bytes, table: bytes) -> bytes:
         m7: i64 = 0
         j: i64 = 0
         i: i64 = base
-        while i < stop:
+        while i < block_end:
             p: i64 = table[data[i]]
             if p != 0:
                 bit: i64 = 1
@@ -140,13 +142,17 @@ def class_masks_compiled(data: bytes, table: bytes) -> bytes:
     return dst.getvalue()
 
 
-def class_masks(data: bytes, table: bytes) -> bytes:
-    """The masks of `data` under `table` (256 bytes): the kernel, or compiled code below SHORT."""
-    if len(data) < SHORT:
+def class_masks(data: bytes, table: bytes, start: i64 = 0, stop: i64 = -1) -> bytes:
+    """The masks of data[start:stop] (stop < 0: to the end) under `table` (256 bytes): the
+    kernel, or compiled code below SHORT bytes.  A range instead of a slice: a piece of a long
+    text is classified where it lies, not copied first (docs/speed.md, worst case)."""
+    if stop < 0:
+        stop = len(data)
+    if stop - start < SHORT and 0 <= start <= stop <= len(data):
         if len(table) != 256:
-            return _kernel_class_masks(data, table)  # raises the kernel's ValueError
-        return class_masks_compiled(data, table)
-    return _kernel_class_masks(data, table)
+            return _kernel_class_masks(data, table, start, stop)  # raises the kernel's ValueError
+        return class_masks_compiled(data, table, start, stop)
+    return _kernel_class_masks(data, table, start, stop)  # (a bad range: the kernel's ValueError)
 
 
 def _word(masks: bytes, block: i64, bits: i64) -> i64:

@@ -22,14 +22,15 @@ memeq(a, a_off, b, b_off, n) -> bool
     64-bit value (the check cannot overflow; see asm/shim.c range_ok).  A call costs
     about 50 ns from compiled code: worth it only for long ranges (see count.py).
 
-class_masks(data, table) -> bytes
+class_masks(data, table[, start, stop]) -> bytes
     For each 64-byte block k of `data`, eight little-endian uint64 masks at bytes 64k .. 64k+63
     of the result: mask p (at 64k + 8p) has bit j set when bit p of table[data[64k + j]] is set.
     `table` is 256 bytes, one byte of up to eight property bits per byte value (the caller
     decides what the bits mean: letter, digit, space, ...).  Bits past len(data) in the last
     block are 0.  The pre-tokenizer's use: classify a whole text once (~1 call, no per-chunk
     crossing), then find the end of a run of bytes with some property by reading a mask word
-    (mnemo/classmask.py).  Long texts release the GIL.
+    (mnemo/classmask.py).  Long texts release the GIL.  With `start` and `stop`, the masks of
+    data[start:stop], read where it lies (0 <= start <= stop <= len(data), else ValueError).
 
 huge_pages(memory) -> int
     Ask Linux to move the pages of `memory` (any buffer) onto 2 MB huge pages now

@@ -252,7 +252,7 @@ class BitCursor:
         self.nblocks = (self.n + 63) >> 6
         self.cased = (rules & CASED) != 0
         table = _O200K_TABLE if self.cased else GPT_TABLE
-        self.masks = class_masks(data if start == 0 and stop == len(data) else data[start:stop], table)
+        self.masks = class_masks(data, table, start, stop)  # a range, not a copied slice
         self.digits = rules & 15
         self.block = -1
         self.stops = 0

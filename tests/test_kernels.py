@@ -240,6 +240,29 @@ def test_class_masks_compiled_twin_and_short_path(backend: str) -> None:
         assert classmask.class_masks(data, table) == want, n
 
 
+def test_class_masks_of_a_range_are_the_masks_of_its_slice(backend: str) -> None:
+    """class_masks(data, table, start, stop) == class_masks(data[start:stop], table): the
+    pre-tokenizer classifies a piece of a long text where it lies instead of copying it out
+    (pretokenize_bits.BitCursor); the kernel, the compiled twin and the dispatcher agree."""
+    from mnemo import classmask
+
+    rng = random.Random(13)
+    data = bytes(rng.randrange(256) for _ in range(5000))
+    table = random_table(rng)
+    cuts = [0, 1, 7, 63, 64, 65, 127, 128, 129, 1000, 4935, 4999, 5000]
+    for start in cuts:
+        for stop in cuts:
+            if stop < start:
+                continue
+            want = oracle_masks(data[start:stop], table)
+            assert kernels.class_masks(data, table, start, stop) == want, (start, stop)
+            assert classmask.class_masks_compiled(data, table, start, stop) == want, (start, stop)
+            assert classmask.class_masks(data, table, start, stop) == want, (start, stop)
+    assert classmask.class_masks(data, table, 100) == oracle_masks(data[100:], table)  # stop < 0: the end
+    with pytest.raises(ValueError, match="start 9 and stop 8"):
+        classmask.class_masks(data[:20], table, 9, 8)  # the short path leaves a bad range to the kernel
+
+
 def test_gpt_table_agrees_with_the_pretokenizer_classes() -> None:
     """Each ASCII byte's properties are its class in the pre-tokenizer's tables (generated from
     `regex`), with letters split by case; every byte from 0x80 is NON_ASCII alone."""
@@ -278,8 +301,11 @@ def test_class_masks_rejects_bad_arguments() -> None:
         kernels.class_masks(None, bytes(256))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="table"):
         kernels.class_masks(b"abc", 5)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="takes 2 positional arguments, got 3"):
-        kernels.class_masks(b"abc", bytes(256), 0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="takes 2 or 4 positional arguments, got 3"):
+        kernels.class_masks(b"abc", bytes(256), 0)
+    for start, stop in ((2, 1), (-1, 2), (0, 4), (4, 4)):
+        with pytest.raises(ValueError, match=f"start {start} and stop {stop} must satisfy"):
+            kernels.class_masks(b"abc", bytes(256), start, stop)
     from mnemo import classmask
 
     with pytest.raises(ValueError, match="256 bytes"):
@@ -349,6 +375,9 @@ def test_class_masks_at_guard_pages(backend: str, guarded: Guarded) -> None:
         at_start = guarded.data[:n]  # starts right after the guard
         assert kernels.class_masks(at_end, table) == oracle_masks(page[PAGE - n :], table), n
         assert kernels.class_masks(at_start, table) == oracle_masks(page[:n], table), n
+        # a range of the whole page that ends at the guard, and one that starts at it
+        assert kernels.class_masks(guarded.data, table, PAGE - n, PAGE) == oracle_masks(page[PAGE - n :], table), n
+        assert kernels.class_masks(guarded.data, table, 0, n) == oracle_masks(page[:n], table), n
 
 
 # ---- every argument at its extremes, in a child process ---------------------------------------
@@ -375,7 +404,7 @@ for line in sys.stdin:
     name, args = json.loads(line)
     tok = np.array([1, 2, 1, 2, 2, 1, 2, 0, 1, 2], dtype=np.uint16)
     real = {"tok": tok, "out": np.full(16, -7, dtype=np.int64), "a8": b"abcdefgh", "b8": b"abcdefgh",
-            "x8": b"abcdefgX"}
+            "x8": b"abcdefgX", "t256": bytes(range(256))}
     call = [real.get(x, x) if isinstance(x, str) else x for x in args]
     try:
         res = getattr(kernels, name)(*call)
@@ -451,7 +480,22 @@ def _extreme_calls() -> list[tuple[str, list[object]]]:
                     args[pos] = v
                     args[9 - pos] = 3 if pos == 4 else 10
                     calls.append((name, args))
+    for pos in (2, 3):  # class_masks(data, table, start, stop)
+        for v in EXTREMES:
+            for base in (["a8", "t256", 0, 8], ["a8", "t256", 3, 5]):
+                args = list(base)
+                args[pos] = v
+                calls.append(("class_masks", args))
     return calls
+
+
+def _class_masks_oracle(args: list[object]) -> object:
+    start, stop = args[2], args[3]
+    assert isinstance(start, int) and isinstance(stop, int)
+    if not 0 <= start <= stop <= 8:
+        return None
+    masks = oracle_masks(b"abcdefgh"[start:stop], bytes(range(256)))
+    return np.frombuffer(masks, dtype="<i8").tolist()
 
 
 def test_every_argument_at_its_extremes(backend: str, tmp_path: Path) -> None:
@@ -466,10 +510,16 @@ def test_every_argument_at_its_extremes(backend: str, tmp_path: Path) -> None:
         pytest.fail(f"the child died (exit {proc.returncode}) on {crashed[0]}{tuple(crashed[1])}: {proc.stderr[-500:]}")
     argnames = {"memeq": ["a", "a_off", "b", "b_off", "n"],
                 "pair_scan": ["tokens", "a", "b", "out", "start", "stop", "threads"],
-                "pair_positions": ["tokens", "a", "b", "cap", "start", "stop", "threads"]}
+                "pair_positions": ["tokens", "a", "b", "cap", "start", "stop", "threads"],
+                "class_masks": ["start", "stop"]}
     bad = []
     for (name, args), (kind, value) in zip(calls, results):
-        want = _memeq_oracle(args) if name == "memeq" else _scan_oracle(name, args)
+        if name == "memeq":
+            want = _memeq_oracle(args)
+        elif name == "class_masks":
+            want = _class_masks_oracle(args)
+        else:
+            want = _scan_oracle(name, args)
         if want is None:
             # an error naming one of the arguments that is out of range
             named = any(f"{arg}=" in value or f"{arg} " in value for arg in argnames[name])
