@@ -839,6 +839,24 @@ class Encoder:
                 else:
                     write_i16_le(dst, i16(data[start]))
             return
+        if n == 2 and self.n_whole == 0:
+            # Two bytes are one token when their pair is merged, else the two bytes: the pair
+            # table (256 x 256, 512 KB) answers directly, with no cache or word-table look-up.
+            b0: i64 = data[start]
+            b1: i64 = data[start + 1]
+            k2: i64 = self.byte_pairs[(b0 << 8) | b1]
+            if k2 != NO_RANK:
+                if wide:
+                    write_i32_le(dst, i32(k2 + 256))
+                else:
+                    write_i16_le(dst, i16(((k2 + 256) ^ 0x8000) - 0x8000))
+            elif wide:
+                write_i32_le(dst, i32(b0))
+                write_i32_le(dst, i32(b1))
+            else:
+                write_i16_le(dst, i16(b0))
+                write_i16_le(dst, i16(b1))
+            return
         if n > CACHE_MAX_BYTES:
             self.encode_uncached(data, start, end, dst)
             return

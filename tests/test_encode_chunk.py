@@ -188,6 +188,32 @@ def test_every_path_equals_twin(case: tuple[list[tuple[int, int]], list[bytes]])
     assert enc.encode_ends(joined, list(accumulate(len(t) for t in texts))) == encode_chunks_naive(texts, merges)
 
 
+@pytest.mark.parametrize("wide", [False, True])
+def test_every_two_byte_chunk_equals_twin(gpt2_encoder: tuple[Encoder, list[tuple[int, int]]], wide: bool) -> None:
+    """encode_span answers a chunk of two bytes from the byte-pair table (their merge's token,
+    or the two bytes), not through the caches: all 65,536 of them, twice (the second time the
+    caches are warm), as the twin gives them; GPT-2's ids above 32,767 go through the narrow
+    form's sign trick.  With tokens no merge makes (`whole`), such a chunk may be one of them,
+    and goes the general way."""
+    _, merges = gpt2_encoder
+    enc = Encoder(merges, wide=wide)
+    chunks = [bytes((a, b)) for a in range(256) for b in range(256)]
+    data = b"".join(chunks)
+    ends = list(range(2, len(data) + 1, 2))
+    want = encode_chunks_naive(chunks, merges)
+    assert max(want) > 32767
+    assert enc.encode_ends(data, ends) == want
+    assert enc.encode_ends(data, ends) == want
+    # "\x00\x01" and "\xff\xfe" are pairs no merge makes: as whole tokens they are one id each
+    from mnemo.reference import encode_chunks_ranked_naive
+
+    whole = [b"\x00\x01", b"\xff\xfe"]
+    enc_whole = Encoder(merges, wide=wide, whole=whole)
+    got = enc_whole.encode_ends(data, ends)
+    assert got == encode_chunks_ranked_naive(chunks, merges, whole)
+    assert got[2] == 256 + len(merges) and got[-3] == 256 + len(merges) + 1  # after [0, 0]; before [255, 255]
+
+
 def test_encode_ends_cache_keys() -> None:
     """Chunks of 2..20 bytes inside one buffer: keys are read 8 bytes at a time and masked to the
     chunk, so 'ab' at the start of 'abcd...' must not be taken for 'abcd' or anything else."""
