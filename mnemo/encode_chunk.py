@@ -857,6 +857,8 @@ class Encoder:
                     return
                 misses[n] = score
             # Key = the bytes | length << 56, for the front cache, the word table, the small cache.
+            # encode_text's loops (encode_walk, encode_scanned) repeat this key, the front
+            # cache's slot and its one-id hit before they call here: change them together.
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
             mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
             front = self.front

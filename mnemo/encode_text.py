@@ -47,7 +47,7 @@ def encode_walk(enc: Encoder, cur: BitCursor, data: bytes, pos: i64, stop: i64, 
     the chunk start where the cursor turned itself off (the caller goes on with `scan`).
 
     Two things are inline here that were calls a chunk (mypyc inlines no function; docs/speed.md,
-    "The walk and the front cache inline"):
+    fifteenth session, "the walk and the front cache inline"):
     - BitCursor.next_end's walk, step for step (it stays the cursor's own for counting and the
       tests): the block's remaining stops in a local, where next_end read and wrote the cursor's
       attributes every chunk.  The cursor's state (block, stops, dirty, fallbacks, off) is kept
