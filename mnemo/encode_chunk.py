@@ -18,7 +18,7 @@ tokens, both rules give the same ids.
 
 Paths, all with the same result (tests compare each with the naive twin in reference.py):
 
-- the front cache: 16,384 direct-mapped entries (256 KB, so that it stays in the L2 cache) for
+- the front cache: 32,768 direct-mapped entries (512 KB, half this machine's L2 cache) for
   chunks of 2 to 7 bytes, each the last chunk seen at its slot (at first the earliest 6,144
   words), keyed by the bytes themselves, so a hit is exact;
 - the word tables: every token of 2 to 7 bytes that its own bytes encode to, filled once from the
@@ -84,15 +84,17 @@ SMALL_SHIFT: Final = 44
 # are.  Load factor at most 1/2, linear probing; entries [key, id], key 0 = empty.
 WORD_SHIFT: Final = 40
 INT_OBJECTS: Final = 65536
-# The front cache: FRONT_SLOTS direct-mapped entries [key | count << 59, ids or id] (256 KB, so
-# that it stays in the L2 cache) in front of the word table, for chunks of 2 to 7 bytes: the
-# last chunk seen at each slot.  The word table misses L2 on most lookups (4 MB for cl100k); the
+# The front cache: FRONT_SLOTS direct-mapped entries [key | count << 59, ids or id] (512 KB, half
+# the L2 cache of the machines measured) in front of the word table, for chunks of 2 to 7 bytes:
+# the last chunk seen at each slot.  The word table misses L2 on most lookups (4 MB for cl100k); the
 # front cache holds the chunks a text repeats.  It starts with the first HOT_WORDS words by id
 # (the earliest merges: the most frequent words of the training text), each in its slot unless
-# an earlier one took it.
+# an earlier one took it.  512 KB rather than 256: warm passes 1-7 % faster, cold ones the same
+# (its misses replayed over 2 MB of English: 4.0 % of a second pass's 2-7-byte chunks against
+# 7.0 %; 128 KB was slower; docs/speed.md, fifteenth session).
 HOT_WORDS: Final = 6144
-FRONT_SLOTS: Final = 16384
-FRONT_MASK: Final = 16383
+FRONT_SLOTS: Final = 32768
+FRONT_MASK: Final = 32767
 # The long-word table: every token of 8 to 15 bytes whose own bytes encode to it alone (9 % of
 # English chunks with 32,768 ids, most of the chunks of 8 bytes and more), filled once from the
 # merges like the word table.  Without it they went to the 8 MB main cache (since replaced by the
@@ -875,6 +877,8 @@ class Encoder:
                     return
                 misses[n] = score
             # Key = the bytes | length << 56, for the front cache, the word table, the small cache.
+            # encode_text's loops (encode_walk, encode_scanned) repeat this key, the front
+            # cache's slot and its one-id hit before they call here: change them together.
             key: i64 = (read_i64_le(data, start) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
             mixed: i64 = (key * SMALL_MUL) >> WORD_SHIFT
             front = self.front

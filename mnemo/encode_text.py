@@ -7,13 +7,14 @@ group, so `scan` is a native call (~1 ns) and no chunk is ever copied on the fas
 
 from __future__ import annotations
 
-from librt.strings import BytesWriter
-from mypy_extensions import i64
+from librt.strings import BytesWriter, read_i64_le, write_i16_le, write_i32_le
+from mypy_extensions import i16, i32, i64
 
-from mnemo.encode_chunk import Encoder, emit
+from mnemo.classmask import _DEBRUIJN, _DEBRUIJN_INDEX
+from mnemo.encode_chunk import FRONT_MASK, M56, SMALL_MAX_BYTES, SMALL_MUL, WORD_SHIFT, Encoder, emit
 from mnemo.patterns import program_of
-from mnemo.pretokenize import scan
-from mnemo.pretokenize_bits import BITS_MIN, BitCursor, rules_of
+from mnemo.pretokenize import SplitProgram, scan
+from mnemo.pretokenize_bits import _NEG2, BITS_MIN, BitCursor, rules_of
 from mnemo.superword import SuperEncoder
 
 
@@ -35,17 +36,126 @@ def encode_range_packed(enc: Encoder, data: bytes, start: i64, end: i64, pattern
     if rules != 0:
         # the GPT-4 family's (and o200k's) chunk starts over ASCII, 64 bytes at a time (pretokenize_bits):
         # the same chunks as scan's, with scan where the words are not sure
-        cur = BitCursor(prog, data, start, end, rules)
-        while pos < end:
-            e: i64 = cur.next_end(pos)
-            if e < 0:
-                break  # mostly beyond ASCII: scan, below
+        pos = encode_walk(enc, BitCursor(prog, data, start, end, rules), data, pos, end, dst)
+    if pos < end:
+        encode_scanned(enc, prog, data, pos, end, end, dst)
+
+
+def encode_walk(enc: Encoder, cur: BitCursor, data: bytes, pos: i64, stop: i64, dst: BytesWriter) -> i64:
+    """Write the ids of the chunks of cur's text from the chunk start `pos` on, while pos < stop,
+    with the chunk ends from the cursor's words; return where it stopped: at or past `stop`, or
+    the chunk start where the cursor turned itself off (the caller goes on with `scan`).
+
+    Two things are inline here that were calls a chunk (mypyc inlines no function; docs/speed.md,
+    fifteenth session, "the walk and the front cache inline"):
+    - BitCursor.next_end's walk, step for step (it stays the cursor's own for counting and the
+      tests): the block's remaining stops in a local, where next_end read and wrote the cursor's
+      attributes every chunk.  The cursor's state (block, stops, dirty, fallbacks, off) is kept
+      as next_end keeps it; its `rest` and `last` are not, so a cursor walked here is not
+      walked with next_end afterwards.
+    - encode_span's first step, for the chunks it answers without a table of its own: a chunk
+      of one byte, and a chunk of 2 to SMALL_MAX_BYTES bytes that the front cache holds with
+      one id (most chunks of prose; the same key, slot and test as encode_span's, taken only
+      where encode_span would take it: the chunk's length is not being bypassed).  Every other
+      chunk, and every miss, goes to encode_span, which looks the front cache up again."""
+    if cur.off:
+        return pos
+    base: i64 = cur.base
+    nblocks: i64 = cur.nblocks
+    cend: i64 = cur.end
+    prog = cur.prog
+    dlen: i64 = len(data)
+    front = enc.front
+    front_at: i64 = enc.front_at
+    misses = enc.misses
+    wide: bool = enc.wide
+    k: i64 = 0
+    w: i64 = 0  # the stops of block k above pos, when `synced`
+    synced: bool = False
+    while pos < stop:
+        if not synced:
+            r: i64 = pos - base
+            k = r >> 6
+            if k != cur.block and cur._load(k):
+                return pos
+            w = cur.stops & (_NEG2 << (r & 63))
+        while w == 0:
+            k += 1
+            if k >= nblocks or cur._load(k):
+                break
+            w = cur.stops
+        e: i64 = 0
+        if w == 0:
+            if k < nblocks:
+                return pos  # off
+            e = scan(prog, data, pos, cend)
+            synced = False
+        else:
+            low: i64 = w & -w
+            if (cur.dirty & low) != 0:
+                cur.fallbacks += 1
+                e = scan(prog, data, pos, cend)
+                synced = False
+            else:
+                w ^= low
+                e = base + (k << 6) + _DEBRUIJN_INDEX[((low * _DEBRUIJN) >> 58) & 63]
+                synced = True
+        n: i64 = e - pos
+        if n == 1:
+            if wide:
+                write_i32_le(dst, i32(data[pos]))
+            else:
+                write_i16_le(dst, i16(data[pos]))
+        elif n <= SMALL_MAX_BYTES and pos + 8 <= dlen and misses[n] == 0:
+            key: i64 = (read_i64_le(data, pos) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
+            fat: i64 = ((((key * SMALL_MUL) >> WORD_SHIFT) & FRONT_MASK) << 1) + front_at
+            if front[fat] == key:
+                if wide:
+                    write_i32_le(dst, i32(front[fat + 1]))
+                else:
+                    write_i16_le(dst, i16((front[fat + 1] ^ 0x8000) - 0x8000))
+            else:
+                enc.encode_span(data, pos, e, dst)
+        else:
             enc.encode_span(data, pos, e, dst)
-            pos = e
-    while pos < end:
-        e2: i64 = scan(prog, data, pos, end)
-        enc.encode_span(data, pos, e2, dst)
-        pos = e2
+        pos = e
+    return pos
+
+
+def encode_scanned(enc: Encoder, prog: SplitProgram, data: bytes, pos: i64, end: i64, stop: i64, dst: BytesWriter) -> i64:
+    """Write the ids of the chunks of data[:end] from the chunk start `pos` < end on, cut by
+    `scan`, until one ends at or past `stop` (at least one chunk) or at `end`; return where it
+    stopped.  The text's pattern is not one the cursor covers, the text is short or mostly
+    beyond ASCII, or the cursor stopped.  encode_span's first step inline, as in encode_walk
+    (the same lines: a call a chunk is what they save)."""
+    dlen: i64 = len(data)
+    front = enc.front
+    front_at: i64 = enc.front_at
+    misses = enc.misses
+    wide: bool = enc.wide
+    while True:
+        e: i64 = scan(prog, data, pos, end)
+        n: i64 = e - pos
+        if n == 1:
+            if wide:
+                write_i32_le(dst, i32(data[pos]))
+            else:
+                write_i16_le(dst, i16(data[pos]))
+        elif n <= SMALL_MAX_BYTES and pos + 8 <= dlen and misses[n] == 0:
+            key: i64 = (read_i64_le(data, pos) & (M56 >> ((SMALL_MAX_BYTES - n) << 3))) | (n << 56)
+            fat: i64 = ((((key * SMALL_MUL) >> WORD_SHIFT) & FRONT_MASK) << 1) + front_at
+            if front[fat] == key:
+                if wide:
+                    write_i32_le(dst, i32(front[fat + 1]))
+                else:
+                    write_i16_le(dst, i16((front[fat + 1] ^ 0x8000) - 0x8000))
+            else:
+                enc.encode_span(data, pos, e, dst)
+        else:
+            enc.encode_span(data, pos, e, dst)
+        pos = e
+        if pos >= stop or pos >= end:
+            return pos
 
 
 def encode_range(enc: Encoder, data: bytes, start: i64, end: i64, pattern: i64, out: list[int]) -> None:
@@ -102,19 +212,9 @@ def encode_some_packed(
         # as encode_range_packed, with words for the budget's bytes only (and a block more for
         # the chunk that crosses it): the rest of a long text is not classified on every call
         cur = BitCursor(prog, data, start, end, rules, stop + 64 if budget < end - start - 64 else end)
-        while pos < end and pos < stop:
-            e: i64 = cur.next_end(pos)
-            if e < 0:
-                break
-            enc.encode_span(data, pos, e, dst)
-            pos = e
-    if rules == 0 or pos < stop:  # (at least one chunk, as before: a budget of 0 gives one)
-        while pos < end:
-            e2: i64 = scan(prog, data, pos, end)
-            enc.encode_span(data, pos, e2, dst)
-            pos = e2
-            if pos >= stop:
-                break
+        pos = encode_walk(enc, cur, data, pos, stop if stop < end else end, dst)
+    if (rules == 0 or pos < stop) and pos < end:  # (at least one chunk, as before: a budget of 0 gives one)
+        pos = encode_scanned(enc, prog, data, pos, end, stop, dst)
     if enc.huge_after >= 0:
         enc.before_text(pos - start)
     return pos

@@ -269,7 +269,10 @@ class BitCursor:
 
         That is decided as the blocks are made: more than FALLBACKS_PER_BLOCK chunks left to
         scan per block (text mostly beyond ASCII) costs more in words and walks than the chunks
-        the words give save (docs/speed.md)."""
+        the words give save (docs/speed.md).
+
+        encode_text.encode_walk repeats this walk inline (a call and the attribute stores a chunk
+        were a visible share of encoding): a change here is a change there."""
         if self.off:
             return -1
         k: i64 = self.block
