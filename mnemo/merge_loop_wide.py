@@ -222,13 +222,11 @@ class _Pairs:
     data: vec[i64]
     mask: i64
     used: i64
-    removed: i64  # pairs `remove` dropped (stage 2's, below theta): _verify sizes its recount by them too
 
     def __init__(self, size_hint: i64) -> None:
         cap: i64 = 1024
         while cap < 2 * size_hint:
             cap *= 2
-        self.removed = 0
         self._alloc(cap)
 
     def _alloc(self, cap: i64) -> None:
@@ -348,7 +346,6 @@ class _Pairs:
         data[4 * h + 2] = 0
         data[4 * h + 3] = 0
         self.used -= 1
-        self.removed += 1
 
 
 class _Heap:
@@ -496,6 +493,11 @@ def _slice1(key: i64, fmask: i64) -> i64:
 def _slice2(key: i64, fmask: i64) -> i64:
     """The second filter slice of pair `key`."""
     return ((key * FILTER_MUL) >> 41) & fmask
+#: _verify_dropped's bound on the pairs stage 2 dropped: 2 ** VERIFY_BITS sums (8 MB), a pair's
+#: sum from the top bits of its key * VERIFY_MUL (< 2**62: mypyc boxes larger Final ints)
+VERIFY_BITS: Final[i64] = 20
+VERIFY_MUL: Final[i64] = 0x2545F4914F6CDD1D
+VERIFY_SHIFT: Final[i64] = 40
 PROGRESS_EVERY: Final[i64] = 256  # merges between progress calls (a power of two)
 
 
@@ -1415,9 +1417,78 @@ def _after_merge(arr: _Words, table: _Pairs, heap: _Heap, by_id: bool, theta: i6
 
 def _verify(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs, theta: i64) -> None:
     """Recount every pair from scratch; the maintained table must match it exactly, but for
-    the pairs of count below theta it dropped (continue_state)."""
-    fresh = _Pairs(table.used + table.removed)  # sized as if nothing had been removed
+    the pairs of count below theta it dropped (continue_state: _verify_dropped)."""
+    if theta > 0:
+        _verify_dropped(toks, wcnt, n, table, theta)
+        return
+    fresh = _Pairs(table.used)
     _count_pairs(toks, wcnt, n, fresh)
+    _check_recount(table, fresh)
+    _check_missing(table, fresh, theta)
+
+
+def _verify_dropped(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs, theta: i64) -> None:
+    """_verify when the table dropped the pairs below theta (stage 2's), as strict: every pair
+    the table holds is recounted exactly and must match it, and every pair it lacks must count
+    less than theta.  The pairs the table holds are few (those that may still be learnt), the
+    pairs it lacks most of the words' (2.2 M distinct pairs on 100 MB of English), and their
+    counts are only bounded: each occurrence of a pair the table lacks adds its weight to one
+    of 2 ** VERIFY_BITS sums, chosen by the pair's hash, and a pair counts no more than its
+    sum.  The pairs of a sum that reaches theta are counted exactly in a second pass.  A table
+    of every pair (what theta = 0 recounts into) missed the caches at every occurrence."""
+    kept = _Pairs(table.used)
+    data = table.data
+    for s in range(0, len(data), 4):
+        if data[s] != EMPTY:
+            kept.slot(data[s])
+    kdata = kept.data
+    kmask = kept.mask
+    sums = _zeros(1 << VERIFY_BITS)
+    smask: i64 = (1 << VERIFY_BITS) - 1
+    prev: i64 = SEP
+    for i in range(n):
+        x = _id(toks[i])
+        if x != SEP and prev != SEP:
+            key = (prev << KEY_SHIFT) | x
+            h = ((key * PAIR_MUL) >> PAIR_SHIFT) & kmask
+            while True:
+                k = kdata[4 * h]
+                if k == key:
+                    kdata[4 * h + 1] += wcnt[i]
+                    kdata[4 * h + 2] += 1
+                    break
+                if k == EMPTY:
+                    sums[((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask] += wcnt[i]
+                    break
+                h = (h + 1) & kmask
+        prev = x
+    _check_recount(table, kept)
+    # the sums that reach theta: their pairs counted exactly
+    heavy = vec[i64]()
+    for b in range(len(sums)):
+        if sums[b] >= theta:
+            heavy = append(heavy, b)
+    if len(heavy) == 0:
+        return
+    hot = _zeros(len(sums) >> 6)
+    bits = _bit_table()
+    for q in range(len(heavy)):
+        hot[heavy[q] >> 6] |= bits[heavy[q] & 63]
+    fresh = _Pairs(len(heavy))
+    prev = SEP
+    for i in range(n):
+        x = _id(toks[i])
+        if x != SEP and prev != SEP:
+            key = (prev << KEY_SHIFT) | x
+            b = ((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask
+            if (hot[b >> 6] & bits[b & 63]) != 0 and kept.find(key) < 0:
+                fresh.add(key, wcnt[i], 1)
+        prev = x
+    _check_missing(table, fresh, theta)
+
+
+def _check_recount(table: _Pairs, fresh: _Pairs) -> None:
+    """Every pair of `table` has the count and occurrences `fresh` recounted."""
     data = table.data
     for s in range(0, len(data), 4):
         k = data[s]
@@ -1431,6 +1502,10 @@ def _verify(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs, theta: i64) -
                 f"({data[s + 2]} occurrences) in the maintained table but {fc} ({fo}) when "
                 f"recounted from scratch; please report this as a bug"
             )
+
+
+def _check_missing(table: _Pairs, fresh: _Pairs, theta: i64) -> None:
+    """Every pair `fresh` recounted with a count of theta or more is in `table`."""
     fdata = fresh.data
     for s in range(0, len(fdata), 4):
         k = fdata[s]
