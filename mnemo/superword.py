@@ -1663,8 +1663,18 @@ class PieceTable:
         out = _filled32(total, 0)
         info = _filled64(2 * len(refs), 0)
         o: i64 = 0
+        touch: i64 = 0
         k = 0
         while k < len(refs):
+            if (k & (PIECE_BATCH - 1)) == 0:
+                # the slot and store loads of the next PIECE_BATCH pieces issued first, all of
+                # them (in this order each misses the cache), as PieceTable.add_batch does
+                m: i64 = k
+                while m < k + PIECE_BATCH and m < len(refs):
+                    rm: i64 = refs[m]
+                    if (slots[rm] >> 32) > 3:
+                        touch += i64(ids[slots[rm + 3] + 3])
+                    m += 1
             r = refs[k]
             n = slots[r] >> 32
             info[2 * k] = 4 * n
@@ -1689,6 +1699,7 @@ class PieceTable:
                     j += 1
             o += n
             k += 1
+        self.touch = touch
         return bytes(out), bytes(info)
 
 
