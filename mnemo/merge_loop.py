@@ -409,9 +409,10 @@ def _slice1(key: i64, fmask: i64) -> i64:
 def _slice2(key: i64, fmask: i64) -> i64:
     """The second filter slice of pair `key`."""
     return ((key * FILTER_MUL) >> 41) & fmask
-#: _verify_dropped's bound on the pairs stage 2 dropped: 2 ** VERIFY_BITS sums (8 MB), a pair's
-#: sum from the top bits of its key * VERIFY_MUL (< 2**62: mypyc boxes larger Final ints)
-VERIFY_BITS: Final[i64] = 20
+#: _verify_dropped's bound on the pairs stage 2 dropped: 2 ** VERIFY_BITS sums (i32: 1 MB), a
+#: pair's sum from the top bits of its key * VERIFY_MUL (< 2**62: mypyc boxes larger Final ints)
+VERIFY_BITS: Final[i64] = 18
+MAX_I32: Final[i64] = 0x7FFFFFFF
 VERIFY_MUL: Final[i64] = 0x2545F4914F6CDD1D
 VERIFY_SHIFT: Final[i64] = 40
 PROGRESS_EVERY: Final[i64] = 256  # merges between progress calls (a power of two)
@@ -1379,20 +1380,47 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
     """_verify when the table dropped the pairs below theta (stage 2's), as strict: every pair
     the table holds is recounted exactly and must match it, and every pair it lacks must count
     less than theta.  The pairs the table holds are few (those that may still be learnt), the
-    pairs it lacks most of the words' (2.2 M distinct pairs on 100 MB of English), and their
-    counts are only bounded: each occurrence of a pair the table lacks adds its weight to one
-    of 2 ** VERIFY_BITS sums, chosen by the pair's hash, and a pair counts no more than its
-    sum.  The pairs of a sum that reaches theta are counted exactly in a second pass.  A table
-    of every pair (what theta = 0 recounts into) missed the caches at every occurrence."""
-    kept = _Pairs(table.used)
+    pairs it lacks most of the words' (683 k distinct pairs in stage 2's final words on 100 MB
+    of English), and their counts are only bounded: each occurrence of a pair the table lacks
+    adds its weight to one of 2 ** VERIFY_BITS sums (i32, each held at theta once it reaches
+    it), chosen by the pair's hash, and a pair counts no more than its sum.  The pairs of a sum
+    that reaches theta are counted exactly in a second pass.  A table of every pair (what
+    theta = 0 recounts into) missed the caches at every occurrence; the sums (1 MB) and the
+    kept pairs' keys (8 bytes a slot, their counts apart) mostly stay in the second-level one."""
+    if theta > MAX_I32:
+        fresh = _Pairs(table.used)
+        _count_pairs(toks, wcnt, n, fresh)
+        _check_recount(table, fresh)
+        _check_missing(table, fresh, theta)
+        return
+    cap: i64 = 1024
+    while cap < 2 * table.used:
+        cap *= 2
+    kmask: i64 = cap - 1
+    kkeys = vec[i64](capacity=cap)
+    kcnt = vec[i64](capacity=cap)
+    kocc = vec[i64](capacity=cap)
+    q: i64 = 0
+    while q < cap:
+        kkeys = append(kkeys, EMPTY)
+        kcnt = append(kcnt, 0)
+        kocc = append(kocc, 0)
+        q += 1
     data = table.data
     for s in range(0, len(data), 4):
-        if data[s] != EMPTY:
-            kept.slot(data[s])
-    kdata = kept.data
-    kmask = kept.mask
-    sums = _zeros(1 << VERIFY_BITS)
-    smask: i64 = (1 << VERIFY_BITS) - 1
+        k = data[s]
+        if k != EMPTY:
+            h = ((k * PAIR_MUL) >> PAIR_SHIFT) & kmask
+            while kkeys[h] != EMPTY:
+                h = (h + 1) & kmask
+            kkeys[h] = k
+    nsum: i64 = 1 << VERIFY_BITS
+    smask: i64 = nsum - 1
+    sums = vec[i32](capacity=nsum)
+    q = 0
+    while q < nsum:
+        sums = append(sums, 0)
+        q += 1
     prev: i64 = SEP
     for i in range(n):
         x = _id(toks[i])
@@ -1400,39 +1428,54 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
             key = (prev << KEY_SHIFT) | x
             h = ((key * PAIR_MUL) >> PAIR_SHIFT) & kmask
             while True:
-                k = kdata[4 * h]
+                k = kkeys[h]
                 if k == key:
-                    kdata[4 * h + 1] += wcnt[i]
-                    kdata[4 * h + 2] += 1
+                    kcnt[h] += wcnt[i]
+                    kocc[h] += 1
                     break
                 if k == EMPTY:
-                    sums[((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask] += wcnt[i]
+                    b = ((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask
+                    t: i64 = i64(sums[b]) + wcnt[i]
+                    sums[b] = i32(theta if t > theta else t)
                     break
                 h = (h + 1) & kmask
         prev = x
-    _check_recount(table, kept)
+    for s in range(0, len(data), 4):
+        k = data[s]
+        if k != EMPTY:
+            h = ((k * PAIR_MUL) >> PAIR_SHIFT) & kmask
+            while kkeys[h] != k:
+                h = (h + 1) & kmask
+            if kcnt[h] != data[s + 1] or kocc[h] != data[s + 2]:
+                _recount_error(k, data[s + 1], data[s + 2], kcnt[h], kocc[h])
     # the sums that reach theta: their pairs counted exactly
-    heavy = vec[i64]()
-    for b in range(len(sums)):
-        if sums[b] >= theta:
-            heavy = append(heavy, b)
-    if len(heavy) == 0:
-        return
-    hot = _zeros(len(sums) >> 6)
+    hot = _zeros(nsum >> 6)
     bits = _bit_table()
-    for q in range(len(heavy)):
-        hot[heavy[q] >> 6] |= bits[heavy[q] & 63]
-    fresh = _Pairs(len(heavy))
+    n_hot: i64 = 0
+    for b in range(nsum):
+        if i64(sums[b]) >= theta:
+            hot[b >> 6] |= bits[b & 63]
+            n_hot += 1
+    if n_hot == 0:
+        return
+    fresh = _Pairs(n_hot)
     prev = SEP
     for i in range(n):
         x = _id(toks[i])
         if x != SEP and prev != SEP:
             key = (prev << KEY_SHIFT) | x
             b = ((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask
-            if (hot[b >> 6] & bits[b & 63]) != 0 and kept.find(key) < 0:
+            if (hot[b >> 6] & bits[b & 63]) != 0 and table.find(key) < 0:
                 fresh.add(key, wcnt[i], 1)
         prev = x
     _check_missing(table, fresh, theta)
+
+
+def _recount_error(k: i64, cnt: i64, occ: i64, fc: i64, fo: i64) -> None:
+    raise VerificationError(
+        f"fast trainer: pair ({k >> KEY_SHIFT}, {k & KEY_MASK}) has count {cnt} ({occ} occurrences) "
+        f"in the maintained table but {fc} ({fo}) when recounted from scratch; please report this as a bug"
+    )
 
 
 def _check_recount(table: _Pairs, fresh: _Pairs) -> None:
@@ -1445,11 +1488,7 @@ def _check_recount(table: _Pairs, fresh: _Pairs) -> None:
         fc = fresh.count(k)
         fo = fresh.occurrences(k)
         if fc != data[s + 1] or fo != data[s + 2]:
-            raise VerificationError(
-                f"fast trainer: pair ({k >> KEY_SHIFT}, {k & KEY_MASK}) has count {data[s + 1]} "
-                f"({data[s + 2]} occurrences) in the maintained table but {fc} ({fo}) when "
-                f"recounted from scratch; please report this as a bug"
-            )
+            _recount_error(k, data[s + 1], data[s + 2], fc, fo)
 
 
 def _check_missing(table: _Pairs, fresh: _Pairs, theta: i64) -> None:
