@@ -413,6 +413,10 @@ def _slice2(key: i64, fmask: i64) -> i64:
 #: pair's sum from the top bits of its key * VERIFY_MUL (< 2**62: mypyc boxes larger Final ints)
 VERIFY_BITS: Final[i64] = 18
 MAX_I32: Final[i64] = 0x7FFFFFFF
+#: _verify_dropped's bits of the kept pairs' keys (a bit set of 2 ** VERIFY_FILTER_BITS, from
+#: other bits of the same product)
+VERIFY_FILTER_BITS: Final[i64] = 20
+VERIFY_FILTER_SHIFT: Final[i64] = 20
 VERIFY_MUL: Final[i64] = 0x2545F4914F6CDD1D
 VERIFY_SHIFT: Final[i64] = 40
 PROGRESS_EVERY: Final[i64] = 256  # merges between progress calls (a power of two)
@@ -1406,6 +1410,11 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
         kcnt = append(kcnt, 0)
         kocc = append(kocc, 0)
         q += 1
+    # and a bit a kept key (VERIFY_FILTER_BITS of them, 128 KB), so that most occurrences --
+    # of pairs the table lacks -- probe no slot
+    fmask: i64 = (1 << VERIFY_FILTER_BITS) - 1
+    fil = _zeros(1 << (VERIFY_FILTER_BITS - 6))
+    bits = _bit_table()
     data = table.data
     for s in range(0, len(data), 4):
         k = data[s]
@@ -1414,6 +1423,8 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
             while kkeys[h] != EMPTY:
                 h = (h + 1) & kmask
             kkeys[h] = k
+            f = ((k * VERIFY_MUL) >> VERIFY_FILTER_SHIFT) & fmask
+            fil[f >> 6] |= bits[f & 63]
     nsum: i64 = 1 << VERIFY_BITS
     smask: i64 = nsum - 1
     sums = vec[i32](capacity=nsum)
@@ -1426,19 +1437,25 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
         x = _id(toks[i])
         if x != SEP and prev != SEP:
             key = (prev << KEY_SHIFT) | x
-            h = ((key * PAIR_MUL) >> PAIR_SHIFT) & kmask
-            while True:
-                k = kkeys[h]
+            g: i64 = key * VERIFY_MUL
+            f = (g >> VERIFY_FILTER_SHIFT) & fmask
+            if (fil[f >> 6] & bits[f & 63]) != 0:
+                h = ((key * PAIR_MUL) >> PAIR_SHIFT) & kmask
+                while True:
+                    k = kkeys[h]
+                    if k == key:
+                        kcnt[h] += wcnt[i]
+                        kocc[h] += 1
+                        break
+                    if k == EMPTY:
+                        break
+                    h = (h + 1) & kmask
                 if k == key:
-                    kcnt[h] += wcnt[i]
-                    kocc[h] += 1
-                    break
-                if k == EMPTY:
-                    b = ((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask
-                    t: i64 = i64(sums[b]) + wcnt[i]
-                    sums[b] = i32(theta if t > theta else t)
-                    break
-                h = (h + 1) & kmask
+                    prev = x
+                    continue
+            b = (g >> VERIFY_SHIFT) & smask
+            t: i64 = i64(sums[b]) + wcnt[i]
+            sums[b] = i32(theta if t > theta else t)
         prev = x
     for s in range(0, len(data), 4):
         k = data[s]
@@ -1450,7 +1467,6 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
                 _recount_error(k, data[s + 1], data[s + 2], kcnt[h], kocc[h])
     # the sums that reach theta: their pairs counted exactly
     hot = _zeros(nsum >> 6)
-    bits = _bit_table()
     n_hot: i64 = 0
     for b in range(nsum):
         if i64(sums[b]) >= theta:
@@ -1465,8 +1481,12 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
         if x != SEP and prev != SEP:
             key = (prev << KEY_SHIFT) | x
             b = ((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask
-            if (hot[b >> 6] & bits[b & 63]) != 0 and table.find(key) < 0:
-                fresh.add(key, wcnt[i], 1)
+            if (hot[b >> 6] & bits[b & 63]) != 0:
+                h = ((key * PAIR_MUL) >> PAIR_SHIFT) & kmask
+                while kkeys[h] != key and kkeys[h] != EMPTY:
+                    h = (h + 1) & kmask
+                if kkeys[h] == EMPTY:
+                    fresh.add(key, wcnt[i], 1)
         prev = x
     _check_missing(table, fresh, theta)
 
