@@ -1055,16 +1055,16 @@ def _filled_seps(n: i64) -> vec[i16]:
     return v
 
 
-def _filled_zeros(n: i64) -> vec[i64]:
-    """n zeros, extended a block at a time (_zeros appends them one by one)."""
+def _filled(n: i64, x: i64) -> vec[i64]:
+    """n items x, extended a block at a time (_zeros appends them one by one)."""
     block = vec[i64](capacity=EMPTY_BLOCK)
     while len(block) < EMPTY_BLOCK and len(block) < n:
-        block = append(block, 0)
+        block = append(block, x)
     v = vec[i64](capacity=n)
     while len(block) > 0 and len(v) + len(block) <= n:
         v = extend(v, block)
     while len(v) < n:
-        v = append(v, 0)
+        v = append(v, x)
     return v
 
 
@@ -1106,7 +1106,7 @@ def layout_ids(ids: bytes, meta: bytes, merges: list[tuple[int, int]], counts: l
     # two calls a token: 4.4 M tokens on 100 MB of English); the separators are there already
     total: i64 = len(ids) // 4 + len(meta) // META_BYTES + 1
     toks = _filled_seps(total)
-    wcnt = _filled_zeros(total)
+    wcnt = _filled(total, 0)
     p: i64 = 1
     bpos: i64 = 0
     m: i64 = 0
@@ -1397,32 +1397,24 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
         _check_recount(table, fresh)
         _check_missing(table, fresh, theta)
         return
+    # the kept pairs' keys (8 bytes a slot; their counts and occurrences beside them), and a bit
+    # a kept key (2 ** VERIFY_FILTER_BITS bits, 128 KB), so that most occurrences -- of pairs
+    # the table lacks -- probe no slot
     cap: i64 = 1024
     while cap < 2 * table.used:
         cap *= 2
     kmask: i64 = cap - 1
-    kkeys = vec[i64](capacity=cap)
-    kcnt = vec[i64](capacity=cap)
-    kocc = vec[i64](capacity=cap)
-    q: i64 = 0
-    while q < cap:
-        kkeys = append(kkeys, EMPTY)
-        kcnt = append(kcnt, 0)
-        kocc = append(kocc, 0)
-        q += 1
-    # and a bit a kept key (VERIFY_FILTER_BITS of them, 128 KB), so that most occurrences --
-    # of pairs the table lacks -- probe no slot
+    kkeys = _filled(cap, EMPTY)
+    kcnt = _filled(cap, 0)
+    kocc = _filled(cap, 0)
     fmask: i64 = (1 << VERIFY_FILTER_BITS) - 1
-    fil = _zeros(1 << (VERIFY_FILTER_BITS - 6))
+    fil = _filled(1 << (VERIFY_FILTER_BITS - 6), 0)
     bits = _bit_table()
     data = table.data
     for s in range(0, len(data), 4):
         k = data[s]
         if k != EMPTY:
-            h = ((k * PAIR_MUL) >> PAIR_SHIFT) & kmask
-            while kkeys[h] != EMPTY:
-                h = (h + 1) & kmask
-            kkeys[h] = k
+            kkeys[_probe(kkeys, kmask, k)] = k
             f = ((k * VERIFY_MUL) >> VERIFY_FILTER_SHIFT) & fmask
             fil[f >> 6] |= bits[f & 63]
     nsum: i64 = 1 << VERIFY_BITS
@@ -1440,17 +1432,10 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
             g: i64 = key * VERIFY_MUL
             f = (g >> VERIFY_FILTER_SHIFT) & fmask
             if (fil[f >> 6] & bits[f & 63]) != 0:
-                h = ((key * PAIR_MUL) >> PAIR_SHIFT) & kmask
-                while True:
-                    k = kkeys[h]
-                    if k == key:
-                        kcnt[h] += wcnt[i]
-                        kocc[h] += 1
-                        break
-                    if k == EMPTY:
-                        break
-                    h = (h + 1) & kmask
-                if k == key:
+                h = _probe(kkeys, kmask, key)
+                if kkeys[h] == key:
+                    kcnt[h] += wcnt[i]
+                    kocc[h] += 1
                     prev = x
                     continue
             b = (g >> VERIFY_SHIFT) & smask
@@ -1460,13 +1445,11 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
     for s in range(0, len(data), 4):
         k = data[s]
         if k != EMPTY:
-            h = ((k * PAIR_MUL) >> PAIR_SHIFT) & kmask
-            while kkeys[h] != k:
-                h = (h + 1) & kmask
+            h = _probe(kkeys, kmask, k)
             if kcnt[h] != data[s + 1] or kocc[h] != data[s + 2]:
                 _recount_error(k, data[s + 1], data[s + 2], kcnt[h], kocc[h])
     # the sums that reach theta: their pairs counted exactly
-    hot = _zeros(nsum >> 6)
+    hot = _filled(nsum >> 6, 0)
     n_hot: i64 = 0
     for b in range(nsum):
         if i64(sums[b]) >= theta:
@@ -1481,14 +1464,19 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
         if x != SEP and prev != SEP:
             key = (prev << KEY_SHIFT) | x
             b = ((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask
-            if (hot[b >> 6] & bits[b & 63]) != 0:
-                h = ((key * PAIR_MUL) >> PAIR_SHIFT) & kmask
-                while kkeys[h] != key and kkeys[h] != EMPTY:
-                    h = (h + 1) & kmask
-                if kkeys[h] == EMPTY:
-                    fresh.add(key, wcnt[i], 1)
+            if (hot[b >> 6] & bits[b & 63]) != 0 and kkeys[_probe(kkeys, kmask, key)] == EMPTY:
+                fresh.add(key, wcnt[i], 1)
         prev = x
     _check_missing(table, fresh, theta)
+
+
+def _probe(keys: vec[i64], mask: i64, key: i64) -> i64:
+    """The slot of `key` in _verify_dropped's kept keys (linear probing from _Pairs' hash), or
+    the empty slot where it would go."""
+    h = ((key * PAIR_MUL) >> PAIR_SHIFT) & mask
+    while keys[h] != key and keys[h] != EMPTY:
+        h = (h + 1) & mask
+    return h
 
 
 def _recount_error(k: i64, cnt: i64, occ: i64, fc: i64, fo: i64) -> None:
