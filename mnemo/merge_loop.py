@@ -54,7 +54,7 @@ from librt.strings import read_i32_le, read_i64_le
 from librt.vecs import append, extend, vec
 from mypy_extensions import i16, i32, i64
 
-from mnemo.count import META_BYTES, pack_words
+from mnemo.count import META_BYTES, filled64, pack_words
 from mnemo.errors import ConfigError, VerificationError
 from mnemo.checks import check_initial_merges, check_train_args, pair_total_error
 from mnemo.constants import MAX_PAIR_TOTAL
@@ -1055,19 +1055,6 @@ def _filled_seps(n: i64) -> vec[i16]:
     return v
 
 
-def _filled(n: i64, x: i64) -> vec[i64]:
-    """n items x, extended a block at a time (_zeros appends them one by one)."""
-    block = vec[i64](capacity=EMPTY_BLOCK)
-    while len(block) < EMPTY_BLOCK and len(block) < n:
-        block = append(block, x)
-    v = vec[i64](capacity=n)
-    while len(block) > 0 and len(v) + len(block) <= n:
-        v = extend(v, block)
-    while len(v) < n:
-        v = append(v, x)
-    return v
-
-
 def _layout(blob: bytes, meta: bytes) -> TrainState:
     """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
     toks, wcnt = _array(len(blob) + len(meta) // META_BYTES + 1)
@@ -1106,7 +1093,7 @@ def layout_ids(ids: bytes, meta: bytes, merges: list[tuple[int, int]], counts: l
     # two calls a token: 4.4 M tokens on 100 MB of English); the separators are there already
     total: i64 = len(ids) // 4 + len(meta) // META_BYTES + 1
     toks = _filled_seps(total)
-    wcnt = _filled(total, 0)
+    wcnt = filled64(total, 0)
     p: i64 = 1
     bpos: i64 = 0
     m: i64 = 0
@@ -1404,11 +1391,11 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
     while cap < 2 * table.used:
         cap *= 2
     kmask: i64 = cap - 1
-    kkeys = _filled(cap, EMPTY)
-    kcnt = _filled(cap, 0)
-    kocc = _filled(cap, 0)
+    kkeys = filled64(cap, EMPTY)
+    kcnt = filled64(cap, 0)
+    kocc = filled64(cap, 0)
     fmask: i64 = (1 << VERIFY_FILTER_BITS) - 1
-    fil = _filled(1 << (VERIFY_FILTER_BITS - 6), 0)
+    fil = filled64(1 << (VERIFY_FILTER_BITS - 6), 0)
     bits = _bit_table()
     data = table.data
     for s in range(0, len(data), 4):
@@ -1449,7 +1436,7 @@ def _verify_dropped(toks: vec[i16], wcnt: vec[i64], n: i64, table: _Pairs, theta
             if kcnt[h] != data[s + 1] or kocc[h] != data[s + 2]:
                 _recount_error(k, data[s + 1], data[s + 2], kcnt[h], kocc[h])
     # the sums that reach theta: their pairs counted exactly
-    hot = _filled(nsum >> 6, 0)
+    hot = filled64(nsum >> 6, 0)
     n_hot: i64 = 0
     for b in range(nsum):
         if i64(sums[b]) >= theta:

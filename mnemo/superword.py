@@ -32,7 +32,8 @@ from mypy_extensions import i16, i32, i64
 
 from mnemo import _unicode_tables
 from mnemo.constants import MAX_PAIR_TOTAL
-from mnemo.count import MASK32, META_BYTES, PackedCounts, WordCounter, packed_to_dict
+from mnemo.count import FILL_BLOCK, MASK32, META_BYTES, PackedCounts, WordCounter, packed_to_dict
+from mnemo.count import filled64 as _filled64
 from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
 from mnemo.errors import ConfigError
 from mnemo.pretokenize_bits import BITS_MIN, BitCursor
@@ -93,8 +94,6 @@ PIECE_BATCH: Final[i64] = 16
 RADIX: Final[i64] = 1 << 16
 #: PieceTable.packed hands its vecs' buffers on as the little-endian bytes of PackedCounts.
 _LITTLE: Final = sys.byteorder == "little"
-#: _filled64 / _filled32 copy a block of this many items at a time.
-FILL_BLOCK: Final[i64] = 4096
 
 
 def rule_id(name: str) -> i64:
@@ -1796,21 +1795,6 @@ def _slot(table: vec[i64], stride: i64, mask: i64, key: i64) -> i64:
 
 def _too_many_pairs(word: bytes) -> None:
     raise ConfigError(f"stage 2's pair counts would pass {MAX_PAIR_TOTAL:,} at the coarse chunk {word[:40]!r}")
-
-
-def _filled64(n: i64, x: i64) -> vec[i64]:
-    """A vec of `n` copies of `x`, a block at a time (`extend` copies a vec's buffer at once,
-    where `append` is a call through librt's table for every item)."""
-    v = vec[i64](capacity=n)
-    block = vec[i64](capacity=FILL_BLOCK)
-    while len(block) < FILL_BLOCK and len(block) < n:
-        block = append(block, x)
-    # (n <= 0 leaves the block empty: extending by it would never end)
-    while len(block) > 0 and len(v) + len(block) <= n:
-        v = extend(v, block)
-    while len(v) < n:
-        v = append(v, x)
-    return v
 
 
 def _filled16(n: i64, x: i16) -> vec[i16]:
