@@ -44,7 +44,7 @@ word's id in `lid`, by its index.  Such a table counts through `count` only (`ad
 from typing import Final, NamedTuple
 
 from librt.strings import BytesWriter, read_i64_le, write_i64_le
-from librt.vecs import append, vec
+from librt.vecs import append, extend, vec
 from mypy_extensions import i64
 
 from mnemo.constants import PATTERNS
@@ -562,3 +562,23 @@ def packed_to_dict(blob: bytes, meta: bytes) -> dict[bytes, int]:
         pos += n
         m += META_BYTES
     return result
+
+
+#: filled64 copies a block of this many items at a time.
+FILL_BLOCK: Final[i64] = 4096
+
+
+def filled64(n: i64, x: i64) -> vec[i64]:
+    """A vec of `n` copies of `x`, a block at a time (`extend` copies a vec's buffer at once,
+    where `append` is a call through librt's table for every item); superword.py and
+    merge_loop.py fill their arrays with it."""
+    v = vec[i64](capacity=n)
+    block = vec[i64](capacity=FILL_BLOCK)
+    while len(block) < FILL_BLOCK and len(block) < n:
+        block = append(block, x)
+    # (n <= 0 leaves the block empty: extending by it would never end)
+    while len(block) > 0 and len(v) + len(block) <= n:
+        v = extend(v, block)
+    while len(v) < n:
+        v = append(v, x)
+    return v

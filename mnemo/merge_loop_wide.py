@@ -61,7 +61,7 @@ from librt.strings import read_i32_le, read_i64_le
 from librt.vecs import append, extend, vec
 from mypy_extensions import i16, i32, i64
 
-from mnemo.count import META_BYTES, pack_words
+from mnemo.count import META_BYTES, filled64, pack_words
 from mnemo.errors import ConfigError, VerificationError
 from mnemo.checks import check_initial_merges, check_train_args, pair_total_error
 from mnemo.constants import MAX_PAIR_TOTAL
@@ -222,13 +222,11 @@ class _Pairs:
     data: vec[i64]
     mask: i64
     used: i64
-    removed: i64  # pairs `remove` dropped (stage 2's, below theta): _verify sizes its recount by them too
 
     def __init__(self, size_hint: i64) -> None:
         cap: i64 = 1024
         while cap < 2 * size_hint:
             cap *= 2
-        self.removed = 0
         self._alloc(cap)
 
     def _alloc(self, cap: i64) -> None:
@@ -348,7 +346,6 @@ class _Pairs:
         data[4 * h + 2] = 0
         data[4 * h + 3] = 0
         self.used -= 1
-        self.removed += 1
 
 
 class _Heap:
@@ -496,6 +493,16 @@ def _slice1(key: i64, fmask: i64) -> i64:
 def _slice2(key: i64, fmask: i64) -> i64:
     """The second filter slice of pair `key`."""
     return ((key * FILTER_MUL) >> 41) & fmask
+#: _verify_dropped's bound on the pairs stage 2 dropped: 2 ** VERIFY_BITS sums (i32: 1 MB), a
+#: pair's sum from the top bits of its key * VERIFY_MUL (< 2**62: mypyc boxes larger Final ints)
+VERIFY_BITS: Final[i64] = 18
+MAX_I32: Final[i64] = 0x7FFFFFFF
+#: _verify_dropped's bits of the kept pairs' keys (a bit set of 2 ** VERIFY_FILTER_BITS, from
+#: other bits of the same product)
+VERIFY_FILTER_BITS: Final[i64] = 20
+VERIFY_FILTER_SHIFT: Final[i64] = 20
+VERIFY_MUL: Final[i64] = 0x2545F4914F6CDD1D
+VERIFY_SHIFT: Final[i64] = 40
 PROGRESS_EVERY: Final[i64] = 256  # merges between progress calls (a power of two)
 
 
@@ -1119,6 +1126,19 @@ def _array(total: i64) -> tuple[vec[i32], vec[i64]]:
     return toks, wcnt
 
 
+def _filled_seps(n: i64) -> vec[i32]:
+    """n separators, extended a block at a time."""
+    block = vec[i32](capacity=EMPTY_BLOCK)
+    while len(block) < EMPTY_BLOCK and len(block) < n:
+        block = append(block, SEPT)
+    v = vec[i32](capacity=n)
+    while len(block) > 0 and len(v) + len(block) <= n:
+        v = extend(v, block)
+    while len(v) < n:
+        v = append(v, SEPT)
+    return v
+
+
 def _layout(blob: bytes, meta: bytes) -> TrainState:
     """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
     toks, wcnt = _array(len(blob) + len(meta) // META_BYTES + 1)
@@ -1153,7 +1173,12 @@ def layout_ids(ids: bytes, meta: bytes, merges: list[tuple[int, int]], counts: l
     bytes each (little-endian), as the token array, with the merges (and their counts) that made
     those tokens: where continue_state starts (superword training's second stage,
     mnemo/superbpe.py).  Every word holds two ids or more."""
-    toks, wcnt = _array(len(ids) // 4 + len(meta) // META_BYTES + 1)
+    # every position's item stored, in arrays filled a block at a time (an append an item was
+    # two calls a token: 4.4 M tokens on 100 MB of English); the separators are there already
+    total: i64 = len(ids) // 4 + len(meta) // META_BYTES + 1
+    toks = _filled_seps(total)
+    wcnt = filled64(total, 0)
+    p: i64 = 1
     bpos: i64 = 0
     m: i64 = 0
     while m < len(meta):
@@ -1162,11 +1187,12 @@ def layout_ids(ids: bytes, meta: bytes, merges: list[tuple[int, int]], counts: l
         m += META_BYTES
         q: i64 = bpos
         while q < bpos + wlen:
-            toks = append(toks, _tok(i64(read_i32_le(ids, q))))
-            wcnt = append(wcnt, word_count)
+            toks[p] = _tok(i64(read_i32_le(ids, q)))
+            wcnt[p] = word_count
+            p += 1
             q += 4
-        toks = append(toks, SEPT)
-        wcnt = append(wcnt, word_count)
+        wcnt[p] = word_count  # its SEP's
+        p += 1
         bpos += wlen
     state = TrainState(toks, wcnt)
     state.merges = list(merges)
@@ -1415,9 +1441,124 @@ def _after_merge(arr: _Words, table: _Pairs, heap: _Heap, by_id: bool, theta: i6
 
 def _verify(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs, theta: i64) -> None:
     """Recount every pair from scratch; the maintained table must match it exactly, but for
-    the pairs of count below theta it dropped (continue_state)."""
-    fresh = _Pairs(table.used + table.removed)  # sized as if nothing had been removed
+    the pairs of count below theta it dropped (continue_state: _verify_dropped)."""
+    if theta > 0:
+        _verify_dropped(toks, wcnt, n, table, theta)
+        return
+    fresh = _Pairs(table.used)
     _count_pairs(toks, wcnt, n, fresh)
+    _check_recount(table, fresh)
+    _check_missing(table, fresh, theta)
+
+
+def _verify_dropped(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs, theta: i64) -> None:
+    """_verify when the table dropped the pairs below theta (stage 2's), as strict: every pair
+    the table holds is recounted exactly and must match it, and every pair it lacks must count
+    less than theta.  The pairs the table holds are few (those that may still be learnt), the
+    pairs it lacks most of the words' (683 k distinct pairs in stage 2's final words on 100 MB
+    of English), and their counts are only bounded: each occurrence of a pair the table lacks
+    adds its weight to one of 2 ** VERIFY_BITS sums (i32, each held at theta once it reaches
+    it), chosen by the pair's hash, and a pair counts no more than its sum.  The pairs of a sum
+    that reaches theta are counted exactly in a second pass.  A table of every pair (what
+    theta = 0 recounts into) missed the caches at every occurrence; the sums (1 MB) and the
+    kept pairs' keys (8 bytes a slot, their counts apart) mostly stay in the second-level one."""
+    if theta > MAX_I32:
+        fresh = _Pairs(table.used)
+        _count_pairs(toks, wcnt, n, fresh)
+        _check_recount(table, fresh)
+        _check_missing(table, fresh, theta)
+        return
+    # the kept pairs' keys (8 bytes a slot; their counts and occurrences beside them), and a bit
+    # a kept key (2 ** VERIFY_FILTER_BITS bits, 128 KB), so that most occurrences -- of pairs
+    # the table lacks -- probe no slot
+    cap: i64 = 1024
+    while cap < 2 * table.used:
+        cap *= 2
+    kmask: i64 = cap - 1
+    kkeys = filled64(cap, EMPTY)
+    kcnt = filled64(cap, 0)
+    kocc = filled64(cap, 0)
+    fmask: i64 = (1 << VERIFY_FILTER_BITS) - 1
+    fil = filled64(1 << (VERIFY_FILTER_BITS - 6), 0)
+    bits = _bit_table()
+    data = table.data
+    for s in range(0, len(data), 4):
+        k = data[s]
+        if k != EMPTY:
+            kkeys[_probe(kkeys, kmask, k)] = k
+            f = ((k * VERIFY_MUL) >> VERIFY_FILTER_SHIFT) & fmask
+            fil[f >> 6] |= bits[f & 63]
+    nsum: i64 = 1 << VERIFY_BITS
+    smask: i64 = nsum - 1
+    sums = vec[i32](capacity=nsum)
+    q = 0
+    while q < nsum:
+        sums = append(sums, 0)
+        q += 1
+    prev: i64 = SEP
+    for i in range(n):
+        x = _id(toks[i])
+        if x != SEP and prev != SEP:
+            key = (prev << KEY_SHIFT) | x
+            g: i64 = key * VERIFY_MUL
+            f = (g >> VERIFY_FILTER_SHIFT) & fmask
+            if (fil[f >> 6] & bits[f & 63]) != 0:
+                h = _probe(kkeys, kmask, key)
+                if kkeys[h] == key:
+                    kcnt[h] += wcnt[i]
+                    kocc[h] += 1
+                    prev = x
+                    continue
+            b = (g >> VERIFY_SHIFT) & smask
+            t: i64 = i64(sums[b]) + wcnt[i]
+            sums[b] = i32(theta if t > theta else t)
+        prev = x
+    for s in range(0, len(data), 4):
+        k = data[s]
+        if k != EMPTY:
+            h = _probe(kkeys, kmask, k)
+            if kcnt[h] != data[s + 1] or kocc[h] != data[s + 2]:
+                _recount_error(k, data[s + 1], data[s + 2], kcnt[h], kocc[h])
+    # the sums that reach theta: their pairs counted exactly
+    hot = filled64(nsum >> 6, 0)
+    n_hot: i64 = 0
+    for b in range(nsum):
+        if i64(sums[b]) >= theta:
+            hot[b >> 6] |= bits[b & 63]
+            n_hot += 1
+    if n_hot == 0:
+        return
+    fresh = _Pairs(n_hot)
+    prev = SEP
+    for i in range(n):
+        x = _id(toks[i])
+        if x != SEP and prev != SEP:
+            key = (prev << KEY_SHIFT) | x
+            b = ((key * VERIFY_MUL) >> VERIFY_SHIFT) & smask
+            if (hot[b >> 6] & bits[b & 63]) != 0 and kkeys[_probe(kkeys, kmask, key)] == EMPTY:
+                fresh.add(key, wcnt[i], 1)
+        prev = x
+    _check_missing(table, fresh, theta)
+
+
+def _probe(keys: vec[i64], mask: i64, key: i64) -> i64:
+    """The slot of `key` in _verify_dropped's kept keys (linear probing from _Pairs' hash), or
+    the empty slot where it would go."""
+    h = ((key * PAIR_MUL) >> PAIR_SHIFT) & mask
+    while keys[h] != key and keys[h] != EMPTY:
+        h = (h + 1) & mask
+    return h
+
+
+def _recount_error(k: i64, cnt: i64, occ: i64, fc: i64, fo: i64) -> None:
+    raise VerificationError(
+        f"fast trainer: pair ({k >> KEY_SHIFT}, {k & KEY_MASK}) has count {cnt} ({occ} occurrences) "
+        f"in the maintained table but {fc} ({fo}) when recounted from scratch; please report this as a bug"
+    )
+
+
+def _check_recount(table: _Pairs, fresh: _Pairs) -> None:
+    """Every pair of `table` has the count and occurrences `fresh` recounted."""
     data = table.data
     for s in range(0, len(data), 4):
         k = data[s]
@@ -1426,11 +1567,11 @@ def _verify(toks: vec[i32], wcnt: vec[i64], n: i64, table: _Pairs, theta: i64) -
         fc = fresh.count(k)
         fo = fresh.occurrences(k)
         if fc != data[s + 1] or fo != data[s + 2]:
-            raise VerificationError(
-                f"fast trainer: pair ({k >> KEY_SHIFT}, {k & KEY_MASK}) has count {data[s + 1]} "
-                f"({data[s + 2]} occurrences) in the maintained table but {fc} ({fo}) when "
-                f"recounted from scratch; please report this as a bug"
-            )
+            _recount_error(k, data[s + 1], data[s + 2], fc, fo)
+
+
+def _check_missing(table: _Pairs, fresh: _Pairs, theta: i64) -> None:
+    """Every pair `fresh` recounted with a count of theta or more is in `table`."""
     fdata = fresh.data
     for s in range(0, len(fdata), 4):
         k = fdata[s]

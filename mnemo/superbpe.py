@@ -17,7 +17,7 @@ from mnemo import merge_loop, merge_loop_wide
 from mnemo.checks import check_int
 from mnemo.errors import ConfigError
 from mnemo.pretokenize import pattern_id
-from mnemo.superword import RULE_SUPERWORD, CoarseCounts, Stage2Words, SuperEncoder
+from mnemo.superword import RULE_SUPERWORD, CoarseCounts, Stage1Words, Stage2Words, SuperEncoder
 
 #: A superword token holds at most this many space-separated words (the authors' `mw4`).
 MAX_WORDS = 4
@@ -92,8 +92,11 @@ def learn_stage2(
     algorithm: str,
     skip: Skip | None,
     stats: Stage2Stats | None = None,
+    stage1_words: merge_loop.TrainState | None = None,
 ) -> tuple[Merges, list[int]]:
-    """Stage 2 up to `n_merges` merges in all, from stage 1's (merges, counts).
+    """Stage 2 up to `n_merges` merges in all, from stage 1's (merges, counts) -- and, when the
+    16-bit trainer learnt them, its words as it left them (`stage1_words`: they give stage 2
+    each word's stage-1 tokens, superword.Stage1Words; None: each word is encoded).
 
     The fast path cuts the words where no merge of count >= theta can reach (Stage2Words) and
     runs the merge loop on the pieces with the same theta (merge_loop.continue_state: it keeps
@@ -108,10 +111,11 @@ def learn_stage2(
         return train_stage2(coarse.to_dict(), merges, counts, n_merges, pattern, tie, verify, progress, skip)
     pid = pattern_id(pattern)
     enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD, wide=256 + n_merges > 65536)
+    s1 = None if stage1_words is None else Stage1Words(stage1_words.toks, stage1_words.n, merges)
     if SEAMS.sketch_bits is None:
-        words = Stage2Words(enc, coarse, pid)
+        words = Stage2Words(enc, coarse, pid, stage1=s1)
     else:
-        words = Stage2Words(enc, coarse, pid, sketch_bits=SEAMS.sketch_bits)
+        words = Stage2Words(enc, coarse, pid, sketch_bits=SEAMS.sketch_bits, stage1=s1)
     stats.words = words.n_words
     stats.tokens = words.n_tokens
     theta = SEAMS.theta

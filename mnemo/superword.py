@@ -32,7 +32,8 @@ from mypy_extensions import i16, i32, i64
 
 from mnemo import _unicode_tables
 from mnemo.constants import MAX_PAIR_TOTAL
-from mnemo.count import MASK32, META_BYTES, PackedCounts, WordCounter, packed_to_dict
+from mnemo.count import FILL_BLOCK, MASK32, META_BYTES, PackedCounts, WordCounter, packed_to_dict
+from mnemo.count import filled64 as _filled64
 from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
 from mnemo.errors import ConfigError
 from mnemo.pretokenize_bits import BITS_MIN, BitCursor
@@ -79,6 +80,12 @@ ID_MASK: Final[i64] = 0x1FFFFF
 #: the number in Stage2Words.longs: a chunk of 65,535 tokens needs max_chunk_bytes above 65,534)
 N_MASK: Final[i64] = 0xFFFF
 N_LONG: Final[i64] = 0xFFFF
+#: Stage1Words: the separator of merge_loop's 16-bit token array (0xFFFF, -1 as i16), and a
+#: token's bits there
+S1_SEP: Final[i16] = -1
+S1_MASK: Final[i64] = 0xFFFF
+#: Stage2Words' buffer of a word's tokens from Stage1Words (grown for a longer word)
+MAX_WORD_TOKENS: Final[i64] = 1024
 #: Stage2Words.pieces reads coarse chunks into a buffer of about this many tokens.
 PIECE_BUF: Final[i64] = 1 << 14
 #: Stage2Words.pieces hands PieceTable this many pieces at a time (add_batch).
@@ -87,8 +94,6 @@ PIECE_BATCH: Final[i64] = 16
 RADIX: Final[i64] = 1 << 16
 #: PieceTable.packed hands its vecs' buffers on as the little-endian bytes of PackedCounts.
 _LITTLE: Final = sys.byteorder == "little"
-#: _filled64 / _filled32 copy a block of this many items at a time.
-FILL_BLOCK: Final[i64] = 4096
 
 
 def rule_id(name: str) -> i64:
@@ -783,6 +788,89 @@ class SuperEncoder(Encoder):
 # ---- stage 2's training words ----
 
 
+class Stage1Words:
+    """Stage 1's words as its merge loop left them (merge_loop.TrainState of the 16-bit trainer:
+    SEP, word, SEP, ..., each word of the words table with two bytes or more and a count, in
+    the table's order, as its stage-1 tokens), read in that order by `next`: Stage2Words takes
+    each word's stage-1 encoding from here instead of encoding it.  The loop applied every
+    merge in order to every word, left to right, as BPE encodes (the naive twin's tests hold
+    both to that), so its words are the words encoded.  But a word that became one token may
+    be gone (the loop's compaction leaves out words of one token): when the word at the
+    cursor is not the word asked for (its tokens' bytes differ), the word asked for is one
+    token, the token whose bytes it is (`single`; a word whose bytes two tokens share, or none,
+    is left to the encoder: `next` answers -1)."""
+
+    toks: vec[i16]
+    n: i64
+    at: i64  # the position of the next word to read
+    tbytes: bytes  # every token's bytes, token t's at toff[t] .. toff[t + 1]
+    toff: vec[i64]
+    single: dict[bytes, int]  # a token's bytes -> its id, -1 when two tokens have them
+
+    def __init__(self, toks: vec[i16], n: i64, merges: list[tuple[int, int]]) -> None:
+        self.toks = toks
+        self.n = n
+        self.at = 1  # past the first SEP
+        parts: list[bytes] = [bytes([i]) for i in range(256)]
+        for a, b in merges:
+            parts.append(parts[a] + parts[b])
+        toff = vec[i64]()
+        off: i64 = 0
+        single: dict[bytes, int] = {}
+        for t in range(len(parts)):
+            toff = append(toff, off)
+            off += len(parts[t])
+            single[parts[t]] = -1 if parts[t] in single else t
+        self.toff = append(toff, off)
+        self.tbytes = b"".join(parts)
+        self.single = single
+
+    def next(self, data: bytes, start: i64, end: i64, tk: vec[i64]) -> i64:
+        """The stage-1 tokens of the word data[start:end] (the words table's next word of two
+        bytes or more and a count) written to tk (room for end - start); their number, or -1
+        when it must be encoded."""
+        toks = self.toks
+        n = self.n
+        toff = self.toff
+        tb = self.tbytes
+        p: i64 = self.at
+        while p < n and toks[p] == S1_SEP:
+            p += 1
+        j: i64 = p
+        off: i64 = start
+        same = True
+        while j < n and toks[j] != S1_SEP:
+            t: i64 = i64(toks[j]) & S1_MASK
+            a: i64 = toff[t]
+            b: i64 = toff[t + 1]
+            if off + (b - a) > end:
+                same = False
+                break
+            while a < b:
+                if tb[a] != data[off]:
+                    same = False
+                    break
+                a += 1
+                off += 1
+            if not same:
+                break
+            j += 1
+        if same and off == end and j > p:
+            q: i64 = 0
+            while q < j - p:
+                tk[q] = i64(toks[p + q]) & S1_MASK
+                q += 1
+            self.at = j
+            return j - p
+        t = self.single.get(data[start:end], -1)
+        if t < 0:
+            return -1
+        tk[0] = t
+        return 1
+
+
+
+
 class Stage2Words:
     """Stage 2's words: each coarse chunk of a CoarseCounts as its stage-1 tokens (each stage-1
     chunk encoded alone, `SuperEncoder.word_ids`, once per distinct chunk), never written out
@@ -852,10 +940,16 @@ class Stage2Words:
     n_pairs: i64
 
     def __init__(
-        self, enc: SuperEncoder, coarse: CoarseCounts, pattern: i64, sketch_bits: i64 = SKETCH_BITS
+        self,
+        enc: SuperEncoder,
+        coarse: CoarseCounts,
+        pattern: i64,
+        sketch_bits: i64 = SKETCH_BITS,
+        stage1: Stage1Words | None = None,
     ) -> None:
         """`sketch_bits`: log2 of the sketch's counters (at least LINE_BITS: one line; the tests
-        make it small, so that pairs share counters)."""
+        make it small, so that pairs share counters).  `stage1`: stage 1's words as its loop
+        left them, which give the words' encodings (None: each word encoded by `enc`)."""
         if sketch_bits < LINE_BITS:
             sketch_bits = LINE_BITS
         self.sbits = sketch_bits
@@ -922,12 +1016,21 @@ class Stage2Words:
         pool = vec[i32]()
         bpos = 0
         x: i64 = 0
+        tk1 = _filled64(MAX_WORD_TOKENS, 0)
         while x < n_ids:
             wlen = read_i64_le(wmeta, x * META_BYTES)
             wcount = read_i64_le(wmeta, x * META_BYTES + 8)
-            n = enc.word_ids(wblob, bpos, bpos + wlen, pattern)
+            n = -1
+            if stage1 is not None and wlen >= 2 and wcount > 0:
+                if wlen > len(tk1):
+                    tk1 = _filled64(wlen, 0)
+                n = stage1.next(wblob, bpos, bpos + wlen, tk1)
+            if n >= 0:
+                tk = tk1
+            else:
+                n = enc.word_ids(wblob, bpos, bpos + wlen, pattern)
+                tk = enc.tk2
             bpos += wlen
-            tk = enc.tk2
             meet[2 * x + 1] = wcount
             if n == 0:  # (an empty word: no token; the id stream never names one)
                 x += 1
@@ -1559,8 +1662,18 @@ class PieceTable:
         out = _filled32(total, 0)
         info = _filled64(2 * len(refs), 0)
         o: i64 = 0
+        touch: i64 = 0
         k = 0
         while k < len(refs):
+            if (k & (PIECE_BATCH - 1)) == 0:
+                # the slot and store loads of the next PIECE_BATCH pieces issued first, all of
+                # them (in this order each misses the cache), as PieceTable.add_batch does
+                m: i64 = k
+                while m < k + PIECE_BATCH and m < len(refs):
+                    rm: i64 = refs[m]
+                    if (slots[rm] >> 32) > 3:
+                        touch += i64(ids[slots[rm + 3] + 3])
+                    m += 1
             r = refs[k]
             n = slots[r] >> 32
             info[2 * k] = 4 * n
@@ -1585,6 +1698,7 @@ class PieceTable:
                     j += 1
             o += n
             k += 1
+        self.touch = touch
         return bytes(out), bytes(info)
 
 
@@ -1681,21 +1795,6 @@ def _slot(table: vec[i64], stride: i64, mask: i64, key: i64) -> i64:
 
 def _too_many_pairs(word: bytes) -> None:
     raise ConfigError(f"stage 2's pair counts would pass {MAX_PAIR_TOTAL:,} at the coarse chunk {word[:40]!r}")
-
-
-def _filled64(n: i64, x: i64) -> vec[i64]:
-    """A vec of `n` copies of `x`, a block at a time (`extend` copies a vec's buffer at once,
-    where `append` is a call through librt's table for every item)."""
-    v = vec[i64](capacity=n)
-    block = vec[i64](capacity=FILL_BLOCK)
-    while len(block) < FILL_BLOCK and len(block) < n:
-        block = append(block, x)
-    # (n <= 0 leaves the block empty: extending by it would never end)
-    while len(block) > 0 and len(v) + len(block) <= n:
-        v = extend(v, block)
-    while len(v) < n:
-        v = append(v, x)
-    return v
 
 
 def _filled16(n: i64, x: i16) -> vec[i16]:

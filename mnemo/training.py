@@ -25,7 +25,7 @@ from mypy_extensions import i64
 
 from mnemo.count import PackedCounts, WordCounter, packed_to_dict
 from mnemo.superword import CoarseCounter, CoarseCounts, add_both, renumber
-from mnemo.checks import check_int, check_pattern, check_tie, type_error
+from mnemo.checks import check_int, check_pattern, check_tie, check_train_args, type_error
 from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 from mnemo.workers import resolve_workers
 from mnemo.patterns import SplitPattern, for_counting, handle, stored_id
@@ -582,12 +582,25 @@ def _train(inputs: Sequence[PathLike] | Documents, options: TrainOptions) -> Tok
         if o.stats is not None:
             o.stats.stage2 = stage2_stats
 
+        def learn_stage1(skip: Skip | None) -> tuple[tuple[list[tuple[int, int]], list[int]], merge_loop.TrainState | None]:
+            """`learn`, and with the 16-bit trainer the words as it left them: stage 2 reads each
+            word's stage-1 tokens there instead of encoding it (superword.Stage1Words)."""
+            if o.algorithm == "naive" or 256 + n_merges > merge_loop.MAX_IDS:
+                return learn(skip), None
+            check_train_args({}, n_merges, tie)
+            state = merge_loop.train_state(blob, meta, n_merges, n_merges, tie, o.verify, o.progress, [], skip)
+            if o.progress is not None:
+                o.progress("merge", len(state.merges), n_merges)
+            return (state.merges, state.counts), state
+
         def learn_both(skip: Skip | None) -> tuple[list[tuple[int, int]], list[int]]:
             assert coarse is not None
-            stage1 = learn(skip)
+            stage1, words1 = learn_stage1(skip)
             stage1_size[0] = len(stage1[0])  # fewer than asked when stage 1 ran out of pairs
             skip2 = too_many_words if skip is None else refusing_also(skip, too_many_words)
-            return learn_stage2(stage1, coarse, n_all, named_pattern, tie, o.verify, o.progress, o.algorithm, skip2, stage2_stats)
+            return learn_stage2(
+                stage1, coarse, n_all, named_pattern, tie, o.verify, o.progress, o.algorithm, skip2, stage2_stats, words1
+            )
 
         learner = learn_both
     if prune_stats is None:

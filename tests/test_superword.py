@@ -427,6 +427,59 @@ def test_stage_two_words_of_a_chunk_of_many_tokens(english: list[str]) -> None:
     assert packed_to_dict(*by_id.pieces(2)) == packed_to_dict(*by_bytes.pieces(2))
 
 
+@pytest.mark.parametrize("n_merges", [40, 700, 3000])
+def test_stage_two_words_from_stage_one_loop(english: list[str], n_merges: int) -> None:
+    """Stage2Words given stage 1's words as its loop left them (Stage1Words) has the words and
+    the pieces it has when it encodes every word: the loop's words are the words encoded, and
+    the words it compacted away (one token each) are answered by their token.  Enough merges
+    that the loop compacts (checked at 3,000), and fewer, where it has not."""
+    from mnemo import merge_loop
+    from mnemo.superword import Stage1Words
+
+    pid = pattern_id("mnemonic")
+    words = WordCounter(pid, 256, track=True)
+    coarse = CoarseCounter(pid, 256, words)
+    for doc in english[:200]:
+        add_both(words, coarse, doc.encode(), pid)
+    counts = coarse.to_counts()
+    state = merge_loop.train_state(counts.wblob, counts.wmeta, n_merges, n_merges, "id", True, None, [], None)
+    merges = [(int(a), int(b)) for a, b in state.merges]
+    n_long = sum(1 for w, c in packed_to_dict(counts.wblob, counts.wmeta).items() if len(w) >= 2 and c > 0)
+    n_left = sum(1 for i in range(1, state.n) if state.toks[i] == -1 and state.toks[i - 1] != -1)
+    assert n_left <= n_long and (n_merges < 3000 or n_left < n_long)  # words compacted away
+    enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
+    encoded = Stage2Words(enc, counts, pid)
+    s1 = Stage1Words(state.toks, state.n, merges)
+    read = Stage2Words(enc, counts, pid, stage1=s1)
+    assert words_of(read) == words_of(encoded)
+    assert (read.n_words, read.n_tokens) == (encoded.n_words, encoded.n_tokens)
+    theta = max(2, encoded.count_at_rank(50))
+    assert read.pieces(theta) == encoded.pieces(theta)
+    assert all(state.toks[i] == -1 for i in range(s1.at, state.n))  # every word of the loop was read
+
+
+def test_stage_one_words_leave_a_shared_token_to_the_encoder() -> None:
+    """Stage1Words.next: a word at the cursor whose tokens spell the word asked is read; a word
+    asked that is not there is one token -- its token when one token has its bytes, -1 (encode
+    it) when two tokens have them, as two merges can make ((a, bc) and (ab, c))."""
+    from librt.vecs import vec as v
+    from mypy_extensions import i16
+
+    from mnemo.superword import Stage1Words
+
+    a, b, c = ord("a"), ord("b"), ord("c")
+    merges = [(a, b), (b, c), (256, c), (a, 257), (a, a)]  # ab=256, bc=257, abc=258 and 259, aa=260
+    toks = v[i16]([-1, 260, a, -1, -1, a, c, -1])  # "aaa" as (aa, a), then "ac"
+    s1 = Stage1Words(toks, len(toks), merges)
+    tk = v[i64]([0] * 8)
+    data = b"aaaabcabac"
+    assert s1.next(data, 0, 3, tk) == 2 and list(tk[:2]) == [260, a]
+    assert s1.next(data, 4, 6, tk) == 1 and tk[0] == 257  # "bc": gone, token 257
+    assert s1.next(data, 3, 6, tk) == -1  # "abc": gone, and two tokens have its bytes
+    assert s1.next(data, 8, 10, tk) == 2 and list(tk[:2]) == [a, c]
+    assert s1.next(data, 6, 8, tk) == 1 and tk[0] == 256  # past the last word: "ab", token 256
+
+
 def test_radix_sort_of_the_pieces() -> None:
     """superword._sorted_by: values in the order of their keys, equal keys in their first order
     (keys of every 16-bit digit, up to 2**63 - 1, and many repeats)."""

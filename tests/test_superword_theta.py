@@ -84,3 +84,84 @@ def test_a_threshold_gives_the_same_merges_down_to_it(loop: ModuleType, tie: str
         loop.continue_state(cut, n, tie, True, None, None, theta)
         k = sum(1 for c in counts if c >= theta)
         assert cut.merges == full.merges[:k] and cut.counts == counts[:k], theta
+
+
+def _bucket(loop: ModuleType, key: int) -> int:
+    """_verify_dropped's sum of pair `key` (the 64-bit product wraps, as in the compiled code)."""
+    prod = (key * loop.VERIFY_MUL) & ((1 << 64) - 1)
+    if prod >= 1 << 63:
+        prod -= 1 << 64
+    return (prod >> loop.VERIFY_SHIFT) & ((1 << loop.VERIFY_BITS) - 1)
+
+
+@pytest.mark.parametrize("loop", LOOPS, ids=["narrow", "wide"])
+def test_verify_with_theta_is_as_strict_as_a_full_recount(loop: ModuleType) -> None:
+    """`_verify` with theta > 0 (`_verify_dropped`: the kept pairs recounted exactly, the dropped
+    ones bounded by hashed sums, a sum that reaches theta counted exactly) raises exactly when a
+    full recount finds a kept pair off, or a pair missing from the table with a count of theta
+    or more.  Words over a few tokens, so that pairs repeat; tables kept right, one count off,
+    a pair of count >= theta left out, and pairs below theta left out in sums made to collide
+    (found by hashing) so that a sum reaches theta though no pair does."""
+    from librt.vecs import vec
+    from mypy_extensions import i16, i32, i64
+
+    wide = loop is merge_loop_wide
+    sep = -1
+    shift = loop.KEY_SHIFT
+    # two pairs in one sum, both below theta (their sum above it): the second pass must clear them
+    first: dict[int, int] = {}
+    twins: tuple[int, int] | None = None
+    a = 1
+    while twins is None:
+        for b in range(1, 200):
+            key = a << shift | b
+            h = _bucket(loop, key)
+            if h in first:
+                twins = (first[h], key)
+                break
+            first[h] = key
+        a += 1
+    rng = random.Random(16)
+    for trial in range(300):
+        theta = rng.choice([2, 5, 20])
+        words = [[rng.randrange(1, 6) for _ in range(rng.randrange(1, 6))] for _ in range(rng.randrange(1, 12))]
+        counts = [rng.randrange(1, 9) for _ in words]
+        if trial % 3 == 0:
+            # the colliding pair twice, each below theta, together above it
+            for key in twins:
+                words.append([key >> shift, key & loop.KEY_MASK])
+                counts.append(max(1, theta - 1))
+        toks, wcnt = [sep], [0]
+        for w, c in zip(words, counts):
+            toks += w + [sep]
+            wcnt += [c] * (len(w) + 1)
+        fresh: Counter[int] = Counter()
+        occ: Counter[int] = Counter()
+        for i in range(1, len(toks)):
+            if toks[i] != sep and toks[i - 1] != sep:
+                fresh[toks[i - 1] << shift | toks[i]] += wcnt[i]
+                occ[toks[i - 1] << shift | toks[i]] += 1
+        kept = {k for k in fresh if fresh[k] >= theta or rng.random() < 0.5}
+        fault = rng.choice(["none", "none", "count", "missing"])
+        table = loop._Pairs(4)
+        for k in sorted(kept):
+            s = table.slot(k)
+            table.data[s + 1] = fresh[k]
+            table.data[s + 2] = occ[k]
+        bad = False
+        if fault == "count" and kept:
+            k = rng.choice(sorted(kept))
+            table.data[table.find(k) + 1] += 1
+            bad = True
+        if fault == "missing":
+            heavy = sorted(k for k in kept if fresh[k] >= theta)
+            if heavy:
+                table.remove(heavy[0])
+                bad = True
+        vt = vec[i32]([x for x in toks]) if wide else vec[i16]([x for x in toks])
+        vw = vec[i64](wcnt)
+        if bad:
+            with pytest.raises(loop.VerificationError, match="recounted from scratch|missing from the maintained"):
+                loop._verify(vt, vw, len(toks), table, theta)
+        else:
+            loop._verify(vt, vw, len(toks), table, theta)
