@@ -45,7 +45,7 @@ from typing import Final, NamedTuple
 
 from librt.strings import BytesWriter, read_i64_le, write_i64_le
 from librt.vecs import append, extend, vec
-from mypy_extensions import i64
+from mypy_extensions import i16, i32, i64
 
 from mnemo.constants import PATTERNS
 from mnemo.defaults import DEFAULT_MAX_CHUNK_BYTES
@@ -571,12 +571,38 @@ FILL_BLOCK: Final[i64] = 4096
 def filled64(n: i64, x: i64) -> vec[i64]:
     """A vec of `n` copies of `x`, a block at a time (`extend` copies a vec's buffer at once,
     where `append` is a call through librt's table for every item); superword.py and
-    merge_loop.py fill their arrays with it."""
+    merge_loop.py fill their arrays with it (filled16, filled32: the same at their widths)."""
     v = vec[i64](capacity=n)
     block = vec[i64](capacity=FILL_BLOCK)
     while len(block) < FILL_BLOCK and len(block) < n:
         block = append(block, x)
     # (n <= 0 leaves the block empty: extending by it would never end)
+    while len(block) > 0 and len(v) + len(block) <= n:
+        v = extend(v, block)
+    while len(v) < n:
+        v = append(v, x)
+    return v
+
+
+def filled16(n: i64, x: i16) -> vec[i16]:
+    """filled64 for i16."""
+    v = vec[i16](capacity=n)
+    block = vec[i16](capacity=FILL_BLOCK)
+    while len(block) < FILL_BLOCK and len(block) < n:
+        block = append(block, x)
+    while len(block) > 0 and len(v) + len(block) <= n:
+        v = extend(v, block)
+    while len(v) < n:
+        v = append(v, x)
+    return v
+
+
+def filled32(n: i64, x: i32) -> vec[i32]:
+    """filled64 for i32."""
+    v = vec[i32](capacity=n)
+    block = vec[i32](capacity=FILL_BLOCK)
+    while len(block) < FILL_BLOCK and len(block) < n:
+        block = append(block, x)
     while len(block) > 0 and len(v) + len(block) <= n:
         v = extend(v, block)
     while len(v) < n:

@@ -54,7 +54,7 @@ from librt.strings import read_i32_le, read_i64_le
 from librt.vecs import append, extend, vec
 from mypy_extensions import i16, i32, i64
 
-from mnemo.count import META_BYTES, filled64, pack_words
+from mnemo.count import META_BYTES, filled64, filled16, pack_words
 from mnemo.errors import ConfigError, VerificationError
 from mnemo.checks import check_initial_merges, check_train_args, pair_total_error
 from mnemo.constants import MAX_PAIR_TOTAL
@@ -1042,19 +1042,6 @@ def _array(total: i64) -> tuple[vec[i16], vec[i64]]:
     return toks, wcnt
 
 
-def _filled_seps(n: i64) -> vec[i16]:
-    """n separators, extended a block at a time."""
-    block = vec[i16](capacity=EMPTY_BLOCK)
-    while len(block) < EMPTY_BLOCK and len(block) < n:
-        block = append(block, SEPT)
-    v = vec[i16](capacity=n)
-    while len(block) > 0 and len(v) + len(block) <= n:
-        v = extend(v, block)
-    while len(v) < n:
-        v = append(v, SEPT)
-    return v
-
-
 def _layout(blob: bytes, meta: bytes) -> TrainState:
     """The words of a PackedCounts as the token array: SEP, word, SEP, word, ..., SEP."""
     toks, wcnt = _array(len(blob) + len(meta) // META_BYTES + 1)
@@ -1092,7 +1079,7 @@ def layout_ids(ids: bytes, meta: bytes, merges: list[tuple[int, int]], counts: l
     # every position's item stored, in arrays filled a block at a time (an append an item was
     # two calls a token: 4.4 M tokens on 100 MB of English); the separators are there already
     total: i64 = len(ids) // 4 + len(meta) // META_BYTES + 1
-    toks = _filled_seps(total)
+    toks = filled16(total, SEPT)
     wcnt = filled64(total, 0)
     p: i64 = 1
     bpos: i64 = 0

@@ -33,6 +33,8 @@ from mypy_extensions import i16, i32, i64
 from mnemo import _unicode_tables
 from mnemo.constants import MAX_PAIR_TOTAL
 from mnemo.count import FILL_BLOCK, MASK32, META_BYTES, PackedCounts, WordCounter, packed_to_dict
+from mnemo.count import filled16 as _filled16
+from mnemo.count import filled32 as _filled32
 from mnemo.count import filled64 as _filled64
 from mnemo.encode_chunk import FILTER_MUL, NO_RANK, Encoder, emit, filter_bits, heap_push, sift_down
 from mnemo.errors import ConfigError
@@ -1795,33 +1797,6 @@ def _slot(table: vec[i64], stride: i64, mask: i64, key: i64) -> i64:
 
 def _too_many_pairs(word: bytes) -> None:
     raise ConfigError(f"stage 2's pair counts would pass {MAX_PAIR_TOTAL:,} at the coarse chunk {word[:40]!r}")
-
-
-def _filled16(n: i64, x: i16) -> vec[i16]:
-    """_filled64 for i16."""
-    v = vec[i16](capacity=n)
-    block = vec[i16](capacity=FILL_BLOCK)
-    while len(block) < FILL_BLOCK and len(block) < n:
-        block = append(block, x)
-    while len(block) > 0 and len(v) + len(block) <= n:
-        v = extend(v, block)
-    while len(v) < n:
-        v = append(v, x)
-    return v
-
-
-def _filled32(n: i64, x: i32) -> vec[i32]:
-    """_filled64 for i32."""
-    v = vec[i32](capacity=n)
-    block = vec[i32](capacity=FILL_BLOCK)
-    while len(block) < FILL_BLOCK and len(block) < n:
-        block = append(block, x)
-    # (n <= 0 leaves the block empty: extending by it would never end)
-    while len(block) > 0 and len(v) + len(block) <= n:
-        v = extend(v, block)
-    while len(v) < n:
-        v = append(v, x)
-    return v
 
 
 def _room32(v: vec[i32], need: i64) -> vec[i32]:
