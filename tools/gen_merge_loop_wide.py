@@ -173,6 +173,7 @@ def generate() -> str:
     end = text.index(END) + len(END) + 1
     body = text[:begin] + WIDE + text[end:]
     body = body.replace("vec[i16]", "vec[i32]")
+    body = body.replace("filled16", "filled32")  # count's fill at the array's width
     assert body.startswith('"""')
     return HEADER + body[3:]
 
