@@ -801,9 +801,13 @@ class Worker:
         self.errlog = tempfile.TemporaryFile()
         self.err_mark = 0
         self.scratch = tempfile.mkdtemp(prefix="mnemo-fuzz-worker-")
+        # the worker's temporary files (mnemo's local copies of URL cases among them) go in its
+        # scratch folder, removed by close(): a worker killed after a hang, or by close()
+        # itself, never runs its exit hooks, and its copies would be left in the real TMPDIR
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", str(seed_dir), self.scratch,
              str(os.getpid())],
+            env={**os.environ, "TMPDIR": self.scratch},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errlog,

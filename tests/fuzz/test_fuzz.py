@@ -69,6 +69,27 @@ def test_worker_observes_crash_hang_and_stray_exception(seed_dir: Path) -> None:
         r.close()
 
 
+def test_workers_leave_no_temporary_files(seed_dir: Path, seeds: dict[str, list[bytes]], s3_env: None,
+                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The URL cases read .tok files through mnemo's local copies, in a folder its exit hook
+    removes; the worker is killed, never exits, so the copies went to TMPDIR and stayed there
+    (one folder a `make test` in /tmp).  A worker's TMPDIR is its scratch folder, which close()
+    removes: nothing of the run is left in the caller's TMPDIR."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    r = fuzzer.Runner(seed_dir, confirm=False)
+    try:
+        for data in seeds["url"]:
+            assert r.run("url", data).passed
+        assert r.worker is not None and r.restarts == 0
+        assert any(p.name.startswith("mnemo-copies-") for p in Path(r.worker.scratch).iterdir())
+    finally:
+        r.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_reproducer_round_trip(tmp_path: Path, seeds: dict[str, list[bytes]]) -> None:
     """A finding is written as plain files (never pickle) and read back as the same case."""
     for target, data in [("gpt2", seeds["gpt2"][0]), ("hf", seeds["hf"][0]),
