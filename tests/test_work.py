@@ -577,9 +577,20 @@ def test_signals_at_many_moments_leave_nothing_behind(
             assert out.exists(), (k, proc.returncode, err)
             out.unlink()
         else:
-            interrupted += 1
             assert proc.returncode == 128 + sig, (k, proc.returncode, err)
-            assert not out.exists(), k
+            if out.exists():
+                # The signal came after the output was put in place (renamed whole) and before
+                # the command returned: as after `mv` or `cp`, the status says the signal and
+                # the file is whole -- checked to the last byte, then counted as a finished run.
+                if command == "tokenize":
+                    from mnemo.tokfile import verify_tok
+
+                    assert verify_tok(out).n_docs == 6000, k
+                else:
+                    assert Tokenizer.load(out).n_vocab == 3000, k
+                out.unlink()
+            else:
+                interrupted += 1
         assert sorted(p.name for p in tmp_path.iterdir()) == [], (k, list(tmp_path.iterdir()))
         k += 1
     assert interrupted >= 10, (interrupted, k, span)  # the moments fell inside the runs
