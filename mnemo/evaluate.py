@@ -160,7 +160,11 @@ def superword_ids(tok: AnyTokenizer) -> np.ndarray:
 
 
 def evaluate(tokenizers: Sequence[tuple[str, AnyTokenizer]], corpora: Sequence[tuple[str, list[bytes]]]) -> list[TokenizerResult]:
-    """Every tokenizer on every corpus (documents as bytes, each encoded as plain text)."""
+    """Every tokenizer on every corpus (documents as bytes, each encoded as plain text).  A corpus
+    without a byte of text is an InputError: every figure of it would be 0 / 0."""
+    for name, docs in corpora:
+        if not any(docs):
+            raise InputError(_no_text(repr(name), docs))
     words = {name: sum(len(d.decode("utf-8", "replace").split()) for d in docs) for name, docs in corpora}
     results: list[TokenizerResult] = []
     for label, tok in tokenizers:
@@ -318,8 +322,20 @@ def run(
     labels = [label for label, _ in tokenizers]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"two tokenizers are both called {next(x for x in labels if labels.count(x) > 1)!r}; name them NAME=PATH")
+    if max_bytes == 0:
+        raise ConfigError("max_bytes 0 reads no text to measure: give a positive number of bytes, or -1 for all of each corpus")
     corpora: list[tuple[str, list[bytes]]] = []
     for cp in corpus_paths:
         name = Path(cp).name.split(".")[0]
-        corpora.append((name, list(corpus_documents(cp, max_bytes, text_field))))
+        docs = list(corpus_documents(cp, max_bytes, text_field))
+        if not any(docs):
+            raise InputError(_no_text(str(cp), docs, text_field))
+        corpora.append((name, docs))
     return evaluate(tokenizers, corpora), [n for n, _ in corpora], skipped
+
+
+def _no_text(what: str, docs: Sequence[bytes], text_field: str = DEFAULT_TEXT_FIELD) -> str:
+    return (
+        f"{what}: no text to measure ({len(docs):,} documents, 0 bytes): every figure would be 0 / 0; give a corpus "
+        f"with text, or name the field that holds it (--text-field, now {text_field!r})"
+    )

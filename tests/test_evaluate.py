@@ -113,6 +113,31 @@ def test_spec_errors(tmp_path: Path) -> None:
         run([str(tmp_path / "x.tiktoken")], [], 10)
 
 
+def test_a_corpus_without_text_is_an_error(tmp_path: Path, trained: Tokenizer) -> None:
+    """An empty corpus, or one whose documents are all empty, has no bytes to measure: the
+    tables printed 0.00 bytes a token for it (0 / 0 read as 0), and `run(..., max_bytes=0)` did the
+    same for every corpus (the command line refuses --max-bytes 0).  Each is an error naming the
+    file, on the command line and in the API."""
+    trained.save(tmp_path / "mine.bin")
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "blank.jsonl").write_text('{"text": ""}\n{"text": ""}\n')
+    (tmp_path / "good.jsonl").write_text('{"text": "some text to measure"}\n')
+    for name, docs in (("empty.jsonl", 0), ("blank.jsonl", 2)):
+        out = subprocess.run([MNEMO, "eval", str(tmp_path / "mine.bin"), "--corpus", str(tmp_path / "good.jsonl"),
+                              "--corpus", str(tmp_path / name)], capture_output=True, text=True)
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert f"{tmp_path / name}: no text to measure ({docs} documents, 0 bytes)" in out.stderr, out.stderr
+        assert out.stdout == ""
+    out = subprocess.run([MNEMO, "eval", str(tmp_path / "mine.bin"), "--corpus", str(tmp_path / "good.jsonl"),
+                          "--max-bytes", "0"], capture_output=True, text=True)
+    assert out.returncode == 2 and "argument --max-bytes: must be >= 1, got 0" in out.stderr, out.stderr
+    with pytest.raises(ConfigError, match="max_bytes 0 reads no text to measure"):
+        run([str(tmp_path / "mine.bin")], [str(tmp_path / "good.jsonl")], 0)
+    with pytest.raises(mnemo.InputError, match="'blank': no text to measure \\(1 documents, 0 bytes\\)"):
+        evaluate([("mine", trained)], [("good", [b"text"]), ("blank", [b""])])
+    assert evaluate([("mine", trained)], [("good", [b"text"])])[0].corpora["good"].n_bytes == 4
+
+
 def test_cli_table_and_plot(tmp_path: Path, trained: Tokenizer, cs336_dir: Path, corpus_path: Callable[[str], Path]) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install '.[test]')")
     trained.save(tmp_path / "mine.bin")
