@@ -383,7 +383,8 @@ def _run_stack(env: "_Env", data: bytes) -> None:
         # changed body may move one (its ids have no checksum, by design), so there only the
         # count, which the sidecar holds, must hold
         same = ends == ref_ends or (fmt == "nanogpt" and body == "body" and ends is not None and len(ends) == len(ref_ends))
-        if not same and fmt == "datatrove" and ends is not None and not any(n.endswith(SIDECAR_SUFFIX) for n, _ in files):
+        sidecar = main.name + SIDECAR_SUFFIX  # the one read_stack_file looks for (data.ds.mnemo.json)
+        if not same and fmt == "datatrove" and ends is not None and not any(_safe_name(n) == sidecar for n, _ in files):
             # without mnemo's sidecar the .ds.index is the only record of the boundaries, and
             # datatrove's own reader takes its numbers as they are: another index that still rises
             # to the token count is another set, not a wrong answer -- the ends must be its numbers
