@@ -164,7 +164,7 @@ def evaluate(tokenizers: Sequence[tuple[str, AnyTokenizer]], corpora: Sequence[t
     without a byte of text is an InputError: every figure of it would be 0 / 0."""
     for name, docs in corpora:
         if not any(docs):
-            raise InputError(_no_text(repr(name), docs))
+            raise InputError(_no_text(repr(name), docs, "give documents with text"))
     words = {name: sum(len(d.decode("utf-8", "replace").split()) for d in docs) for name, docs in corpora}
     results: list[TokenizerResult] = []
     for label, tok in tokenizers:
@@ -329,13 +329,10 @@ def run(
         name = Path(cp).name.split(".")[0]
         docs = list(corpus_documents(cp, max_bytes, text_field))
         if not any(docs):
-            raise InputError(_no_text(str(cp), docs, text_field))
+            raise InputError(_no_text(str(cp), docs, f"give a corpus with text, or name the field that holds it (--text-field, now {text_field!r})"))
         corpora.append((name, docs))
     return evaluate(tokenizers, corpora), [n for n, _ in corpora], skipped
 
 
-def _no_text(what: str, docs: Sequence[bytes], text_field: str = DEFAULT_TEXT_FIELD) -> str:
-    return (
-        f"{what}: no text to measure ({len(docs):,} documents, 0 bytes): every figure would be 0 / 0; give a corpus "
-        f"with text, or name the field that holds it (--text-field, now {text_field!r})"
-    )
+def _no_text(what: str, docs: Sequence[bytes], todo: str) -> str:
+    return f"{what}: no text to measure ({len(docs):,} documents, 0 bytes): every figure would be 0 / 0; {todo}"

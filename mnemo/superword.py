@@ -517,7 +517,7 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
                 piece = e
         if piece != e:
             last = len(out)
-            if wid < ID_WIDE:
+            if wid < ID_WIDE:  # write_id's common case, without the call
                 write_i16_le(out, i16(wid))
             else:
                 write_id(out, wid)
