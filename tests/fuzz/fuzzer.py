@@ -749,6 +749,11 @@ def worker_main(seed_dir: str, scratch: str, parent: int) -> None:
     _die_with_parent()
     if os.getppid() != parent:  # the parent died before prctl took effect
         return
+    # Ctrl-C at the terminal and a SIGTERM to the process group reach the worker too: the parent
+    # decides (it ends the run after the case in hand and closes the worker); a worker killed
+    # by them had been reported as a crash of the case it was running
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything mnemo prints goes to stderr, never into the protocol
     faulthandler.enable()
@@ -1900,12 +1905,24 @@ def run_hypothesis(runner: Runner, seeds: dict[str, list[bytes]], target: str, e
               suppress_health_check=list(HealthCheck))
     @given(strategy)
     def one(data: bytes) -> None:
-        runner.run(target, data)
+        if not STOPPED:
+            runner.run(target, data)
 
     one()
 
 
 # ---- the time-bounded run (make fuzz) --------------------------------------------------------
+
+#: The signal that asked `make fuzz` to stop (SIGTERM, or Ctrl-C): the run ends after the case in
+#: hand, reports and cleans up.  A SystemExit raised by the handler itself had landed inside
+#: hypothesis's generation of an example, which reported it as a failure of its own
+#: ("Inconsistent data generation") in a traceback of a page, and the run exited 1.
+STOPPED: list[int] = []
+
+
+def _stop(signum: int, frame: object) -> None:
+    STOPPED.append(signum)
+    signal.signal(signum, signal.SIG_DFL)  # a second one stops at once
 
 
 def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, log: Callable[[str], None],
@@ -1939,15 +1956,15 @@ def fuzz_for(seconds: float, seed_dir: Path, rng_seed: int, out: Path | None, lo
             log(f"{runner.cases} cases, {len(runner.findings)} distinct findings, {runner.restarts} restarts")
 
     try:
-        while time.monotonic() < end:
+        while time.monotonic() < end and not STOPPED:
             # alternate: a burst of mutation cases, then a burst of hypothesis cases per target
             for _ in range(500):
-                if time.monotonic() >= end:
+                if time.monotonic() >= end or STOPPED:
                     break
                 runner.run(*random_case(rng, seeds, targets))
                 tick()
             for target in targets:
-                if time.monotonic() >= end:
+                if time.monotonic() >= end or STOPPED:
                     break
                 run_hypothesis(runner, seeds, target, max(1, int(40 * TARGET_WEIGHTS.get(target, 1.0))), derandomize=False)
                 tick()
@@ -1971,8 +1988,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker:
         worker_main(args.worker[0], args.worker[1], int(args.worker[2]))
         return 0
-    # SIGTERM (a killed `make fuzz`) unwinds like Ctrl-C: the worker is closed, the seeds removed
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    # SIGTERM (a killed `make fuzz`) and Ctrl-C end the run after the case in hand: the worker is
+    # closed, the findings written, the seeds removed; the exit status says the signal
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     seed = args.seed if args.seed is not None else int(time.time())
     log = lambda msg: print(f"[fuzz {time.strftime('%H:%M:%S')}] {msg}", flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="mnemo-fuzz-seeds-") as tmp:
@@ -1992,11 +2011,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1 if bad else 0
         log(f"fuzzing for {args.seconds:g} s, seed {seed}, reproducers to {args.out}/")
         runner = fuzz_for(args.seconds, seed_dir, seed, args.out, log, args.targets)
+    if STOPPED:
+        log(f"stopped by signal {STOPPED[0]} after {runner.cases} cases")
     log(f"done: {runner.cases} cases, {runner.restarts} worker restarts, {len(runner.findings)} distinct findings")
     for line in runner.count_lines():
         log(f"  {line}")
     for finding in runner.findings.values():
         log(f"  {finding.describe()[:400]} (seen {finding.count} times)")
+    if STOPPED:
+        return 128 + STOPPED[0]
     return 1 if runner.findings else 0
 
 
