@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from typing import Final
 
-from librt.strings import BytesWriter, read_i16_le, read_i32_le, read_i64_le, write_i16_le, write_i32_le, write_i64_le
+from librt.strings import BytesWriter, read_i32_le, read_i64_le, write_i32_le, write_i64_le
 from librt.vecs import append, extend, vec
 from mypy_extensions import i16, i32, i64
 
@@ -226,14 +226,8 @@ def split_coarse(text: bytes, pattern: str = "mnemonic") -> list[bytes]:
     return out
 
 
-#: What read_id answers at the end of a coarse chunk.
+#: CoarseCounts.ids: the end of a coarse chunk.
 END_OF_COARSE: Final[i64] = -1
-#: CoarseCounts.ids, two bytes an entry (little-endian u16): an id below ID_WIDE as itself,
-#: END_MARK at a coarse chunk's end, an id from ID_WIDE up as two entries, ID_WIDE | its bits
-#: 16 and up, then its low 16 bits.  Below ID_LIMIT, so that no first half is END_MARK.
-ID_WIDE: Final[i64] = 0x8000
-END_MARK: Final[i64] = 0xFFFF
-ID_LIMIT: Final[i64] = 0x7FFF0000
 
 
 class CoarseCounts:
@@ -242,10 +236,8 @@ class CoarseCounts:
       words   a count.PackedCounts (wblob, wmeta) of stage-1 chunks, listed in the order of their
               ids: training's own stage-1 table (WordCounter with `track`), which `ids` names
       ids     every coarse chunk (or piece of one) of two stage-1 chunks or more, once per
-              occurrence, as the ids in `words` of its stage-1 chunks, then an end mark: two
-              bytes an id below 32,768 (88 % of them on English: the table numbers words in
-              order of first appearance, so the common ones first), four from there on
-              (write_id, read_id; ID_WIDE says how)
+              occurrence, as the ids in `words` of its stage-1 chunks, four bytes each
+              (little-endian), then END_OF_COARSE
       single  a PackedCounts (sblob, smeta) of coarse chunks given as bytes, each re-split when
               read (coarse_of_packed; the counting pass leaves it empty)
 
@@ -284,9 +276,10 @@ class CoarseCounts:
         ids = self.ids
         p: i64 = 0
         while p < len(ids):
-            x, p = read_id(ids, p)
+            x: i64 = i64(read_i32_le(ids, p))
             if x != END_OF_COARSE:
                 alone[x] -= 1
+            p += 4
         return alone
 
     def to_packed(self) -> PackedCounts:
@@ -311,7 +304,8 @@ class CoarseCounts:
         n: i64 = 0
         p: i64 = 0
         while p < len(ids):
-            x, p = read_id(ids, p)
+            x = i64(read_i32_le(ids, p))
+            p += 4
             if x == END_OF_COARSE:
                 write_i64_le(meta, n)
                 write_i64_le(meta, 1)
@@ -350,51 +344,12 @@ def renumber(ids: bytes, remap: vec[i64]) -> bytes:
     out = BytesWriter()
     p: i64 = 0
     while p < len(ids):
-        # read_id and write_id inline for the common cases: the parent renumbers every entry of
-        # every worker's stream but the first's (1 GB of English: about 190 M)
-        x: i64 = i64(read_i16_le(ids, p)) & 0xFFFF
-        p += 2
-        if x >= ID_WIDE:
-            if x == END_MARK:
-                write_i16_le(out, i16(-1))
-                continue
-            x = ((x & (ID_WIDE - 1)) << 16) | (i64(read_i16_le(ids, p)) & 0xFFFF)
-            p += 2
-        y = remap[x]
-        if y < ID_WIDE:
-            write_i16_le(out, i16(y))
-        else:
-            write_id(out, y)
+        x: i64 = i64(read_i32_le(ids, p))
+        if x != END_OF_COARSE:  # not a conditional expression: mypyc would box its value
+            x = remap[x]
+        write_i32_le(out, i32(x))
+        p += 4
     return out.getvalue()
-
-
-def _write16(out: BytesWriter, v: i64) -> None:
-    """Write v (0 <= v <= 0xFFFF) as two bytes, little-endian."""
-    if v >= ID_WIDE:
-        write_i16_le(out, i16(v - 0x10000))
-    else:
-        write_i16_le(out, i16(v))
-
-
-def write_id(out: BytesWriter, x: i64) -> None:
-    """Write the id x (0 <= x < ID_LIMIT) to an id stream (CoarseCounts.ids)."""
-    if x < ID_WIDE:
-        write_i16_le(out, i16(x))
-        return
-    if x >= ID_LIMIT:
-        raise ConfigError(f"stage 2's id stream holds ids below {ID_LIMIT:,}; this counting pass numbered a word {x:,}")
-    _write16(out, ID_WIDE | (x >> 16))
-    _write16(out, x & 0xFFFF)
-
-
-def read_id(ids: bytes, p: i64) -> tuple[i64, i64]:
-    """The id at byte p of an id stream (END_OF_COARSE at an end mark), and where the next starts."""
-    v = i64(read_i16_le(ids, p)) & 0xFFFF
-    if v < ID_WIDE:
-        return v, p + 2
-    if v == END_MARK:
-        return END_OF_COARSE, p + 2
-    return ((v & (ID_WIDE - 1)) << 16) | (i64(read_i16_le(ids, p + 2)) & 0xFFFF), p + 4
 
 
 class CoarseCounter:
@@ -475,7 +430,6 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
     n_coarse: i64 = 0
     piece: i64 = 0  # the coarse chunk being counted starts here (a long one is counted in pieces)
     parts: i64 = 0  # ... and holds this many stage-1 chunks, whose ids end the id stream
-    last: i64 = 0  # where the last id written starts
     joinable = False  # it ends with a JOIN chunk
     pos: i64 = 0
     # the chunk ends over ASCII from the class masks, as WordCounter.add takes them
@@ -516,9 +470,9 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
             # pos: end the last one -- one chunk alone is taken back, two or more get their end
             if pos > piece:
                 if parts == 1:
-                    out.truncate(last)
+                    out.truncate(len(out) - 4)
                 else:
-                    write_i16_le(out, i16(-1))  # END_MARK
+                    write_i32_le(out, i32(END_OF_COARSE))
                 n_coarse += 1
             piece = pos
             parts = 0
@@ -526,19 +480,15 @@ def add_both(words: WordCounter | None, coarse: CoarseCounter, data: bytes, patt
                 coarse.skipped += 1
                 piece = e
         if piece != e:
-            last = len(out)
-            if wid < ID_WIDE:  # write_id's common case, without the call
-                write_i16_le(out, i16(wid))
-            else:
-                write_id(out, wid)
+            write_i32_le(out, i32(wid))
             parts += 1
         joinable = k == KIND_JOIN
         pos = e
     if end > piece:
         if parts == 1:
-            out.truncate(last)
+            out.truncate(len(out) - 4)
         else:
-            write_i16_le(out, i16(-1))  # END_MARK
+            write_i32_le(out, i32(END_OF_COARSE))
         n_coarse += 1
     coarse.n_bytes += end
     coarse.n_chunks += n_coarse
@@ -1116,16 +1066,12 @@ class Stage2Words:
         last: i64 = -1  # the last token of the chunk before, in the coarse chunk being read
         p: i64 = 0
         while p < len(cids):
-            # read_id inline: the pass's every entry
-            x = i64(read_i16_le(cids, p)) & 0xFFFF
-            p += 2
-            if x >= ID_WIDE:
-                if x == END_MARK:
-                    last = -1
-                    n_words += 1
-                    continue
-                x = ((x & (ID_WIDE - 1)) << 16) | (i64(read_i16_le(cids, p)) & 0xFFFF)
-                p += 2
+            x = i64(read_i32_le(cids, p))
+            p += 4
+            if x == END_OF_COARSE:
+                last = -1
+                n_words += 1
+                continue
             e: i64 = meet[2 * x]
             meet[2 * x + 1] -= 1
             if last >= 0:
@@ -1203,7 +1149,8 @@ class Stage2Words:
         cids = self.cids
         p: i64 = 0
         while p < len(cids):
-            x, p = read_id(cids, p)
+            x: i64 = i64(read_i32_le(cids, p))
+            p += 4
             if x == END_OF_COARSE:
                 ends = append(ends, q)
                 counts = append(counts, 1)
@@ -1421,13 +1368,9 @@ class Stage2Words:
         q = 0
         p: i64 = 0
         while p < len(cids):
-            # read_id inline: the pass's every entry
-            x: i64 = i64(read_i16_le(cids, p)) & 0xFFFF
-            p += 2
-            if x >= ID_WIDE and x != END_MARK:
-                x = ((x & (ID_WIDE - 1)) << 16) | (i64(read_i16_le(cids, p)) & 0xFFFF)
-                p += 2
-            elif x == END_MARK:
+            x: i64 = i64(read_i32_le(cids, p))
+            p += 4
+            if x == END_OF_COARSE:
                 bounds[nc] = q
                 nc += 1
                 if q > PIECE_BUF or nc == PIECE_BUF:

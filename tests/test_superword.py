@@ -33,7 +33,7 @@ from mnemo.pretokenize import pattern_id
 from mnemo.superword import (
     KIND_END, KIND_HARD, KIND_JOIN, RULE_SUPERWORD, SKETCH_MAX, CoarseCounter, CoarseCounts,
     coarse_of_packed, Stage2Words, SuperEncoder, add_both, add_coarse, chunk_kind, FILL_BLOCK, _filled16, _filled32, _filled64, _sorted_by,
-    kind_in, split_coarse, END_OF_COARSE, ID_LIMIT, read_id, renumber, write_id,
+    kind_in, split_coarse,
 )
 from mnemo.training import CountPart, CountStats, CountSum, TrainStats
 
@@ -355,51 +355,6 @@ def test_stage_two_rank_from_the_sketch(english: list[str]) -> None:
     assert len(ranked) == words.n_pairs > 10_000
     for k in (100, 300, 1000):
         assert 0.75 * ranked[k - 1] <= words.count_at_rank(k) <= 1.05 * ranked[k - 1], (k, words.count_at_rank(k), ranked[k - 1])
-
-
-def test_id_stream_takes_two_bytes_an_id_below_32768_and_four_from_there(english: list[str]) -> None:
-    """CoarseCounts.ids: an id below 32,768 (most of them) in two bytes, one from there up in
-    four, the end mark in two; every id below ID_LIMIT reads back as written, one at the limit
-    is refused.  A real stream renumbered to wide ids and back is the same bytes."""
-    from librt.strings import BytesWriter
-
-    out = BytesWriter()
-    ids = [0, 1, 0x7FFE, 0x7FFF, 0x8000, 0x8001, 0xFFFE, 0xFFFF, 0x10000, 0x12345, 353_931, ID_LIMIT - 1]
-    for x in ids:
-        write_id(out, x)
-    data = out.getvalue()
-    assert len(data) == 2 * 4 + 4 * (len(ids) - 4)
-    got, p = [], 0
-    while p < len(data):
-        x, p = read_id(data, p)
-        got.append(x)
-    assert got == ids
-    with pytest.raises(ConfigError, match="below 2,147,418,112"):
-        write_id(BytesWriter(), ID_LIMIT)
-
-    pid = pattern_id("mnemonic")
-    coarse = CoarseCounter(pid, 256)
-    for doc in english[:40]:
-        add_coarse(coarse, doc.encode(), pid)
-    stream = coarse.to_counts().ids
-    def entries(b: bytes) -> list[int]:
-        out, p = [], 0
-        while p < len(b):
-            x, p = read_id(b, p)
-            out.append(x)
-        return out
-    small = entries(stream)
-    n = max(small) + 1
-    assert n < 0x8000 and small.count(END_OF_COARSE) > 100
-    shift = 0x3_0000
-    up = vec[i64]([x + shift if x % 2 else x for x in range(n)])
-    down = vec[i64]([0] * (n + shift))
-    for x in range(n):
-        down[up[x]] = x
-    wide = renumber(stream, up)
-    assert entries(wide) == [x if x == END_OF_COARSE else up[x] for x in small]
-    assert len(wide) == len(stream) + 2 * sum(1 for x in small if x != END_OF_COARSE and x % 2)
-    assert renumber(wide, down) == stream
 
 
 def test_stage_two_words_by_id_equal_words_by_bytes(english: list[str]) -> None:
