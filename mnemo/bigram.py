@@ -584,8 +584,8 @@ def make_optimizer(name: str, model: BigramModel, lr: float) -> Optimizer:
     ~10 steps behind them; and the W columns and biases of ids a batch barely touches have
     gradients ~1e-7 that eps 1e-8 lets Adam blow up into full lr steps of noise.  Measured on the
     demo's data (docs/pretraining.md): validation 7.06 -> 6.91 after 12 steps, 6.78 -> 6.68 after 60."""
-    if lr <= 0:
-        raise ConfigError(f"learning rate must be > 0, got {lr}")
+    if not 0 < lr < math.inf:  # NaN too: it trained to NaN losses and a continuation of \x00
+        raise ConfigError(f"learning rate must be a finite number > 0, got {lr}")
     if name == "adam":
         return Adam(model.params(), lr, beta1=ADAM_BETA1, eps=ADAM_EPS)
     if name == "sgd":

@@ -268,8 +268,12 @@ def test_bad_optimizer_settings() -> None:
     model = _tiny_model()
     with pytest.raises(ConfigError, match="optimizer must be 'adam' or 'sgd', got 'rmsprop'"):
         bigram.make_optimizer("rmsprop", model, 0.1)
-    with pytest.raises(ConfigError, match="learning rate must be > 0, got 0"):
+    with pytest.raises(ConfigError, match="learning rate must be a finite number > 0, got 0"):
         bigram.make_optimizer("sgd", model, 0)
+    # NaN passed `lr <= 0` and trained to NaN losses; infinity made every weight NaN at step 1
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ConfigError, match=f"learning rate must be a finite number > 0, got {bad}"):
+            bigram.make_optimizer("adam", model, bad)
 
 
 # ---- baselines ----
