@@ -58,7 +58,19 @@ def _check_stream(ids: IntArray, what: str = "ids") -> None:
         raise ConfigError(f"{what} must be a 1-D integer numpy array, got shape {shape} of {dtype}")
 
 
+def _check_int(name: str, value: object) -> None:
+    """An int argument (numpy's integers too), not a bool: a float or a str had failed deep inside
+    numpy with a TypeError that named no argument, and True had been a context of 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+
+
 def _check_window(T: int, stride: int | None) -> int:
+    _check_int("context length T", T)
+    if stride is not None:
+        _check_int("stride", stride)
+    T = int(T)
+    stride = None if stride is None else int(stride)
     if T < 1:
         raise ConfigError(f"context length T must be >= 1, got {T}")
     step = T if stride is None else stride
@@ -297,6 +309,9 @@ class BatchLoader:
         seed: int = 0,
     ) -> None:
         self.stride: int = _check_window(context, stride)
+        context = int(context)
+        _check_int("batch_size", batch_size)
+        batch_size = int(batch_size)
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         if order not in ("random", "sequential"):
@@ -414,9 +429,9 @@ class BatchIterator:
         self.rank: int = _check_index("rank", rank, 0, world_size, f" (world_size is {world_size})")
         self.num_workers: int = _check_index("num_workers", num_workers, 1)
         self.worker: int = _check_index("worker", worker, 0, num_workers, f" (num_workers is {num_workers})")
-        self.context: int = context
+        self.context: int = self._loader.context
         self.stride: int = self._loader.stride
-        self.batch_size: int = batch_size
+        self.batch_size: int = self._loader.batch_size
         self.n_windows: int = self._loader.n_windows
         self.shard: int = rank * num_workers + worker
         self.n_shards: int = world_size * num_workers

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.batches import ID_MASK, MASKBIT, Batch, BatchIterator, BatchLoader, TokenStream, n_windows, split_stream, windows
-from mnemo.errors import ConfigError, InputError
+from mnemo.errors import ArgumentTypeError, ConfigError, InputError
 
 # ---- windows ----
 
@@ -275,6 +275,18 @@ def test_loader_bad_arguments() -> None:
         loader.get([0, 24])
     with pytest.raises(ConfigError, match="at least one token array"):
         TokenStream([])
+    # a float, a str or a bool for a size failed inside numpy with a TypeError naming nothing, or
+    # (True) was a context of 1; numpy's integers are ints
+    for kw, name in ((dict(context=1.5), "context length T"), (dict(context="8"), "context length T"),
+                     (dict(context=True), "context length T"), (dict(batch_size=2.0), "batch_size"),
+                     (dict(stride=2.0), "stride")):
+        args = {"context": 4, "batch_size": 2, **kw}
+        with pytest.raises(ArgumentTypeError, match=f"{name} must be an int, got"):
+            BatchLoader(stream, **args)
+        with pytest.raises(ArgumentTypeError, match=f"{name} must be an int, got"):
+            BatchIterator(stream, seed=0, **args)
+    it = BatchIterator(stream, context=np.int64(4), batch_size=np.int32(2), seed=0)
+    assert it.context == 4 and type(it.context) is int and next(it).inputs.shape == (2, 4)
 
 
 def test_loader_over_memmaps_keeps_them_memmaps(tmp_path: Path) -> None:
