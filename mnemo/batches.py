@@ -58,19 +58,18 @@ def _check_stream(ids: IntArray, what: str = "ids") -> None:
         raise ConfigError(f"{what} must be a 1-D integer numpy array, got shape {shape} of {dtype}")
 
 
-def _check_int(name: str, value: object) -> None:
-    """An int argument (numpy's integers too), not a bool: a float or a str had failed deep inside
-    numpy with a TypeError that named no argument, and True had been a context of 1."""
+def _check_int(name: str, value: object) -> int:
+    """An int argument (numpy's integers too, as an int), not a bool: a float or a str had failed
+    deep inside numpy with a TypeError that named no argument, and True had been a context of 1."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)
 
 
 def _check_window(T: int, stride: int | None) -> int:
-    _check_int("context length T", T)
+    T = _check_int("context length T", T)
     if stride is not None:
-        _check_int("stride", stride)
-    T = int(T)
-    stride = None if stride is None else int(stride)
+        stride = _check_int("stride", stride)
     if T < 1:
         raise ConfigError(f"context length T must be >= 1, got {T}")
     step = T if stride is None else stride
@@ -310,8 +309,7 @@ class BatchLoader:
     ) -> None:
         self.stride: int = _check_window(context, stride)
         context = int(context)
-        _check_int("batch_size", batch_size)
-        batch_size = int(batch_size)
+        batch_size = _check_int("batch_size", batch_size)
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         if order not in ("random", "sequential"):
@@ -379,8 +377,7 @@ ITERATOR_STATE_VERSION: Final = 1
 
 
 def _check_index(name: str, value: object, low: int, high: int | None = None, of: str = "") -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = _check_int(name, value)
     if value < low or (high is not None and value >= high):
         bound = f"between {low} and {high - 1}" if high is not None else f">= {low}"
         raise ConfigError(f"{name} must be {bound}{of}, got {value}")
@@ -433,8 +430,8 @@ class BatchIterator:
         self.stride: int = self._loader.stride
         self.batch_size: int = self._loader.batch_size
         self.n_windows: int = self._loader.n_windows
-        self.shard: int = rank * num_workers + worker
-        self.n_shards: int = world_size * num_workers
+        self.shard: int = self.rank * self.num_workers + self.worker
+        self.n_shards: int = self.world_size * self.num_workers
         if self.n_windows < self.n_shards:
             raise ConfigError(
                 f"{self.n_windows} windows cannot be shared by {self.n_shards} shards "

@@ -285,8 +285,12 @@ def test_loader_bad_arguments() -> None:
             BatchLoader(stream, **args)
         with pytest.raises(ArgumentTypeError, match=f"{name} must be an int, got"):
             BatchIterator(stream, seed=0, **args)
-    it = BatchIterator(stream, context=np.int64(4), batch_size=np.int32(2), seed=0)
-    assert it.context == 4 and type(it.context) is int and next(it).inputs.shape == (2, 4)
+    it = BatchIterator(stream, context=np.int64(4), batch_size=np.int32(2), seed=np.uint64(3),
+                       rank=np.int64(1), world_size=np.int64(2))
+    assert (it.context, it.seed, it.shard, it.n_shards) == (4, 3, 1, 2) and type(it.seed) is int
+    same = BatchIterator(stream, context=4, batch_size=2, seed=3, rank=1, world_size=2)
+    assert np.array_equal(next(it).inputs, next(same).inputs) and it.state_dict() == same.state_dict()
+    assert json.dumps(it.state_dict())  # plain ints, not numpy's
 
 
 def test_loader_over_memmaps_keeps_them_memmaps(tmp_path: Path) -> None:
