@@ -287,6 +287,13 @@ def test_train_summary_says_why_it_stopped_short(tmp_path: Path, capsys: pytest.
     )
     assert main(["train", str(src), "-o", str(tmp_path / "t.bin"), "--vocab-size", "280", "-q"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1  # reached the size asked for: no note
+    # chunks left out for their length may be the reason: the note counts them (it blamed the text)
+    assert main(["train", str(src), "-o", str(tmp_path / "t.bin"), "--vocab-size", "60000", "--max-chunk-bytes", "3", "-q"]) == 0
+    note = capsys.readouterr().out.splitlines()[1]
+    assert note.endswith(
+        "more (or more varied) text gives more merges; 399 of the 401 chunks were longer than --max-chunk-bytes 3 "
+        "and left out (a larger --max-chunk-bytes keeps them)"
+    ), note
 
 
 def test_tokenize_gpt2_vocabulary_separates_documents(tmp_path: Path, cs336_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

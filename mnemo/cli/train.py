@@ -85,10 +85,18 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{', '.join(map(str, stats.prune.per_round))})"
         )
     if stats.stopped_early:
+        # chunks longer than --max-chunk-bytes are left out of training: when there were any, they
+        # may be the reason (--max-chunk-bytes 2 leaves little of English), so the note says so
+        skipped = stats.count.n_skipped
+        left_out = (
+            f"; {skipped:,} of the {stats.count.n_chunks:,} chunks were longer than --max-chunk-bytes "
+            f"{args.max_chunk_bytes} and left out (a larger --max-chunk-bytes keeps them)"
+            if skipped else ""
+        )
         print(
             f"  stopped early: {tok.n_vocab} ids of the {args.vocab_size} asked for, because after merge "
             f"{stats.merges} no pair of adjacent tokens occurs twice in the text any more; more (or more "
-            f"varied) text gives more merges"
+            f"varied) text gives more merges{left_out}"
         )
     return 0
 
