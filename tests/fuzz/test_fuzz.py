@@ -118,7 +118,11 @@ def test_make_fuzz_stops_cleanly_on_a_signal_to_its_group(sig: int, tmp_path: Pa
     rest, _ = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig, rest
     assert f"stopped by signal {int(sig)}" in rest and "Traceback" not in rest, rest
-    assert "0 distinct findings" in rest and not (out.exists() and any(out.iterdir())), rest
+    # the case in hand when the signal came is not a finding (other findings are the fuzzer's
+    # business, not this test's: its hypothesis examples are not derandomized)
+    written = [f.read_text() for f in out.glob("*/description.txt")] if out.exists() else []
+    assert all(f"killed by signal {int(sig)}" not in text and "KeyboardInterrupt" not in text
+               for text in [rest, *written]), rest
     # tiktoken keeps its own cache in TMPDIR (data-gym-cache), meant to stay; nothing of the run's
     assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("findings", "data-gym-cache")) == []
 
