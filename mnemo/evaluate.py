@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -115,7 +116,8 @@ class CorpusResult:
 
     @property
     def tokens_per_word(self) -> float:
-        return self.n_tokens / self.n_words if self.n_words else 0.0
+        """Fertility; NaN for text without words (whitespace only), which `mnemo eval` prints as -."""
+        return self.n_tokens / self.n_words if self.n_words else math.nan
 
     @property
     def mb_per_s(self) -> float:
@@ -234,7 +236,7 @@ def format_tables(results: Sequence[TokenizerResult], corpus_names: Sequence[str
         "superword tokens: share of the encoded text (tokens spanning two or more stage-1 chunks; 0 for plain BPE)",
         lambda c, r: f"{100 * c.super_share:.1f}%",
     )
-    table("tokens per word (fertility: words are runs of non-space characters)", lambda c, r: f"{c.tokens_per_word:.2f}")
+    table("tokens per word (fertility: words are runs of non-space characters)", lambda c, r: "-" if not c.n_words else f"{c.tokens_per_word:.2f}")
     table(
         "share of the vocabulary used",
         lambda c, r: "-" if c.used < 0 else f"{100 * c.used / r.n_vocab:.1f}%",

@@ -24,6 +24,7 @@ text (`encode_ordinary`): datasets are data, not instructions.  With `chat=True`
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import warnings
@@ -85,7 +86,8 @@ class TokenizeStats:
 
     @property
     def bytes_per_token(self) -> float:
-        return self.n_bytes / self.n_tokens if self.n_tokens else 0.0
+        """n_bytes / n_tokens; NaN when nothing was encoded (no figure, not 0.0)."""
+        return self.n_bytes / self.n_tokens if self.n_tokens else math.nan
 
     @property
     def mb_per_s(self) -> float:

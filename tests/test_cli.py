@@ -4,6 +4,7 @@ clear errors that leave no output behind."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from mnemo import Tokenizer, open_tok
+from mnemo.tokenizing import tokenize_files
 from mnemo.cli import main
 
 MNEMO = str(Path(sys.executable).parent / "mnemo")
@@ -74,6 +76,21 @@ def test_tokenize_documents_and_chats(workdir: Path, capsys: pytest.CaptureFixtu
     assert tok.decode(masked) == "Hello!<|end|>4<|end|>"
     assert main(["info", str(chat_out)]) == 0
     assert "chat, masked" in capsys.readouterr().out
+
+
+def test_summaries_print_no_rate_for_no_tokens(tmp_path: Path, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """0 bytes over 0 tokens is no figure: tokenize of an input without documents and tokshow of
+    empty text print no bytes/token (they printed 0.00), and the stats say NaN, not 0.0."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["tokenize", "-t", str(workdir / "tok.bin"), str(empty), "-o", str(tmp_path / "e.tok"), "-q"]) == 0
+    summary = capsys.readouterr().out
+    assert "0 documents" in summary and "0 tokens" in summary and "bytes/token" not in summary
+    assert math.isnan(tokenize_files([empty], Tokenizer.load(workdir / "tok.bin"), tmp_path / "e2.tok", workers=1).bytes_per_token)
+    assert main(["tokshow", "-t", str(workdir / "tok.bin"), "--no-color", ""]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "0 tokens, 0 bytes"
+    assert main(["tokshow", "-t", str(workdir / "tok.bin"), "--no-color", "a"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 token, 1 byte, 1.00 bytes/token"
 
 
 def test_tokshow_plain_and_ids(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -46,6 +46,18 @@ def test_bytes_only_vocabulary_worked_example() -> None:
     assert res.top[0] == (ord(" "), b" ", 2)
 
 
+def test_text_without_words_has_no_fertility() -> None:
+    """Whitespace only: 7 tokens over 0 words is no figure -- NaN, printed as "-" (it read 0.00)."""
+    import math
+
+    [res] = evaluate([("bytes", Tokenizer([], special_tokens=[]))], [("ws", [b"   \n\n  "])])
+    r = res.corpora["ws"]
+    assert (r.n_bytes, r.n_tokens, r.n_words) == (7, 7, 0) and math.isnan(r.tokens_per_word)
+    text = format_tables([res], ["ws"])
+    fertility = text.split("tokens per word")[1].split("\n\n")[0]
+    assert fertility.splitlines()[-1].split()[-2:] == ["-", "-"]
+
+
 def test_superword_ids_are_tokens_spanning_chunks() -> None:
     """A token is a superword when the tokenizer's (stage-1) pattern cuts its bytes into two or
     more chunks: 'a ' is 'a' + ' ' and ' a b' is ' a' + ' b' under mnemonic; 'ab' and ' ab' are

@@ -58,6 +58,12 @@ def rate(n_bytes: int, seconds: float) -> str:
     return amount(n_bytes / seconds).replace(" bytes", " B") + "/s"
 
 
+def per_token(n_bytes: int, n_tokens: int) -> str:
+    """"4.12 bytes/token" for a summary line; "" when there are no tokens (0 / 0 is no figure:
+    printed as 0.00 it read as a measurement)."""
+    return f"{n_bytes / n_tokens:.2f} bytes/token" if n_tokens else ""
+
+
 def peak_rss_mib() -> float:
     """Peak resident memory of this process and of its (finished) workers, in MiB."""
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnemo.cli.common import chat_tokenizer, loaded_arg
+from mnemo.cli.common import chat_tokenizer, loaded_arg, per_token, plural
 from mnemo.cli.options import LOADABLE, Subcommands, no_color_option, path_arg, pattern_option, tokenizer_option
 from mnemo.errors import ConfigError, FormatError, InputError
 
@@ -72,7 +72,7 @@ def cmd_tokshow(args: argparse.Namespace) -> int:
         ids, spans = tok.encode_with_offsets(text, allowed_special="all")
     print(render_tokens(tok, ids, mask, color=color, show_ids=args.ids, spans=spans if args.offsets else None))
     n_bytes = sum(len(tok.token_bytes(i)) for i in ids)
-    print(f"{len(ids)} tokens, {n_bytes} bytes, {n_bytes / max(len(ids), 1):.2f} bytes/token"
+    print(", ".join(f for f in (plural(len(ids), "token"), plural(n_bytes, "byte"), per_token(n_bytes, len(ids))) if f)
           + (f", {sum(mask)} masked (learned)" if mask is not None else ""))
     return 0
 

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from mnemo.cli.common import (
-    Inputs, amount, chat_tokenizer, interactive, loaded_arg, past_the_point_of_no_return, plural, rate, ray_choice,
+    Inputs, amount, chat_tokenizer, interactive, loaded_arg, past_the_point_of_no_return, per_token, plural, rate, ray_choice,
     read_as, runnable, shared_with_nodes,
 )
 from mnemo.cli.options import (
@@ -76,7 +76,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     print(
         f"tokenized {written}: {plural(stats.n_docs, 'conversation' if args.chat else 'document')}{separators}, "
         f"{plural(stats.n_tokens, 'token')}, {amount(stats.n_bytes)} in {stats.seconds:.2f} s "
-        f"({rate(stats.n_bytes, stats.seconds)}, {stats.bytes_per_token:.2f} bytes/token)"
+        f"({', '.join(f for f in (rate(stats.n_bytes, stats.seconds), per_token(stats.n_bytes, stats.n_tokens)) if f)})"
     )
     return 0
 
