@@ -30,6 +30,28 @@ def test_superword_bench_trains_in_children_from_the_checkout(tmp_path: Path) ->
     assert (tmp_path / "superword_320.bin").is_file()
 
 
+def test_superword_parts_time_what_training_runs(tmp_path: Path) -> None:
+    """bench/measure/superword_parts.py times the parts of superword training one by one; --check
+    asks that together they learn mnemo.train's merges (on text whose cut is active: theta > 2)."""
+    import random
+
+    rng = random.Random(7)
+    words = ["the", "cat", "sat", "on", "a", "mat", "by", "way", "of", "and", "in", "to"]
+    words += ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(2, 7))) for _ in range(300)]
+    weights = [1 / (i + 1) for i in range(len(words))]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": " ".join(rng.choices(words, weights, k=40)) + "."}) + "\n" for _ in range(3000)))
+    run = subprocess.run(
+        [sys.executable, "bench/measure/superword_parts.py", str(corpus), "--vocab", "1000", "--superword", "700",
+         "--rounds", "1", "--check", "--prefix", "10"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "merges as mnemo.train" in run.stdout and "stage 2 loop: first merge" in run.stdout, run.stdout
+    theta = int(run.stdout.split("theta ")[1].split(",")[0])
+    assert theta > 2, run.stdout
+
+
 SCRIPTS = sorted(
     p.relative_to(ROOT).as_posix() for folder in ("compare", "measure") for p in (ROOT / "bench" / folder).glob("*.py")
 )
