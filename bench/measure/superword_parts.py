@@ -4,7 +4,7 @@ stage 2's words, the cut and stage 2's merge loop, as `mnemo.train(..., superwor
 them (no recount: `verify=False` in both).  With `--prefix`, also the merge loops' cost of their first
 n merges (a run of n merges each, less a run of one): where the loops spend their time.  With
 `--check`, the parts' merges are compared with `mnemo.train`'s (no special tokens), so that what is
-timed is what training runs.
+timed is what training runs.  Vocabularies up to 65,535 ids (the 16-bit trainer).
 
 Run: .venv/bin/python bench/measure/superword_parts.py TRAIN.jsonl [--vocab 32768] [--superword 24576]
          [--rounds 2] [--prefix 100,1000] [--check]
@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--prefix", default="", help="comma-separated merge counts: time the loops' first n merges")
     parser.add_argument("--check", action="store_true", help="compare the merges with mnemo.train's (one more training run)")
     args = parser.parse_args()
+    if args.vocab > merge_loop.MAX_IDS:
+        parser.error(f"--vocab {args.vocab}: above {merge_loop.MAX_IDS:,} ids training runs merge_loop_wide, which this script does not time")
     run = check_count_args([args.path], DEFAULT_PATTERN, [], 256, 1, DEFAULT_TEXT_FIELD, None)
     n_all, n1 = args.vocab - 256, args.superword - 256
     prefixes = [int(x) for x in args.prefix.split(",") if x]
@@ -64,15 +66,13 @@ def main() -> None:
         stage1 = cpu() - t
         merges, counts = state.merges, state.counts
         t = cpu()
-        enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD, wide=args.vocab > 65536)
+        enc = SuperEncoder(merges, 256 + len(merges), RULE_SUPERWORD)
         words = Stage2Words(enc, stats.coarse, pattern_id(DEFAULT_PATTERN), stage1=Stage1Words(state.toks, state.n, merges))
         words_s = cpu() - t
         theta = max(2, words.count_at_rank(n_all - len(merges)) // superbpe.THETA_DIVISOR)
         t = cpu()
         pblob, pmeta = words.pieces(theta)
         cut = cpu() - t
-        narrow = args.vocab <= merge_loop.MAX_IDS
-        assert narrow, "the parts of vocabularies above 65,535 ids run merge_loop_wide: not measured here"
 
         def loop(n: int) -> tuple[float, merge_loop.TrainState]:
             t0 = cpu()
